@@ -1,0 +1,33 @@
+# The README's two commands: `make demo` (main job) and `make test` (tests).
+# Both create .venv and install on a fresh machine; later runs reuse it.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export WANDB_MODE ?= offline
+export HF_HUB_OFFLINE ?= 1
+export HF_HUB_DISABLE_TELEMETRY ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: demo test install lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# CPU machines: take the local CPU wheel first so no CUDA build is pulled.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/forethought pipeline
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf runs outputs multirun wandb .pytest_cache

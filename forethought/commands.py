@@ -1,0 +1,47 @@
+"""Shared argument handling for the CLI commands.
+
+A command receives its raw arguments: ``key=value`` Hydra overrides,
+positional arguments (paths), and flags (``--cfg`` prints the resolved config
+and exits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class Args:
+    overrides: list[str] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)
+    flags: set[str] = field(default_factory=set)
+
+
+def split_args(args: list[str]) -> Args:
+    out = Args()
+    for a in args:
+        if a.startswith("-"):
+            out.flags.add(a)
+        elif "=" in a:
+            out.overrides.append(a)
+        else:
+            out.positional.append(a)
+    return out
+
+
+def load(command: str, args: Args, schema: type[T]) -> T | None:
+    """Compose and validate ``conf/<command>.yaml``; with ``--cfg`` print it and return None."""
+    from omegaconf import OmegaConf
+
+    from forethought.config import compose_and_validate
+
+    cfg, model = compose_and_validate(command, args.overrides, schema)
+    if "--cfg" in args.flags:
+        print(OmegaConf.to_yaml(cfg))
+        return None
+    return model

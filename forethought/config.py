@@ -1,0 +1,172 @@
+"""Hydra composition plus up-front validation that reports every error at once.
+
+Each command has a primary config ``conf/<command>.yaml`` and a pydantic
+schema (``extra="forbid"``). Loading a config:
+
+1. checks every ``key=value`` override against the composed config and
+   collects all unknown keys (with suggestions), instead of Hydra's
+   first-error-only behaviour;
+2. composes with Hydra (struct mode: nothing can be added silently);
+3. validates the resolved config against the schema, collecting all type
+   and value errors.
+
+Any error raises :class:`ConfigError` listing all of them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+from pydantic import BaseModel, ValidationError
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+T = TypeVar("T", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    def __init__(self, source: str, errors: list[str]):
+        self.source = source
+        self.errors = errors
+        super().__init__(f"invalid config {source} ({len(errors)} error{'s' if len(errors) != 1 else ''}):\n" + "\n".join(f"  - {e}" for e in errors))
+
+
+def config_groups(conf_dir: Path = CONF_DIR) -> set[str]:
+    groups = set()
+    for root, dirs, _ in os.walk(conf_dir):
+        for d in dirs:
+            groups.add(str(Path(root, d).relative_to(conf_dir)).replace(os.sep, "/"))
+    return groups
+
+
+def _all_keys(cfg: Any, prefix: str = "") -> list[str]:
+    out = []
+    if isinstance(cfg, DictConfig):
+        for k in cfg.keys():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            out.append(key)
+            try:
+                out.extend(_all_keys(cfg._get_node(k), key))  # type: ignore[arg-type]
+            except Exception:
+                pass
+    return out
+
+
+def _compose(command: str, overrides: list[str], conf_dir: Path, return_hydra_config: bool = False) -> DictConfig:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name=command):
+        return compose(config_name=command, overrides=overrides, return_hydra_config=return_hydra_config)
+
+
+def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tuple[list[str], list[str]]:
+    """Check every ``key=value`` override against the composed config.
+
+    Returns ``(errors, kept)``: one error per unknown key (with a suggestion) and
+    the overrides that remain once the unknown ones are left out.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    source = f"conf/{command}.yaml"
+    if not (conf_dir / f"{command}.yaml").is_file():
+        raise ConfigError(source, [f"no config named {command!r} in {conf_dir}"])
+    errors: list[str] = []
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:  # malformed override syntax
+        raise ConfigError(source, [f"cannot parse overrides: {exc}"]) from None
+    groups = config_groups(conf_dir)
+    group_ovr = [o.input_line for o in parsed if o.key_or_group in groups or o.key_or_group.startswith("hydra")]
+    try:
+        base = _compose(command, group_ovr, conf_dir)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(source, [str(exc).splitlines()[0]]) from None
+    known = _all_keys(base)
+    kept: list[str] = []
+    for o in parsed:
+        if o.key_or_group in groups or o.key_or_group.startswith("hydra") or o.is_add() or o.is_force_add():
+            kept.append(o.input_line)
+            continue
+        key = o.key_or_group
+        if OmegaConf.select(base, key, default=_MISSING) is _MISSING:
+            hint = difflib.get_close_matches(key, known, n=1)
+            errors.append(f"{key}: unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        else:
+            kept.append(o.input_line)
+    return errors, kept
+
+
+def compose_config(command: str, overrides: list[str] | None = None, *, conf_dir: Path = CONF_DIR, return_hydra_config: bool = False) -> DictConfig:
+    """Compose ``conf/<command>.yaml`` with overrides, reporting all unknown keys at once."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    overrides = list(overrides or [])
+    source = f"conf/{command}.yaml"
+    errors, _ = _unknown_overrides(command, overrides, conf_dir)
+    if errors:
+        raise ConfigError(source, errors)
+    try:
+        return _compose(command, overrides, conf_dir, return_hydra_config=return_hydra_config)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(source, [str(exc).splitlines()[0]]) from None
+
+
+def compose_and_validate(command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR) -> tuple[DictConfig, T]:
+    """Compose and validate in one go, listing unknown keys *and* type/value errors together.
+
+    Unknown overrides are left out to compose the rest, so ``a.typo=1 a.n=abc``
+    reports both the unknown key and the bad value in one :class:`ConfigError`.
+    """
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    overrides = list(overrides or [])
+    source = f"conf/{command}.yaml + overrides"
+    errors, kept = _unknown_overrides(command, overrides, conf_dir)
+    try:
+        cfg = _compose(command, kept, conf_dir)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(source, errors + [str(exc).splitlines()[0]]) from None
+    try:
+        model = validate(cfg, schema, source)
+    except ConfigError as exc:
+        raise ConfigError(source, errors + exc.errors) from None
+    if errors:
+        raise ConfigError(source, errors)
+    return cfg, model
+
+
+_MISSING = object()
+
+
+def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "config") -> T:
+    """Validate a composed config against its schema, listing every error."""
+    if isinstance(cfg, DictConfig) and "hydra" in cfg:
+        cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+    if isinstance(data, dict):
+        data.pop("hydra", None)
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        errs = []
+        for e in exc.errors():
+            loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+            if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], (dict, list)):
+                msg += f" (got {e['input']!r})"
+            errs.append(f"{loc}: {msg}")
+        raise ConfigError(source, errs) from None
+
+
+def load_config(command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR) -> T:
+    return compose_and_validate(command, overrides, schema, conf_dir=conf_dir)[1]

@@ -1,0 +1,43 @@
+"""User-facing errors: bad input exits non-zero with a located message, never a bare traceback."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+
+class UserError(Exception):
+    """An error in something the user gave us (a file, a field, a config value).
+
+    ``where`` names the file (and field) so the message can be acted on.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, where: str | None = None):
+        self.where = where
+        self.message = message
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+def run_guarded(fn: Callable[[], int | None]) -> int:
+    from forethought.config import ConfigError
+
+    try:
+        rc = fn()
+        return int(rc or 0)
+    except (UserError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        if os.environ.get("FORETHOUGHT_DEBUG"):
+            raise
+        import traceback
+
+        traceback.print_exc()
+        print("internal error (a bug in forethought, not in your input); set FORETHOUGHT_DEBUG=1 to re-raise", file=sys.stderr)
+        return 1

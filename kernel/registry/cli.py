@@ -1,0 +1,68 @@
+"""``forethought registry check FILE... [fmt=openai|mcp|bfcl]``: import registry files and report.
+
+Every file is checked and reported (``ok`` lines on stdout, located errors
+on stderr) before the exit status is decided: 0 when all imported, 1 when
+any failed, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .importers import FORMATS, RegistryError, load_registry
+
+USAGE = """\
+usage: forethought registry check FILE... [fmt=openai|mcp|bfcl]
+
+  check   import each registry file (OpenAI tools, MCP tools/list, BFCL
+          function docs; format detected unless fmt= is given) and print
+          the number of tools per file; exit 1 if any file fails"""
+
+
+def cli(args: list[str]) -> int:
+    if not args or args[0] not in ("check", "-h", "--help", "help"):
+        if args:
+            print(f"forethought registry: unknown subcommand {args[0]!r}", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args[0] != "check":
+        print(USAGE)
+        return 0
+    return _check(args[1:])
+
+
+def _check(args: list[str]) -> int:
+    fmt: str | None = None
+    files: list[str] = []
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if eq and key.lstrip("-").isidentifier():  # an override, not a path (paths may hold '=' after a '/')
+            if key.lstrip("-") != "fmt":
+                print(f"forethought registry check: unknown option {key!r} (only fmt=...)\n\n{USAGE}", file=sys.stderr)
+                return 2
+            if value not in FORMATS:
+                print(
+                    f"forethought registry check: fmt must be one of {', '.join(FORMATS)}, got {value!r}",
+                    file=sys.stderr,
+                )
+                return 2
+            fmt = value
+        else:
+            files.append(arg)
+    if not files:
+        print(f"forethought registry check: no files given\n\n{USAGE}", file=sys.stderr)
+        return 2
+
+    failed = 0
+    for path in files:
+        try:
+            reg = load_registry(path, fmt)
+        except RegistryError as exc:
+            failed += 1
+            print(f"FAIL {exc}", file=sys.stderr)
+            continue
+        kinds = sorted({t.source for t in reg}) or [fmt or "-"]
+        print(f"ok   {path}: {len(reg)} tool{'s' if len(reg) != 1 else ''} ({', '.join(kinds)})")
+    ok = len(files) - failed
+    print(f"{len(files)} file{'s' if len(files) != 1 else ''} checked: {ok} ok, {failed} failed")
+    return 1 if failed else 0

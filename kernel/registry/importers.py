@@ -1,0 +1,353 @@
+"""Import tool registries (OpenAI function calling, MCP ``tools/list``, BFCL function docs) into ToolSpecs.
+
+Accepted shapes:
+
+* ``openai``: ``[{"type": "function", "function": {...}}]``, a bare list of
+  function objects, ``{"tools": [...]}``, the older ``{"functions": [...]}``,
+  and the flat Responses-API form ``{"type": "function", "name": ...}``;
+* ``mcp``: ``{"tools": [{"name", "inputSchema", ...}]}``, optionally inside a
+  JSON-RPC envelope ``{"jsonrpc": "2.0", "id": .., "result": {...}}``, or a
+  bare list of MCP tools;
+* ``bfcl``: JSON Lines (or a JSON list) of ``{"name", "description",
+  "parameters": {"type": "dict", ...}, "response"?}`` using BFCL's type
+  names; enums and defaults stated in descriptions are extracted
+  (see :mod:`.prose_constraints`).
+
+The format is detected from the content unless ``fmt`` is given. Nothing is
+dropped unnoticed: a field is either mapped, or deliberately ignored because
+it only affects display (listed in ``_IGNORED`` with the reason), or it is an
+error. Every error is a :class:`RegistryError` located as
+``FILE: [line N: ]tool #I 'NAME': FIELD: what``, where ``#I`` is the tool's
+0-based position in its list and ``line N`` the JSON Lines line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from forethought.errors import UserError
+
+from .model import ToolSpec
+from .prose_constraints import add_prose_constraints
+from .registry import Registry
+from .schema_normalize import SchemaPathError, normalize_schema, suggest, type_name
+
+FORMATS = ("openai", "mcp", "bfcl")
+
+# Tool fields carried into ToolSpec, per format.
+_MAPPED = {
+    "openai": {"name", "description", "parameters"},
+    "mcp": {"name", "description", "inputSchema", "outputSchema", "annotations"},
+    "bfcl": {"name", "description", "parameters", "response"},
+}
+# Fields understood but not carried, and why that loses nothing the kernel uses.
+_IGNORED = {
+    "openai": {"strict": "constrained decoding on OpenAI's side; the kernel validates every call anyway"},
+    "mcp": {"title": "display name", "icons": "display icons", "_meta": "protocol metadata"},
+    "bfcl": {},
+}
+_FIELDS = {f: _MAPPED[f] | set(_IGNORED[f]) for f in FORMATS}
+_MCP_ANNOTATIONS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+_SHAPES = {
+    "openai": "a list of tools or an object with 'tools' or 'functions'",
+    "mcp": "an MCP tools/list result",
+    "bfcl": "JSON Lines or a JSON list of BFCL function docs",
+}
+_BFCL_ONLY_TYPES = {"dict", "float", "tuple", "any"}
+
+
+class RegistryError(UserError):
+    """A registry file that cannot be imported; the message names file, tool and field."""
+
+    def __init__(
+        self,
+        source: str,
+        detail: str,
+        *,
+        tool: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ):
+        self.source, self.detail, self.tool, self.field, self.line = source, detail, tool, field, line
+        at = None if line is None else f"line {line}" + (f", column {column}" if column is not None else "")
+        parts = [at, tool, field, detail]
+        super().__init__(": ".join(p for p in parts if p), where=source)
+
+
+# -- public API --------------------------------------------------------------
+
+
+def load_registry(path: str | Path, fmt: str | None = None) -> Registry:
+    """Read a registry file; the registry is named after the file's stem."""
+    source = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise RegistryError(source, "file not found") from None
+    except OSError as exc:
+        raise RegistryError(source, f"cannot read file: {exc.strerror or exc}") from None
+    return Registry(parse_registry(raw, fmt, source=source), name=Path(path).stem)
+
+
+def parse_registry(data_or_text: Any, fmt: str | None = None, source: str = "<registry>") -> list[ToolSpec]:
+    """Parse registry text (JSON or JSON Lines), bytes, or already-decoded JSON data into ToolSpecs."""
+    if fmt is not None and fmt not in FORMATS:
+        raise RegistryError(source, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    lines: list[int] | None = None
+    data = data_or_text
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise RegistryError(source, f"not UTF-8 text (byte {exc.start})") from None
+    if isinstance(data, str):
+        data, lines = _load_text(data, source)
+    fmt = fmt or detect_format(data, source, jsonl=lines is not None)
+    raw_tools = _unwrap(data, fmt, source)
+    if lines is not None and len(lines) != len(raw_tools):
+        lines = None  # a JSON Lines file whose single line holds a whole list
+    tools: list[ToolSpec] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(raw_tools):
+        loc = _Loc(source, i, lines[i] if lines else None)
+        tool = _tool(raw, fmt, loc)
+        if tool.name in seen:
+            raise loc.error("name", f"duplicate of tool #{seen[tool.name]}")
+        seen[tool.name] = i
+        tools.append(tool)
+    return tools
+
+
+def detect_format(data: Any, source: str = "<registry>", *, jsonl: bool = False) -> str:
+    """Tell openai / mcp / bfcl apart by content; JSON Lines without other clues is BFCL."""
+    if isinstance(data, dict):
+        if {"jsonrpc", "result", "error"} & set(data):
+            return "mcp"
+        if "functions" in data and "tools" not in data:
+            return "openai"
+        if "tools" in data:
+            items = data["tools"] if isinstance(data["tools"], list) else []
+            return "mcp" if any(_clue(t) == "mcp" for t in items) else "openai"
+        items = [data]
+    elif isinstance(data, list):
+        items = data
+    else:
+        raise RegistryError(source, f"expected a JSON object or array of tools, got {type_name(data)}")
+    clues = {i: c for i, t in enumerate(items) if (c := _clue(t))}
+    kinds = sorted(set(clues.values()))
+    if len(kinds) > 1:
+        first = {k: next(i for i, c in clues.items() if c == k) for k in kinds}
+        seen = ", ".join(f"tool #{i} looks like {k}" for k, i in first.items())
+        raise RegistryError(source, f"cannot tell the format: {seen}; pass fmt=openai|mcp|bfcl")
+    if kinds:
+        return kinds[0]
+    return "bfcl" if jsonl else "openai"
+
+
+# -- text --------------------------------------------------------------------
+
+
+def _load_text(text: str, source: str) -> tuple[Any, list[int] | None]:
+    """Decode JSON, or JSON Lines (one value per non-blank line), with located errors."""
+    text = text.lstrip("\ufeff")
+    if not text.strip():
+        raise RegistryError(source, "file is empty")
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as whole:
+        rows = text.splitlines()
+        first = next(i for i, r in enumerate(rows) if r.strip())
+        try:
+            json.loads(rows[first])
+        except json.JSONDecodeError:
+            # Not JSON Lines either: report the whole-document error.
+            raise RegistryError(source, f"invalid JSON: {whole.msg}", line=whole.lineno, column=whole.colno) from None
+    items, line_nos = [], []
+    for n, row in enumerate(rows, 1):
+        if not row.strip():
+            continue
+        try:
+            items.append(json.loads(row))
+        except json.JSONDecodeError as exc:
+            raise RegistryError(source, f"invalid JSON: {exc.msg}", line=n, column=exc.colno) from None
+        line_nos.append(n)
+    return items, line_nos
+
+
+def _clue(tool: Any) -> str | None:
+    """The format one tool object points to, if it says."""
+    if not isinstance(tool, dict):
+        return None
+    if {"inputSchema", "outputSchema", "annotations"} & set(tool):
+        return "mcp"
+    if tool.get("type") == "function" or "function" in tool:
+        return "openai"
+    if "response" in tool:
+        return "bfcl"
+    params = tool.get("parameters")
+    if isinstance(params, dict):
+        return "bfcl" if _uses_bfcl_types(params) else "openai"
+    return None
+
+
+def _uses_bfcl_types(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        t = schema.get("type")
+        if any(isinstance(x, str) and x in _BFCL_ONLY_TYPES for x in (t if isinstance(t, list) else [t])):
+            return True
+        return any(_uses_bfcl_types(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_uses_bfcl_types(v) for v in schema)
+    return False
+
+
+def _unwrap(data: Any, fmt: str, source: str) -> list[Any]:
+    """The list of raw tool objects inside a file's top-level shape."""
+
+    def container(d: dict, keys: set[str], allowed: set[str], what: str) -> list[Any]:
+        extra = sorted(set(d) - allowed)
+        if extra:
+            raise RegistryError(source, f"unexpected top-level key {extra[0]!r}{suggest(extra[0], allowed)}; {what}")
+        out: list[Any] = []
+        for k in sorted(keys & set(d)):
+            if not isinstance(d[k], list):
+                raise RegistryError(source, f"expected an array, got {type_name(d[k])}", field=k)
+            out.extend(d[k])
+        return out
+
+    if isinstance(data, list):
+        return data
+    if not isinstance(data, dict):
+        raise RegistryError(source, f"expected a JSON object or array of tools, got {type_name(data)}")
+    if fmt == "mcp":
+        if {"jsonrpc", "result", "error"} & set(data):
+            extra = sorted(set(data) - {"jsonrpc", "id", "result", "error"})
+            if extra:
+                raise RegistryError(source, f"unexpected key {extra[0]!r} in a JSON-RPC response")
+            if "error" in data:
+                err = data["error"] if isinstance(data["error"], dict) else {"message": data["error"]}
+                raise RegistryError(
+                    source, f"the server returned an error: {err.get('message')} (code {err.get('code')})"
+                )
+            data = data.get("result")
+            if not isinstance(data, dict):
+                raise RegistryError(source, f"expected an object, got {type_name(data)}", field="result")
+        if "tools" not in data:
+            raise RegistryError(source, "missing 'tools' (an MCP tools/list result)")
+        # nextCursor: this is one page of a paginated listing; each page imports on its own.
+        return container(data, {"tools"}, {"tools", "nextCursor", "_meta"}, "expected an MCP tools/list result")
+    if fmt == "openai" and ("tools" in data or "functions" in data):
+        return container(data, {"tools", "functions"}, {"tools", "functions"}, "expected 'tools' or 'functions'")
+    if "name" in data or (fmt == "openai" and "function" in data):
+        return [data]  # a single tool object
+    raise RegistryError(source, f"expected {_SHAPES[fmt]}, got an object with keys {sorted(data)}")
+
+
+# -- one tool ----------------------------------------------------------------
+
+
+class _Loc:
+    """Where a tool sits, for messages."""
+
+    def __init__(self, source: str, index: int, line: int | None):
+        self.source, self.index, self.line, self.name = source, index, line, None
+
+    @property
+    def tool(self) -> str:
+        return f"tool #{self.index}" + (f" {self.name!r}" if self.name else "")
+
+    def error(self, field: str | None, detail: str) -> RegistryError:
+        return RegistryError(self.source, detail, tool=self.tool, field=field, line=self.line)
+
+
+def _tool(raw: Any, fmt: str, loc: _Loc) -> ToolSpec:
+    if not isinstance(raw, dict):
+        raise loc.error(None, f"expected a tool object, got {type_name(raw)}")
+    fn = _openai_function(raw, loc) if fmt == "openai" else raw
+    name = fn.get("name")
+    if isinstance(name, str) and name.strip() == name != "":
+        loc.name = name
+    # Unknown fields first: in a file of the wrong format they say more than a missing name.
+    for key in fn:
+        if key not in _FIELDS[fmt]:
+            raise loc.error(key, f"unknown {fmt} tool field{suggest(key, _FIELDS[fmt])}")
+    if "name" not in fn:
+        raise loc.error("name", "missing")
+    if loc.name is None:
+        raise loc.error("name", f"expected a non-empty string without surrounding spaces, got {name!r}")
+    description = fn.get("description", "")
+    if description is None:
+        description = ""
+    if not isinstance(description, str):
+        raise loc.error("description", f"expected a string, got {type_name(description)}")
+    if "strict" in fn and not isinstance(fn["strict"], bool):
+        raise loc.error("strict", f"expected true or false, got {fn['strict']!r}")
+
+    dialect = "bfcl" if fmt == "bfcl" else "json"
+    params_key = "inputSchema" if fmt == "mcp" else "parameters"
+    out_key = {"mcp": "outputSchema", "bfcl": "response"}.get(fmt)
+    if params_key not in fn and fmt == "mcp":
+        raise loc.error(params_key, "missing (an MCP tool must declare its inputSchema)")
+    try:
+        params = normalize_schema(fn.get(params_key, {}), path=params_key, dialect=dialect, require_object=True)
+        output = None
+        if out_key and fn.get(out_key) is not None:
+            output = normalize_schema(fn[out_key], path=out_key, dialect=dialect)
+    except SchemaPathError as exc:
+        raise loc.error(exc.path, exc.message) from None
+    if fmt == "bfcl":
+        add_prose_constraints(params)
+    side_effect = _mcp_side_effect(fn.get("annotations"), loc) if fmt == "mcp" else False
+    try:
+        return ToolSpec(
+            name=name,
+            description=description,
+            parameters=params,
+            output_schema=output,
+            side_effect=side_effect,
+            source=fmt,
+        )
+    except ValidationError as exc:  # the checks above should have caught it; still locate it
+        first = exc.errors()[0]
+        raise loc.error(".".join(map(str, first["loc"])) or None, first["msg"]) from None
+
+
+def _openai_function(raw: dict, loc: _Loc) -> dict:
+    """The function object inside an OpenAI tool (wrapped, flat, or a bare function)."""
+    kind = raw.get("type")
+    if kind is not None and kind != "function":
+        raise loc.error("type", f"unsupported tool type {kind!r} (only 'function' tools can be imported)")
+    if "function" not in raw:
+        return {k: v for k, v in raw.items() if k != "type"}  # flat or bare
+    extra = sorted(set(raw) - {"type", "function"})
+    if extra:
+        raise loc.error(extra[0], "unexpected next to 'function'")
+    fn = raw["function"]
+    if not isinstance(fn, dict):
+        raise loc.error("function", f"expected an object, got {type_name(fn)}")
+    return fn
+
+
+def _mcp_side_effect(annotations: Any, loc: _Loc) -> bool:
+    """MCP's hints: readOnlyHint true means no side effects; without hints, assume none (ToolSpec's default).
+
+    idempotentHint and openWorldHint have no ToolSpec counterpart; they are
+    checked for shape and otherwise only advisory, as the MCP spec says.
+    """
+    if annotations is None:
+        return False
+    if not isinstance(annotations, dict):
+        raise loc.error("annotations", f"expected an object, got {type_name(annotations)}")
+    for key, value in annotations.items():
+        if key not in _MCP_ANNOTATIONS:
+            raise loc.error(f"annotations.{key}", f"unknown MCP tool annotation{suggest(key, _MCP_ANNOTATIONS)}")
+        if key != "title" and not isinstance(value, bool):
+            raise loc.error(f"annotations.{key}", f"expected true or false, got {value!r}")
+    if "readOnlyHint" in annotations:
+        return not annotations["readOnlyHint"]
+    return bool(annotations.get("destructiveHint", False))

@@ -1,0 +1,45 @@
+"""A registry: the named tools a kernel run may match and execute."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from .model import ToolSpec
+
+
+class Registry:
+    def __init__(self, tools: Iterable[ToolSpec] = (), *, name: str = "registry"):
+        self.name = name
+        self._tools: dict[str, ToolSpec] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, tool: ToolSpec) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"registry {self.name!r}: duplicate tool name {tool.name!r}")
+        self._tools[tool.name] = tool
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return self._tools[name]
+
+    def get(self, name: str | None) -> ToolSpec | None:
+        return self._tools.get(name) if name is not None else None
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def subset(self, names: Iterable[str], *, name: str | None = None) -> Registry:
+        return Registry((self._tools[n] for n in names), name=name or self.name)
+
+    def merged(self, other: Registry, *, name: str | None = None) -> Registry:
+        return Registry(list(self) + [t for t in other if t.name not in self], name=name or self.name)

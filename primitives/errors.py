@@ -1,0 +1,55 @@
+"""Errors raised by the DSL: at construction (design) and at run time (halt)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .contract import Violation
+
+
+class DesignError(ValueError):
+    """A program or primitive is ill-formed; raised at construction, never at run time."""
+
+
+class HaltError(RuntimeError):
+    """A run halted: which step, on what input, violating which constraints."""
+
+    def __init__(self, step: str, primitive: str | None, input: Any, violations: list[Violation], reason: str = ""):
+        self.step = step
+        self.primitive = primitive
+        self.input = input
+        self.violations = list(violations)
+        self.reason = reason or (violations[0].feedback() if violations else "halted")
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        head = f"halted at {self.step}"
+        if self.primitive:
+            head += f" (primitive {self.primitive!r})"
+        lines = [f"{head}: {self.reason}"]
+        for v in self.violations[:8]:
+            lines.append(f"  - {v}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .contract import _jsonable
+
+        return {
+            "step": self.step,
+            "primitive": self.primitive,
+            "reason": self.reason,
+            "input": _jsonable(self.input),
+            "violations": [v.to_dict() for v in self.violations],
+        }
+
+
+class ReplayMissError(RuntimeError):
+    """Strict replay found no recording for a model call."""
+
+    def __init__(self, primitive: str, key: str):
+        self.primitive = primitive
+        self.key = key
+        super().__init__(
+            f"strict replay: no recorded output for primitive {primitive!r} (input hash {key[:16]}...); "
+            "re-record the run or use non-strict replay"
+        )

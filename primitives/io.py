@@ -1,0 +1,60 @@
+"""Atomic file output: a crash never leaves a half-written file behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def dumps_json(obj: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(obj, indent=indent, ensure_ascii=False, sort_keys=False, default=str) + "\n"
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
+    return atomic_write_text(path, dumps_json(obj, indent=indent))
+
+
+def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
+    text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=False, default=str) + "\n" for r in rows)
+    return atomic_write_text(path, text)
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Any]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{i}: not valid JSON: {exc.msg}") from None
+    return out

@@ -1,0 +1,197 @@
+"""Primitives: the unit of work. Symbolic ones are code; SLM ones call a backend.
+
+Every primitive has a name, a kind, typed input and output (pydantic models)
+and an output contract. SLM primitives are pure given their input (the
+backend decodes greedily), so their results can be cached and replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from .contract import Contract
+from .errors import DesignError
+
+Kind = Literal["symbolic", "slm"]
+Message = dict[str, str]
+
+
+def canonical_json(obj: Any) -> str:
+    if isinstance(obj, BaseModel):
+        obj = obj.model_dump(mode="json")
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def input_hash(primitive: str, inp: Any, feedback: Sequence[str] = (), version: str = "") -> str:
+    h = hashlib.sha256()
+    h.update(f"{primitive}\x00{version}\x00".encode())
+    h.update(canonical_json(inp).encode())
+    for f in feedback:
+        h.update(b"\x00" + f.encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class SLMRequest:
+    """One model call: the structured input (for oracle-style backends) and its rendering."""
+
+    primitive: str
+    input: BaseModel
+    messages: list[Message]
+    feedback: tuple[str, ...] = ()
+    json_schema: dict[str, Any] | None = None
+    adapter: str | None = None
+
+
+@dataclass(frozen=True)
+class SLMReply:
+    text: str
+    model: dict[str, Any] = field(default_factory=dict)  # backend, model id, adapter
+
+
+class Backend(Protocol):
+    """Answers batches of SLM requests. Must return one reply per request, in order."""
+
+    name: str
+
+    def complete(self, requests: list[SLMRequest]) -> list[SLMReply]: ...
+
+
+def default_parse(text: str) -> Any:
+    """Parse a model reply as JSON, tolerating a fenced code block around it."""
+    s = text.strip()
+    if s.startswith("```"):
+        s = s.strip("`")
+        if s.startswith("json"):
+            s = s[4:]
+    return json.loads(s)
+
+
+class Primitive:
+    """A typed, contract-bearing operation.
+
+    Use :func:`symbolic` or :func:`slm` to build one.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        kind: Kind,
+        input_type: type[BaseModel],
+        output_type: type[BaseModel],
+        contract: Contract | None,
+        fn: Callable[..., Any] | None = None,
+        uses_context: bool = False,
+        pure: bool = True,
+        render: Callable[[BaseModel, Sequence[str]], list[Message]] | None = None,
+        parse: Callable[[str], Any] = default_parse,
+        json_schema: dict[str, Any] | None = None,
+        adapter: str | None = None,
+        version: str = "1",
+    ):
+        where = f"primitive {name!r}"
+        if not name or not isinstance(name, str):
+            raise DesignError(f"{where}: a primitive needs a non-empty name")
+        if kind not in ("symbolic", "slm"):
+            raise DesignError(f"{where}: kind must be 'symbolic' or 'slm', got {kind!r}")
+        for label, t in (("input_type", input_type), ("output_type", output_type)):
+            if not (isinstance(t, type) and issubclass(t, BaseModel)):
+                raise DesignError(f"{where}: {label} must be a pydantic model class, got {t!r}")
+        if contract is None:
+            raise DesignError(
+                f"{where} has no contract: every primitive needs an output contract "
+                "(use Contract() for an explicit type-only contract)"
+            )
+        if not isinstance(contract, Contract):
+            raise DesignError(f"{where}: contract must be a Contract, got {type(contract).__name__}")
+        if kind == "symbolic" and fn is None:
+            raise DesignError(f"{where}: a symbolic primitive needs a function")
+        if kind == "slm" and render is None:
+            raise DesignError(f"{where}: an SLM primitive needs a render function (input -> messages)")
+        self.name = name
+        self.kind: Kind = kind
+        self.input_type = input_type
+        self.output_type = output_type
+        self.contract = contract
+        self.fn = fn
+        self.uses_context = uses_context
+        # Effectful symbolic steps (tool execution) are never cached or replayed.
+        self.pure = pure
+        self.render = render
+        self.parse = parse
+        self.json_schema = json_schema if json_schema is not None else (
+            output_type.model_json_schema() if kind == "slm" else None
+        )
+        self.adapter = adapter or name
+        self.version = version
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name!r}, {self.kind}, {self.input_type.__name__} -> {self.output_type.__name__})"
+
+    def request(self, inp: BaseModel, feedback: Sequence[str] = ()) -> SLMRequest:
+        assert self.render is not None
+        return SLMRequest(
+            primitive=self.name,
+            input=inp,
+            messages=self.render(inp, tuple(feedback)),
+            feedback=tuple(feedback),
+            json_schema=self.json_schema,
+            adapter=self.adapter,
+        )
+
+
+def symbolic(
+    name: str,
+    fn: Callable[..., Any],
+    input_type: type[BaseModel],
+    output_type: type[BaseModel],
+    contract: Contract | None,
+    *,
+    uses_context: bool = False,
+    pure: bool = True,
+    version: str = "1",
+) -> Primitive:
+    return Primitive(
+        name,
+        kind="symbolic",
+        input_type=input_type,
+        output_type=output_type,
+        contract=contract,
+        fn=fn,
+        uses_context=uses_context,
+        pure=pure,
+        version=version,
+    )
+
+
+def slm(
+    name: str,
+    input_type: type[BaseModel],
+    output_type: type[BaseModel],
+    contract: Contract | None,
+    *,
+    render: Callable[[BaseModel, Sequence[str]], list[Message]],
+    parse: Callable[[str], Any] = default_parse,
+    json_schema: dict[str, Any] | None = None,
+    adapter: str | None = None,
+    version: str = "1",
+) -> Primitive:
+    return Primitive(
+        name,
+        kind="slm",
+        input_type=input_type,
+        output_type=output_type,
+        contract=contract,
+        render=render,
+        parse=parse,
+        json_schema=json_schema,
+        adapter=adapter,
+        version=version,
+    )

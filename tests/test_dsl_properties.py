@@ -1,0 +1,394 @@
+"""Termination and the static SLM-call bound under adversarial primitives (property tests).
+
+Random programs are built from every operator over a few primitives that,
+depending on a seed and their input, answer correctly, violate their contract
+at any level, return garbage, raise, or (for the SLM backend) fail a whole
+batch. Whatever happens, a run must return (ok or a HaltError, nothing else,
+never hang) and the backend must never see more requests than the program's
+static bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from primitives import (
+    Cache,
+    Conditional,
+    Contract,
+    DesignError,
+    Engine,
+    Fallback,
+    ForEach,
+    HaltError,
+    Iterate,
+    Parallel,
+    Program,
+    Recorder,
+    Run,
+    Sequence,
+    SLMReply,
+    Step,
+    check,
+    slm,
+    symbolic,
+)
+from primitives.trace import ACTIONS
+
+RUN_TIMEOUT_S = 30  # a run that takes longer than this is treated as a hang
+
+
+class S(BaseModel):
+    v: int
+
+
+class Batch(BaseModel):
+    items: list[S]
+
+
+def h(*parts: Any) -> int:
+    """A deterministic hash, independent of thread scheduling and PYTHONHASHSEED."""
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "big")
+
+
+# Outputs with these values violate the contract at the value / semantic level,
+# or make a check raise (fail-closed).
+VALUE_BAD, SEMANTIC_BAD, CHECK_RAISES = -1, 1000, 1013
+
+
+def _semantic(i, o):
+    if o.v == CHECK_RAISES:
+        raise ArithmeticError("check blew up")
+    return o.v != SEMANTIC_BAD or "semantic violation"
+
+
+CONTRACT = Contract(
+    value=[check("non_negative")(lambda i, o: o.v >= 0 or "negative")], semantic=[check("sane", "semantic")(_semantic)]
+)
+
+SYM_BEHAVIOURS = ("ok", "ok", "ok", "value", "semantic", "check_raises", "type", "none", "raise")
+SLM_REPLIES = ("ok", "ok", "ok", "value", "semantic", "check_raises", "type", "not_json", "fenced")
+
+
+def _symbolic_fn(name: str, seed: int):
+    def fn(x: S):
+        b = SYM_BEHAVIOURS[h(seed, name, x.v) % len(SYM_BEHAVIOURS)]
+        if b == "ok":
+            return S(v=(x.v + 1 + h(name) % 5) % 97)
+        if b == "value":
+            return S(v=VALUE_BAD)
+        if b == "semantic":
+            return S(v=SEMANTIC_BAD)
+        if b == "check_raises":
+            return S(v=CHECK_RAISES)
+        if b == "type":
+            return {"v": "not a number"}
+        if b == "none":
+            return None
+        raise ValueError(f"{name} failed on {x.v}")
+
+    return fn
+
+
+class AdversarialBackend:
+    name = "adversarial"
+
+    def __init__(self, seed: int, fail_batches: bool = True, nondeterministic: bool = False):
+        self.seed = seed
+        self.fail_batches = fail_batches
+        self.nondeterministic = nondeterministic  # answers also depend on how many requests came before
+        self.requests = 0
+        self.lock = threading.Lock()
+
+    def complete(self, requests):
+        with self.lock:
+            start = self.requests
+            self.requests += len(requests)
+        first = requests[0]
+        if self.fail_batches and h(self.seed, "batch", first.primitive, first.input.v, first.feedback) % 7 == 0:
+            raise TimeoutError("backend timed out")
+        return [SLMReply(self._answer(r, start + k), {"backend": self.name}) for k, r in enumerate(requests)]
+
+    def _answer(self, r, n: int) -> str:
+        salt = n if self.nondeterministic else 0
+        b = SLM_REPLIES[h(self.seed, r.primitive, r.input.v, r.feedback, salt) % len(SLM_REPLIES)]
+        ok = (r.input.v + 2) % 97
+        return {
+            "ok": f'{{"v": {ok}}}',
+            "fenced": f'```json\n{{"v": {ok}}}\n```',
+            "value": f'{{"v": {VALUE_BAD}}}',
+            "semantic": f'{{"v": {SEMANTIC_BAD}}}',
+            "check_raises": f'{{"v": {CHECK_RAISES}}}',
+            "type": '{"v": [1, 2]}',
+            "not_json": "I think the answer is 3",
+        }[b]
+
+
+def _render(inp, feedback):
+    return [{"role": "user", "content": inp.model_dump_json()}, *({"role": "user", "content": f} for f in feedback)]
+
+
+def _pred(seed: int, tag: str):
+    """A predicate that answers by hash and sometimes raises."""
+
+    def p(x: S) -> bool:
+        r = h(seed, tag, x.v) % 10
+        if r == 0:
+            raise LookupError(f"predicate {tag} failed")
+        return r % 2 == 0
+
+    return p
+
+
+# ------------------------------------------------------------- program specs
+leaf = st.tuples(
+    st.just("step"), st.sampled_from(["sym_a", "sym_b", "slm_a", "slm_b"]), st.integers(0, 2), st.booleans()
+)
+
+
+def _extend(children):
+    kids = st.lists(children, min_size=1, max_size=3)
+    return st.one_of(
+        st.tuples(st.just("seq"), kids),
+        st.tuples(st.just("par"), kids),
+        st.tuples(st.just("fallback"), kids),
+        st.tuples(st.just("when"), children, children),
+        st.tuples(st.just("probe"), children, children, children),
+        st.tuples(st.just("iterate"), children, st.integers(1, 3), st.sampled_from(["return", "halt"])),
+        st.tuples(
+            st.just("foreach"), children, st.integers(1, 3), st.sampled_from(["halt", "skip"]), st.integers(0, 4)
+        ),
+    )
+
+
+specs = st.recursive(leaf, _extend, max_leaves=10)
+
+
+class Builder:
+    """Turns a spec into a program over S -> S; every node keeps the S -> S interface."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.n = 0
+        self.prims = {
+            "sym_a": symbolic("sym_a", _symbolic_fn("sym_a", seed), S, S, CONTRACT),
+            "sym_b": symbolic("sym_b", _symbolic_fn("sym_b", seed), S, S, CONTRACT, pure=False),
+            "slm_a": slm("slm_a", S, S, CONTRACT, render=_render),
+            "slm_b": slm("slm_b", S, S, CONTRACT, render=_render),
+        }
+
+    def _name(self, what: str) -> str:
+        self.n += 1
+        return f"{what}_{self.n}"
+
+    def build(self, spec) -> Any:
+        kind = spec[0]
+        if kind == "step":
+            _, prim, retries, repair = spec
+            return Step(self.prims[prim], retries=retries, repair=(lambda x, vs: S(v=x.v + 1)) if repair else None)
+        if kind == "seq":
+            return Sequence(*[self.build(c) for c in spec[1]], label=self._name("seq"))
+        if kind == "fallback":
+            return Fallback(*[self.build(c) for c in spec[1]], label=self._name("fb"))
+        if kind == "par":
+            branches = {f"b{i}": self.build(c) for i, c in enumerate(spec[1])}
+            par = Parallel(label=self._name("par"), **branches)
+            merge = symbolic(
+                self._name("merge"),
+                lambda p: S(v=sum(getattr(p, k).v for k in branches) % 97),
+                par.output_type,
+                S,
+                Contract(),
+            )
+            return Sequence(par, merge, label=self._name("par_seq"))
+        if kind == "when":
+            return Conditional(
+                when=_pred(self.seed, self._name("when")),
+                then=self.build(spec[1]),
+                otherwise=self.build(spec[2]),
+                label=self._name("cond"),
+            )
+        if kind == "probe":
+            return Conditional(
+                probe=self.build(spec[1]),
+                then=self.build(spec[2]),
+                otherwise=self.build(spec[3]),
+                label=self._name("probe"),
+            )
+        if kind == "iterate":
+            _, body, k, on_exhausted = spec
+            return Iterate(
+                self.build(body),
+                until=_pred(self.seed, self._name("until")),
+                max_iters=k,
+                on_exhausted=on_exhausted,
+                label=self._name("loop"),
+            )
+        if kind == "foreach":
+            _, body, max_items, on_error, n_items = spec
+            # n_items may exceed max_items: the run must then halt, not overrun the bound
+            fan = symbolic(
+                self._name("fan"),
+                lambda x, n=n_items: Batch(items=[S(v=(x.v + i) % 97) for i in range(n)]),
+                S,
+                Batch,
+                Contract(),
+            )
+            fe = ForEach(
+                self.build(body), over="items", max_items=max_items, on_item_error=on_error, label=self._name("each")
+            )
+            gather = symbolic(
+                self._name("gather"),
+                lambda r: S(v=sum(x.v for x in r.results if x is not None) % 97),
+                fe.output_type,
+                S,
+                Contract(),
+            )
+            return Sequence(fan, fe, gather, label=self._name("fe_seq"))
+        raise AssertionError(kind)
+
+
+def run_with_timeout(engine: Engine, program, inp) -> Run:
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["run"] = engine.run(program, inp)
+        except BaseException as exc:  # surfaced below: anything but a Run is a failure
+            box["exc"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(RUN_TIMEOUT_S)
+    assert not t.is_alive(), "run did not terminate"
+    if "exc" in box:
+        raise AssertionError(f"run raised {type(box['exc']).__name__} instead of returning") from box["exc"]
+    return box["run"]
+
+
+engine_opts = st.fixed_dictionaries(
+    {
+        "check_contracts": st.booleans(),
+        "trace": st.sampled_from(["full", "steps", "off"]),
+        "max_workers": st.sampled_from([1, 4]),
+        "cache": st.sampled_from([None, "cache"]),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs, seed=st.integers(0, 2**16), v=st.integers(0, 96), opts=engine_opts)
+def test_every_run_terminates_within_the_static_slm_bound(spec, seed, v, opts):
+    program = Program(Builder(seed).build(spec), name="random")
+    bound = program.max_slm_calls
+    backend = AdversarialBackend(seed)
+    run = run_with_timeout(Engine(backend, **(opts | {"cache": Cache() if opts["cache"] else None})), program, {"v": v})
+
+    assert isinstance(run, Run)
+    if run.ok:
+        assert run.output is not None
+        assert S.model_validate(run.output.model_dump())  # well-typed at the root
+    else:
+        assert isinstance(run.error, HaltError)
+        assert run.output is None
+        assert run.error.step and run.error.reason
+    assert backend.requests <= bound, f"{backend.requests} SLM calls > static bound {bound}"
+    assert run.slm_calls == backend.requests
+    assert all(r.action in ACTIONS for r in run.trace)
+    if not opts["check_contracts"]:
+        assert not any(r.action == "retry" for r in run.trace)
+    if opts["trace"] == "off":
+        assert len(run.trace) == 0
+
+    # the bound is also what a budget is checked against at design time
+    Program(program.root, max_slm_calls=bound)
+    if bound:
+        try:
+            Program(program.root, max_slm_calls=bound - 1)
+        except DesignError as exc:
+            assert f"static bound of {bound} SLM calls exceeds the budget of {bound - 1}" in str(exc)
+        else:
+            raise AssertionError("a budget below the static bound was accepted")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs, seed=st.integers(0, 2**16), v=st.integers(0, 96))
+def test_runs_are_deterministic_for_deterministic_primitives(spec, seed, v):
+    # Same program, same (hash-driven) primitives: the same outcome and the
+    # same trace, whatever order the parallel branches finish in.
+    program = Program(Builder(seed).build(spec))
+    a = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=4), program, {"v": v})
+    b = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=4), program, {"v": v})
+    # Sequential branches (one worker) stop at the first halting branch, so only
+    # the outcome, not the trace, is compared with them.
+    c = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=1), program, {"v": v})
+    for other in (b, c):
+        assert a.ok == other.ok
+        if a.ok:
+            assert a.output.model_dump() == other.output.model_dump()
+        else:
+            assert (a.error.step, a.error.reason) == (other.error.step, other.error.reason)
+    assert a.slm_calls == b.slm_calls
+
+    def key(r):
+        return (r.path, r.attempt, r.action, repr(r.output))
+
+    assert sorted(map(key, a.trace)) == sorted(map(key, b.trace))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=specs, seed=st.integers(0, 2**16), v=st.integers(0, 96))
+def test_strict_replay_reproduces_any_recorded_run(spec, seed, v):
+    # Record with a nondeterministic adversarial backend (its answers depend on
+    # the call count, so on retries and on thread scheduling), replay with a
+    # backend that would answer differently: the replay must be the recorded
+    # run, call for call. (Batch failures are left out: a failed call leaves
+    # nothing to replay.)
+    program = Program(Builder(seed).build(spec))
+    rec = Recorder("record")
+    recording = AdversarialBackend(seed, fail_batches=False, nondeterministic=True)
+    a = run_with_timeout(Engine(recording, recorder=rec, max_workers=4), program, {"v": v})
+    other = AdversarialBackend(seed + 1, fail_batches=False)
+    b = run_with_timeout(Engine(other, recorder=Recorder("strict", rec.entries), max_workers=4), program, {"v": v})
+    assert other.requests == 0 and b.slm_calls == 0
+    assert a.ok == b.ok
+    if a.ok:
+        assert a.output.model_dump() == b.output.model_dump()
+    else:
+        assert a.error.to_dict() == b.error.to_dict()
+
+    def key(r):
+        return (r.path, r.attempt, r.action, repr(r.input), repr(r.output), repr(r.contract))
+
+    assert sorted(map(key, a.trace)) == sorted(map(key, b.trace))
+
+
+def test_the_adversary_exercises_every_failure_mode():
+    # Guard against a vacuous property: over a fixed set of programs the
+    # adversarial primitives must produce every violation level, halts and
+    # successes, batches that fail, and runs that use the full bound.
+    seen_levels, outcomes, hit_bound = set(), set(), False
+    for seed in range(40):
+        spec = ("foreach", ("fallback", [("step", "slm_a", 2, False), ("step", "sym_a", 1, True)]), 3, "skip", 3)
+        program = Program(
+            Builder(seed).build(("seq", [spec, ("step", "slm_b", 1, False), ("step", "sym_b", 0, False)]))
+        )
+        backend = AdversarialBackend(seed)
+        run = Engine(backend).run(program, {"v": seed % 97})
+        outcomes.add(run.ok)
+        hit_bound |= backend.requests == program.max_slm_calls
+        for viol in run.trace.violations():
+            seen_levels.add(viol["level"])
+            if "could not be evaluated" in viol["message"]:
+                seen_levels.add("fail-closed")
+            if "timed out" in viol["message"]:
+                seen_levels.add("batch-failure")
+    assert seen_levels == {"type", "value", "semantic", "runtime", "fail-closed", "batch-failure"}
+    assert outcomes == {True, False}
+    assert hit_bound

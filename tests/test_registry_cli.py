@@ -1,0 +1,74 @@
+"""``forethought registry check``: per-file report, exit status, usage."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kernel.registry.cli import cli
+
+FIX = Path(__file__).parent / "fixtures" / "registries"
+REPO = Path(__file__).resolve().parent.parent
+OPENAI = str(FIX / "openai_tools.json")
+MCP = str(FIX / "mcp_tools_list.json")
+BFCL = str(FIX / "bfcl_multi_domain.jsonl")
+BAD_TYPE = str(FIX / "broken" / "bad_type.json")
+
+
+def test_check_counts_tools_per_file(capsys):
+    assert cli(["check", OPENAI, MCP, BFCL]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        f"ok   {OPENAI}: 4 tools (openai)",
+        f"ok   {MCP}: 3 tools (mcp)",
+        f"ok   {BFCL}: 10 tools (bfcl)",
+        "3 files checked: 3 ok, 0 failed",
+    ]
+    assert err == ""
+
+
+def test_check_reports_every_file_then_fails(capsys):
+    missing = str(FIX / "nope.json")
+    assert cli(["check", BAD_TYPE, OPENAI, missing]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"ok   {OPENAI}: 4 tools (openai)", "3 files checked: 1 ok, 2 failed"]
+    assert err.splitlines() == [
+        f"FAIL {BAD_TYPE}: tool #3 'get_weather': parameters.properties.unit.type: unknown type 'temprature'",
+        f"FAIL {missing}: file not found",
+    ]
+
+
+def test_fmt_override(capsys):
+    assert cli(["check", "fmt=bfcl", str(FIX / "bfcl_list.json")]) == 0
+    assert "2 tools (bfcl)" in capsys.readouterr().out
+    assert cli(["check", OPENAI, "fmt=mcp"]) == 1
+    assert f"FAIL {OPENAI}: tool #0: type: unknown mcp tool field" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys):
+    assert cli([]) == 2
+    assert "usage: forethought registry check FILE..." in capsys.readouterr().err
+    assert cli(["lint", OPENAI]) == 2
+    assert capsys.readouterr().err.startswith("forethought registry: unknown subcommand 'lint'\nusage:")
+    assert cli(["check"]) == 2
+    assert "no files given" in capsys.readouterr().err
+    assert cli(["check", "fmt=yaml", OPENAI]) == 2
+    assert "fmt must be one of openai, mcp, bfcl, got 'yaml'" in capsys.readouterr().err
+    assert cli(["check", "strict=true", OPENAI]) == 2
+    assert "unknown option 'strict'" in capsys.readouterr().err
+
+
+def test_help_exits_0(capsys):
+    assert cli(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: forethought registry check")
+
+
+def test_console_entry_point():
+    proc = subprocess.run(
+        [sys.executable, "-m", "forethought.cli", "registry", "check", OPENAI, BAD_TYPE],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert f"ok   {OPENAI}: 4 tools (openai)" in proc.stdout
+    assert "parameters.properties.unit.type: unknown type 'temprature'" in proc.stderr
