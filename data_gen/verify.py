@@ -1,0 +1,333 @@
+"""``forethought verify``: replay worked solutions through the kernel with the oracle backend.
+
+Every annotated decision is compared with what the kernel actually did, turn
+by turn: decomposition (through its contract), order, prerequisite outcomes,
+function matches, each parameter's value and source, task outcomes, the
+committed call sequence, state assertions, and the end state against a
+replay of the reference calls on a fresh world. The first divergence of each
+failing solution is reported with its file, turn and step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forethought.errors import UserError
+from kernel.environment import Environment
+from kernel.grounding import canonical
+from kernel.kernel import Kernel, KernelConfig, TurnResult
+from kernel.runner import build_environment, build_registry, oracle_factory, run_solution
+from kernel.scenario import PATTERN_TAGS, Solution, Turn, load_solution, solution_files
+
+DEFAULT_SOLUTIONS = Path(__file__).resolve().parent / "solutions"
+_MISSING = object()
+
+
+class Divergence(Exception):
+    def __init__(self, turn: int | None, step: str, message: str):
+        self.turn, self.step, self.message = turn, step, message
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = f"turn {self.turn}, " if self.turn is not None else ""
+        return f"{where}{self.step}: {self.message}"
+
+
+@dataclass
+class VerifyResult:
+    path: str
+    solution: Solution | None
+    ok: bool
+    error: str = ""
+    turns: list[TurnResult] = field(default_factory=list)
+
+
+def snapshot_get(snap: Any, path: str) -> Any:
+    cur = snap
+    for part in [p for p in path.split("/") if p]:
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
+
+
+def _eq(a: Any, b: Any) -> bool:
+    return canonical(a) == canonical(b)
+
+
+def static_checks(sol: Solution) -> None:
+    unknown = [t for t in sol.tags if t not in PATTERN_TAGS]
+    if unknown:
+        raise Divergence(None, "tags", f"unknown pattern tags {unknown}; known: {', '.join(PATTERN_TAGS)}")
+    for i, turn in enumerate(sol.turns):
+        if not turn.annotated or turn.order is None or turn.calls is None:
+            raise Divergence(i, "annotations", "a worked solution needs tasks, order and calls on every turn")
+        ids = [t.id for t in turn.tasks or []]
+        if len(set(ids)) != len(ids):
+            raise Divergence(i, "decompose", f"duplicate task ids {ids}")
+        if turn.halt is None and sorted(turn.order) != sorted(ids):
+            raise Divergence(i, "get_order", f"order {turn.order} is not a permutation of the task ids {ids}")
+        for t in turn.tasks or []:
+            bad = [d for d in t.depends_on if d not in ids]
+            if bad:
+                raise Divergence(i, f"decompose/{t.id}", f"depends on unknown task ids {bad}")
+    _check_tags(sol)
+
+
+def _check_tags(sol: Solution) -> None:
+    """A tag must be backed by the annotations, so the coverage table is honest."""
+    turns = sol.turns
+    tasks = [t for turn in turns for t in turn.tasks or []]
+    prereqs = [p for t in tasks for p in t.prerequisites]
+    evidence = {
+        "cross_turn_state": len(turns) > 1 and any(b.source in ("S", "fill") for turn in turns[1:] for t in turn.tasks or [] for b in t.bindings.values()),
+        "dependency_chain": any(t.depends_on for t in tasks),
+        "prereq_absent_retrieve": any(p.outcome == "absent" and p.retrieval is not None for p in prereqs),
+        "prereq_not_met_blocked": any(t.outcome == "blocked" for t in tasks),
+        "tau_over_s": any(b.source == "tau" for t in tasks for b in t.bindings.values()) and any(b.source in ("S", "fill") for t in tasks for b in t.bindings.values()),
+        "setup_call": any(p.retrieval is not None for p in prereqs) or any(t.setup for t in tasks),
+        "no_matching_function": any(t.outcome == "missing_function" for t in tasks),
+        "missing_parameter": any(t.outcome == "missing_param" for t in tasks),
+        "no_side_effect": True,  # checked against the tools' side_effect flags in verify_solution
+        "parallel_tasks": any(_has_parallel(turn) for turn in turns),
+        "cyclic_dependency": any(turn.halt == "cycle" for turn in turns),
+    }
+    for tag in sol.tags:
+        if not evidence.get(tag, True):
+            raise Divergence(None, "tags", f"tag {tag!r} is not backed by any annotated decision")
+
+
+def _has_parallel(turn: Turn) -> bool:
+    ts = turn.tasks or []
+    ids = {t.id for t in ts}
+    roots = [t for t in ts if not [d for d in t.depends_on if d in ids]]
+    return len(roots) >= 2
+
+
+def reference_states(sol: Solution) -> list[dict[str, Any]]:
+    """World snapshots after each turn when only the reference calls are executed."""
+    env = build_environment(sol)
+    out = []
+    for i, turn in enumerate(sol.turns):
+        for j, call in enumerate(turn.reference_calls()):
+            if env.tool(call.tool) is None:
+                raise Divergence(i, f"reference call {j + 1}", f"tool {call.tool!r} has no implementation in {sol.domains}")
+            result, staged = env.stage(call.tool, call.args)
+            if isinstance(result, dict) and "error" in result:
+                raise Divergence(i, f"reference call {j + 1}", f"{call.tool} fails on the reference state: {result['error']}")
+            env.commit(call.tool, staged)  # type: ignore[arg-type]
+        out.append(env.snapshot())
+    return out
+
+
+def compare_turn(i: int, turn: Turn, res: TurnResult, trace: Any, env: Environment, ref_state: dict[str, Any]) -> None:
+    # Contract violations of annotated decisions (the oracle answered them).
+    for rec in trace:
+        if rec.kind == "slm" and not rec.contract.get("ok"):
+            v = rec.contract["violations"][0]
+            raise Divergence(i, rec.path, f"the annotated {rec.primitive} decision violates its contract: [{v['constraint']}] {v['message']}")
+    if turn.halt == "cycle":
+        if not res.halted or "cycle" not in (res.halted.get("reason") or ""):
+            raise Divergence(i, "get_order", f"expected the turn to halt on a dependency cycle, got {res.halted or 'no halt'}")
+        if res.calls:
+            raise Divergence(i, "execute", f"a halted turn must execute nothing, executed {[c.tool for c in res.calls]}")
+    elif res.halted:
+        raise Divergence(i, res.halted.get("step", "kernel"), f"the turn halted: {res.halted.get('reason')}")
+    else:
+        _compare_decisions(i, turn, res)
+    # Calls actually committed, in order.
+    want = [(c.tool, c.args) for c in turn.reference_calls()]
+    got = [(c.tool, c.arguments) for c in res.committed_calls]
+    for k in range(max(len(want), len(got))):
+        w = want[k] if k < len(want) else None
+        g = got[k] if k < len(got) else None
+        if w is None or g is None or w[0] != g[0] or not _eq(w[1], g[1]):
+            fmt = lambda c: "nothing" if c is None else f"{c[0]}({', '.join(f'{a}={v!r}' for a, v in c[1].items())})"  # noqa: E731
+            raise Divergence(i, f"call {k + 1}", f"expected {fmt(w)}, got {fmt(g)}")
+    snap = env.snapshot()
+    for a in turn.state:
+        v = snapshot_get(snap, a.path)
+        if a.absent:
+            if v is not _MISSING:
+                raise Divergence(i, "state", f"{a.path} should not exist, found {v!r}")
+        elif v is _MISSING or not _eq(v, a.equals):
+            raise Divergence(i, "state", f"{a.path}: expected {a.equals!r}, got {'nothing' if v is _MISSING else repr(v)}")
+    for k, v in turn.scratchpad.items():
+        if k not in res.scratchpad or not _eq(res.scratchpad[k], v):
+            raise Divergence(i, "scratchpad", f"S[{k!r}]: expected {v!r}, got {res.scratchpad.get(k, 'absent')!r}")
+    if not _eq(snap, ref_state):
+        diff = _first_diff(ref_state, snap)
+        raise Divergence(i, "end state", f"world differs from the reference calls' end state at {diff}")
+
+
+def _compare_decisions(i: int, turn: Turn, res: TurnResult) -> None:
+    if res.order != turn.order:
+        raise Divergence(i, "get_order", f"expected order {turn.order}, got {res.order}")
+    for t in turn.tasks or []:
+        where = f"task {t.id}"
+        got_match = res.matches.get(t.id)
+        if got_match != t.match:
+            raise Divergence(i, f"{where}/match_func", f"expected {t.match!r}, got {got_match!r}")
+        recs = res.prerequisites.get(t.id, [])
+        if len(recs) != len(t.prerequisites):
+            raise Divergence(
+                i, f"{where}/check_prerequisites",
+                f"expected checks {[(p.key, p.outcome) for p in t.prerequisites]}, got {[(r.key, r.outcome) for r in recs]}",
+            )
+        for p, r in zip(t.prerequisites, recs):
+            if (p.key, p.outcome, p.recheck) != (r.key, r.outcome, r.recheck):
+                raise Divergence(
+                    i, f"{where}/check_prerequisites/{p.key}",
+                    f"expected {p.outcome}{' then ' + p.recheck if p.recheck else ''}, got {r.outcome}{' then ' + r.recheck if r.recheck else ''}",
+                )
+        out = res.outcomes.get(t.id)
+        if out is None or out.status != t.outcome:
+            raise Divergence(i, f"{where}/outcome", f"expected {t.outcome}, got {out.status if out else 'no outcome'}" + (f" ({out.reason})" if out and out.reason else ""))
+        got_b = res.bindings.get(t.id, {})
+        if set(got_b) != set(t.bindings):
+            raise Divergence(i, f"{where}/parameters", f"annotated parameters {sorted(t.bindings)}, kernel bound {sorted(got_b)}")
+        for m, b in t.bindings.items():
+            g = got_b[m]
+            if g.source != b.source:
+                raise Divergence(i, f"{where}/parameter {m}", f"expected source {b.source}, got {g.source} (value {g.value!r})")
+            if b.source != "missing" and not _eq(g.value, b.value):
+                raise Divergence(i, f"{where}/parameter {m}", f"expected value {b.value!r}, got {g.value!r} (from {g.source})")
+
+
+def _first_diff(a: Any, b: Any, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}/{k}"
+            if not _eq(a[k], b[k]):
+                return _first_diff(a[k], b[k], f"{path}/{k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for k, (x, y) in enumerate(zip(a, b)):
+            if not _eq(x, y):
+                return _first_diff(x, y, f"{path}/{k}")
+    return path or "/"
+
+
+def verify_solution(sol: Solution, kernel: Kernel | None = None, *, slot_values: dict[str, Any] | None = None) -> list[TurnResult]:
+    """Raise Divergence at the first mismatch; return the kernel's turn results otherwise."""
+    kernel = kernel or Kernel(KernelConfig())
+    r = sol.rendered(slot_values)
+    static_checks(r)
+    ref_states = reference_states(r)
+    if "no_side_effect" in r.tags:
+        env = build_environment(r)
+        reg = build_registry(r, env)
+        reads_only = [
+            i for i, t in enumerate(r.turns)
+            if t.calls and all(not reg[c.tool].side_effect for c in t.reference_calls() if c.tool in reg)
+        ]
+        if not reads_only or not any(t.side_effect for t in reg):
+            raise Divergence(None, "tags", "tag 'no_side_effect' needs a turn whose calls are all read-only while the registry offers side-effecting tools")
+    results: list[TurnResult] = []
+
+    def on_turn(i: int, res: TurnResult, tr: Any, env: Environment) -> None:
+        compare_turn(i, r.turns[i], res, tr, env, ref_states[i])
+        results.append(res)
+
+    try:
+        run_solution(r, kernel, oracle_factory(r), on_turn=on_turn)
+    except UserError as exc:
+        raise Divergence(None, "setup", exc.message) from None
+    return results
+
+
+def verify_paths(paths: list[str | Path], kernel: Kernel | None = None) -> list[VerifyResult]:
+    kernel = kernel or Kernel(KernelConfig())
+    out: list[VerifyResult] = []
+    seen: dict[str, str] = {}
+    for f in solution_files(list(paths)):
+        try:
+            sol = load_solution(f)
+        except UserError as exc:
+            out.append(VerifyResult(str(f), None, False, exc.message if exc.where == str(f) else str(exc)))
+            continue
+        if sol.id in seen:
+            out.append(VerifyResult(str(f), sol, False, f"duplicate solution id {sol.id!r} (also in {seen[sol.id]})"))
+            continue
+        seen[sol.id] = str(f)
+        try:
+            turns = verify_solution(sol, kernel)
+            out.append(VerifyResult(str(f), sol, True, turns=turns))
+        except Divergence as d:
+            out.append(VerifyResult(str(f), sol, False, d.describe()))
+    return out
+
+
+def coverage(results: list[VerifyResult]) -> tuple[Counter, Counter]:
+    doms: Counter = Counter()
+    tags: Counter = Counter()
+    for r in results:
+        if r.ok and r.solution is not None:
+            for d in r.solution.domains:
+                doms[d] += 1
+            for t in r.solution.tags:
+                tags[t] += 1
+    return doms, tags
+
+
+# --------------------------------------------------------------------- CLI
+class VerifyConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    paths: list[str] = Field(default_factory=lambda: [str(DEFAULT_SOLUTIONS)])
+    min_per_domain: int = 0  # 0: report only
+    min_per_tag: int = 0
+
+
+def print_report(results: list[VerifyResult], elapsed: float, console: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    doms, tags = coverage(results)
+    t = Table(title="Coverage of verified solutions")
+    t.add_column("domain")
+    t.add_column("solutions", justify="right")
+    for d, n in sorted(doms.items()):
+        t.add_row(d, str(n))
+    console.print(t)
+    t2 = Table(title="Pattern tags")
+    t2.add_column("pattern")
+    t2.add_column("solutions", justify="right")
+    for tag in PATTERN_TAGS:
+        t2.add_row(tag, str(tags.get(tag, 0)))
+    console.print(t2)
+    bad = [r for r in results if not r.ok]
+    for r in bad:
+        console.print(f"[red]FAIL[/red] {r.path}: {r.error}", soft_wrap=True)
+    console.print(f"{len(results) - len(bad)}/{len(results)} solutions verified in {elapsed:.1f} s")
+
+
+def cli(args: list[str]) -> int:
+    from forethought.commands import load, split_args
+
+    a = split_args(args)
+    cfg = load("verify", a, VerifyConfig)
+    if cfg is None:
+        return 0
+    paths = a.positional or cfg.paths
+    t0 = time.perf_counter()
+    results = verify_paths(paths)
+    print_report(results, time.perf_counter() - t0)
+    if not results:
+        raise UserError("no solution files found", ", ".join(map(str, paths)))
+    failed = [r for r in results if not r.ok]
+    doms, tags = coverage(results)
+    short = [f"domain {d}: {n} < {cfg.min_per_domain}" for d, n in doms.items() if n < cfg.min_per_domain]
+    short += [f"pattern {t}: {tags.get(t, 0)} < {cfg.min_per_tag}" for t in PATTERN_TAGS if tags.get(t, 0) < cfg.min_per_tag]
+    for s in short:
+        print(f"coverage below the configured minimum: {s}")
+    return 1 if failed or short else 0

@@ -1,0 +1,179 @@
+"""The plugin interface for simulated tool domains.
+
+A domain is a folder ``kernel/domains/<name>/`` whose ``__init__.py`` exposes
+``DOMAIN``: a :class:`Domain` with a pydantic state model, tools registered
+with :meth:`Domain.tool` (schema from the signature and docstring, ToolGate
+prerequisites, scratchpad writes, semantic postconditions), an initial-state
+loader and a JSON snapshot for state comparison. Domains are deterministic:
+no real file system, network or clock.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError, create_model
+
+from ..registry.model import Prerequisite, Sat, ToolSpec
+from ..registry.registry import Registry
+
+PostCheck = Callable[[dict[str, Any], dict[str, Any], Any], "str | None"]
+
+
+class ToolError(Exception):
+    """A domain-level failure; the tool returns ``{"error": message}`` (BFCL style)."""
+
+
+@dataclass
+class DomainTool:
+    spec: ToolSpec
+    fn: Callable[..., Any]
+    post: list[PostCheck] = field(default_factory=list)
+    domain: str = ""
+
+    def __call__(self, state: Any, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            out = self.fn(state, **args)
+        except ToolError as exc:
+            return {"error": str(exc)}
+        if out is None:
+            out = {}
+        if not isinstance(out, dict):
+            out = {"result": out}
+        return out
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
+
+
+def _doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    doc = inspect.getdoc(fn) or ""
+    desc_lines, params, cur, in_args = [], {}, None, False
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            if line.strip() in ("Returns:", "Raises:"):
+                in_args = False
+                continue
+            m = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
+            if m and not line.startswith("      "):
+                cur = m.group(1)
+                params[cur] = m.group(2).strip()
+            elif cur and line.strip():
+                params[cur] += " " + line.strip()
+        else:
+            desc_lines.append(line)
+    return " ".join(x.strip() for x in desc_lines if x.strip()), params
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    defs = schema.pop("$defs", {})
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, dict):
+            if "$ref" in x and x["$ref"].startswith("#/$defs/"):
+                return walk(dict(defs[x["$ref"].split("/")[-1]]))
+            return {k: walk(v) for k, v in x.items() if k != "title"}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(schema)
+
+
+def schema_from_signature(fn: Callable[..., Any], descriptions: dict[str, str]) -> dict[str, Any]:
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(fn)
+    fields = {}
+    for i, (pname, p) in enumerate(sig.parameters.items()):
+        if i == 0:  # the domain state
+            continue
+        ann = hints.get(pname, Any)
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[pname] = (ann, default)
+    model = create_model(f"{fn.__name__}_params", **fields)  # type: ignore[call-overload]
+    schema = _inline_refs(model.model_json_schema())
+    schema.pop("title", None)
+    for pname, prop in schema.get("properties", {}).items():
+        if pname in descriptions:
+            prop["description"] = descriptions[pname]
+        # Optional[X] = None renders as anyOf[X, null]; keep it simple for prompts.
+        if "anyOf" in prop and any(s.get("type") == "null" for s in prop["anyOf"]):
+            rest = [s for s in prop["anyOf"] if s.get("type") != "null"]
+            if len(rest) == 1:
+                del prop["anyOf"]
+                prop.update(rest[0])
+                prop["nullable"] = True
+    schema.setdefault("required", [])
+    schema["type"] = "object"
+    return schema
+
+
+class Domain:
+    def __init__(self, name: str, state_model: type[BaseModel], description: str = ""):
+        self.name = name
+        self.state_model = state_model
+        self.description = description
+        self.tools: dict[str, DomainTool] = {}
+
+    def tool(
+        self,
+        *,
+        side_effect: bool = False,
+        prerequisites: Iterable[Prerequisite | str] = (),
+        writes: dict[str, str] | None = None,
+        post: Iterable[PostCheck] = (),
+        output_schema: dict[str, Any] | None = None,
+        alternatives: Iterable[str] = (),
+        name: str | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a tool; its schema comes from the signature (first parameter: the state)."""
+
+        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+            tname = name or fn.__name__
+            if tname in self.tools:
+                raise ValueError(f"domain {self.name!r}: duplicate tool {tname!r}")
+            desc, pdesc = _doc_parts(fn)
+            prereqs = [p if isinstance(p, Prerequisite) else Prerequisite(key=p, sat=Sat()) for p in prerequisites]
+            spec = ToolSpec(
+                name=tname,
+                description=desc,
+                parameters=schema_from_signature(fn, pdesc),
+                output_schema=output_schema,
+                side_effect=side_effect,
+                prerequisites=prereqs,
+                writes=dict(writes or {}),
+                alternatives=list(alternatives),
+                domain=self.name,
+                source="domain",
+            )
+            self.tools[tname] = DomainTool(spec, fn, list(post), self.name)
+            return fn
+
+        return wrap
+
+    # -------------------------------------------------------------- state
+    def load_state(self, data: dict[str, Any] | None) -> BaseModel:
+        try:
+            return self.state_model.model_validate(data or {})
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            loc = ".".join(str(p) for p in e["loc"])
+            raise ValueError(f"initial state of domain {self.name!r}: {loc}: {e['msg']}") from None
+
+    def snapshot(self, state: BaseModel) -> dict[str, Any]:
+        return state.model_dump(mode="json")
+
+    def registry(self, names: Iterable[str] | None = None) -> Registry:
+        chosen = list(names) if names is not None else list(self.tools)
+        unknown = [n for n in chosen if n not in self.tools]
+        if unknown:
+            raise KeyError(f"domain {self.name!r} has no tools {unknown}")
+        return Registry((self.tools[n].spec for n in chosen), name=self.name)

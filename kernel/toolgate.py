@@ -1,0 +1,179 @@
+"""ToolGate-style contracts on tools over the typed state (scratchpad + world).
+
+Precondition: the arguments are valid against the tool's schema and every
+prerequisite fact the tool declares is present and satisfied in S.
+Postcondition: the result is not an error, matches the declared output
+schema, and passes the tool's semantic checks. Contracts fail closed: a
+condition that cannot be evaluated counts as violated.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from .domains import DomainTool
+from .registry.model import Prerequisite, Sat, ToolSpec
+from .scratchpad import Scratchpad
+
+_MISSING = object()
+
+
+def sat(s: Sat, value: Any) -> bool:
+    """Evaluate a satisfaction predicate; anything unevaluable is False (fail closed)."""
+    try:
+        if s.op == "truthy":
+            return bool(value)
+        if s.op == "not_null":
+            return value is not None
+        if s.op == "eq":
+            return value == s.value
+        if s.op == "ne":
+            return value is not None and value != s.value
+        if s.op == "in":
+            return value in s.value
+        if value is None:
+            return False
+        if s.op == "gt":
+            return value > s.value
+        if s.op == "gte":
+            return value >= s.value
+        if s.op == "lt":
+            return value < s.value
+        if s.op == "lte":
+            return value <= s.value
+    except Exception:
+        return False
+    return False
+
+
+def describe(p: Prerequisite) -> str:
+    if p.description:
+        return p.description
+    op, v = p.sat.op, p.sat.value
+    return {"truthy": "true", "not_null": "present"}.get(op, f"{op} {json.dumps(v)}")
+
+
+def check(p: Prerequisite, S: Scratchpad) -> str:
+    """Three-valued Check(p, S): met / not_met / absent."""
+    if p.key not in S:
+        return "absent"
+    return "met" if sat(p.sat, S.get(p.key)) else "not_met"
+
+
+def _validate_args(spec: ToolSpec, args: dict[str, Any]) -> list[str]:
+    from .registry.validate import validate_args
+
+    try:
+        return list(validate_args(spec, args))
+    except Exception as exc:  # fail closed
+        return [f"argument validation could not be evaluated: {exc!r}"]
+
+
+def precondition(spec: ToolSpec, args: dict[str, Any], S: Scratchpad) -> list[str]:
+    errors = _validate_args(spec, args)
+    for p in spec.prerequisites:
+        outcome = check(p, S)
+        if outcome != "met":
+            errors.append(f"prerequisite {p.key!r} is {outcome} (needs {describe(p)})")
+    return errors
+
+
+@functools.lru_cache(maxsize=512)
+def _output_validator(schema_json: str):
+    import jsonschema
+
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def postcondition(spec: ToolSpec, tool: DomainTool | None, args: dict[str, Any], result: Any, state: Any) -> list[str]:
+    errors: list[str] = []
+    if not isinstance(result, dict):
+        return [f"result is not an object: {type(result).__name__}"]
+    if "error" in result:
+        return [f"tool reported an error: {result['error']}"]
+    if spec.output_schema is not None:
+        try:
+            v = _output_validator(json.dumps(spec.output_schema, sort_keys=True))
+            errors += [f"result{''.join(f'[{p!r}]' for p in e.path)}: {e.message}" for e in v.iter_errors(result)]
+        except Exception as exc:
+            errors.append(f"output schema could not be evaluated: {exc!r}")
+    for check_fn in tool.post if tool is not None else []:
+        try:
+            msg = check_fn(args, result, state)
+        except Exception as exc:
+            msg = f"postcondition {getattr(check_fn, '__name__', 'check')} could not be evaluated: {exc!r}"
+        if msg:
+            errors.append(msg if isinstance(msg, str) else f"postcondition {getattr(check_fn, '__name__', 'check')} failed")
+    return errors
+
+
+def resolve_path(obj: Any, path: str) -> Any:
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, dict):
+            if part not in cur:
+                return _MISSING
+            cur = cur[part]
+        elif isinstance(cur, list):
+            try:
+                cur = cur[int(part)]
+            except (ValueError, IndexError):
+                return _MISSING
+        else:
+            return _MISSING
+    return cur
+
+
+def writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Scratchpad entries a committed call produces: its bound arguments plus the tool's declared writes.
+
+    Declared keys may be templates over the arguments, e.g. ``airport:{params.city}``.
+    """
+    out: dict[str, Any] = dict(args)
+    env = {"params": args, "result": result}
+    for key_t, expr in spec.writes.items():
+        key = key_t
+        if "{" in key_t:
+            try:
+                key = key_t.format_map(_Fmt(env))
+            except Exception:
+                continue
+        if expr.startswith("const:"):
+            try:
+                out[key] = json.loads(expr[6:])
+            except json.JSONDecodeError:
+                out[key] = expr[6:]
+            continue
+        root, _, rest = expr.partition(".")
+        if root not in env:
+            continue
+        val = resolve_path(env[root], rest) if rest else env[root]
+        if val is not _MISSING:
+            out[key] = val
+    return out
+
+
+class _Fmt(dict):
+    """format_map helper: ``{params.city}`` -> args['city']."""
+
+    def __init__(self, env: dict[str, Any]):
+        super().__init__()
+        self.env = env
+
+    def __missing__(self, key: str) -> Any:
+        return _Dotted(self.env.get(key, {}))
+
+
+class _Dotted:
+    def __init__(self, d: Any):
+        self.d = d
+
+    def __getattr__(self, name: str) -> Any:
+        if isinstance(self.d, dict) and name in self.d:
+            return self.d[name]
+        raise AttributeError(name)
