@@ -183,7 +183,10 @@ def tail(state: FileSystemState, file_name: str, lines: int = 10) -> dict:
         file_name: File to read.
         lines: Number of lines to show.
     """
-    return {"last_lines": "\n".join(_file(state, file_name).content.splitlines()[-lines:])}
+    if lines < 0:
+        raise ToolError(f"tail: invalid number of lines: {lines}")
+    kept = _file(state, file_name).content.splitlines()[-lines:] if lines else []  # [-0:] would be everything
+    return {"last_lines": "\n".join(kept)}
 
 
 @tool()
@@ -251,6 +254,8 @@ def _move_or_copy(state: FileSystemState, source: str, destination: str, move: b
     node = d.children.get(source)
     if node is None:
         raise ToolError(f"no such file or directory: {source}")
+    if destination == source and isinstance(node, Directory):  # would nest the folder in itself (mv: then delete it)
+        raise ToolError(f"cannot {'move' if move else 'copy'} '{source}' into itself")
     target = d.children.get(destination)
     if isinstance(target, Directory):  # into an existing directory, keeping the name
         if source in target.children:
