@@ -1,0 +1,74 @@
+"""Backend choice by config: ``backend=oracle|hf|openai`` (conf/backend/*.yaml)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..scenario import Solution
+
+
+class _B(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OracleBackendConfig(_B):
+    name: Literal["oracle"] = "oracle"
+
+
+class OpenAIBackendConfig(_B):
+    name: Literal["openai"] = "openai"
+    base_url: str = "http://localhost:8000/v1"
+    api_key: str | None = None
+    models: dict[str, str] = Field(default_factory=dict)  # primitive -> served model (LoRA module) name
+    max_tokens: int = Field(512, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    concurrency: int = Field(8, ge=1)
+    json_schema: bool = False  # structured outputs (vLLM guided decoding)
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # e.g. {"stop_token_ids": [106]}
+
+
+class HFBackendConfig(_B):
+    name: Literal["hf"] = "hf"
+    bundle: str = "runs/pipeline/bundle"
+    device: str = "auto"
+    batch_size: int = Field(16, ge=1)
+    max_new_tokens: int = Field(384, ge=1)
+    constrained: bool = False  # JSON-schema-constrained decoding
+    allow_smoke: bool = False  # load a bundle marked smoke (failed gates), with a loud warning
+
+
+BackendConfig = Annotated[Union[OracleBackendConfig, OpenAIBackendConfig, HFBackendConfig], Field(discriminator="name")]
+
+
+def backend_factory(cfg: Any, sol: Solution):
+    """A per-turn backend factory for ``run_solution``; model backends are built once and shared."""
+    if cfg.name == "oracle":
+        if not sol.annotated:
+            from forethought.errors import UserError
+
+            raise UserError("the oracle backend needs an annotated scenario (tasks, order and calls on every turn)", sol.source_file or sol.id)
+        from ..runner import oracle_factory
+
+        return oracle_factory(sol)
+    backend = make_model_backend(cfg)
+    return lambda i, turn: backend
+
+
+def make_model_backend(cfg: Any):
+    if cfg.name == "openai":
+        from .openai_backend import OpenAIBackend
+
+        return OpenAIBackend(
+            cfg.base_url, api_key=cfg.api_key, models=cfg.models, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s,
+            concurrency=cfg.concurrency, json_schema=cfg.json_schema, extra_body=cfg.extra_body,
+        )
+    if cfg.name == "hf":
+        from .hf import HFBackend
+
+        return HFBackend.from_bundle(cfg.bundle, device=cfg.device, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
+                                     constrained=cfg.constrained, allow_smoke=cfg.allow_smoke)
+    raise ValueError(f"unknown backend {cfg.name!r}")
+
+

@@ -1,0 +1,164 @@
+"""transformers + peft backend: one base model, one named LoRA adapter per primitive.
+
+Requests are grouped by adapter; each group is decoded greedily in batches
+(left padding, KV cache), stopping on the chat template's end-of-turn token as
+well as ``<eos>``. The same batched generator is used by ``forethought
+validate``, so gates measure exactly what the kernel will run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from primitives import SLMReply, SLMRequest
+
+BASE = "__base__"  # generate with every adapter disabled
+
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def stop_ids(tokenizer: Any) -> list[int]:
+    ids = []
+    for t in ("<end_of_turn>", "<eos>"):
+        i = tokenizer.convert_tokens_to_ids(t)
+        if isinstance(i, int) and i != tokenizer.unk_token_id and i not in ids:
+            ids.append(i)
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+def render_prompts(tokenizer: Any, messages: Sequence[list[dict[str, str]]]) -> list[str]:
+    return [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    messages: Sequence[list[dict[str, str]]],
+    *,
+    adapter: str | None,
+    batch_size: int = 16,
+    max_new_tokens: int = 384,
+    schemas: Sequence[dict[str, Any] | None] | None = None,
+    on_batch: Any = None,
+) -> list[str]:
+    """Greedy completions for chat prompts with one adapter (or ``BASE`` for none).
+
+    With ``schemas`` (one JSON schema per prompt), decoding is constrained so
+    each completion is valid JSON of that schema.
+    """
+    import contextlib
+
+    import torch
+
+    if adapter is not None and adapter != BASE and hasattr(model, "set_adapter"):
+        model.set_adapter(adapter)
+    ctx = model.disable_adapter() if adapter == BASE and hasattr(model, "disable_adapter") else contextlib.nullcontext()
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    texts = render_prompts(tokenizer, messages)
+    # Longest first: batches of similar length waste less padding; results are put back in order.
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    out: list[str] = [""] * len(texts)
+    device = next(model.parameters()).device
+    eos = stop_ids(tokenizer)
+    with ctx, torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            # The template already starts with <bos>: no second one (trl PR #3328).
+            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            kwargs: dict[str, Any] = {}
+            if schemas is not None:
+                from .constrained import schema_logits_processor
+
+                kwargs["logits_processor"] = schema_logits_processor(tokenizer, [schemas[i] for i in idx], eos)
+            gen = model.generate(
+                **enc,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                num_beams=1,
+                eos_token_id=eos,
+                pad_token_id=tokenizer.pad_token_id,
+                use_cache=True,
+                **kwargs,
+            )
+            new = gen[:, enc["input_ids"].shape[1] :]
+            for j, i in enumerate(idx):
+                out[i] = tokenizer.decode(new[j], skip_special_tokens=True).strip()
+            if on_batch is not None:
+                on_batch(len(idx))
+    return out
+
+
+class HFBackend:
+    name = "hf"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_size: int = 16,
+        max_new_tokens: int = 384,
+        constrained: bool = False,
+        model_id: str = "",
+        bundle: Any = None,
+    ):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.max_new_tokens = max_new_tokens
+        self.constrained = constrained
+        self.model_id = model_id
+        self.bundle = bundle
+        self.adapters = set(getattr(model, "peft_config", {}) or {})
+
+    @classmethod
+    def from_bundle(cls, path: str | Path, *, device: str = "auto", batch_size: int = 16, max_new_tokens: int = 384,
+                    constrained: bool = False, allow_smoke: bool = False) -> HFBackend:
+        from training.bundle import load_bundle
+
+        bundle = load_bundle(path, allow_smoke=allow_smoke)
+        if bundle.smoke:
+            print(
+                f"WARNING: bundle {bundle.path} is marked SMOKE: one or more adapters FAILED their validation gates "
+                "(written with allow_failed_gates=true). Its outputs are not fit for use beyond smoke tests.",
+                file=sys.stderr,
+            )
+        model, tok = bundle.load_model(pick_device(device))
+        return cls(model, tok, batch_size=batch_size, max_new_tokens=max_new_tokens, constrained=constrained,
+                   model_id=bundle.base_id, bundle=bundle)
+
+    def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, r in enumerate(requests):
+            groups[r.adapter or r.primitive].append(i)
+        out: list[SLMReply | None] = [None] * len(requests)
+        for adapter, idx in groups.items():
+            if self.adapters and adapter not in self.adapters:
+                raise KeyError(f"hf backend: no adapter named {adapter!r} (loaded: {sorted(self.adapters)})")
+            reqs = [requests[i] for i in idx]
+            texts = generate(
+                self.model, self.tokenizer, [r.messages for r in reqs], adapter=adapter,
+                batch_size=self.batch_size, max_new_tokens=self.max_new_tokens,
+                schemas=[r.json_schema for r in reqs] if self.constrained else None,
+            )
+            meta = {"backend": "hf", "model": self.model_id, "adapter": adapter}
+            if self.bundle is not None:
+                meta["bundle"] = str(self.bundle.path)
+                meta["adapter_sha256"] = self.bundle.adapter_digest(adapter)
+            for i, t in zip(idx, texts):
+                out[i] = SLMReply(t, dict(meta))
+        return out  # type: ignore[return-value]

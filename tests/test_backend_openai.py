@@ -1,0 +1,138 @@
+"""The openai backend against a real local HTTP server (OpenAI chat-completions protocol).
+
+The server plays a vLLM instance serving one adapter per primitive: it
+answers each request by looking up the exact messages it was sent, from a
+recording of the oracle's answers. The kernel run through HTTP must then
+make exactly the calls of the oracle run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kernel.backends.openai_backend import BackendError, OpenAIBackend
+from kernel.kernel import Kernel, KernelConfig
+from kernel.runner import oracle_factory, run_solution
+from kernel.scenario import load_solution
+from primitives import SLMRequest
+
+FIG1 = "data_gen/solutions/file_system/paper_figure1.json"
+
+
+class _Recording:
+    def __init__(self, inner, table):
+        self.inner, self.table, self.name = inner, table, "rec"
+
+    def complete(self, reqs):
+        out = self.inner.complete(reqs)
+        for r, rep in zip(reqs, out):
+            self.table[json.dumps(r.messages, sort_keys=True)] = (r.adapter, rep.text)
+        return out
+
+
+class Server:
+    def __init__(self, table, mode="ok"):
+        self.table, self.mode, self.requests = table, mode, []
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append((self.path, body, self.headers.get("Authorization")))
+                if outer.mode == "500":
+                    self.send_response(500)
+                    self.end_headers()
+                    self.wfile.write(b"model crashed")
+                    return
+                if outer.mode == "garbage":
+                    payload = b"<html>not json</html>"
+                elif outer.mode == "no_choices":
+                    payload = json.dumps({"model": body["model"], "choices": []}).encode()
+                else:
+                    adapter, text = outer.table.get(json.dumps(body["messages"], sort_keys=True), (None, "{}"))
+                    assert adapter is None or adapter == body["model"], (adapter, body["model"])
+                    payload = json.dumps({"model": body["model"], "choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    sol = load_solution(FIG1).rendered()
+    table: dict = {}
+    factory = oracle_factory(sol)
+    res = run_solution(sol, Kernel(), lambda i, t: _Recording(factory(i, t), table))
+    return sol, table, res
+
+
+def _calls(res):
+    return [[(c.tool, c.arguments) for c in t.committed_calls] for t in res.turns]
+
+
+def test_kernel_over_http_makes_the_oracle_calls(recorded):
+    sol, table, oracle_res = recorded
+    with Server(table) as srv:
+        backend = OpenAIBackend(srv.url, api_key="sk-test", concurrency=4)
+        res = run_solution(sol, Kernel(), lambda i, t: backend)
+    assert _calls(res) == _calls(oracle_res)
+    paths = {p for p, _, _ in srv.requests}
+    assert paths == {"/v1/chat/completions"}
+    models = {b["model"] for _, b, _ in srv.requests}
+    assert models == {"decompose", "match_func"}  # one served model (LoRA adapter) per primitive
+    assert all(b["temperature"] == 0.0 for _, b, _ in srv.requests)
+    assert all(a == "Bearer sk-test" for _, _, a in srv.requests)
+    rec = res.traces[0].by_primitive("decompose")[0]
+    assert rec.model["backend"] == "openai" and rec.model["adapter"] == "decompose"
+
+
+def test_model_names_map_and_structured_outputs(recorded):
+    sol, table, _ = recorded
+    with Server(table) as srv:
+        b = OpenAIBackend(srv.url, models={"decompose": "ft-decompose"}, json_schema=True, extra_body={"stop_token_ids": [106]})
+        req = SLMRequest("decompose", None, [{"role": "user", "content": "x"}], json_schema={"type": "object"}, adapter="decompose")  # type: ignore[arg-type]
+        b.complete([req])
+    body = srv.requests[0][1]
+    assert body["model"] == "ft-decompose"
+    assert body["response_format"]["type"] == "json_schema" and body["stop_token_ids"] == [106]
+
+
+@pytest.mark.parametrize("mode,needle", [("500", "HTTP 500: model crashed"), ("garbage", "reply is not JSON"), ("no_choices", "no choices[0].message.content")])
+def test_bad_server_replies_give_located_errors(recorded, mode, needle):
+    sol, table, _ = recorded
+    with Server(table, mode) as srv:
+        b = OpenAIBackend(srv.url)
+        req = SLMRequest("match_func", None, [{"role": "user", "content": "x"}], adapter="match_func")  # type: ignore[arg-type]
+        with pytest.raises(BackendError) as ei:
+            b.complete([req])
+        assert srv.url in str(ei.value) and "'match_func'" in str(ei.value) and needle in str(ei.value)
+        # Inside the kernel the failure is a contract violation of that step, never a crash or an execution.
+        res = run_solution(sol, Kernel(KernelConfig(retries=1)), lambda i, t: b)
+    assert all(t.halted is not None and t.calls == [] for t in res.turns)
+    assert "HTTP" in json.dumps(res.turns[0].halted) or "reply" in json.dumps(res.turns[0].halted)
+
+
+def test_unreachable_server():
+    b = OpenAIBackend("http://127.0.0.1:9/v1", timeout_s=2)
+    with pytest.raises(BackendError, match="cannot reach the server"):
+        b.complete([SLMRequest("get_order", None, [], adapter="get_order")])  # type: ignore[arg-type]
