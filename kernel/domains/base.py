@@ -77,10 +77,16 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     defs = schema.pop("$defs", {})
 
     def walk(x: Any) -> Any:
+        """Inline local refs and drop pydantic's generated ``title`` annotations (not properties named title)."""
         if isinstance(x, dict):
             if "$ref" in x and x["$ref"].startswith("#/$defs/"):
                 return walk(dict(defs[x["$ref"].split("/")[-1]]))
-            return {k: walk(v) for k, v in x.items() if k != "title"}
+            out = {}
+            for k, v in x.items():
+                if k == "title" and isinstance(v, str):
+                    continue
+                out[k] = {name: walk(sub) for name, sub in v.items()} if k == "properties" and isinstance(v, dict) else walk(v)
+            return out
         if isinstance(x, list):
             return [walk(v) for v in x]
         return x
