@@ -217,10 +217,24 @@ def _first_diff(a: Any, b: Any, path: str = "") -> str:
     return path or "/"
 
 
-def verify_solution(sol: Solution, kernel: Kernel | None = None, *, slot_values: dict[str, Any] | None = None) -> list[TurnResult]:
-    """Raise Divergence at the first mismatch; return the kernel's turn results otherwise."""
+def verify_solution(
+    sol: Solution,
+    kernel: Kernel | None = None,
+    *,
+    slot_values: dict[str, Any] | None = None,
+    wrap_backend: Any = None,
+    trace: str = "full",
+) -> list[TurnResult]:
+    """Raise Divergence at the first mismatch; return the kernel's turn results otherwise.
+
+    ``wrap_backend(backend) -> backend`` lets a caller observe every SLM request
+    (data generation records the oracle's answers this way).
+    """
     kernel = kernel or Kernel(KernelConfig())
-    r = sol.rendered(slot_values)
+    try:
+        r = sol.rendered(slot_values)
+    except KeyError as exc:
+        raise Divergence(None, "slots", str(exc.args[0])) from None
     static_checks(r)
     ref_states = reference_states(r)
     if "no_side_effect" in r.tags:
@@ -238,8 +252,12 @@ def verify_solution(sol: Solution, kernel: Kernel | None = None, *, slot_values:
         compare_turn(i, r.turns[i], res, tr, env, ref_states[i])
         results.append(res)
 
+    factory = oracle_factory(r)
+    if wrap_backend is not None:
+        inner = factory
+        factory = lambda i, turn: wrap_backend(inner(i, turn))  # noqa: E731
     try:
-        run_solution(r, kernel, oracle_factory(r), on_turn=on_turn)
+        run_solution(r, kernel, factory, on_turn=on_turn, trace=trace)
     except UserError as exc:
         raise Divergence(None, "setup", exc.message) from None
     return results

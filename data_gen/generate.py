@@ -1,0 +1,476 @@
+"""``forethought generate``: expand verified worked solutions into the five per-primitive SFT datasets.
+
+Every example is a decision point of a verified solution: the input a
+primitive sees at that point in a replay through the kernel, and the answer
+the oracle (the annotations) gives. Solutions are varied first (entities,
+paraphrases, task ids, task order, registry subsets with near-miss and
+cross-domain tools, look-alike context keys), then replayed and verified
+again, so every target is re-derived and consistent by construction; each
+target is finally checked against its primitive's contract.
+
+Splits are by solution: validation examples come only from solutions that
+contribute nothing to train.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import random
+import re
+import statistics
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from forethought.errors import UserError
+from kernel.kernel import Kernel, KernelConfig
+from kernel.scenario import Solution, load_solution, solution_files
+from kernel.specs import PRIMITIVE_NAMES, SPECS
+from primitives import SLMReply, SLMRequest
+from primitives.io import atomic_write_json, atomic_write_text
+
+from .augment import Variant, make_variant
+from .formats import card_front_matter
+from .verify import Divergence, verify_solution
+
+PAPER_SIZES = {"decompose": 6910, "get_order": 2000, "check_prerequisites": 4867, "match_func": 1600, "match_fill": 1125}
+CODE_VERSION = "generate-v1"
+
+
+# ------------------------------------------------------------------ config
+class VariationConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    entity: bool = True
+    paraphrase: bool = True
+    rename_ids: bool = True
+    permute: bool = True
+    registry: bool = True
+    cross_domain: bool = True
+    context_conflicts: bool = True
+    max_distractors: int = Field(4, ge=0)
+
+
+class DataConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    solutions: list[str]
+    output_dir: str
+    seed: int = 0
+    sizes: dict[str, int] = Field(default_factory=lambda: dict(PAPER_SIZES))
+    validation_fraction: float = Field(0.1, gt=0, lt=1)
+    variations: VariationConfig = Field(default_factory=VariationConfig)
+    allow_skip_unverifiable: bool = False
+    max_rounds: int = Field(400, ge=1)
+    workers: int = Field(2, ge=1)
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, v: dict[str, int]) -> dict[str, int]:
+        unknown = [k for k in v if k not in PRIMITIVE_NAMES]
+        if unknown:
+            raise ValueError(f"unknown primitives {unknown}; expected {list(PRIMITIVE_NAMES)}")
+        bad = [k for k, n in v.items() if not isinstance(n, int) or n < 0]
+        if bad:
+            raise ValueError(f"sizes must be non-negative integers: {bad}")
+        return {k: v.get(k, 0) for k in PRIMITIVE_NAMES}
+
+
+class GenerateConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    data: DataConfig
+
+
+# ----------------------------------------------------------------- records
+@dataclass
+class Example:
+    primitive: str
+    solution_id: str
+    prompt: list[dict[str, str]]
+    completion: list[dict[str, str]]
+    target: Any
+    key: str  # rendered prompt text (dedupe / cross-split check)
+    ops: tuple[str, ...] = ()
+    input: Any = None  # the primitive's structured input (contract checks at validation)
+
+    @property
+    def id(self) -> str:
+        h = hashlib.sha1((self.key + "\x00" + self.completion[0]["content"]).encode()).hexdigest()[:16]
+        return f"{self.primitive}-{h}"
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "solution_id": self.solution_id,
+            "primitive": self.primitive,
+            "prompt": self.prompt,
+            "completion": self.completion,
+            "target": self.target,
+            "input": json.dumps(self.input, ensure_ascii=False),  # key order matters: it is rendering order
+        }
+
+
+class _Recorder:
+    """Wraps the oracle: keeps every (primitive, input, reply) it answers."""
+
+    name = "oracle"
+
+    def __init__(self, inner: Any, sink: list[tuple[str, Any, str]]):
+        self.inner = inner
+        self.sink = sink
+
+    def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
+        replies = self.inner.complete(requests)
+        for r, rep in zip(requests, replies):
+            self.sink.append((r.primitive, r.input, rep.text))
+        return replies
+
+
+def examples_from(sol_id: str, records: list[tuple[str, Any, str]], variant: Variant | None) -> tuple[list[Example], Counter]:
+    out, dropped = [], Counter()
+    for prim, inp, text in records:
+        if variant is not None and (variant.permuted or variant.renamed) and prim == "decompose":
+            # The same request would get another task order / other ids: decompose targets stay canonical.
+            dropped[(prim, "decompose_of_reordered_or_renamed_variant")] += 1
+            continue
+        spec = SPECS[prim]
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError:
+            dropped[(prim, "unparseable_target")] += 1
+            continue
+        res = spec.check_output(inp, raw)
+        if not res.ok:
+            dropped[(prim, "target_violates_contract")] += 1
+            continue
+        prompt = spec.messages(inp)
+        completion = [{"role": "assistant", "content": spec.target_text(res.output)}]
+        key = prompt[0]["content"] + "\n\x00" + prompt[1]["content"]
+        out.append(Example(prim, sol_id, prompt, completion, res.output.model_dump(mode="json"), key,
+                           tuple(variant.ops) if variant else (), inp.model_dump(mode="json")))
+    return out, dropped
+
+
+# ------------------------------------------------------------- replay work
+_KERNEL: Kernel | None = None
+_SOLUTIONS: dict[str, Solution] = {}
+_CFG: DataConfig | None = None
+
+
+def _init(solutions: dict[str, Solution], cfg: DataConfig) -> None:
+    global _KERNEL, _SOLUTIONS, _CFG
+    _KERNEL = Kernel(KernelConfig())
+    _SOLUTIONS = solutions
+    _CFG = cfg
+
+
+def _variant_rng(seed: int, sol_id: str, k: int) -> random.Random:
+    return random.Random(f"{seed}:{sol_id}:{k}")
+
+
+def run_variant(job: tuple[str, int]) -> tuple[str, int, list[Example], Counter, str | None]:
+    """Vary (k > 0) and replay one solution; return its examples or the reason it was dropped."""
+    sol_id, k = job
+    assert _KERNEL is not None and _CFG is not None
+    sol = _SOLUTIONS[sol_id]
+    variant = None
+    if k > 0:
+        variant = make_variant(sol, _variant_rng(_CFG.seed, sol_id, k), _CFG.variations)
+        target_sol, values = variant.solution, variant.slot_values
+    else:
+        target_sol, values = sol, None
+    sink: list[tuple[str, Any, str]] = []
+    try:
+        verify_solution(target_sol, _KERNEL, slot_values=values, wrap_backend=lambda b: _Recorder(b, sink), trace="steps")
+    except Divergence as d:
+        return sol_id, k, [], Counter(), d.describe()
+    except Exception as exc:  # a variation produced something the kernel rejects outright
+        return sol_id, k, [], Counter(), f"{type(exc).__name__}: {exc}"
+    exs, dropped = examples_from(sol_id, sink, variant)
+    return sol_id, k, exs, dropped, None
+
+
+# ------------------------------------------------------------------ splits
+def split_solutions(sols: dict[str, Solution], yields: dict[str, Counter], fraction: float, seed: int) -> set[str]:
+    """Choose validation solutions: about ``fraction`` of each domain, covering every primitive."""
+    rng = random.Random(f"split:{seed}")
+    by_domain: dict[str, list[str]] = defaultdict(list)
+    for sid, s in sorted(sols.items()):
+        by_domain[s.domains[0]].append(sid)
+    val: set[str] = set()
+    for dom, ids in sorted(by_domain.items()):
+        ids = sorted(ids)
+        rng.shuffle(ids)
+        n = max(1, round(len(ids) * fraction)) if len(ids) >= 5 else 0
+        val.update(ids[:n])
+    for prim in PRIMITIVE_NAMES:
+        sources = sorted(s for s in sols if yields[s][prim])
+        # Train needs a source of every primitive; validation gets one too when there are two or more.
+        if sources and all(s in val for s in sources):
+            val.discard(sorted(sources, key=lambda s: (-yields[s][prim], s))[0])
+        if len(sources) >= 2 and not any(s in val for s in sources):
+            cands = sorted((s for s in sources if s not in val), key=lambda s: (-yields[s][prim], s))
+            pick = cands[len(cands) // 2]
+            if any(yields[o][prim] for o in sources if o != pick and o not in val):
+                val.add(pick)
+    return val
+
+
+# --------------------------------------------------------------- generation
+@dataclass
+class Pools:
+    quota: dict[tuple[str, str], int]
+    rows: dict[tuple[str, str], list[Example]] = field(default_factory=lambda: defaultdict(list))
+    keys: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))  # prim -> prompt key -> split
+    targets: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))  # prim -> prompt key -> target text
+    dropped: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+
+    def full(self, prim: str, split: str) -> bool:
+        return len(self.rows[(prim, split)]) >= self.quota[(prim, split)]
+
+    def add(self, ex: Example, split: str) -> None:
+        prim = ex.primitive
+        seen = self.keys[prim].get(ex.key)
+        tgt = ex.completion[0]["content"]
+        if seen is not None:
+            if seen != split:
+                self.dropped[prim]["prompt_in_other_split"] += 1
+            elif self.targets[prim][ex.key] != tgt:
+                self.dropped[prim]["conflicting_target"] += 1
+            else:
+                self.dropped[prim]["duplicate"] += 1
+            return
+        if self.full(prim, split):
+            return
+        self.keys[prim][ex.key] = split
+        self.targets[prim][ex.key] = tgt
+        self.rows[(prim, split)].append(ex)
+
+
+def load_solutions(paths: list[str], allow_skip: bool) -> tuple[dict[str, Solution], list[str]]:
+    sols: dict[str, Solution] = {}
+    skipped: list[str] = []
+    files = solution_files(paths)
+    if not files:
+        raise UserError("no solution files found", ", ".join(paths))
+    for f in files:
+        try:
+            s = load_solution(f)
+        except UserError as exc:
+            if not allow_skip:
+                raise
+            skipped.append(f"{f}: {exc.message}")
+            continue
+        if s.id in sols:
+            raise UserError(f"duplicate solution id {s.id!r} (also in {sols[s.id].source_file})", str(f))
+        sols[s.id] = s
+    return sols, skipped
+
+
+def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    sols, skipped = load_solutions(cfg.solutions, cfg.allow_skip_unverifiable)
+    _init(sols, cfg)
+    ctx = mp.get_context("fork") if cfg.workers > 1 else None
+    pool = ctx.Pool(cfg.workers, initializer=_init, initargs=(sols, cfg)) if ctx else None
+
+    def run_jobs(jobs: list[tuple[str, int]]) -> list[Any]:
+        if pool is None:
+            return [run_variant(j) for j in jobs]
+        return pool.map(run_variant, jobs, chunksize=max(1, len(jobs) // (cfg.workers * 8)))
+
+    try:
+        # Round 0: every solution as written must verify.
+        base = run_jobs([(sid, 0) for sid in sorted(sols)])
+        yields: dict[str, Counter] = {}
+        first: dict[str, list[Example]] = {}
+        for sid, _, exs, _, err in base:
+            if err is not None:
+                where = sols[sid].source_file or sid
+                if not cfg.allow_skip_unverifiable:
+                    raise UserError(f"solution does not verify: {err}", where)
+                skipped.append(f"{where}: {err}")
+                continue
+            yields[sid] = Counter(e.primitive for e in exs)
+            first[sid] = exs
+        for sid in [s for s in sols if s not in yields]:
+            del sols[sid]
+        val_ids = split_solutions(sols, yields, cfg.validation_fraction, cfg.seed)
+        quota = {}
+        for prim in PRIMITIVE_NAMES:
+            n_val = round(cfg.sizes[prim] * cfg.validation_fraction)
+            quota[(prim, "validation")] = n_val
+            quota[(prim, "train")] = cfg.sizes[prim] - n_val
+        pools = Pools(quota)
+        split_of = {sid: ("validation" if sid in val_ids else "train") for sid in sols}
+        for sid in sorted(first):
+            for ex in first[sid]:
+                pools.add(ex, split_of[sid])
+        failed = Counter()
+        variants_ok = 0
+        ops_count: Counter = Counter()
+        rounds = 0
+        for r in range(1, cfg.max_rounds + 1):
+            open_ = {(p, s) for (p, s) in quota if not pools.full(p, s)}
+            if not open_:
+                break
+            jobs = [(sid, r) for sid in sorted(sols) if any(yields[sid][p] for p, s in open_ if s == split_of[sid])]
+            if not jobs:
+                break
+            rounds = r
+            for sid, k, exs, dropped, err in run_jobs(jobs):
+                if err is not None:
+                    failed[err.split(":")[0] if ":" in err else err] += 1
+                    continue
+                variants_ok += 1
+                for ex in exs:
+                    ops_count.update(ex.ops)
+                    pools.add(ex, split_of[sid])
+                for (prim, reason), n in dropped.items():
+                    pools.dropped[prim][reason] += n
+            if progress is not None:
+                progress(r, {p: sum(len(pools.rows[(p, s)]) for s in ("train", "validation")) for p in PRIMITIVE_NAMES})
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+    elapsed = time.perf_counter() - t0
+    stats = write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed)
+    return stats
+
+
+# ------------------------------------------------------------------ output
+def _dist(xs: list[int]) -> dict[str, float]:
+    if not xs:
+        return {"min": 0, "median": 0, "p95": 0, "max": 0, "mean": 0}
+    s = sorted(xs)
+    return {"min": s[0], "median": statistics.median(s), "p95": s[min(len(s) - 1, int(0.95 * len(s)))], "max": s[-1], "mean": round(sum(s) / len(s), 1)}
+
+
+_TOK = re.compile(r"\w+|[^\w\s]")
+
+
+def approx_tokens(text: str) -> int:
+    """Pre-tokenizer word/punctuation count (the model's own tokenizer is trained later)."""
+    return len(_TOK.findall(text))
+
+
+def _near_dup_rate(rows: list[Example]) -> float:
+    if not rows:
+        return 0.0
+    masked = {re.sub(r"\d+", "#", re.sub(r"\s+", " ", e.key.lower())) for e in rows}
+    return round(1 - len(masked) / len(rows), 4)
+
+
+def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed) -> dict[str, Any]:
+    out = Path(cfg.output_dir)
+    per: dict[str, Any] = {}
+    for prim in PRIMITIVE_NAMES:
+        info: dict[str, Any] = {"requested": cfg.sizes[prim]}
+        for split in ("train", "validation"):
+            rows = sorted(pools.rows[(prim, split)], key=lambda e: e.id)
+            text = "".join(json.dumps(e.row(), ensure_ascii=False) + "\n" for e in rows)
+            atomic_write_text(out / prim / f"{split}.jsonl", text)
+            srcs = Counter(e.solution_id for e in rows)
+            info[split] = {
+                "examples": len(rows),
+                "source_solutions": len(srcs),
+                "domains": dict(sorted(Counter(d for e in rows for d in sols[e.solution_id].domains).items())),
+                "pattern_tags": dict(sorted(Counter(t for e in rows for t in sols[e.solution_id].tags).items())),
+                "prompt_tokens": _dist([approx_tokens(e.prompt[0]["content"] + e.prompt[1]["content"]) for e in rows]),
+                "target_tokens": _dist([approx_tokens(e.completion[0]["content"]) for e in rows]),
+                "near_duplicate_rate": _near_dup_rate(rows),
+            }
+        atomic_write_text(out / prim / "README.md", card_front_matter() + f"# forethought `{prim}` SFT data\n\nSee ../README.md.\n")
+        info["dropped"] = dict(sorted(pools.dropped[prim].items()))
+        info["solution_overlap"] = len({e.solution_id for e in pools.rows[(prim, "train")]} & {e.solution_id for e in pools.rows[(prim, "validation")]})
+        info["shared_prompts"] = len({e.key for e in pools.rows[(prim, "train")]} & {e.key for e in pools.rows[(prim, "validation")]})
+        info["reached_requested_size"] = info["train"]["examples"] + info["validation"]["examples"] >= cfg.sizes[prim]
+        per[prim] = info
+    total = sum(per[p]["train"]["examples"] + per[p]["validation"]["examples"] for p in PRIMITIVE_NAMES)
+    stats = {
+        "code_version": CODE_VERSION,
+        "seed": cfg.seed,
+        "solutions": len(sols),
+        "validation_solutions": sorted(s for s, sp in split_of.items() if sp == "validation"),
+        "skipped_solutions": skipped,
+        "variants_replayed": variants_ok,
+        "variants_dropped": dict(sorted(failed.items())),
+        "variation_ops": dict(sorted(ops_count.items())),
+        "rounds": rounds,
+        "examples": total,
+        "primitives": per,
+        "contract_valid_rate": 1.0,  # every written target passed its contract (others are dropped and counted)
+    }
+    atomic_write_json(out / "stats.json", stats)
+    atomic_write_text(out / "README.md", dataset_card(cfg, stats))
+    stats["elapsed_s"] = round(elapsed, 2)
+    return stats
+
+
+def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
+    lines = [
+        "# forethought per-primitive SFT datasets",
+        "",
+        "Generated by `forethought generate` from the verified worked solutions in "
+        + ", ".join(f"`{p}`" for p in cfg.solutions)
+        + f" (seed {cfg.seed}, {stats['solutions']} solutions, {len(stats['validation_solutions'])} held out for validation).",
+        "",
+        "Each line is trl's conversational prompt-completion format plus `id`, `solution_id`, `primitive`, "
+        "`target` (the completion's JSON as an object) and `input` (the primitive's structured input as a JSON "
+        "string, from which the prompt is rendered by its spec; validation uses it for contract checks). Load a "
+        'primitive with `datasets.load_dataset("<this folder>/<primitive>")`, or with '
+        '`datasets.load_dataset("json", data_files={...}, features=data_gen.formats.features())` '
+        "(the target's free-form mappings need the `Json` feature across splits).",
+        "",
+        "Every example is a decision point of a worked solution replayed through the kernel with the oracle "
+        "backend after variation (entities, paraphrases, task ids, task order, registry subsets with near-miss "
+        "and cross-domain tools, look-alike context keys); every target passed its primitive's contract. "
+        "Validation examples come only from held-out solutions; no rendered prompt appears in both splits.",
+        "",
+        "| primitive | train | validation | requested | train solutions | val solutions | near-dup rate (train) | prompt tokens median / p95 | target tokens median / p95 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for p in PRIMITIVE_NAMES:
+        i = stats["primitives"][p]
+        tr, va = i["train"], i["validation"]
+        lines.append(
+            f"| {p} | {tr['examples']} | {va['examples']} | {i['requested']} | {tr['source_solutions']} | {va['source_solutions']} | "
+            f"{tr['near_duplicate_rate']:.3f} | {tr['prompt_tokens']['median']} / {tr['prompt_tokens']['p95']} | "
+            f"{tr['target_tokens']['median']} / {tr['target_tokens']['p95']} |"
+        )
+    lines += [
+        "",
+        "Token counts are pre-tokenizer word/punctuation counts. The near-duplicate rate is the share of prompts "
+        "identical to another one after lower-casing and masking digits (a lower bound on template reuse).",
+        "",
+        f"Dropped examples and variants are counted per reason in `stats.json` ({sum(stats['variants_dropped'].values())} variants failed verification and were discarded).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------- CLI
+def cli(args: list[str]) -> int:
+    from rich.console import Console
+
+    from forethought.commands import load, split_args
+
+    cfg = load("generate", split_args(args), GenerateConfig)
+    if cfg is None:
+        return 0
+    console = Console(stderr=True)
+    with console.status("generating...") as status:
+        stats = generate(cfg.data, progress=lambda r, counts: status.update(f"round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())))
+    for p in PRIMITIVE_NAMES:
+        i = stats["primitives"][p]
+        console.print(f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})")
+    console.print(f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}")
+    short = [p for p in PRIMITIVE_NAMES if not stats["primitives"][p]["reached_requested_size"]]
+    if short:
+        console.print(f"[yellow]requested size not reached for {short} within max_rounds={cfg.data.max_rounds}[/yellow]")
+    return 0
