@@ -130,9 +130,13 @@ class _Recorder:
         return replies
 
 
-def examples_from(sol_id: str, records: list[tuple[str, Any, str]], variant: Variant | None) -> tuple[list[Example], Counter]:
+def examples_from(
+    sol_id: str, records: list[tuple[str, Any, str]], variant: Variant | None, wanted: frozenset[str] | None = None
+) -> tuple[list[Example], Counter]:
     out, dropped = [], Counter()
     for prim, inp, text in records:
+        if wanted is not None and prim not in wanted:
+            continue  # that primitive's quota is already full: don't render it
         if variant is not None and (variant.permuted or variant.renamed) and prim == "decompose":
             # The same request would get another task order / other ids: decompose targets stay canonical.
             dropped[(prim, "decompose_of_reordered_or_renamed_variant")] += 1
@@ -172,9 +176,9 @@ def _variant_rng(seed: int, sol_id: str, k: int) -> random.Random:
     return random.Random(f"{seed}:{sol_id}:{k}")
 
 
-def run_variant(job: tuple[str, int]) -> tuple[str, int, list[Example], Counter, str | None]:
-    """Vary (k > 0) and replay one solution; return its examples or the reason it was dropped."""
-    sol_id, k = job
+def run_variant(job: tuple[str, int, frozenset[str] | None]) -> tuple[str, int, list[Example], Counter, str | None]:
+    """Vary (k > 0) and replay one solution; return its examples (for the ``wanted`` primitives) or why it was dropped."""
+    sol_id, k, wanted = job
     assert _KERNEL is not None and _CFG is not None
     sol = _SOLUTIONS[sol_id]
     variant = None
@@ -190,7 +194,7 @@ def run_variant(job: tuple[str, int]) -> tuple[str, int, list[Example], Counter,
         return sol_id, k, [], Counter(), d.describe()
     except Exception as exc:  # a variation produced something the kernel rejects outright
         return sol_id, k, [], Counter(), f"{type(exc).__name__}: {exc}"
-    exs, dropped = examples_from(sol_id, sink, variant)
+    exs, dropped = examples_from(sol_id, sink, variant, wanted)
     return sol_id, k, exs, dropped, None
 
 
@@ -278,14 +282,14 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
     ctx = mp.get_context("fork") if cfg.workers > 1 else None
     pool = ctx.Pool(cfg.workers, initializer=_init, initargs=(sols, cfg)) if ctx else None
 
-    def run_jobs(jobs: list[tuple[str, int]]) -> list[Any]:
+    def run_jobs(jobs: list[tuple[str, int, frozenset[str] | None]]) -> list[Any]:
         if pool is None:
             return [run_variant(j) for j in jobs]
         return pool.map(run_variant, jobs, chunksize=max(1, len(jobs) // (cfg.workers * 8)))
 
     try:
         # Round 0: every solution as written must verify.
-        base = run_jobs([(sid, 0) for sid in sorted(sols)])
+        base = run_jobs([(sid, 0, None) for sid in sorted(sols)])
         yields: dict[str, Counter] = {}
         first: dict[str, list[Example]] = {}
         for sid, _, exs, _, err in base:
@@ -318,7 +322,11 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
             open_ = {(p, s) for (p, s) in quota if not pools.full(p, s)}
             if not open_:
                 break
-            jobs = [(sid, r) for sid in sorted(sols) if any(yields[sid][p] for p, s in open_ if s == split_of[sid])]
+            jobs = []
+            for sid in sorted(sols):
+                wanted = frozenset(p for p, sp in open_ if sp == split_of[sid] and yields[sid][p])
+                if wanted:
+                    jobs.append((sid, r, wanted))
             if not jobs:
                 break
             rounds = r

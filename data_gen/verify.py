@@ -61,6 +61,8 @@ def snapshot_get(snap: Any, path: str) -> Any:
 
 
 def _eq(a: Any, b: Any) -> bool:
+    if a == b and type(a) is type(b):  # fast path (1 == 1.0 is fine too; canonical() decides the rest)
+        return True
     return canonical(a) == canonical(b)
 
 

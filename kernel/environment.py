@@ -50,7 +50,7 @@ class Environment:
         t = self._tools.get(name)
         if t is None:
             return {"error": f"no implementation for tool {name!r}"}, None
-        staged = self.states[t.domain].model_copy(deep=True)
+        staged = self.domains[t.domain].copy_state(self.states[t.domain])
         try:
             result = t(staged, dict(args))
         except Exception as exc:  # a domain bug must not crash the kernel; it fails the call

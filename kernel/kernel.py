@@ -83,6 +83,9 @@ class KernelConfig:
     max_candidates: int = 3  # matched tool + declared alternatives tried
     state_view: int = 24  # scratchpad entries shown to primitives (most recent)
     strict_invariants: bool = False  # raise on an invariant violation (tests) instead of recording it
+    # Engine-level output-contract checks; None follows ``cvc``. (cvc=True with
+    # check_contracts=False isolates the cost of checking, for the benchmark.)
+    check_contracts: bool | None = None
 
 
 class InvariantError(AssertionError):
@@ -493,7 +496,7 @@ def _prep_fill(x: TaskCursor, st: TurnState) -> MatchFillInput:
     b = st.bindings[x.task_id]
     return MatchFillInput(
         task=st.task_ref(x.task_id, with_tool=True),
-        tool=tool_brief(st.registry[f]),
+        tool=st.registry.derived("brief_map", lambda r: {t.name: tool_brief(t) for t in r})[f],
         missing=list(x.missing),
         bound={m: r.value for m, r in b.items() if r.source != "missing"},
         context=st.tau_for(x.task_id),
@@ -771,13 +774,14 @@ class Kernel:
             env=env,
             S=scratchpad,
             registry=registry,
-            briefs=[tool_brief(t) for t in registry],
+            briefs=registry.derived("briefs", lambda r: [tool_brief(t) for t in r]),
             user=user,
             tau=dict(context or {}),
             index=index,
         )
         st.keys_seen = scratchpad.keys()
-        engine = Engine(backend, check_contracts=self.config.cvc, trace=trace, recorder=recorder, cache=cache)  # type: ignore[arg-type]
+        checks = self.config.cvc if self.config.check_contracts is None else self.config.check_contracts
+        engine = Engine(backend, check_contracts=checks, trace=trace, recorder=recorder, cache=cache)  # type: ignore[arg-type]
         run = engine.run(self.program, TurnIn(user=user), context=st, run_id=f"turn{index}")
         halted = run.error.to_dict() if run.error is not None else None
         if halted is not None:

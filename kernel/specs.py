@@ -152,6 +152,15 @@ class PrimitiveSpec:
                 h.update(getattr(fn, "__qualname__", repr(fn)).encode())
         return h.hexdigest()[:16]
 
+    def decoding_schema(self, inp: BaseModel) -> dict[str, Any]:
+        """The output schema specialised to this input, for constrained decoding.
+
+        Names the model must copy (registered tools, batch task ids, the
+        missing parameters) become enums or fixed keys, and free strings get a
+        length bound, so decoding cannot produce them wrongly.
+        """
+        return _decoding_schema(self.name, inp)
+
     def primitive(self, *, adapter: str | None = None) -> Primitive:
         return slm(
             self.name,
@@ -160,6 +169,7 @@ class PrimitiveSpec:
             self.contract(),
             render=self.messages,
             parse=self.parse,
+            json_schema=self.decoding_schema,
             adapter=adapter or self.name,
             version=self.spec_hash,
         )
@@ -501,6 +511,8 @@ def get_spec(name: str) -> PrimitiveSpec:
 
 
 def _short_type(schema: dict[str, Any]) -> str:
+    if "const" in schema and "enum" not in schema:  # a one-value Literal renders as const
+        return f"enum[{schema['const']}]"
     if "enum" in schema:
         return "enum[" + "|".join(str(v) for v in schema["enum"]) + "]"
     t = schema.get("type")
@@ -514,8 +526,21 @@ def _short_type(schema: dict[str, Any]) -> str:
     return t or "any"
 
 
+_BRIEFS: dict[int, tuple[Any, ToolBrief]] = {}
+
+
 def tool_brief(spec: Any) -> ToolBrief:
-    """The view of a registry ToolSpec that primitives see."""
+    """The view of a registry ToolSpec that primitives see (cached per spec object)."""
+    hit = _BRIEFS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    brief = _make_brief(spec)
+    if len(_BRIEFS) < 20000:
+        _BRIEFS[id(spec)] = (spec, brief)
+    return brief
+
+
+def _make_brief(spec: Any) -> ToolBrief:
     props = spec.parameters.get("properties", {})
     return ToolBrief(
         name=spec.name,
@@ -524,3 +549,61 @@ def tool_brief(spec: Any) -> ToolBrief:
         required=list(spec.parameters.get("required", [])),
         writes=sorted(spec.writes),
     )
+
+
+_STR = {"type": "string", "maxLength": 160}
+_ANY_VALUE = {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+                        {"type": "array", "items": {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}]}, "maxItems": 8}]}
+
+
+def _tool_enum(tools: Sequence[ToolBrief], nullable: bool) -> dict[str, Any]:
+    names: list[Any] = [t.name for t in tools]
+    return {"enum": names + ([None] if nullable else [])}
+
+
+def _params_object(tool: ToolBrief | None) -> dict[str, Any]:
+    if tool is None:
+        return {"type": "object", "properties": {}, "additionalProperties": False}
+    return {"type": "object", "properties": {p: _ANY_VALUE for p in tool.params}, "additionalProperties": False}
+
+
+def _decoding_schema(name: str, inp: Any) -> dict[str, Any]:
+    if name == "match_func":
+        return {"type": "object", "properties": {"tool_name": _tool_enum(inp.tools, True)}, "required": ["tool_name"], "additionalProperties": False}
+    if name == "get_order":
+        ids = [t.id for t in inp.tasks]
+        if len(ids) <= 5:  # every permutation spelled out: the output is a permutation by construction
+            import itertools
+
+            order: dict[str, Any] = {"anyOf": [{"const": list(p)} for p in itertools.permutations(ids)]}
+        else:  # too many to list: right ids and length, uniqueness left to the contract
+            order = {"type": "array", "items": {"enum": ids}, "minItems": len(ids), "maxItems": len(ids)}
+        return {"type": "object", "properties": {"ordered_task_ids": order}, "required": ["ordered_task_ids"], "additionalProperties": False}
+    if name == "match_fill":
+        return {
+            "type": "object",
+            "properties": {"values": {"type": "object", "properties": {m: _ANY_VALUE for m in inp.missing},
+                                      "required": list(inp.missing), "additionalProperties": False}},
+            "required": ["values"],
+            "additionalProperties": False,
+        }
+    if name == "check_prerequisites":
+        writers = [t for t in inp.tools if inp.key in t.writes] or list(inp.tools)
+        task = {"anyOf": [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": _params_object(t)},
+                           "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]}
+        return {"type": "object", "properties": {"task": {"anyOf": [task, {"type": "null"}]}}, "required": ["task"], "additionalProperties": False}
+    if name == "decompose":
+        item = {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "maxLength": 12},
+                "text": _STR,
+                "tool_name": _tool_enum(inp.tools, True),
+                "depends_on": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 8},
+                "parameters": {"type": "object", "additionalProperties": _ANY_VALUE},
+            },
+            "required": ["id", "text", "tool_name", "depends_on", "parameters"],
+            "additionalProperties": False,
+        }
+        return {"type": "object", "properties": {"tasks": {"type": "array", "items": item, "maxItems": 12}}, "required": ["tasks"], "additionalProperties": False}
+    raise KeyError(name)

@@ -37,16 +37,43 @@ def input_hash(primitive: str, inp: Any, feedback: Sequence[str] = (), version: 
     return h.hexdigest()
 
 
-@dataclass(frozen=True)
 class SLMRequest:
-    """One model call: the structured input (for oracle-style backends) and its rendering."""
+    """One model call: the structured input (for oracle-style backends) and its rendering.
 
-    primitive: str
-    input: BaseModel
-    messages: list[Message]
-    feedback: tuple[str, ...] = ()
-    json_schema: dict[str, Any] | None = None
-    adapter: str | None = None
+    ``messages`` may be given directly or as a ``render`` callable; rendering
+    then happens on first access, so backends that answer from the structured
+    input (the oracle) never pay for it.
+    """
+
+    __slots__ = ("primitive", "input", "_messages", "_render", "feedback", "json_schema", "adapter")
+
+    def __init__(
+        self,
+        primitive: str,
+        input: BaseModel,
+        messages: list[Message] | None = None,
+        feedback: tuple[str, ...] = (),
+        json_schema: dict[str, Any] | None = None,
+        adapter: str | None = None,
+        *,
+        render: Callable[[], list[Message]] | None = None,
+    ):
+        self.primitive = primitive
+        self.input = input
+        self._messages = messages
+        self._render = render
+        self.feedback = tuple(feedback)
+        self.json_schema = json_schema
+        self.adapter = adapter
+
+    @property
+    def messages(self) -> list[Message]:
+        if self._messages is None:
+            self._messages = self._render() if self._render is not None else []
+        return self._messages
+
+    def __repr__(self) -> str:
+        return f"SLMRequest({self.primitive!r}, adapter={self.adapter!r}, feedback={len(self.feedback)})"
 
 
 @dataclass(frozen=True)
@@ -92,7 +119,7 @@ class Primitive:
         pure: bool = True,
         render: Callable[[BaseModel, Sequence[str]], list[Message]] | None = None,
         parse: Callable[[str], Any] = default_parse,
-        json_schema: dict[str, Any] | None = None,
+        json_schema: dict[str, Any] | Callable[[BaseModel], dict[str, Any]] | None = None,
         adapter: str | None = None,
         version: str = "1",
     ):
@@ -137,13 +164,16 @@ class Primitive:
 
     def request(self, inp: BaseModel, feedback: Sequence[str] = ()) -> SLMRequest:
         assert self.render is not None
+        fb = tuple(feedback)
+        render = self.render
         return SLMRequest(
             primitive=self.name,
             input=inp,
-            messages=self.render(inp, tuple(feedback)),
-            feedback=tuple(feedback),
-            json_schema=self.json_schema,
+            feedback=fb,
+            # A callable schema is specialised to the input (e.g. tool names as an enum) for constrained decoding.
+            json_schema=self.json_schema(inp) if callable(self.json_schema) else self.json_schema,
             adapter=self.adapter,
+            render=lambda: render(inp, fb),
         )
 
 
@@ -179,7 +209,7 @@ def slm(
     *,
     render: Callable[[BaseModel, Sequence[str]], list[Message]],
     parse: Callable[[str], Any] = default_parse,
-    json_schema: dict[str, Any] | None = None,
+    json_schema: dict[str, Any] | Callable[[BaseModel], dict[str, Any]] | None = None,
     adapter: str | None = None,
     version: str = "1",
 ) -> Primitive:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from .model import ToolSpec
 
@@ -11,6 +12,7 @@ class Registry:
     def __init__(self, tools: Iterable[ToolSpec] = (), *, name: str = "registry"):
         self.name = name
         self._tools: dict[str, ToolSpec] = {}
+        self._derived: dict[str, Any] = {}
         for t in tools:
             self.add(t)
 
@@ -18,6 +20,13 @@ class Registry:
         if tool.name in self._tools:
             raise ValueError(f"registry {self.name!r}: duplicate tool name {tool.name!r}")
         self._tools[tool.name] = tool
+        self._derived.clear()
+
+    def derived(self, key: str, make: Callable[[Registry], Any]) -> Any:
+        """A value computed from the tools once (e.g. what primitives see), dropped when a tool is added."""
+        if key not in self._derived:
+            self._derived[key] = make(self)
+        return self._derived[key]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

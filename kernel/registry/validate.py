@@ -62,7 +62,22 @@ def _validate(tool: ToolSpec, args: Any) -> list[str]:
     return errors
 
 
+_by_id: dict[int, tuple[dict, tuple[Any, str | None]]] = {}
+
+
 def _compiled(schema: dict) -> tuple[Any, str | None]:
+    # Fast path: the same schema object as last time (tools are long-lived); the
+    # stored reference keeps the id from being reused by another object.
+    hit_id = _by_id.get(id(schema))
+    if hit_id is not None and hit_id[0] is schema:
+        return hit_id[1]
+    result = _compiled_by_content(schema)
+    if len(_by_id) < _MAX_CACHE:
+        _by_id[id(schema)] = (schema, result)
+    return result
+
+
+def _compiled_by_content(schema: dict) -> tuple[Any, str | None]:
     key = json.dumps(schema, sort_keys=True, default=repr)
     hit = _cache.get(key)
     if hit is not None:
