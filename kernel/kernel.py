@@ -69,7 +69,7 @@ from .specs import (
 )
 
 Status = Literal[
-    "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "error"
+    "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error"
 ]
 
 
@@ -355,6 +355,14 @@ def _begin_task(x: TaskCursor, st: TurnState) -> PrereqList:
     st.bindings.setdefault(x.task_id, {})
     if not st.config.cvc:
         return PrereqList(prereqs=[])
+    # A task whose dependency did not execute is skipped: it needs that task's result or effect
+    # (deleting "the original" after a failed copy must not happen). Independent tasks go on (INV-R).
+    failed = [d for d in st.tasks[x.task_id].depends_on if d in st.tasks and st.outcomes.get(d) is not None
+              and st.outcomes[d].status != "executed"]
+    if failed:
+        st.outcome(x.task_id, "skipped", tool=st.tasks[x.task_id].tool_name,
+                   reason="depends on " + ", ".join(f"{d} ({st.outcomes[d].status})" for d in failed))
+        return PrereqList(prereqs=[])
     hint = st.tasks[x.task_id].tool_name
     spec = st.registry.get(hint)
     keys = [p.key for p in spec.prerequisites][: st.config.max_prereqs] if spec else []
@@ -447,8 +455,8 @@ def _block_without_remedy(x: PrereqCursor, st: TurnState) -> PrereqCursor:
 def _after_prereqs(x: BaseModel, st: TurnState) -> TaskCursor:
     tid = st.current_task
     assert tid is not None
-    blocked = tid in st.outcomes
-    return TaskCursor(task_id=tid, status="blocked" if blocked else "ready")
+    done = st.outcomes.get(tid)  # blocked by a prerequisite, or skipped
+    return TaskCursor(task_id=tid, status=done.status if done is not None else "ready")
 
 
 def _resolve_function(x: TaskCursor, st: TurnState) -> TaskCursor:

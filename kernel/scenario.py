@@ -35,7 +35,7 @@ PATTERN_TAGS = (
     "parallel_tasks",  # independent tasks ordered by get_order
     "cyclic_dependency",  # the decomposition is cyclic: the turn halts
 )
-Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed"]
+Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped"]
 
 
 class _Strict(BaseModel):

@@ -290,3 +290,23 @@ def test_paper_figure1_calls(path):
     assert committed(turns[1]) == ["cd(folder='archive')", "grep(file_name='report.txt', pattern='revenue')"]
     b = turns[1].bindings
     assert (b["t1"]["folder"].source, b["t2"]["file_name"].source, b["t2"]["pattern"].source) == ("S", "S", "tau")
+
+
+def test_a_task_whose_dependency_did_not_execute_is_skipped_and_independent_ones_run():
+    t = turn(
+        "translate the forecast, then save it for Oslo; also the weather for Rome",
+        [
+            task("t1", None, "translate the forecast"),
+            task("t2", "save_report", "save the translation for Oslo", depends_on=["t1"], parameters={"city": "Oslo"}),
+            task("t3", "weather_backup", "weather for Rome", parameters={"city": "Rome"}),
+        ],
+        ["t1", "t3", "t2"],
+    )
+    res, _, env, S = run(t, config={"session": "tok"})
+    assert [res.outcomes[x].status for x in ("t1", "t2", "t3")] == ["missing_function", "skipped", "executed"]
+    assert "t1 (missing_function)" in res.outcomes["t2"].reason
+    assert res.bindings["t2"] == {} and res.prerequisites["t2"] == []
+    assert committed(res) == ["weather_backup(city='Rome')"]
+    # Without CVC there is no such protection: the dependent runs (and here fails on its missing note).
+    res, *_ = run(t, cvc=False, config={"session": "tok"})
+    assert res.outcomes["t2"].status != "skipped"
