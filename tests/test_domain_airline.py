@@ -1,0 +1,317 @@
+"""The airline domain: tool behaviour, errors leave the state unchanged, prerequisites/writes, determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernel import toolgate
+from kernel.domains import available, load_domain
+from kernel.scratchpad import Scratchpad
+
+DOM = load_domain("airline")
+SOLUTIONS = Path(__file__).resolve().parents[1] / "data_gen" / "solutions" / "airline"
+
+SCENARIO = {
+    "users": {
+        "ethan_nguyen_7360": {
+            "name": {"first_name": "Ethan", "last_name": "Nguyen"}, "dob": "1998-08-02",
+            "payment_methods": {
+                "credit_card_7815": {"source": "credit_card", "brand": "visa", "last_four": "7815"},
+                "gift_card_5063": {"source": "gift_card", "amount": 100.0},
+            },
+        },
+    },
+    "flights": {
+        "HAT301": {"origin": "JFK", "destination": "SFO", "dates": {"2024-05-20": {}, "2024-05-22": {}}},
+        "HAT302": {"origin": "SFO", "destination": "JFK", "dates": {"2024-05-27": {}}},
+        "HAT303": {"origin": "JFK", "destination": "SFO", "dates": {"2024-05-21": {"seats": {"basic_economy": 0, "economy": 0, "business": 0}}}},
+        "HAT304": {"origin": "LAX", "destination": "SEA", "dates": {"2024-05-10": {"status": "landed"}, "2024-05-15": {"status": "delayed"}}},
+    },
+    "reservations": {
+        "G2LTC4": {"user_id": "ethan_nguyen_7360", "origin": "JFK", "destination": "SFO",
+                   "flights": [{"flight_number": "HAT301", "date": "2024-05-20"}],
+                   "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]},
+        "BASIC1": {"user_id": "ethan_nguyen_7360", "origin": "JFK", "destination": "SFO", "cabin": "basic_economy",
+                   "flights": [{"flight_number": "HAT301", "date": "2024-05-20", "price": 80}],
+                   "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}],
+                   "payment_history": [{"payment_id": "gift_card_5063", "amount": 80}]},
+        "FLOWN1": {"user_id": "ethan_nguyen_7360", "origin": "LAX", "destination": "SEA", "cabin": "business",
+                   "flights": [{"flight_number": "HAT304", "date": "2024-05-10"}],
+                   "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]},
+    },
+}
+
+
+def state():
+    return DOM.load_state(json.loads(json.dumps(SCENARIO)))
+
+
+def call(s, tool, **args):
+    return DOM.tools[tool](s, args)
+
+
+def fails(s, tool, match, **args):
+    before = DOM.snapshot(s)
+    out = call(s, tool, **args)
+    assert "error" in out, out
+    assert match in out["error"]
+    assert DOM.snapshot(s) == before, f"{tool} changed the state although it failed"
+    return out
+
+
+def writes(tool, args, result):
+    return toolgate.writes(DOM.tools[tool].spec, args, result)
+
+
+# ------------------------------------------------------------------ state
+def test_defaults_merge_and_links():
+    s = state()
+    assert "OG7K2P" in s.reservations and "G2LTC4" in s.reservations  # defaults kept, scenario added
+    assert s.users["ethan_nguyen_7360"].reservations == ["G2LTC4", "BASIC1", "FLOWN1"]
+    # a reservation without payments was paid with the user's first method
+    assert s.reservations["G2LTC4"].payment_history[0].payment_id == "credit_card_7815"
+    with pytest.raises(ValueError, match="unknown user"):
+        DOM.load_state({"reservations": {"X": {"user_id": "nobody", "origin": "JFK", "destination": "SFO",
+                                               "flights": [], "passengers": []}}})
+    with pytest.raises(ValueError, match="does not operate"):
+        DOM.load_state({"reservations": {"X": {"user_id": "raj_patel_5120", "origin": "JFK", "destination": "SFO",
+                                               "flights": [{"flight_number": "HAT001", "date": "2030-01-01"}], "passengers": []}}})
+
+
+def test_snapshot_is_deterministic_and_json():
+    a, b = state(), state()
+    assert DOM.snapshot(a) == DOM.snapshot(b)
+    for s in (a, b):
+        call(s, "book_reservation", user_id="ethan_nguyen_7360", flight_type="one_way", cabin="economy",
+             flights=[{"flight_number": "HAT301", "date": "2024-05-22"}],
+             passengers=[{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}], payment_id="credit_card_7815")
+    assert DOM.snapshot(a) == DOM.snapshot(b)
+    json.dumps(DOM.snapshot(a))
+
+
+# ------------------------------------------------------------------ reads
+def test_get_user_details_and_writes():
+    s = state()
+    out = call(s, "get_user_details", user_id="ethan_nguyen_7360")
+    assert out["payment_method_ids"] == ["credit_card_7815", "gift_card_5063"]
+    w = writes("get_user_details", {"user_id": "ethan_nguyen_7360"}, out)
+    assert w["airline_user_loaded"] is True and w["user_id"] == "ethan_nguyen_7360"
+    assert w["reservation_ids"] == ["G2LTC4", "BASIC1", "FLOWN1"] and w["membership"] == "regular"
+    fails(s, "get_user_details", "not found", user_id="nobody_1")
+
+
+def test_get_reservation_details_writes_the_c4_facts():
+    s = state()
+    out = call(s, "get_reservation_details", reservation_id="G2LTC4")
+    w = writes("get_reservation_details", {"reservation_id": "G2LTC4"}, out)
+    assert w["reservation_loaded"] is True
+    assert w["passenger_dob_known"] == "1998-08-02"
+    assert w["current_passengers"] == [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]
+    assert w["reservation_payment_id"] == "credit_card_7815" and w["reservation_user_id"] == "ethan_nguyen_7360"
+    assert w["reservation_changeable"] is True and w["cancellation_eligible"] is False
+    assert out["flights"][0]["origin"] == "JFK" and out["free_baggage_allowance"] == 1
+    fails(s, "get_reservation_details", "not found", reservation_id="NOPE00")
+
+
+def test_eligibility_rules():
+    s = state()
+    view = lambda rid: call(s, "get_reservation_details", reservation_id=rid)  # noqa: E731
+    assert view("BASIC1")["changeable"] is False
+    assert view("FLOWN1")["cancellation_eligible"] is False  # business, but flown
+    assert view("OG7K2P")["cancellation_eligible"] is True  # default business reservation
+    s.reservations["G2LTC4"].insurance = "yes"
+    assert view("G2LTC4")["cancellation_eligible"] is True
+    s.reservations["G2LTC4"].insurance = "no"
+    s.reservations["G2LTC4"].created_at = "2024-05-15T01:00:00"  # booked today
+    assert view("G2LTC4")["cancellation_eligible"] is True
+
+
+def test_search_direct_flight():
+    s = state()
+    out = call(s, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-22")
+    assert out["flight_numbers"] == ["HAT301"]
+    assert writes("search_direct_flight", {"origin": "JFK", "destination": "SFO", "date": "2024-05-22"}, out)[
+        "found_flight_numbers"] == ["HAT301"]
+    assert call(s, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-25")["flights"] == []
+    fails(s, "search_direct_flight", "unknown airport", origin="XXX", destination="SFO", date="2024-05-22")
+    fails(s, "search_direct_flight", "same airport", origin="JFK", destination="JFK", date="2024-05-22")
+    fails(s, "search_direct_flight", "YYYY-MM-DD", origin="JFK", destination="SFO", date="22/05/2024")
+
+
+def test_get_flight_status_and_list_airports():
+    s = state()
+    out = call(s, "get_flight_status", flight_number="HAT304", date="2024-05-15")
+    assert (out["status"], out["disrupted"], out["compensation_per_passenger"]) == ("delayed", True, 50)
+    w = writes("get_flight_status", {"flight_number": "HAT304", "date": "2024-05-15"}, out)
+    assert w["flight_disrupted"] is True and w["compensation_amount"] == 50
+    assert call(s, "get_flight_status", flight_number="HAT304", date="2024-05-10")["disrupted"] is False
+    fails(s, "get_flight_status", "not found", flight_number="HAT999", date="2024-05-15")
+    fails(s, "get_flight_status", "does not operate", flight_number="HAT304", date="2024-05-16")
+    codes = [a["code"] for a in call(s, "list_all_airports_airline")["airports"]]
+    assert "JFK" in codes and codes == sorted(codes)
+
+
+# ----------------------------------------------------------------- changes
+PAX = [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]
+
+
+def test_book_reservation():
+    s = state()
+    out = call(s, "book_reservation", user_id="ethan_nguyen_7360", flight_type="round_trip", cabin="economy",
+               flights=[{"flight_number": "HAT301", "date": "2024-05-22"}, {"flight_number": "HAT302", "date": "2024-05-27"}],
+               passengers=PAX, payment_id="credit_card_7815", total_baggages=2, insurance="yes")
+    assert out["reservation_id"] == "BK0001" and out["charged"] == 300 + 50 + 30
+    r = s.reservations["BK0001"]
+    assert (r.origin, r.destination, r.nonfree_baggages) == ("JFK", "SFO", 1)
+    assert s.flights["HAT302"].dates["2024-05-27"].seats["economy"] == 9
+    assert s.users["ethan_nguyen_7360"].reservations[-1] == "BK0001"
+    w = writes("book_reservation", {"user_id": "ethan_nguyen_7360"}, out)
+    assert w["reservation_id"] == "BK0001" and w["reservation_loaded"] is True and w["cancellation_eligible"] is True
+    assert [p.key for p in DOM.tools["book_reservation"].spec.prerequisites] == ["airline_user_loaded"]
+
+
+@pytest.mark.parametrize("args, match", [
+    ({"payment_id": "credit_card_0000"}, "payment method"),
+    ({"payment_id": "gift_card_5063", "cabin": "business"}, "balance"),
+    ({"flights": [{"flight_number": "HAT303", "date": "2024-05-21"}]}, "seats left"),
+    ({"flights": [{"flight_number": "HAT301", "date": "2024-05-22"}, {"flight_number": "HAT304", "date": "2024-05-15"}]},
+     "must connect"),
+    ({"flight_type": "round_trip"}, "round trip"),
+    ({"passengers": [{"first_name": "Ethan", "last_name": "Nguyen"}]}, "invalid passenger"),
+    ({"passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "02/08/1998"}]}, "YYYY-MM-DD"),
+    ({"flights": [{"flight_number": "HAT304", "date": "2024-05-10"}]}, "cannot be booked"),
+    ({"user_id": "nobody_1"}, "not found"),
+])
+def test_book_reservation_errors_leave_state_unchanged(args, match):
+    base = {"user_id": "ethan_nguyen_7360", "flight_type": "one_way", "cabin": "economy",
+            "flights": [{"flight_number": "HAT301", "date": "2024-05-22"}], "passengers": PAX, "payment_id": "credit_card_7815"}
+    fails(state(), "book_reservation", match, **{**base, **args})
+
+
+def test_update_reservation_passengers():
+    s = state()
+    new = [{"first_name": "James", "last_name": "Nguyen", "dob": "1998-08-02"}]
+    out = call(s, "update_reservation_passengers", reservation_id="G2LTC4", passengers=new)
+    assert out["passengers"] == new and s.reservations["G2LTC4"].passengers[0].first_name == "James"
+    assert [p.key for p in DOM.tools["update_reservation_passengers"].spec.prerequisites] == [
+        "reservation_loaded", "passenger_dob_known"]
+    fails(s, "update_reservation_passengers", "cannot change", reservation_id="G2LTC4", passengers=new + new)
+    fails(s, "update_reservation_passengers", "non-empty", reservation_id="G2LTC4", passengers=[])
+
+
+def test_update_reservation_flights():
+    s = state()
+    out = call(s, "update_reservation_flights", reservation_id="G2LTC4", cabin="business",
+               flights=[{"flight_number": "HAT301", "date": "2024-05-22"}], payment_id="credit_card_7815")
+    assert out["charged"] == 250 and s.reservations["G2LTC4"].cabin == "business"
+    assert s.flights["HAT301"].dates["2024-05-22"].seats["business"] == 3
+    assert [p.key for p in DOM.tools["update_reservation_flights"].spec.prerequisites] == [
+        "reservation_loaded", "reservation_changeable"]
+    fails(s, "update_reservation_flights", "basic economy", reservation_id="BASIC1", cabin="basic_economy",
+          flights=[{"flight_number": "HAT301", "date": "2024-05-22"}], payment_id="credit_card_7815")
+    fails(s, "update_reservation_flights", "the reservation is", reservation_id="G2LTC4", cabin="economy",
+          flights=[{"flight_number": "HAT302", "date": "2024-05-27"}], payment_id="credit_card_7815")
+    fails(s, "update_reservation_flights", "flown", reservation_id="FLOWN1", cabin="business",
+          flights=[{"flight_number": "HAT304", "date": "2024-05-10"}], payment_id="credit_card_7815")
+
+
+def test_unchanged_segment_keeps_price_and_seat():
+    s = state()
+    s.flights["HAT301"].dates["2024-05-20"].seats["economy"] = 0  # full, but our seat is already held
+    out = call(s, "update_reservation_flights", reservation_id="G2LTC4", cabin="economy",
+               flights=[{"flight_number": "HAT301", "date": "2024-05-20"}], payment_id="credit_card_7815")
+    assert out["charged"] == 0 and s.flights["HAT301"].dates["2024-05-20"].seats["economy"] == 0
+
+
+def test_upgrade_reservation_cabin():
+    s = state()
+    out = call(s, "upgrade_reservation_cabin", reservation_id="BASIC1", cabin="economy", payment_id="gift_card_5063")
+    assert out["charged"] == 70 and out["changeable"] is True
+    assert s.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 30.0
+    w = writes("upgrade_reservation_cabin", {"reservation_id": "BASIC1"}, out)
+    assert w["reservation_changeable"] is True and w["current_cabin"] == "economy"
+    fails(s, "upgrade_reservation_cabin", "already in", reservation_id="BASIC1", cabin="economy", payment_id="credit_card_7815")
+    fails(s, "upgrade_reservation_cabin", "balance", reservation_id="BASIC1", cabin="business", payment_id="gift_card_5063")
+
+
+def test_update_reservation_baggages():
+    s = state()
+    out = call(s, "update_reservation_baggages", reservation_id="G2LTC4", total_baggages=3, payment_id="credit_card_7815")
+    assert (out["total_baggages"], out["nonfree_baggages"], out["charged"]) == (3, 2, 100)
+    fails(s, "update_reservation_baggages", "cannot be removed", reservation_id="G2LTC4", total_baggages=1,
+          payment_id="credit_card_7815")
+    fails(s, "update_reservation_baggages", "between 0", reservation_id="G2LTC4", total_baggages=4, nonfree_baggages=9,
+          payment_id="credit_card_7815")
+    fails(s, "update_reservation_baggages", "payment method", reservation_id="G2LTC4", total_baggages=4,
+          payment_id="credit_card_0000")
+
+
+def test_cancel_reservation_refunds():
+    s = state()
+    out = call(s, "cancel_reservation", reservation_id="BASIC1")
+    assert out["status"] == "cancelled" and out["refunded"] == 80
+    assert s.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 180.0
+    assert [p.key for p in DOM.tools["cancel_reservation"].spec.prerequisites] == ["reservation_loaded", "cancellation_eligible"]
+    fails(s, "cancel_reservation", "is cancelled", reservation_id="BASIC1")
+    fails(s, "cancel_reservation", "flown", reservation_id="FLOWN1")
+
+
+def test_send_certificate():
+    s = state()
+    out = call(s, "send_certificate", user_id="ethan_nguyen_7360", amount=100)
+    assert out["certificate_id"] == "certificate_0001"
+    assert s.users["ethan_nguyen_7360"].payment_methods["certificate_0001"].amount == 100.0
+    assert [p.key for p in DOM.tools["send_certificate"].spec.prerequisites] == ["airline_user_loaded", "flight_disrupted"]
+    fails(s, "send_certificate", "invalid certificate amount", user_id="ethan_nguyen_7360", amount=900)
+    fails(s, "send_certificate", "not found", user_id="nobody_1", amount=50)
+
+
+# ------------------------------------------------------------ registry facts
+def test_side_effects_and_prerequisite_sources():
+    specs = {n: t.spec for n, t in DOM.tools.items()}
+    assert len(specs) >= 10
+    reads = {"get_user_details", "get_reservation_details", "search_direct_flight", "get_flight_status", "list_all_airports_airline"}
+    assert {n for n, s in specs.items() if not s.side_effect} == reads
+    written = {k for s in specs.values() for k in s.writes}
+    for s in specs.values():  # every prerequisite can be established by some tool (check_prerequisites needs one)
+        for p in s.prerequisites:
+            assert p.key in written, (s.name, p.key)
+
+
+def test_prerequisites_drive_toolgate():
+    spec = DOM.tools["update_reservation_passengers"].spec
+    S = Scratchpad()
+    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["absent", "absent"]
+    s = state()
+    out = call(s, "get_reservation_details", reservation_id="G2LTC4")
+    for k, v in writes("get_reservation_details", {"reservation_id": "G2LTC4"}, out).items():
+        S.set(k, v, "test")
+    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["met", "met"]
+    assert toolgate.check(DOM.tools["update_reservation_flights"].spec.prerequisites[1], S) == "met"
+    out = call(s, "get_reservation_details", reservation_id="BASIC1")
+    S.set("reservation_changeable", out["changeable"], "test")
+    assert toolgate.check(DOM.tools["update_reservation_flights"].spec.prerequisites[1], S) == "not_met"
+
+
+def test_tool_names_unique_across_domains():
+    mine = set(DOM.tools)
+    for name in available():
+        if name == "airline":
+            continue
+        try:
+            other = load_domain(name)
+        except Exception:  # another domain being broken is not this domain's failure
+            continue
+        assert not mine & set(other.tools), (name, mine & set(other.tools))
+
+
+def test_worked_solutions_verify():
+    from data_gen.verify import verify_paths
+
+    results = verify_paths([SOLUTIONS])
+    assert len(results) >= 36
+    bad = [f"{r.path}: {r.error}" for r in results if not r.ok]
+    assert not bad, bad
