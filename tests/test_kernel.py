@@ -310,3 +310,38 @@ def test_a_task_whose_dependency_did_not_execute_is_skipped_and_independent_ones
     # Without CVC there is no such protection: the dependent runs (and here fails on its missing note).
     res, *_ = run(t, cvc=False, config={"session": "tok"})
     assert res.outcomes["t2"].status != "skipped"
+
+
+PAPER = {
+    # Appendix C.2: the third turn of a file-system scenario, a three-step dependency chain.
+    "data_gen/solutions/file_system/paper_c2_copy_rename.json": (
+        2, ["cp(source='release_notes.txt', destination='handoff')", "cd(folder='handoff')",
+            "mv(source='release_notes.txt', destination='client_release_notes.txt')"]),
+    # Appendix C.3: the prerequisite is Met from persistent state; no remediation.
+    "data_gen/solutions/travel/paper_c3_nearest_airport.json": (0, ["get_nearest_airport_by_city(city='Miami')"]),
+    # Appendix C.4: the DOB is preserved from S while the names come from tau.
+    "data_gen/solutions/airline/paper_c4_passenger_name.json": (
+        0, ["get_reservation_details(reservation_id='G2LTC4')",
+            "update_reservation_passengers(reservation_id='G2LTC4', passengers=[{'first_name': 'James', 'last_name': 'Nguyen', 'dob': '1998-08-02'}])"]),
+}
+
+
+@pytest.mark.parametrize("path", sorted(PAPER))
+def test_paper_worked_examples_make_exactly_the_calls_shown(path):
+    from data_gen.verify import verify_solution
+    from kernel.scenario import load_solution
+
+    turn_index, calls = PAPER[path]
+    turns = verify_solution(load_solution(path))
+    assert committed(turns[turn_index]) == calls
+
+
+def test_paper_c3_prerequisite_met_from_persistent_state():
+    from data_gen.verify import verify_solution
+    from kernel.scenario import load_solution
+
+    t = verify_solution(load_solution("data_gen/solutions/travel/paper_c3_nearest_airport.json"))[0]
+    (tid,) = t.order
+    assert [(p.key, p.outcome) for p in t.prerequisites[tid]] == [("authenticated", "met")]
+    assert (t.bindings[tid]["city"].source, t.bindings[tid]["city"].value) == ("tau", "Miami")
+    assert t.calls[0].result["nearest_airport"] == "MIA" or "MIA" in str(t.calls[0].result)
