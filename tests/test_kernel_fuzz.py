@@ -1,9 +1,10 @@
 """Property-based fuzzing of the kernel: every invariant holds and nothing crashes.
 
-Hypothesis draws the random registries, multi-turn inputs and the seed of
-the adversarial SLM backend (through ``st.randoms``, so failures shrink).
-The default count is 10,000 cases with CVC and 2,000 without; set
-FORETHOUGHT_FUZZ_CASES for more (e.g. 200000).
+Hypothesis draws the random registry and multi-turn input (through
+``st.randoms``, so failures shrink) and a seed; each drawn scenario is then
+run against SEEDS_PER_EXAMPLE differently-seeded adversarial backends, each
+run being one case. The default is 10,000 cases with CVC and 2,000 without;
+set FORETHOUGHT_FUZZ_CASES for more (e.g. 200000).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kernel.kernel import Kernel, KernelConfig
 from tests.kernel_fuzz import random_case, run_case
 
 CASES = int(os.environ.get("FORETHOUGHT_FUZZ_CASES", "10000"))
+SEEDS_PER_EXAMPLE = 4  # adversarial backends per drawn scenario (hypothesis' own overhead is per example)
 KERNEL = Kernel(KernelConfig(cvc=True))
 KERNEL_NO_CVC = Kernel(KernelConfig(cvc=False))
 SEEN: dict[str, set] = {"status": set(), "halted": set()}
@@ -27,15 +29,17 @@ def _fuzz_settings(n: int):
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@_fuzz_settings(CASES)
+@_fuzz_settings(CASES // SEEDS_PER_EXAMPLE)
 @given(rng=st.randoms(use_true_random=False), seed=st.integers(0, 2**31 - 1))
 def test_invariants_hold_under_adversarial_primitives(rng, seed):
-    out = run_case(KERNEL, random_case(rng), seed)
-    assert not out.problems, out.problems
-    for t in out.turns:
-        SEEN["status"].update(o.status for o in t.outcomes.values())
-        if t.halted:
-            SEEN["halted"].add(t.halted["step"].split("/")[-1])
+    case = random_case(rng)
+    for k in range(SEEDS_PER_EXAMPLE):
+        out = run_case(KERNEL, case, seed + k)
+        assert not out.problems, (seed + k, out.problems)
+        for t in out.turns:
+            SEEN["status"].update(o.status for o in t.outcomes.values())
+            if t.halted:
+                SEEN["halted"].add(t.halted["step"].split("/")[-1])
 
 
 def test_fuzzing_reached_every_outcome():
@@ -53,8 +57,10 @@ def test_fuzzing_reached_every_outcome():
     assert {"decompose", "build_dep_graph"} <= SEEN["halted"]
 
 
-@_fuzz_settings(max(200, CASES // 5))
+@_fuzz_settings(max(50, CASES // 5 // SEEDS_PER_EXAMPLE))
 @given(rng=st.randoms(use_true_random=False), seed=st.integers(0, 2**31 - 1))
 def test_without_cvc_nothing_crashes_and_no_unregistered_tool_runs(rng, seed):
-    out = run_case(KERNEL_NO_CVC, random_case(rng), seed)
-    assert not out.problems, out.problems
+    case = random_case(rng)
+    for k in range(SEEDS_PER_EXAMPLE):
+        out = run_case(KERNEL_NO_CVC, case, seed + k)
+        assert not out.problems, (seed + k, out.problems)
