@@ -93,3 +93,14 @@ def test_demo_cli_help(flag, capsys):
 
     assert cli([flag]) == 0
     assert "demo-dsl" in capsys.readouterr().out
+
+
+def test_readme_dsl_example_runs_and_prints_what_its_comments_say():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = next(body for lang, body in FENCE.findall(text) if lang == "python")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "n=3"
+    assert lines[1] == "halted at sequence/split (primitive 'split'): [value] non_empty: no words"
