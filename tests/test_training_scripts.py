@@ -1,0 +1,118 @@
+"""The training benchmarks run (CPU smoke modes), multi-process training works, GPU-only checks skip cleanly."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["WANDB_MODE"] = "offline"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models gain nothing from a second thread, and on a shared 2-core machine OpenMP's
+    spinning threads make a step 5-10x slower; restore the setting after this module."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_gpu_lora_smoke_runs_on_cpu(tmp_path, capsys):
+    bench = _script("bench_gpu_lora")
+    out = tmp_path / "bench.json"
+    assert bench.main(["--smoke", "--settings", "trl_defaults,ours", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    rows = {r["setting"]: r for r in report["results"]}
+    assert set(rows) == {"trl_defaults", "ours"}
+    assert all(r["tokens_per_s"] and r["tokens_per_s"] > 0 for r in rows.values()), rows
+    assert rows["trl_defaults"]["max_length"] == 1024 and rows["ours"]["max_length"] == 2048
+    assert "tokens_per_s" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
+def test_bench_gpu_lora_refuses_without_cuda(capsys):
+    assert _script("bench_gpu_lora").main([]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_bench_gpu_lora_flop_model_matches_the_12b_arithmetic():
+    bench = _script("bench_gpu_lora")
+    f = bench.flops_per_token(bench.GEMMA3_12B, mean_ctx=500, completion_fraction=0.1)
+    # 4 x ~10.8 B decoder matmul parameters plus attention and a tenth of the LM head: 44-60 GFLOP/token
+    assert 44e9 < f < 60e9
+
+
+def test_bench_train_runs(tmp_path):
+    bench = _script("bench_train")
+    out = tmp_path / "bench.json"
+    assert bench.main(["--n-train", "8", "--n-val", "2", "--steps", "2", "--out", str(tmp_path / "o"), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["runs"][0]["steps"] == 2 and report["runs"][0]["tokens_per_second"] > 0
+
+
+def test_two_process_training_with_accelerate_on_cpu(tmp_path):
+    """`accelerate launch --multi_gpu --num_processes 2` runs DDP on CPU; only rank 0 writes the run folder."""
+    from training.synthetic import write_dataset
+
+    data = write_dataset(tmp_path / "data", n_train=16, n_val=4, primitives=("match_func",))
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    cmd = [
+        str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2",
+        "-m", "forethought.cli", "train", "primitive=match_func", f"dataset_dir={data}", f"output_dir={out}",
+        "train=quick", "train.max_steps=2", "train.device=cpu", "logging=none", "logging.progress=false",
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads((out / "match_func" / "metrics.json").read_text())
+    assert m["global_step"] == 2
+    # two ranks x batch 4 x 2 steps: both processes fed the model
+    assert m["tokens_seen"] > 0 and (out / "match_func" / "adapter" / "adapter_model.safetensors").is_file()
+    assert proc.stderr.count("forethought train") <= 1, "the summary table is printed by rank 0 only"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_tiny_profile_trains_in_bf16_on_gpu(tmp_path):
+    from training.synthetic import write_dataset
+    from training.train import config_from_overrides, run
+
+    data = write_dataset(tmp_path / "data", n_train=16, n_val=4, primitives=("match_func",))
+    cfg = config_from_overrides([
+        "primitive=match_func", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=3",
+        "train.device=cuda", "logging=none",
+    ])
+    m = run(cfg)["match_func"].metrics
+    assert m["device"] == "cuda" and m["dtype"] == "bfloat16" and m["global_step"] == 3
+    assert all(e["loss"] == e["loss"] for e in m["train_loss_history"]), "no NaN loss in bf16"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_bench_gpu_lora_small_run_on_gpu(tmp_path):
+    bench = _script("bench_gpu_lora")
+    out = tmp_path / "b.json"
+    assert bench.main(["--settings", "ours", "--steps", "2", "--warmup", "1", "--examples", "32", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["results"][0]
+    assert row["tokens_per_s"] and row["peak_mem_gib"] > 20, row

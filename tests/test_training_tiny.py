@@ -1,0 +1,382 @@
+"""`forethought train` with the tiny profile, end to end on CPU (real trl SFTTrainer, real peft, real files).
+
+Expensive runs are module-scoped and shared: run A (uninterrupted), run B (same seed,
+another folder), run C (interrupted at step 3, then resumed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["WANDB_MODE"] = "offline"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from safetensors.torch import load_file  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+
+from forethought.cli import main as forethought_main  # noqa: E402
+from forethought.errors import UserError  # noqa: E402
+from training import artifacts  # noqa: E402
+from training.config import PRIMITIVES  # noqa: E402
+from training.synthetic import write_dataset  # noqa: E402
+from training.train import config_from_overrides, run  # noqa: E402
+
+STEPS = 4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models gain nothing from a second thread, and on a shared 2-core machine OpenMP's
+    spinning threads make a step 5-10x slower; restore the setting after this module."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("data"), n_train=24, n_val=8, seed=0)
+
+
+def overrides(data_dir: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "primitive=match_func",
+        "model=tiny",
+        f"dataset_dir={data_dir}",
+        f"output_dir={out}",
+        "train=quick",
+        f"train.max_steps={STEPS}",
+        "train.save_steps=2",
+        "train.logging_steps=1",
+        "train.per_device_batch_size=4",
+        "train.max_eval_examples=4",
+        "logging=none",
+        "logging.progress=false",
+        "seed=7",
+        *extra,
+    ]
+
+
+class SnapshotLora(TrainerCallback):
+    """Records the LoRA weights as initialised (before the first optimizer step)."""
+
+    def __init__(self) -> None:
+        self.initial: dict[str, torch.Tensor] = {}
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.initial = {n: p.detach().clone() for n, p in model.named_parameters() if ".lora_" in n}
+
+
+class InterruptAt(TrainerCallback):
+    """Simulates a crash after ``step`` optimizer steps."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.step:
+            raise KeyboardInterrupt(f"simulated interruption at step {state.global_step}")
+
+
+@pytest.fixture(scope="module")
+def run_a(data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run_a")
+    snap = SnapshotLora()
+    res = run(config_from_overrides(overrides(data_dir, out)), callbacks=[snap], keep_trainer=True)["match_func"]
+    return out, res, snap
+
+
+@pytest.fixture(scope="module")
+def run_b(data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run_b")
+    res = run(config_from_overrides(overrides(data_dir, out)))["match_func"]
+    return out, res
+
+
+@pytest.fixture(scope="module")
+def run_c(data_dir, tmp_path_factory):
+    """Interrupted after step 3 (last checkpoint: step 2), then resumed with train.resume=true."""
+    out = tmp_path_factory.mktemp("run_c")
+    with pytest.raises(KeyboardInterrupt):
+        run(config_from_overrides(overrides(data_dir, out)), callbacks=[InterruptAt(3)])
+    ckpts = sorted(p.name for p in (out / "match_func" / "checkpoints").iterdir() if p.name.startswith("checkpoint-"))
+    assert not (out / "match_func" / "adapter").exists()
+    res = run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))["match_func"]
+    return out, res, ckpts
+
+
+def _adapter(out: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(out / "match_func" / "adapter" / "adapter_model.safetensors"))
+
+
+# ---------------------------------------------------------------- tokenizer and data
+
+
+def test_tiny_base_reloads_with_auto_classes(run_a):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out, _, _ = run_a
+    base = out / "base"
+    tok = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    assert type(model).__name__ == "Gemma3ForCausalLM"
+    assert model.config.head_dim >= 32
+    for t in ("<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>", "<unk>"):
+        assert tok.convert_tokens_to_ids(t) != tok.unk_token_id or t == "<unk>"
+    assert tok.convert_tokens_to_ids("<end_of_turn>") in model.generation_config.eos_token_id
+    text = tok.apply_chat_template(
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], tokenize=False, add_generation_prompt=True
+    )
+    assert text == "<bos><start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\n"  # system folded into the user turn
+    assert json.loads((out / "base.json").read_text())["profile"] == "tiny"
+
+
+def test_collated_batch_masks_prompt_and_trains_end_of_turn(run_a):
+    _, res, _ = run_a
+    trainer = res.trainer
+    tok = trainer.processing_class
+    bos, eot = tok.bos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")
+    start = tok.encode("<start_of_turn>model\n", add_special_tokens=False)
+    examples = [trainer.train_dataset[i] for i in range(3)]
+    batch = trainer.data_collator(examples)
+    ids, labels = batch["input_ids"], batch["labels"]
+    for row in range(3):
+        n = len(examples[row]["input_ids"])
+        seq, lab = ids[row, :n].tolist(), labels[row, :n].tolist()
+        assert seq[0] == bos and seq.count(bos) == 1, "exactly one <bos>, at the start"
+        # the trained span starts right after the last '<start_of_turn>model\n'
+        k = max(i for i in range(n - len(start)) if seq[i : i + len(start)] == start) + len(start)
+        assert all(x == -100 for x in lab[:k]), "prompt tokens carry no loss"
+        assert lab[k:] == seq[k:], "every completion token carries loss"
+        trained = tok.decode(lab[k:])
+        completion = trainer.train_dataset[row]  # prepared: only ids/labels are left, so compare with the raw data
+        assert eot in lab[k:], "<end_of_turn> is trained"
+        assert trained.endswith("<end_of_turn>\n")
+        json.loads(trained[: -len("<end_of_turn>\n")])  # the completion JSON itself
+        del completion
+        assert (labels[row, n:] == -100).all(), "padding carries no loss"
+
+
+# ---------------------------------------------------------------- training
+
+
+def test_run_folder_contents(run_a):
+    out, res, _ = run_a
+    rd = out / "match_func"
+    for f in ("config.yaml", "metrics.json", "loss.png", "run_state.json", "adapter/adapter_model.safetensors", "adapter/adapter_config.json"):
+        assert (rd / f).is_file(), f
+    assert (rd / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    m = json.loads((rd / "metrics.json").read_text())
+    assert m["completed"] and m["global_step"] == STEPS
+    assert len(m["train_loss_history"]) == STEPS and all(e["loss"] > 0 for e in m["train_loss_history"])
+    assert m["eval_loss"] is not None and m["eval_loss"] > 0
+    assert m["tokens_seen"] > 0 and m["tokens_per_second"] > 0 and m["wall_time_s"] > 0
+    assert m["adapter"]["lora_modules"] == 2 * 7
+    import yaml
+
+    cfg = yaml.safe_load((rd / "config.yaml").read_text())
+    assert cfg["primitive"] == "match_func" and cfg["train"]["max_steps"] == STEPS and cfg["seed"] == 7
+
+
+def test_all_lora_parameters_change_and_no_base_parameter_does(run_a):
+    out, res, snap = run_a
+    model = res.trainer.model
+    assert snap.initial, "snapshot taken"
+    now = {n: p.detach() for n, p in model.named_parameters()}
+    unchanged = [n for n, init in snap.initial.items() if torch.equal(init, now[n])]
+    assert not unchanged, f"LoRA parameters that did not change: {unchanged[:5]}"
+    base_disk = load_file(str(out / "base" / "model.safetensors"))
+    base_now = {n.replace("base_model.model.", "").replace(".base_layer", ""): p for n, p in now.items() if ".lora_" not in n}
+    assert set(base_disk) <= set(base_now) | {"lm_head.weight"}
+    changed = [k for k, v in base_disk.items() if k in base_now and not torch.equal(v, base_now[k])]
+    assert not changed, f"base parameters changed: {changed[:5]}"
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all(".lora_" in n for n in trainable)
+
+
+def test_adapter_reloads_with_identical_logits(run_a):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    out, res, _ = run_a
+    trained = res.trainer.model.eval()
+    x = torch.tensor([res.trainer.train_dataset[0]["input_ids"]])
+    with torch.no_grad():
+        want = trained(input_ids=x).logits
+        base = AutoModelForCausalLM.from_pretrained(out / "base")
+        got = PeftModel.from_pretrained(base, out / "match_func" / "adapter").eval()(input_ids=x).logits
+        plain = AutoModelForCausalLM.from_pretrained(out / "base").eval()(input_ids=x).logits
+    assert torch.equal(want, got)
+    assert not torch.allclose(want, plain), "the adapter changes the output"
+
+
+def test_same_seed_same_adapter(run_a, run_b):
+    a, b = _adapter(run_a[0]), _adapter(run_b[0])
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a), "same seed + data on CPU must give bitwise-identical adapters"
+    assert load_file(str(run_a[0] / "base" / "model.safetensors")).keys() == load_file(str(run_b[0] / "base" / "model.safetensors")).keys()
+    base_a = load_file(str(run_a[0] / "base" / "model.safetensors"))
+    base_b = load_file(str(run_b[0] / "base" / "model.safetensors"))
+    assert all(torch.equal(base_a[k], base_b[k]) for k in base_a), "the tiny base is deterministic from the seed"
+
+
+def test_interrupted_run_resumes_to_the_same_adapter(run_a, run_c):
+    out, res, ckpts = run_c
+    assert ckpts == ["checkpoint-2"], "the interruption at step 3 left the step-2 checkpoint"
+    m = res.metrics
+    assert m["resumed_from"] == "checkpoint-2"
+    assert m["global_step"] == STEPS and m["steps_this_session"] == STEPS - 2
+    a, c = _adapter(run_a[0]), _adapter(out)
+    assert all(torch.equal(a[k], c[k]) for k in a), "resumed run must equal the uninterrupted one"
+    # the loss history is carried over from the checkpoint
+    assert [e["step"] for e in m["train_loss_history"]] == list(range(1, STEPS + 1))
+
+
+def test_rerun_without_resume_is_refused_and_resume_of_complete_run_is_a_no_op(data_dir, run_a):
+    out, _, _ = run_a
+    with pytest.raises(UserError, match="train.resume=true"):
+        run(config_from_overrides(overrides(data_dir, out)))
+    res = run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))["match_func"]
+    assert res.notes == ["already complete"]
+
+
+def test_overwrite_replaces_a_finished_run(data_dir, tmp_path):
+    out = tmp_path / "ow"
+    run(config_from_overrides(overrides(data_dir, out, "train.max_steps=1")))
+    (out / "match_func" / "stray.txt").write_text("left by the first run")
+    res = run(config_from_overrides(overrides(data_dir, out, "train.max_steps=2", "train.overwrite=true")))["match_func"]
+    assert res.metrics["global_step"] == 2 and res.metrics["resumed_from"] is None
+    assert not (out / "match_func" / "stray.txt").exists()
+    (out / "get_order").mkdir()
+    (out / "get_order" / "precious.txt").write_text("not ours")
+    with pytest.raises(UserError, match="not a forethought run folder"):
+        run(config_from_overrides(overrides(data_dir, out, "primitive=get_order", "train.overwrite=true")))
+    assert (out / "get_order" / "precious.txt").exists()
+
+
+def test_resume_with_a_changed_config_is_refused(data_dir, run_c):
+    out, _, _ = run_c
+    with pytest.raises(UserError, match=r"train.learning_rate"):
+        run(config_from_overrides(overrides(data_dir, out, "train.resume=true", "train.learning_rate=0.5")))
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
+    out = tmp_path / "all"
+    rc = forethought_main(
+        ["train", "primitive=all", "model=tiny", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=2",
+         "train.per_device_batch_size=2", "train.max_eval_examples=2", "logging=none"]
+    )
+    assert rc == 0, capsys.readouterr().err
+    assert artifacts.trained_primitives(out) == list(PRIMITIVES)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*PRIMITIVES, "base", "base.json"])
+    model, tok = artifacts.load_adapters(out)
+    assert set(model.peft_config) == set(PRIMITIVES)
+    x = tok.apply_chat_template([{"role": "user", "content": "refuel 3 GB"}], add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    outs = {}
+    with torch.no_grad():
+        for p in PRIMITIVES:
+            model.set_adapter(p)
+            outs[p] = model(**x).logits
+    assert all(not torch.equal(outs["decompose"], outs[p]) for p in PRIMITIVES[1:]), "each adapter is its own"
+    assert artifacts.stop_token_ids(tok) == [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
+
+
+def test_cli_reports_unknown_key_and_bad_type_together(capsys):
+    rc = forethought_main(["train", "train.lrr=1", "train.epochs=abc"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "2 errors" in err and "train.lrr: unknown key" in err and "train.epochs" in err and "'abc'" in err
+
+
+def test_cli_missing_dataset_is_a_user_error(tmp_path, capsys):
+    rc = forethought_main(["train", "primitive=decompose", f"dataset_dir={tmp_path / 'nope'}", f"output_dir={tmp_path / 'o'}", "logging=none"])
+    assert rc == 2 and "missing train split" in capsys.readouterr().err
+
+
+def test_wandb_offline_writes_one_local_run_per_primitive(data_dir, tmp_path):
+    out = tmp_path / "wb"
+    for p in ("match_func", "match_fill"):  # two runs in one process, like primitive=all
+        run(config_from_overrides(overrides(data_dir, out, f"primitive={p}", "logging=wandb_offline", "train.max_steps=1")))
+    for p in ("match_func", "match_fill"):
+        run_id = (out / p / "wandb_run_id").read_text().strip()
+        assert run_id.startswith(p)
+        runs = list((out / p / "wandb").glob("offline-run-*"))
+        assert len(runs) == 1 and runs[0].name.endswith(run_id), f"{p}: its own offline run, synced later with `wandb sync`"
+
+
+def test_multirun_with_the_local_launcher(data_dir, tmp_path):
+    out = tmp_path / "mr"
+    rc = forethought_main(
+        ["train", "-m", "primitive=match_func,match_fill", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=1", "logging=none"]
+    )
+    assert rc == 0
+    assert artifacts.trained_primitives(out) == ["match_func", "match_fill"]
+    sweeps = list((out / "multirun").iterdir())
+    assert len(sweeps) == 1 and sorted(p.name for p in sweeps[0].iterdir() if not p.name.startswith(".")) >= ["0_match_func", "1_match_fill"]
+
+
+def test_multirun_job_failure_gives_a_nonzero_exit(tmp_path, capsys):
+    data = write_dataset(tmp_path / "d", n_train=8, n_val=2, primitives=("match_func",))  # no match_fill data
+    rc = forethought_main(
+        ["train", "-m", "primitive=match_func,match_fill", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "logging=none"]
+    )
+    assert rc != 0
+    assert artifacts.trained_primitives(tmp_path / "o") == ["match_func"], "the other job still ran"
+
+
+def test_multirun_validates_every_sweep_point_up_front(capsys):
+    rc = forethought_main(["train", "-m", "primitive=match_func,nope", "train.epochs=x"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "nope" in err and "train.epochs" in err
+
+
+def test_sdpa_keeps_packed_sequences_apart(run_a):
+    """What train.packing relies on with sdpa: position_ids resets give a block-diagonal mask (no cache, as in training)."""
+    from transformers import AutoModelForCausalLM
+
+    out, _, _ = run_a
+    model = AutoModelForCausalLM.from_pretrained(out / "base", attn_implementation="sdpa").eval()
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randint(10, 500, (1, 37), generator=g), torch.randint(10, 500, (1, 23), generator=g)
+    with torch.no_grad():
+        la, lb = model(input_ids=a).logits, model(input_ids=b).logits
+        pos = torch.cat([torch.arange(37), torch.arange(23)]).unsqueeze(0)
+        packed = model(input_ids=torch.cat([a, b], 1), position_ids=pos, use_cache=False).logits
+    assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
+
+
+def test_packing_run(data_dir, tmp_path):
+    cfg = config_from_overrides(overrides(data_dir, tmp_path / "pk", "train.packing=true", "train.max_length=512", "train.max_steps=2"))
+    res = run(cfg, keep_trainer=True)["match_func"]
+    m, ds = res.metrics, res.trainer.train_dataset
+    assert m["global_step"] == 2 and m["tokens_seen"] > 0 and m["train_loss_history"][0]["loss"] > 0
+    # BFD packing: rows of up to 512 tokens hold several examples (with their lengths for the attention mask)
+    assert len(ds) < m["train_examples"] and "seq_lengths" in ds.column_names
+    assert max(len(r) for r in ds["input_ids"]) <= 512 and any(len(s) > 1 for s in ds["seq_lengths"])
+
+
+def test_cpu_threads_apply_during_training_only(data_dir, tmp_path):
+    seen = []
+
+    class Threads(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            seen.append(torch.get_num_threads())
+
+    torch.set_num_threads(2)
+    try:
+        run(config_from_overrides(overrides(data_dir, tmp_path / "th", "train.max_steps=1", "train.cpu_threads=1")), callbacks=[Threads()])
+        assert seen == [1] and torch.get_num_threads() == 2, "set while training, restored after"
+    finally:
+        torch.set_num_threads(1)

@@ -1,0 +1,133 @@
+"""Loading what ``forethought train`` wrote: one base model + one named LoRA adapter per primitive.
+
+This is the API later commands (validate, package, the kernel's local backend)
+use; they should not re-derive paths themselves::
+
+    from training.artifacts import load_adapters, stop_token_ids
+
+    model, tok = load_adapters("runs/train")          # every trained primitive
+    model.set_adapter("match_func")                   # switch primitive
+    ids = tok.apply_chat_template(prompt, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = model.generate(**ids, max_new_tokens=256, eos_token_id=stop_token_ids(tok))
+
+Layout: ``<output_dir>/base.json`` names the base (``<output_dir>/base`` for the
+tiny profile, the local Gemma 3 folder otherwise); ``<output_dir>/<primitive>/adapter``
+holds each adapter; ``<output_dir>/<primitive>/metrics.json`` says whether the
+run completed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forethought.errors import UserError
+from training.config import PRIMITIVES
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+def read_base_ref(output_dir: str | Path) -> dict[str, Any]:
+    f = Path(output_dir) / "base.json"
+    if not f.is_file():
+        raise UserError("no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir))
+    return json.loads(f.read_text(encoding="utf-8"))
+
+
+def base_path(output_dir: str | Path) -> Path:
+    return Path(read_base_ref(output_dir)["path"])
+
+
+def adapter_dir(output_dir: str | Path, primitive: str) -> Path:
+    return Path(output_dir) / primitive / "adapter"
+
+
+def run_metrics(output_dir: str | Path, primitive: str) -> dict[str, Any] | None:
+    f = Path(output_dir) / primitive / "metrics.json"
+    return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+
+
+def trained_primitives(output_dir: str | Path) -> list[str]:
+    """Primitives whose run completed and whose adapter is on disk, in the canonical order."""
+    out = []
+    for p in PRIMITIVES:
+        m = run_metrics(output_dir, p)
+        if m and m.get("completed") and (adapter_dir(output_dir, p) / "adapter_model.safetensors").is_file():
+            out.append(p)
+    return out
+
+
+def _default_dtype(profile: str, device: str) -> torch.dtype:
+    import torch
+
+    if profile == "gemma3_12b" or device != "cpu":
+        return torch.bfloat16
+    return torch.float32
+
+
+def load_base(
+    output_dir: str | Path,
+    *,
+    device: str = "cpu",
+    dtype: torch.dtype | None = None,
+    attn_implementation: str = "sdpa",
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """The base model (eval mode) and its tokenizer, exactly as the adapters were trained on."""
+    from training.models import load_model, load_tokenizer
+
+    ref = read_base_ref(output_dir)
+    path = Path(ref["path"])
+    model = load_model(path, dtype=dtype or _default_dtype(ref["profile"], device), attn_implementation=attn_implementation, device=device)
+    model.eval()
+    return model, load_tokenizer(path)
+
+
+def load_adapters(
+    output_dir: str | Path,
+    primitives: list[str] | None = None,
+    *,
+    model: PreTrainedModel | None = None,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    device: str = "cpu",
+    dtype: torch.dtype | None = None,
+) -> tuple[Any, PreTrainedTokenizerBase]:
+    """A ``PeftModel`` holding one adapter per primitive, named after it; ``set_adapter(name)`` switches.
+
+    ``primitives`` defaults to every completed run. Each adapter's keys are
+    checked to lie inside the language model before it is loaded.
+    """
+    from peft import PeftModel
+
+    from training.models import check_saved_adapter, text_model_prefix
+
+    names = primitives or trained_primitives(output_dir)
+    if not names:
+        raise UserError("no trained adapters found", str(output_dir))
+    for p in names:
+        if not (adapter_dir(output_dir, p) / "adapter_model.safetensors").is_file():
+            raise UserError(f"no adapter for primitive {p!r}", str(adapter_dir(output_dir, p)))
+    if model is None:
+        model, tok = load_base(output_dir, device=device, dtype=dtype)
+        tokenizer = tokenizer or tok
+    elif tokenizer is None:
+        from training.models import load_tokenizer
+
+        tokenizer = load_tokenizer(base_path(output_dir))
+    prefix = text_model_prefix(model)
+    for p in names:
+        check_saved_adapter(adapter_dir(output_dir, p), prefix)
+    peft_model = PeftModel.from_pretrained(model, str(adapter_dir(output_dir, names[0])), adapter_name=names[0], is_trainable=False)
+    for p in names[1:]:
+        peft_model.load_adapter(str(adapter_dir(output_dir, p)), adapter_name=p, is_trainable=False)
+    peft_model.set_adapter(names[0])
+    peft_model.eval()
+    return peft_model, tokenizer
+
+
+def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """Generation must stop on ``<end_of_turn>`` as well as ``<eos>`` (Gemma ends turns with the former)."""
+    ids = [tokenizer.convert_tokens_to_ids(t) for t in ("<eos>", "<end_of_turn>")]
+    return [i for i in ids if isinstance(i, int) and i != tokenizer.unk_token_id]

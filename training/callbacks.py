@@ -1,0 +1,138 @@
+"""Trainer callbacks: a rich progress display and the run's throughput bookkeeping."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from transformers import TrainerCallback
+
+
+class RichProgress(TrainerCallback):
+    """A rich progress bar for training and evaluation, with the latest loss.
+
+    When stderr is not a terminal (SLURM logs, CI, tests) it prints one plain
+    line per logging step instead of redrawing a bar.
+    """
+
+    def __init__(self, label: str, *, stream: Any = None):
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.progress = None
+        self.task = None
+        self.eval_task = None
+        self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        if self.interactive:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[info]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=False,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task(self.label, total=state.max_steps, completed=state.global_step, info="")
+        else:
+            print(f"[{self.label}] training: {state.max_steps} steps (from step {state.global_step})", file=self.stream, flush=True)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.global_step)
+
+    def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
+        if self.progress is None or eval_dataloader is None:
+            return
+        if self.eval_task is None:
+            try:
+                total = len(eval_dataloader)
+            except TypeError:
+                total = None
+            self.eval_task = self.progress.add_task(f"{self.label} eval", total=total, info="")
+        self.progress.advance(self.eval_task)
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        if self.progress is not None and self.eval_task is not None:
+            self.progress.remove_task(self.eval_task)
+            self.eval_task = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        parts = []
+        for key in ("loss", "eval_loss", "learning_rate", "grad_norm", "mean_token_accuracy"):
+            if key in logs and isinstance(logs[key], (int, float)):
+                parts.append(f"{key} {logs[key]:.4g}")
+        if not parts:
+            return
+        info = "  ".join(parts)
+        if self.progress is not None:
+            self.progress.update(self.task, info=info)
+        else:
+            print(f"[{self.label}] step {state.global_step}/{state.max_steps}  {info}", file=self.stream, flush=True)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.global_step)
+            self.progress.stop()
+            self.progress = None
+
+
+class Throughput(TrainerCallback):
+    """Tokens and time of the training done by *this* process (a resumed run counts from its checkpoint).
+
+    Evaluations run inside ``train()`` are subtracted, so tokens/s is training throughput.
+    """
+
+    def __init__(self) -> None:
+        self.start_time: float | None = None
+        self.end_time: float | None = None
+        self.start_tokens = 0
+        self.end_tokens = 0
+        self.start_step = 0
+        self.end_step = 0
+        self.eval_seconds = 0.0
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "eval_runtime" in logs:
+            self.eval_seconds += float(logs["eval_runtime"])
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # Called after a checkpoint's trainer state has been restored.
+        self.start_time = time.perf_counter()
+        self.start_tokens = int(state.num_input_tokens_seen or 0)
+        self.start_step = int(state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.end_time = time.perf_counter()
+        self.end_tokens = int(state.num_input_tokens_seen or 0)
+        self.end_step = int(state.global_step)
+
+    def summary(self) -> dict[str, Any]:
+        seconds = (self.end_time or time.perf_counter()) - (self.start_time or time.perf_counter())
+        train_seconds = max(0.0, seconds - self.eval_seconds)  # evaluations during training are not training
+        tokens = self.end_tokens - self.start_tokens
+        return {
+            "steps_this_session": self.end_step - self.start_step,
+            "tokens_this_session": tokens,
+            "train_seconds_this_session": round(train_seconds, 3),
+            "eval_seconds_during_training": round(self.eval_seconds, 3),
+            "tokens_per_second": round(tokens / train_seconds, 2) if train_seconds > 0 else None,
+        }

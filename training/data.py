@@ -1,0 +1,105 @@
+"""Reading the per-primitive SFT datasets.
+
+``<dataset_dir>/<primitive>/{train,validation}.jsonl``: one JSON object per line
+in trl's conversational prompt-completion format (``prompt``: system + user
+messages, ``completion``: one assistant message) plus metadata (``id``,
+``solution_id``, ``primitive``, ``target``). Rows are checked up front and
+every problem is reported with its file and line. Only ``prompt`` and
+``completion`` go to the trainer; the datasets are built in memory
+(``Dataset.from_list``), so no preprocessing cache can go stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forethought.errors import UserError
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+MAX_REPORTED = 10
+
+
+def split_path(dataset_dir: str | Path, primitive: str, split: str) -> Path:
+    return Path(dataset_dir) / primitive / f"{split}.jsonl"
+
+
+def _check_row(row: Any, primitive: str) -> str | None:
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    if row.get("primitive") not in (None, primitive):
+        return f"primitive is {row.get('primitive')!r}, expected {primitive!r}"
+    prompt, completion = row.get("prompt"), row.get("completion")
+    if not isinstance(prompt, list) or not prompt:
+        return "prompt must be a non-empty list of messages"
+    if not isinstance(completion, list) or len(completion) != 1:
+        return "completion must be a list with exactly one assistant message"
+    for m in prompt + completion:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            return "each message needs string 'role' and 'content'"
+    roles = [m["role"] for m in prompt]
+    if roles[0] == "system":
+        roles = roles[1:]
+    if not roles or any(r != ("user" if i % 2 == 0 else "assistant") for i, r in enumerate(roles)) or roles[-1] != "user":
+        return "prompt roles must be [system], user, assistant, user, ... ending with user (Gemma's template has no other roles)"
+    if completion[0]["role"] != "assistant":
+        return "the completion message's role must be 'assistant'"
+    if not completion[0]["content"].strip():
+        return "empty completion"
+    return None
+
+
+def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required: bool = True, limit: int | None = None) -> list[dict[str, Any]] | None:
+    """Read and check one split; ``None`` when it is absent and not required."""
+    path = split_path(dataset_dir, primitive, split)
+    if not path.is_file():
+        if required:
+            raise UserError(f"missing {split} split for primitive {primitive!r} (expected <dataset_dir>/{primitive}/{split}.jsonl)", str(path))
+        return None
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append(f"line {i}: not valid JSON ({exc.msg})")
+                continue
+            problem = _check_row(row, primitive)
+            if problem:
+                errors.append(f"line {i}: {problem}")
+                continue
+            rows.append({"prompt": row["prompt"], "completion": row["completion"]})
+            if limit is not None and len(rows) >= limit:
+                break
+    if errors:
+        more = f"\n  ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
+        raise UserError(f"{len(errors)} bad row(s):\n  " + "\n  ".join(errors[:MAX_REPORTED]) + more, str(path))
+    if not rows:
+        raise UserError("no examples", str(path))
+    return rows
+
+
+def load_splits(dataset_dir: str | Path, primitive: str, *, max_train: int | None = None, max_eval: int | None = None) -> tuple[Dataset, Dataset | None]:
+    from datasets import Dataset
+
+    train = read_split(dataset_dir, primitive, "train", limit=max_train)
+    val = read_split(dataset_dir, primitive, "validation", required=False, limit=max_eval)
+    return Dataset.from_list(train), (Dataset.from_list(val) if val else None)
+
+
+def file_sha256(path: str | Path) -> str | None:
+    p = Path(path)
+    if not p.is_file():
+        return None
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

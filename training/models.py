@@ -1,0 +1,239 @@
+"""Model profiles: loading the base model and tokenizer, and LoRA targeting.
+
+Two profiles:
+
+``tiny``
+    A random ``Gemma3ForCausalLM`` + offline BPE tokenizer, built once per output
+    folder (:mod:`training.tiny`) and loaded from ``<output_dir>/base``.
+``gemma3_12b``
+    Gemma-3-12B from a local folder (``model.path``). Its checkpoint is multimodal
+    (``model_type: gemma3``), so it is loaded with ``AutoModelForCausalLM`` (which
+    maps it to ``Gemma3ForConditionalGeneration``). ``Gemma3ForCausalLM.from_pretrained``
+    on that checkpoint raises no error but initialises every weight at random; a
+    load that leaves any weight missing is refused here.
+
+LoRA targets are a regex anchored on the language model's module path
+(``model.layers.N...`` for a text model, ``model.language_model.layers.N...`` for
+the multimodal one), so suffix matching can never wrap the vision tower. After
+wrapping (and after saving) every adapter key is checked to lie inside the
+language model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forethought.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
+    from peft import LoraConfig
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from training.config import LoraSettings, ModelConfig
+
+# Sub-modules of a multimodal checkpoint that must never carry an adapter.
+NON_TEXT_PARTS = ("vision_tower", "multi_modal_projector", "vision_model", "audio_tower")
+_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
+_MLP = ("gate_proj", "up_proj", "down_proj")
+
+
+class AdapterTargetError(RuntimeError):
+    """LoRA ended up outside the language model (or missed part of it): refuse to train or ship it."""
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UserError("train.device=cuda but no CUDA device is available", "train.device")
+    return requested
+
+
+def resolve_dtype(model_cfg: ModelConfig, device: str) -> torch.dtype:
+    import torch
+
+    if model_cfg.dtype == "float32":
+        return torch.float32
+    if model_cfg.dtype == "bfloat16":
+        return torch.bfloat16
+    # auto
+    if model_cfg.profile == "gemma3_12b":
+        return torch.bfloat16
+    return torch.bfloat16 if device == "cuda" else torch.float32
+
+
+def checkpoint_model_type(path: str | Path) -> str:
+    cfg = Path(path) / "config.json"
+    if not cfg.is_file():
+        raise UserError("no config.json: not a transformers checkpoint folder", str(path))
+    try:
+        return str(json.loads(cfg.read_text(encoding="utf-8")).get("model_type"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"config.json is not valid JSON: {exc.msg}", str(cfg)) from None
+
+
+def require_local_path(model_cfg: ModelConfig) -> Path:
+    """The gemma3_12b profile's checkpoint folder: must be given and must exist locally."""
+    if not model_cfg.path:
+        raise UserError(
+            "the gemma3_12b profile needs a local checkpoint folder: pass model.path=/path/to/gemma-3-12b-it "
+            "(nothing is downloaded from a hub)",
+            "model.path",
+        )
+    p = Path(model_cfg.path).expanduser()
+    if not p.is_dir():
+        raise UserError("no such folder (model.path must be a local checkpoint folder; nothing is downloaded)", f"model.path={model_cfg.path}")
+    mt = checkpoint_model_type(p)
+    if mt not in ("gemma3", "gemma3_text"):
+        raise UserError(f"model_type is {mt!r}, expected a Gemma 3 checkpoint ('gemma3' or 'gemma3_text')", str(p / "config.json"))
+    return p
+
+
+def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu") -> PreTrainedModel:
+    """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised."""
+    import os
+
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {}
+    if device == "cuda" and os.environ.get("ACCELERATE_USE_FSDP", "false").lower() != "true":
+        # Load straight onto this process's GPU (FSDP loads on CPU/meta and shards itself).
+        kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
+    model, info = AutoModelForCausalLM.from_pretrained(
+        str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
+    )
+    missing = list(info.get("missing_keys") or [])
+    mismatched = list(info.get("mismatched_keys") or [])
+    if missing or mismatched:
+        raise UserError(
+            f"checkpoint loaded with {len(missing)} missing and {len(mismatched)} mismatched weights "
+            f"(e.g. {(missing or mismatched)[:3]}): refusing to train on randomly initialised weights",
+            str(path),
+        )
+    if device != "cpu" and "device_map" not in kwargs:
+        model.to(device)
+    return model
+
+
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
+    from transformers import AutoTokenizer
+
+    from training.tiny import gemma3_chat_template
+
+    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if not getattr(tok, "chat_template", None):
+        tok.chat_template = gemma3_chat_template()
+    if tok.pad_token is None:
+        tok.pad_token = "<pad>" if "<pad>" in tok.get_vocab() else tok.eos_token
+    if "<end_of_turn>" not in tok.get_vocab():
+        raise UserError("tokenizer has no <end_of_turn> token: not a Gemma 3 tokenizer", str(path))
+    return tok
+
+
+def text_model_prefix(model: Any) -> str:
+    """Qualified module name of the language model (the decoder stack with ``layers``).
+
+    ``model`` for ``Gemma3ForCausalLM``, ``model.language_model`` for
+    ``Gemma3ForConditionalGeneration``. Works on a PEFT-wrapped model too
+    (returns the name under ``base_model.model``).
+    """
+    base = model
+    if hasattr(model, "get_base_model"):
+        base = model.get_base_model()
+    decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
+    if decoder is None or not hasattr(decoder, "layers"):
+        raise AdapterTargetError(f"cannot find the language model of {type(base).__name__}")
+    for name, module in base.named_modules():
+        if module is decoder:
+            if any(part in name for part in NON_TEXT_PARTS):
+                raise AdapterTargetError(f"the decoder found ({name}) lies in a non-text part")
+            return name
+    raise AdapterTargetError(f"the language model of {type(base).__name__} is not among its modules")
+
+
+def lora_target_regex(prefix: str, targets: list[str]) -> str:
+    """A regex PEFT full-matches against module names: only the language model's projections."""
+    attn = [t for t in targets if t in _ATTN]
+    mlp = [t for t in targets if t in _MLP]
+    alts = []
+    if attn:
+        alts.append(r"self_attn\.(?:" + "|".join(attn) + ")")
+    if mlp:
+        alts.append(r"mlp\.(?:" + "|".join(mlp) + ")")
+    return "^" + re.escape(prefix) + r"\.layers\.\d+\.(?:" + "|".join(alts) + ")$"
+
+
+def lora_config(model: Any, lora: LoraSettings) -> LoraConfig:
+    from peft import LoraConfig, TaskType
+
+    prefix = text_model_prefix(model)
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora_target_regex(prefix, list(lora.target_modules)),
+        bias="none",
+        task_type=TaskType.CAUSAL_LM,
+    )
+
+
+def _check_names(names: list[str], prefix: str, expected_modules: int | None, what: str) -> None:
+    want = f"{prefix}.layers."
+    bad = [n for n in names if any(part in n for part in NON_TEXT_PARTS) or not n.removeprefix("base_model.model.").startswith(want)]
+    if bad:
+        raise AdapterTargetError(
+            f"{len(bad)} {what} outside the language model '{prefix}' (e.g. {bad[:3]}); the vision tower or other parts "
+            "must never be adapted"
+        )
+    if not names:
+        raise AdapterTargetError(f"no {what} at all: LoRA matched nothing in '{prefix}'")
+    if expected_modules is not None:
+        found = {n.split(".lora_")[0] for n in names}
+        if len(found) != expected_modules:
+            raise AdapterTargetError(f"LoRA wraps {len(found)} modules, expected {expected_modules} ({what})")
+
+
+def check_adapter_targets(peft_model: Any, lora: LoraSettings | None = None) -> dict[str, Any]:
+    """Fail loudly unless every LoRA parameter lies in the language model's decoder layers.
+
+    Checks both the wrapped modules and the keys the adapter will be saved under.
+    Returns a small summary (prefix, module count, parameter count).
+    """
+    from peft import get_peft_model_state_dict
+
+    prefix = text_model_prefix(peft_model)
+    base = peft_model.get_base_model()
+    n_layers = len(base.get_decoder().layers)
+    expected = n_layers * len(lora.target_modules) if lora is not None else None
+    lora_params = [n for n, _ in peft_model.named_parameters() if ".lora_" in n]
+    _check_names(lora_params, prefix, expected, "LoRA parameters")
+    saved = list(get_peft_model_state_dict(peft_model).keys())
+    _check_names(saved, prefix, expected, "adapter keys")
+    trainable = [n for n, p in peft_model.named_parameters() if p.requires_grad]
+    stray = [n for n in trainable if ".lora_" not in n]
+    if stray:
+        raise AdapterTargetError(f"{len(stray)} non-LoRA parameters are trainable (e.g. {stray[:3]})")
+    return {
+        "text_model_prefix": prefix,
+        "lora_modules": len({n.split(".lora_")[0] for n in lora_params}),
+        "lora_parameters": int(sum(p.numel() for n, p in peft_model.named_parameters() if ".lora_" in n)),
+    }
+
+
+def check_saved_adapter(adapter_dir: str | Path, prefix: str, expected_modules: int | None = None) -> list[str]:
+    """Re-read a saved adapter's safetensors keys and check they all lie in the language model."""
+    from safetensors import safe_open
+
+    f = Path(adapter_dir) / "adapter_model.safetensors"
+    if not f.is_file():
+        raise AdapterTargetError(f"no adapter_model.safetensors in {adapter_dir}")
+    with safe_open(str(f), framework="pt") as st:
+        keys = list(st.keys())
+    _check_names(keys, prefix, expected_modules, "saved adapter keys")
+    return keys

@@ -1,0 +1,216 @@
+"""``forethought package``: build the bundle the kernel loads (see ``training/bundle.py``).
+
+Refuses any adapter whose validation gate failed, unless
+``allow_failed_gates=true``, which writes the bundle marked ``smoke``.
+Before anything is written, an adapter-applies check confirms that each
+adapter changes the model's output on a probe input (an adapter whose keys
+do not match the served model is otherwise silently ignored).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forethought.errors import UserError
+from kernel.specs import PRIMITIVE_NAMES, SPECS
+from primitives.io import atomic_write_json, atomic_write_text
+
+from .bundle import FORMAT_VERSION, MANIFEST, BundleError, config_sha256, hash_files
+
+PROBE = [{"role": "system", "content": "Answer with JSON."}, {"role": "user", "content": "Task: list the files in the current folder\nTools:\n- ls(a?: boolean): List files."}]
+
+
+class PackageConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    train_dir: str = "runs/train"
+    validate_dir: str = "runs/validate"
+    dataset_dir: str = "runs/data"
+    output_dir: str = "runs/bundle"
+    allow_failed_gates: bool = False
+    copy_base: str = Field("auto", pattern="^(auto|always|never)$")  # auto: copy bases under 2 GB
+    min_probe_delta: float = Field(1e-6, ge=0)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        v = version("forethought")
+    except Exception:
+        v = "0+unknown"
+    try:
+        import subprocess
+
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent).stdout.strip()
+        if sha:
+            v += f"+g{sha}"
+    except Exception:
+        pass
+    return v
+
+
+def adapter_applies(model: Any, tokenizer: Any, names: list[str], min_delta: float) -> dict[str, float]:
+    """Max |logit difference| between each adapter and the bare base on a probe prompt."""
+    import torch
+
+    text = tokenizer.apply_chat_template(PROBE, add_generation_prompt=True, tokenize=False)
+    enc = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(next(model.parameters()).device)
+    out = {}
+    with torch.inference_mode():
+        with model.disable_adapter():
+            base = model(**enc).logits.float()
+        for n in names:
+            model.set_adapter(n)
+            out[n] = float((model(**enc).logits.float() - base).abs().max())
+    bad = [n for n, d in out.items() if not d > min_delta]
+    if bad:
+        raise BundleError(
+            f"adapters {bad} do not change the model's output on the probe input (max |Δlogit| ≤ {min_delta}): their keys "
+            "probably do not match the model's module names, so a server would silently serve the base model",
+            "adapter-applies check",
+        )
+    return out
+
+
+def model_card(prim: str, entry: dict[str, Any], base: dict[str, Any], stats: dict[str, Any] | None, smoke: bool) -> str:
+    gate = entry["gate"]
+    ds = (stats or {}).get("primitives", {}).get(prim, {})
+    warn = (
+        "\n> **SMOKE BUNDLE — NOT FOR USE.** This adapter did not pass its validation gate; it was packaged with "
+        "`allow_failed_gates=true` for smoke tests only.\n" if smoke and not gate.get("passed") else ""
+    )
+    return f"""---
+base_model: {base.get('name', 'base')}
+library_name: peft
+tags: [forethought, lora, {prim}]
+---
+# forethought `{prim}` adapter
+{warn}
+LoRA adapter implementing the `{prim}` SLM primitive of the forethought tool-calling kernel
+(spec hash `{entry['spec_hash']}`; prompt, schema, contract and exact-match rule in `kernel/specs.py`).
+
+- Base model: `{base.get('name')}` (config sha256 `{base['config_sha256'][:16]}…`)
+- Training data: {ds.get('train', {}).get('examples', '?')} train / {ds.get('validation', {}).get('examples', '?')} validation examples from `forethought generate`
+- Validation gate: exact match {100 * gate.get('exact_match', 0):.1f}% (base {('—' if gate.get('base_exact_match') is None else f"{100 * gate['base_exact_match']:.1f}%")}),
+  contract-valid {100 * gate.get('contract_valid_rate', 0):.1f}%, threshold {100 * gate.get('threshold', 0):.1f}% → **{'passed' if gate.get('passed') else 'FAILED'}**
+- Adapter-applies check: max |Δlogit| vs. base on a probe input = {entry.get('probe_delta', float('nan')):.4g}
+
+Load it through the bundle (`backend=hf backend.bundle=<bundle dir>`), which checks every hash before use.
+"""
+
+
+def package(cfg: PackageConfig) -> Path:
+    from training.artifacts import adapter_dir, load_adapters, read_base_ref, run_metrics
+
+    gates_path = Path(cfg.validate_dir) / "gates.json"
+    if not gates_path.is_file():
+        raise UserError("no gates.json: run forethought validate first", str(gates_path))
+    gates = json.loads(gates_path.read_text(encoding="utf-8"))["primitives"]
+    missing = [p for p in PRIMITIVE_NAMES if p not in gates]
+    if missing:
+        raise UserError(f"gates.json has no result for {missing}", str(gates_path))
+    stale = [p for p in PRIMITIVE_NAMES if gates[p].get("spec_hash") != SPECS[p].spec_hash]
+    if stale:
+        raise UserError(f"gates for {stale} were measured with another version of their spec; re-run forethought validate", str(gates_path))
+    failed = [p for p in PRIMITIVE_NAMES if not gates[p]["passed"]]
+    if failed and not cfg.allow_failed_gates:
+        raise UserError(
+            f"refusing to package: the gates of {failed} failed "
+            + ", ".join(f"{p} {100 * gates[p]['exact_match']:.1f}% < {100 * gates[p]['threshold']:.1f}%" for p in failed)
+            + "; retrain, or pass allow_failed_gates=true to write a bundle marked smoke",
+            str(gates_path),
+        )
+    for p in PRIMITIVE_NAMES:
+        m = run_metrics(cfg.train_dir, p)
+        if not m or not m.get("completed"):
+            raise UserError(f"the training run of {p!r} did not complete", str(Path(cfg.train_dir) / p))
+    ref = read_base_ref(cfg.train_dir)
+    base_src = Path(ref["path"])
+    model, tok = load_adapters(cfg.train_dir, list(PRIMITIVE_NAMES))
+    deltas = adapter_applies(model, tok, list(PRIMITIVE_NAMES), cfg.min_probe_delta)
+    size = sum(f.stat().st_size for f in base_src.rglob("*") if f.is_file())
+    copy = cfg.copy_base == "always" or (cfg.copy_base == "auto" and size < 2 * 1024**3)
+
+    out = Path(cfg.output_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        if copy:
+            shutil.copytree(base_src, tmp / "base")
+            base_path, base_files = "base", hash_files(tmp / "base")
+        else:
+            base_path, base_files = str(base_src.resolve()), {}
+        tok_dir = tmp / "tokenizer"
+        tok.save_pretrained(tok_dir)
+        smoke = bool(failed)
+        base_info = {
+            "name": ref.get("name") or ref.get("profile") or base_src.name,
+            "profile": ref.get("profile"),
+            "path": base_path,
+            "copied": copy,
+            "config_sha256": config_sha256(base_src),
+            "model_type": json.loads((base_src / "config.json").read_text())["model_type"],
+            "dtype": ref.get("dtype", "float32" if ref.get("profile") == "tiny" else "bfloat16"),
+            "files": base_files,
+        }
+        stats_path = Path(cfg.dataset_dir) / "stats.json"
+        stats = json.loads(stats_path.read_text()) if stats_path.is_file() else None
+        prims: dict[str, Any] = {}
+        for p in PRIMITIVE_NAMES:
+            dst = tmp / "adapters" / p
+            shutil.copytree(adapter_dir(cfg.train_dir, p), dst)
+            g = gates[p]
+            entry = {
+                "adapter_path": f"adapters/{p}",
+                "spec_hash": SPECS[p].spec_hash,
+                "gate": {k: g.get(k) for k in ("n", "exact_match", "base_exact_match", "contract_valid_rate", "parse_rate", "threshold", "passed")},
+                "probe_delta": deltas[p],
+            }
+            atomic_write_text(dst / "README.md", model_card(p, entry, base_info, stats, smoke))
+            entry["files"] = {k: v for k, v in hash_files(dst).items() if k != "README.md"}
+            prims[p] = entry
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "smoke": smoke,
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "code_version": _version(),
+            "base": base_info,
+            "tokenizer": {"path": "tokenizer", "files": hash_files(tok_dir)},
+            "primitives": prims,
+        }
+        atomic_write_json(tmp / MANIFEST, manifest)
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            if old.exists():
+                shutil.rmtree(old)
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def cli(args: list[str]) -> int:
+    from forethought.commands import load, split_args
+
+    cfg = load("package", split_args(args), PackageConfig)
+    if cfg is None:
+        return 0
+    out = package(cfg)
+    m = json.loads((out / MANIFEST).read_text())
+    print(f"wrote bundle {out} ({'SMOKE: failed gates allowed' if m['smoke'] else 'all gates passed'})")
+    for p, e in m["primitives"].items():
+        print(f"  {p:<20} EM {100 * (e['gate']['exact_match'] or 0):5.1f}%  gate {'pass' if e['gate']['passed'] else 'FAIL'}  Δlogit {e['probe_delta']:.3g}")
+    return 0

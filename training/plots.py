@@ -1,0 +1,42 @@
+"""Loss-curve PNG of a run (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from primitives.io import atomic_write_bytes
+
+
+def loss_series(log_history: list[dict[str, Any]]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    train = [(int(e["step"]), float(e["loss"])) for e in log_history if "loss" in e and "step" in e]
+    evals = [(int(e["step"]), float(e["eval_loss"])) for e in log_history if "eval_loss" in e and "step" in e]
+    return train, evals
+
+
+def plot_loss(log_history: list[dict[str, Any]], path: str | Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+
+    train, evals = loss_series(log_history)
+    fig = Figure(figsize=(6.4, 4.0), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    if train:
+        ax.plot([s for s, _ in train], [v for _, v in train], label="train loss", marker="." if len(train) < 30 else None)
+    if evals:
+        ax.plot([s for s, _ in evals], [v for _, v in evals], label="eval loss", marker="o", linestyle="--")
+    if not train and not evals:
+        ax.text(0.5, 0.5, "no loss logged", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss (completion tokens)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if train or evals:
+        ax.legend()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return atomic_write_bytes(path, buf.getvalue())

@@ -1,0 +1,693 @@
+"""``forethought train``: LoRA fine-tuning of the SLM primitives (transformers + peft + trl).
+
+::
+
+    forethought train primitive=match_func model=tiny
+    forethought train primitive=all model=gemma3_12b model.path=/models/gemma-3-12b-it train=paper
+    forethought train -m primitive=decompose,get_order,check_prerequisites,match_func,match_fill \\
+        model=gemma3_12b model.path=/models/gemma-3-12b-it launcher=slurm
+
+Output (``output_dir``, default ``runs/train``)::
+
+    base.json                 which base the adapters belong to (profile, path, stop tokens)
+    base/                     tiny profile only: the random base model + tokenizer (save_pretrained)
+    <primitive>/
+        config.yaml           the resolved config of this run
+        run_state.json        dataset hashes and base the run started from (checked on resume)
+        metrics.json          loss history, eval loss, steps, tokens, tokens/s, wall time
+        loss.png              loss curve
+        adapter/              the LoRA adapter (adapter_model.safetensors + adapter_config.json)
+        checkpoints/          trainer checkpoints (resume with train.resume=true)
+        wandb/                offline wandb run (logging=wandb_offline)
+
+The Python API used by later commands to load the result is in
+:mod:`training.artifacts`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forethought.commands import Args, load, split_args
+from forethought.errors import UserError
+from primitives.io import atomic_write_json, atomic_write_text
+from training.config import PRIMITIVES, TrainConfig
+
+BASE_REF = "base.json"
+STOP_TOKENS = ["<eos>", "<end_of_turn>"]
+# Keys that may change between an interrupted run and its resumption.
+_RESUME_FREE_KEYS = {("train", "resume"), ("train", "overwrite"), ("train", "cpu_threads"), ("logging",), ("train", "device"), ("train", "dataloader_num_workers"), ("train", "save_total_limit")}
+
+
+@dataclass
+class BaseRef:
+    """The base model all adapters of one output folder are trained on."""
+
+    profile: str
+    path: Path
+    model_type: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"profile": self.profile, "path": str(self.path.resolve()), "model_type": self.model_type, "stop_tokens": STOP_TOKENS}
+
+
+@dataclass
+class RunResult:
+    primitive: str
+    run_dir: Path
+    metrics: dict[str, Any]
+    trainer: Any = None  # kept only with keep_trainer=True (tests, notebooks)
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def cli(args: list[str]) -> int:
+    a = split_args(args)
+    bad_flags = sorted(a.flags - {"--cfg", "-m", "--multirun"})
+    if bad_flags:
+        raise UserError(f"unknown flag(s) {', '.join(bad_flags)}; accepted: --cfg, -m/--multirun", "forethought train")
+    if a.positional:
+        raise UserError(f"unexpected argument(s) {a.positional}; pass settings as key=value overrides", "forethought train")
+    if "-m" in a.flags or "--multirun" in a.flags:
+        return multirun(a.overrides, print_cfg="--cfg" in a.flags)
+    cfg = load("train", a, TrainConfig)
+    if cfg is None:  # --cfg printed the config
+        return 0
+    results = run(cfg)
+    if _is_main_process():
+        _print_summary(results)
+    return 0
+
+
+def _print_summary(results: dict[str, RunResult]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="forethought train")
+    for col in ("primitive", "steps", "train loss", "eval loss", "tokens/s", "wall s", "adapter"):
+        table.add_column(col)
+    for p, r in results.items():
+        m = r.metrics
+        table.add_row(
+            p,
+            str(m.get("global_step")),
+            _fmt(m.get("train_loss_last")),
+            _fmt(m.get("eval_loss")),
+            _fmt(m.get("tokens_per_second")),
+            _fmt(m.get("wall_time_s")),
+            str(r.run_dir / "adapter"),
+        )
+    Console(file=sys.stderr).print(table)
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
+
+
+# --------------------------------------------------------------------------- multirun
+
+
+def _hydra_task(cfg: Any) -> dict[str, Any]:
+    """Task function of a Hydra multirun job (runs in-process or on a SLURM node)."""
+    from forethought.config import validate
+
+    conf = validate(cfg, TrainConfig, "multirun job config")
+    results = run(conf)
+    return {p: r.metrics for p, r in results.items()}
+
+
+def multirun(overrides: list[str], *, print_cfg: bool = False) -> int:
+    """``forethought train -m ...``: validate every sweep point up front, then hand over to Hydra.
+
+    Hydra's launcher (``launcher=local``: one job after another here;
+    ``launcher=slurm``: one SLURM job per sweep point via hydra-submitit-launcher)
+    runs :func:`_hydra_task` for each point.
+    """
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from forethought.config import CONF_DIR, ConfigError, compose_and_validate
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:
+        raise ConfigError("conf/train.yaml", [f"cannot parse overrides: {exc}"]) from None
+    points = [p for batch in BasicSweeper.split_arguments(parsed, None) for p in batch]
+    errors: list[str] = []
+    for point in points:
+        try:
+            compose_and_validate("train", point, TrainConfig)
+        except ConfigError as exc:
+            errors.extend(f"[{' '.join(point) or 'defaults'}] {e}" for e in exc.errors)
+    if errors:
+        raise ConfigError(f"conf/train.yaml + overrides ({len(points)} sweep points)", sorted(set(errors), key=errors.index))
+    if print_cfg:
+        from omegaconf import OmegaConf
+
+        for point in points:
+            print(f"# {' '.join(point)}")
+            print(OmegaConf.to_yaml(compose_and_validate("train", point, TrainConfig)[0]))
+        return 0
+
+    import hydra
+
+    main = hydra.main(config_path=str(CONF_DIR), config_name="train", version_base="1.3")(_hydra_task)
+    saved = sys.argv
+    sys.argv = ["forethought-train", "--multirun", *overrides]
+    try:
+        main()
+    except SystemExit as exc:  # hydra reports a failed job and exits
+        return int(exc.code or 0)
+    finally:
+        sys.argv = saved
+    return 0
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def run(cfg: TrainConfig, *, callbacks: list[Any] | None = None, keep_trainer: bool = False) -> dict[str, RunResult]:
+    """Train the adapters ``cfg.primitive`` names (one, or all five on one shared base)."""
+    _preflight(cfg)
+    _set_offline_env()
+    if cfg.train.overwrite and _is_main_process():
+        _clear_outputs(cfg)
+    base = prepare_base(cfg)
+    results: dict[str, RunResult] = {}
+    with _cpu_threads(cfg):
+        for p in cfg.primitives():
+            results[p] = train_primitive(cfg, p, base, callbacks=callbacks, keep_trainer=keep_trainer)
+    return results
+
+
+@contextlib.contextmanager
+def _cpu_threads(cfg: TrainConfig) -> Iterator[None]:
+    """``train.cpu_threads`` for the duration of training on CPU; the caller's setting is restored after."""
+    if not cfg.train.cpu_threads:
+        yield
+        return
+    import torch
+
+    from training.models import resolve_device
+
+    if resolve_device(cfg.train.device) != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(cfg.train.cpu_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _preflight(cfg: TrainConfig) -> None:
+    """Checks before any heavy import or any training: data files (every row) and the model path.
+
+    With ``primitive=all`` a bad row in the last dataset fails here, not after four adapters.
+    """
+    from training.data import read_split, split_path
+
+    missing = [str(split_path(cfg.dataset_dir, p, "train")) for p in cfg.primitives() if not split_path(cfg.dataset_dir, p, "train").is_file()]
+    if missing:
+        raise UserError(
+            f"missing train split(s): {', '.join(missing)} (run `forethought generate` first, or set dataset_dir=...)", "dataset_dir"
+        )
+    for p in cfg.primitives():
+        read_split(cfg.dataset_dir, p, "train", limit=cfg.train.max_train_examples)
+        read_split(cfg.dataset_dir, p, "validation", required=False, limit=cfg.train.max_eval_examples)
+    if cfg.model.profile == "gemma3_12b":
+        from training.models import require_local_path
+
+        require_local_path(cfg.model)
+
+
+_RUN_MARKERS = ("config.yaml", "metrics.json", "run_state.json", "checkpoints", "adapter")
+
+
+def _clear_outputs(cfg: TrainConfig) -> None:
+    """``train.overwrite=true``: remove what an earlier run left, only where it is recognisably ours."""
+    import shutil
+
+    out = Path(cfg.output_dir)
+    for p in cfg.primitives():
+        d = out / p
+        if d.exists():
+            if not any((d / m).exists() for m in _RUN_MARKERS):
+                raise UserError("train.overwrite: not a forethought run folder, refusing to delete it", str(d))
+            shutil.rmtree(d)
+    if cfg.primitive == "all":  # every adapter goes, so the base may be rebuilt
+        if (out / "base").exists():
+            if not (out / "base" / "forethought_base.json").is_file():
+                raise UserError("train.overwrite: not a forethought tiny base, refusing to delete it", str(out / "base"))
+            shutil.rmtree(out / "base")
+        (out / BASE_REF).unlink(missing_ok=True)
+
+
+def _set_offline_env() -> None:
+    for k, v in (("HF_HUB_OFFLINE", "1"), ("HF_HUB_DISABLE_TELEMETRY", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+        os.environ.setdefault(k, v)
+
+
+def _is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def prepare_base(cfg: TrainConfig) -> BaseRef:
+    """Build (tiny) or locate (gemma3_12b) the shared base, and record it in ``<output_dir>/base.json``."""
+    from training.models import checkpoint_model_type, require_local_path
+
+    out = Path(cfg.output_dir)
+    if cfg.model.profile == "tiny":
+        from training.tiny import build_tiny_base
+
+        assert cfg.model.tiny is not None
+        path = build_tiny_base(cfg.dataset_dir, cfg.model.tiny, cfg.seed, out / "base")
+    else:
+        path = require_local_path(cfg.model)
+    ref = BaseRef(profile=cfg.model.profile, path=path, model_type=checkpoint_model_type(path))
+    ref_file = out / BASE_REF
+    if ref_file.is_file():
+        old = json.loads(ref_file.read_text(encoding="utf-8"))
+        if old.get("path") != ref.to_json()["path"] or old.get("profile") != ref.profile:
+            raise UserError(
+                f"this output folder's adapters belong to another base ({old.get('profile')} at {old.get('path')}); "
+                "adapters of different bases cannot share a bundle: use another output_dir",
+                str(ref_file),
+            )
+    elif _is_main_process():
+        atomic_write_json(ref_file, ref.to_json())
+    return ref
+
+
+def resolved_config(cfg: TrainConfig, primitive: str) -> dict[str, Any]:
+    d = cfg.model_dump(mode="json")
+    d["primitive"] = primitive
+    return d
+
+
+def _diff(a: Any, b: Any, path: tuple[str, ...] = ()) -> list[str]:
+    if any(path[: len(k)] == k for k in _RESUME_FREE_KEYS):
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out.extend(_diff(a.get(k), b.get(k), (*path, k)))
+        return out
+    return [] if a == b else [f"{'.'.join(path)}: {a!r} -> {b!r}"]
+
+
+def last_checkpoint(ckpt_dir: Path) -> Path | None:
+    """The newest complete checkpoint (its trainer_state.json is written last)."""
+    if not ckpt_dir.is_dir():
+        return None
+    found = []
+    for d in ckpt_dir.iterdir():
+        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[len("checkpoint-"):].isdigit() and (d / "trainer_state.json").is_file():
+            found.append((int(d.name[len("checkpoint-"):]), d))
+    return max(found)[1] if found else None
+
+
+def _run_state(cfg: TrainConfig, primitive: str, base: BaseRef) -> dict[str, Any]:
+    from training.data import file_sha256, split_path
+
+    return {
+        "dataset": {
+            "train_sha256": file_sha256(split_path(cfg.dataset_dir, primitive, "train")),
+            "validation_sha256": file_sha256(split_path(cfg.dataset_dir, primitive, "validation")),
+        },
+        "base": base.to_json(),
+    }
+
+
+def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef) -> tuple[Path | None, bool]:
+    """Where to start: ``(checkpoint or None, already_complete)``; refuses unsafe reuse of a run folder."""
+    ckpt = last_checkpoint(run_dir / "checkpoints")
+    adapter = run_dir / "adapter" / "adapter_model.safetensors"
+    metrics_file = run_dir / "metrics.json"
+    if not cfg.train.resume:
+        if ckpt or adapter.is_file() or metrics_file.is_file():
+            raise UserError(
+                "this run folder already holds a run; pass train.resume=true to continue it, train.overwrite=true to "
+                "replace it, or choose another output_dir",
+                str(run_dir),
+            )
+        return None, False
+    cfg_file = run_dir / "config.yaml"
+    if cfg_file.is_file():
+        import yaml
+
+        old = yaml.safe_load(cfg_file.read_text(encoding="utf-8"))
+        diffs = _diff(old, resolved_config(cfg, primitive))
+        if diffs:
+            raise UserError("cannot resume with a different config:\n  " + "\n  ".join(diffs), str(cfg_file))
+    state_file = run_dir / "run_state.json"
+    if state_file.is_file():
+        old_state = json.loads(state_file.read_text(encoding="utf-8"))
+        new_state = _run_state(cfg, primitive, base)
+        diffs = _diff(old_state, new_state)
+        if diffs:
+            raise UserError("cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs), str(state_file))
+    if metrics_file.is_file() and adapter.is_file():
+        if json.loads(metrics_file.read_text(encoding="utf-8")).get("completed"):
+            return None, True
+    return ckpt, False
+
+
+@contextlib.contextmanager
+def _env(values: dict[str, str | None]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _wandb_run_id(run_dir: Path, primitive: str) -> str:
+    """A stable wandb run id per run folder, so a resumed run continues the same wandb run."""
+    id_file = run_dir / "wandb_run_id"
+    if id_file.is_file():
+        return id_file.read_text(encoding="utf-8").strip()
+    run_id = f"{primitive}-{uuid.uuid4().hex[:8]}"
+    if _is_main_process():
+        atomic_write_text(id_file, run_id + "\n")
+    return run_id
+
+
+def _wandb_env(cfg: TrainConfig) -> dict[str, str | None]:
+    if cfg.logging.backend != "wandb":
+        return {}
+    return {"WANDB_MODE": cfg.logging.mode, "WANDB_SILENT": "true", "WANDB_LOG_MODEL": "false", "WANDB_PROJECT": cfg.logging.project}
+
+
+def _start_wandb(cfg: TrainConfig, run_dir: Path, primitive: str, config: dict[str, Any]) -> None:
+    """Open this primitive's wandb run explicitly (transformers' callback then logs into it).
+
+    Settings are passed as arguments, not environment variables: wandb reads its
+    environment once per process, so with ``primitive=all`` every later run would
+    otherwise land in the first one's folder under the first one's id.
+    """
+    if cfg.logging.backend != "wandb" or not _is_main_process():
+        return
+    import wandb
+
+    _finish_wandb()
+    wandb.init(
+        project=cfg.logging.project,
+        entity=cfg.logging.entity,
+        name=primitive,
+        id=_wandb_run_id(run_dir, primitive),
+        resume="allow",
+        dir=str(run_dir.resolve()),
+        mode=cfg.logging.mode,
+        tags=[*cfg.logging.tags, primitive, cfg.model.profile, cfg.train.preset],
+        group=Path(cfg.output_dir).resolve().name,
+        config=config,
+    )
+
+
+def _finish_wandb() -> None:
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and getattr(wandb, "run", None) is not None:
+        wandb.finish()
+
+
+def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, primitive: str, has_eval: bool, notes: list[str]) -> Any:
+    import importlib.util
+
+    import torch
+    from trl import SFTConfig
+
+    t = cfg.train
+    gc = t.gradient_checkpointing if t.gradient_checkpointing is not None else device == "cuda"
+    liger = False
+    if t.liger:
+        if device != "cuda":
+            notes.append("train.liger skipped: Liger kernels are GPU-only")
+        elif importlib.util.find_spec("liger_kernel") is None:
+            notes.append("train.liger skipped: liger-kernel is not installed (pip install 'forethought[gpu]')")
+        else:
+            liger = True
+    eval_strategy = t.eval_strategy if has_eval else "no"
+    return SFTConfig(
+        output_dir=str(ckpt_dir),
+        run_name=primitive,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        # schedule
+        num_train_epochs=t.epochs,
+        max_steps=t.max_steps,
+        learning_rate=t.learning_rate,
+        lr_scheduler_type=t.lr_scheduler,
+        warmup_steps=t.warmup_ratio,  # a float < 1 is a ratio of the total steps
+        weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm,
+        optim=t.optim,
+        per_device_train_batch_size=t.per_device_batch_size,
+        per_device_eval_batch_size=t.eval_batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        # data: prompt-completion, loss on the completion only (its <end_of_turn> included)
+        max_length=t.max_length,
+        packing=t.packing,
+        padding_free=t.padding_free,
+        completion_only_loss=True,
+        assistant_only_loss=False,
+        shuffle_dataset=False,  # the trainer's sampler shuffles (seeded by data_seed)
+        dataset_num_proc=None,
+        # precision and device (FIELD_NOTES §6: fp32 / use_cpu / no pin memory on CPU; bf16 on GPU, never fp16)
+        bf16=(device == "cuda" and dtype == torch.bfloat16),
+        fp16=False,
+        use_cpu=(device == "cpu"),
+        dataloader_pin_memory=(device == "cuda"),
+        dataloader_num_workers=t.dataloader_num_workers,
+        **_checkpointing_kwargs(gc),
+        use_liger_kernel=liger,
+        # bookkeeping
+        logging_steps=t.logging_steps,
+        logging_first_step=True,
+        eval_strategy=eval_strategy,
+        eval_steps=t.eval_steps,
+        save_strategy="steps",
+        save_steps=t.save_steps,
+        save_total_limit=t.save_total_limit,
+        include_num_input_tokens_seen="non_padding",
+        ddp_find_unused_parameters=False,  # every LoRA parameter is used; the frozen vision tower needs no gradients
+        report_to=["wandb"] if cfg.logging.backend == "wandb" else "none",
+        disable_tqdm=True,  # our rich display (or nothing) instead
+        push_to_hub=False,
+    )
+
+
+def _checkpointing_kwargs(gc: bool) -> dict[str, Any]:
+    """transformers >= 5.2x renamed gradient_checkpointing to activation_checkpointing (the old name warns)."""
+    import dataclasses
+
+    from trl import SFTConfig
+
+    names = {f.name for f in dataclasses.fields(SFTConfig)}
+    key = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    return {key: gc, f"{key}_kwargs": {"use_reentrant": False} if gc else None}
+
+
+def _dataset_tokens(ds: Any) -> tuple[int, int]:
+    total = completion = 0
+    for labels in ds["labels"]:
+        total += len(labels)
+        completion += sum(1 for x in labels if x != -100)
+    return total, completion
+
+
+def train_primitive(
+    cfg: TrainConfig,
+    primitive: str,
+    base: BaseRef,
+    *,
+    callbacks: list[Any] | None = None,
+    keep_trainer: bool = False,
+) -> RunResult:
+    """Train one adapter into ``<output_dir>/<primitive>/``."""
+    if primitive not in PRIMITIVES:
+        raise UserError(f"unknown primitive {primitive!r}", "primitive")
+    t_start = time.perf_counter()
+    run_dir = Path(cfg.output_dir) / primitive
+    ckpt_dir = run_dir / "checkpoints"
+    adapter_dir = run_dir / "adapter"
+    resume_from, complete = _resume_point(cfg, primitive, run_dir, base)
+    if complete:
+        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        print(f"[{primitive}] already complete ({run_dir}); nothing to do", file=sys.stderr)
+        return RunResult(primitive, run_dir, metrics, notes=["already complete"])
+
+    import datasets
+    import torch
+    import transformers
+    from omegaconf import OmegaConf
+    from trl import SFTTrainer
+
+    from training.callbacks import RichProgress, Throughput
+    from training.data import load_splits
+    from training.models import (
+        check_adapter_targets,
+        check_saved_adapter,
+        load_model,
+        load_tokenizer,
+        lora_config,
+        resolve_device,
+        resolve_dtype,
+    )
+    from training.plots import plot_loss
+
+    if not sys.stderr.isatty():
+        datasets.disable_progress_bars()
+    notes: list[str] = []
+    device = resolve_device(cfg.train.device)
+    dtype = resolve_dtype(cfg.model, device)
+    transformers.set_seed(cfg.seed)
+
+    train_ds, eval_ds = load_splits(cfg.dataset_dir, primitive, max_train=cfg.train.max_train_examples, max_eval=cfg.train.max_eval_examples)
+    if eval_ds is None:
+        notes.append("no validation split: no eval loss")
+    tokenizer = load_tokenizer(base.path)
+    model = load_model(base.path, dtype=dtype, attn_implementation=cfg.model.attn_implementation, device=device)
+    peft_config = lora_config(model, cfg.lora)
+    args = _sft_config(cfg, ckpt_dir=ckpt_dir, device=device, dtype=dtype, primitive=primitive, has_eval=eval_ds is not None, notes=notes)
+
+    throughput = Throughput()
+    cbs: list[Any] = [throughput]
+    if cfg.logging.progress:
+        cbs.append(RichProgress(primitive))
+    cbs.extend(callbacks or [])
+
+    main = _is_main_process()
+    if main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved_config(cfg, primitive))))
+        if resume_from is None:
+            atomic_write_json(run_dir / "run_state.json", _run_state(cfg, primitive, base))
+
+    with _env(_wandb_env(cfg)):
+        try:
+            _start_wandb(cfg, run_dir, primitive, resolved_config(cfg, primitive))
+            trainer = SFTTrainer(
+                model=model,
+                args=args,
+                train_dataset=train_ds,
+                eval_dataset=eval_ds,
+                processing_class=tokenizer,
+                peft_config=peft_config,
+                callbacks=cbs,
+            )
+            if cfg.logging.progress:
+                from transformers.trainer_callback import PrinterCallback
+
+                trainer.remove_callback(PrinterCallback)  # the rich display replaces the printed log dicts
+            targets = check_adapter_targets(trainer.model, cfg.lora)
+            tokens_per_epoch, completion_tokens_per_epoch = _dataset_tokens(trainer.train_dataset)
+            if not cfg.train.packing:
+                kept = len(trainer.train_dataset)
+                truncated = sum(1 for ids in trainer.train_dataset["input_ids"] if len(ids) >= cfg.train.max_length)
+                if kept < len(train_ds):
+                    notes.append(f"{len(train_ds) - kept} train examples dropped: their prompt alone fills train.max_length={cfg.train.max_length}")
+                if truncated:
+                    notes.append(f"{truncated} train examples cut at train.max_length={cfg.train.max_length}: their completion (and <end_of_turn>) is incomplete")
+            if resume_from is not None:
+                print(f"[{primitive}] resuming from {resume_from}", file=sys.stderr)
+            result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+            eval_metrics: dict[str, Any] = {}
+            if eval_ds is not None:
+                last_eval = [e for e in trainer.state.log_history if "eval_loss" in e]
+                if last_eval and last_eval[-1].get("step") == trainer.state.global_step:
+                    eval_metrics = last_eval[-1]
+                else:
+                    eval_metrics = trainer.evaluate()
+            trainer.save_model(str(adapter_dir))
+            trainer.accelerator.wait_for_everyone()
+        finally:
+            _finish_wandb()
+
+    if main:
+        expected = len(trainer.model.get_base_model().get_decoder().layers) * len(cfg.lora.target_modules)
+        check_saved_adapter(adapter_dir, targets["text_model_prefix"], expected)
+
+    state = trainer.state
+    history = state.log_history
+    train_hist = [
+        {k: e[k] for k in ("step", "epoch", "loss", "learning_rate", "grad_norm", "mean_token_accuracy", "num_input_tokens_seen") if k in e}
+        for e in history
+        if "loss" in e
+    ]
+    eval_hist = [{k: e[k] for k in ("step", "epoch", "eval_loss", "eval_mean_token_accuracy") if k in e} for e in history if "eval_loss" in e]
+    tp = throughput.summary()
+    metrics: dict[str, Any] = {
+        "primitive": primitive,
+        "completed": True,
+        "profile": cfg.model.profile,
+        "base_path": str(base.path.resolve()),
+        "preset": cfg.train.preset,
+        "device": device,
+        "dtype": str(dtype).replace("torch.", ""),
+        "global_step": state.global_step,
+        "max_steps": state.max_steps,
+        "epochs_completed": state.epoch,
+        "train_examples": len(train_ds),
+        "eval_examples": len(eval_ds) if eval_ds is not None else 0,
+        "train_tokens_per_epoch": tokens_per_epoch,
+        "train_completion_tokens_per_epoch": completion_tokens_per_epoch,
+        "tokens_seen": int(state.num_input_tokens_seen or 0),
+        **tp,
+        "wall_time_s": round(time.perf_counter() - t_start, 3),
+        "train_loss": result.training_loss,
+        "train_loss_last": train_hist[-1]["loss"] if train_hist else None,
+        "train_loss_history": train_hist,
+        "eval_loss": eval_metrics.get("eval_loss"),
+        "eval_mean_token_accuracy": eval_metrics.get("eval_mean_token_accuracy"),
+        "eval_history": eval_hist,
+        "resumed_from": resume_from.name if resume_from else None,
+        "adapter": {"path": "adapter", **targets},
+        "notes": notes,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": _version("trl"), "peft": _version("peft")},
+        "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    if main:
+        plot_loss(history, run_dir / "loss.png", f"{primitive} ({cfg.model.profile}, {cfg.train.preset})")
+        atomic_write_json(run_dir / "metrics.json", metrics)
+    for n in notes:
+        print(f"[{primitive}] note: {n}", file=sys.stderr)
+    return RunResult(primitive, run_dir, metrics, trainer=trainer if keep_trainer else None, notes=notes)
+
+
+def _version(pkg: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(pkg)
+    except PackageNotFoundError:
+        return None
+
+
+def config_from_overrides(overrides: list[str]) -> TrainConfig:
+    """Compose and validate ``conf/train.yaml`` with overrides (for tests and notebooks)."""
+    cfg = load("train", Args(overrides=list(overrides)), TrainConfig)
+    assert cfg is not None
+    return cfg
