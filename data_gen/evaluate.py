@@ -52,6 +52,9 @@ class NoiseConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rates: dict[str, float] = Field(default_factory=lambda: {p: 0.2 for p in PRIMITIVE_NAMES})
     seed: int = 0
+    # Also sweep a uniform per-primitive rate (with and without CVC), averaging over seeds.
+    sweep: list[float] = Field(default_factory=lambda: [0.0, 0.05, 0.1, 0.2, 0.3])
+    sweep_seeds: int = Field(5, ge=1)
 
 
 class EvaluateConfig(BaseModel):
@@ -116,6 +119,90 @@ class _StateTap:
         self.states.append(env.snapshot())
 
 
+def run_setting(setting: str, sols: list[Solution], refs: dict[str, Any], cfg: EvaluateConfig, *,
+                rates: dict[str, float], seed: int, model_backend: Any = None, progress: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run every scenario in one setting; return the aggregate and the per-turn rows."""
+    cvc = not setting.endswith("no_cvc")
+    kernel = Kernel(cfg.kernel.model_copy(update={"cvc": cvc}).build())
+    rng = random.Random(f"noise:{seed}")
+    injected: Counter = Counter()
+    violations: Counter = Counter()
+    recovered: Counter = Counter()
+    slm_calls = 0
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    for s in sols:
+        noisy: list[NoisyOracle] = []
+        if setting == "oracle":
+            factory = lambda i, t, s=s: OracleBackend(t, s.id)  # noqa: E731
+        elif setting.startswith("noise"):
+            def factory(i, t, s=s, noisy=noisy):
+                b = NoisyOracle(OracleBackend(t, s.id), rates, rng)
+                noisy.append(b)
+                return b
+        else:
+            factory = lambda i, t: model_backend  # noqa: E731
+        tap = _StateTap()
+        res = run_solution(s, kernel, factory, trace="steps", on_turn=tap)
+        res.states = tap.states  # type: ignore[attr-defined]
+        r = score_run(s, refs[s.id], res)
+        for row in r:
+            row["setting"] = setting
+        rows += r
+        for tr in res.traces:
+            for rec in tr:
+                if rec.kind == "slm":
+                    if not rec.contract.get("ok"):
+                        violations[rec.primitive] += 1
+                    elif rec.attempt > 0:
+                        recovered[rec.primitive] += 1
+        slm_calls += sum(t.slm_calls for t in res.turns)
+        for b in noisy:
+            injected.update(b.injected)
+        if progress:
+            progress(setting, s.id)
+    by_sol: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_sol.setdefault(row["solution_id"], []).append(row)
+    n = len(rows)
+    out = {
+        "label": LABELS[setting],
+        "simulation": setting.startswith("noise"),
+        "cvc": cvc,
+        "scenarios": len(by_sol),
+        "turns": n,
+        "turn_call_match": sum(r["call_match"] for r in rows) / n,
+        "turn_state_match": sum(r["state_match"] for r in rows) / n,
+        "scenario_call_match": sum(all(r["call_match"] for r in v) for v in by_sol.values()) / len(by_sol),
+        "scenario_state_match": sum(all(r["state_match"] for r in v) for v in by_sol.values()) / len(by_sol),
+        "halted_turns": sum(r["halted"] for r in rows),
+        "contract_violations": {p: violations.get(p, 0) for p in PRIMITIVE_NAMES},
+        "recovered_by_retry": {p: recovered.get(p, 0) for p in PRIMITIVE_NAMES},
+        "slm_calls": slm_calls,
+        "elapsed_s": round(time.perf_counter() - t0, 2),
+    }
+    if setting.startswith("noise"):
+        out["injected_errors"] = dict(sorted(injected.items()))
+    return out, rows
+
+
+def noise_sweep(sols: list[Solution], refs: dict[str, Any], cfg: EvaluateConfig) -> list[dict[str, Any]]:
+    """SIMULATION: end-to-end call-sequence match vs. a uniform per-primitive error rate, with and without CVC."""
+    table = []
+    for rate in cfg.noise.sweep:
+        rates = {p: rate for p in PRIMITIVE_NAMES}
+        row: dict[str, Any] = {"rate": rate}
+        for setting in ("noise_cvc", "noise_no_cvc"):
+            turn, scen = [], []
+            for k in range(cfg.noise.sweep_seeds):
+                r, _ = run_setting(setting, sols, refs, cfg, rates=rates, seed=cfg.noise.seed + 1000 + k)
+                turn.append(r["turn_call_match"])
+                scen.append(r["scenario_call_match"])
+            row[setting] = {"turn_call_match": sum(turn) / len(turn), "scenario_call_match": sum(scen) / len(scen)}
+        table.append(row)
+    return table
+
+
 def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = None) -> dict[str, Any]:
     sols = [s.rendered() for s in held_out(cfg)]
     if not sols:
@@ -135,74 +222,14 @@ def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = 
     results: dict[str, Any] = {}
     per_turn: list[dict[str, Any]] = []
     for setting in cfg.settings:
-        cvc = not setting.endswith("no_cvc")
-        kernel = Kernel(cfg.kernel.model_copy(update={"cvc": cvc}).build())
-        rng = random.Random(f"noise:{cfg.noise.seed}")
-        injected: Counter = Counter()
-        violations: Counter = Counter()
-        recovered: Counter = Counter()
-        slm_calls = 0
-        rows: list[dict[str, Any]] = []
-        t0 = time.perf_counter()
-        for s in sols:
-            if setting == "oracle":
-                factory = lambda i, t, s=s: OracleBackend(t, s.id)  # noqa: E731
-            elif setting.startswith("noise"):
-                noisy: list[NoisyOracle] = []
-
-                def factory(i, t, s=s, noisy=noisy):
-                    b = NoisyOracle(OracleBackend(t, s.id), cfg.noise.rates, rng)
-                    noisy.append(b)
-                    return b
-            else:
-                factory = lambda i, t: model_backend  # noqa: E731
-            tap = _StateTap()
-            res = run_solution(s, kernel, factory, trace="steps", on_turn=tap)
-            res.states = tap.states  # type: ignore[attr-defined]
-            r = score_run(s, refs[s.id], res)
-            for row in r:
-                row["setting"] = setting
-            rows += r
-            for tr in res.traces:
-                for rec in tr:
-                    if rec.kind == "slm":
-                        if not rec.contract.get("ok"):
-                            violations[rec.primitive] += 1
-                        elif rec.attempt > 0:
-                            recovered[rec.primitive] += 1
-            slm_calls += sum(t.slm_calls for t in res.turns)
-            if setting.startswith("noise"):
-                for b in noisy:
-                    injected.update(b.injected)
-            if progress:
-                progress(setting, s.id)
+        results[setting], rows = run_setting(setting, sols, refs, cfg, rates=cfg.noise.rates, seed=cfg.noise.seed,
+                                             model_backend=model_backend, progress=progress)
         per_turn += rows
-        by_sol: dict[str, list[dict[str, Any]]] = {}
-        for row in rows:
-            by_sol.setdefault(row["solution_id"], []).append(row)
-        n = len(rows)
-        results[setting] = {
-            "label": LABELS[setting],
-            "simulation": setting.startswith("noise"),
-            "cvc": cvc,
-            "scenarios": len(by_sol),
-            "turns": n,
-            "turn_call_match": sum(r["call_match"] for r in rows) / n,
-            "turn_state_match": sum(r["state_match"] for r in rows) / n,
-            "scenario_call_match": sum(all(r["call_match"] for r in v) for v in by_sol.values()) / len(by_sol),
-            "scenario_state_match": sum(all(r["state_match"] for r in v) for v in by_sol.values()) / len(by_sol),
-            "halted_turns": sum(r["halted"] for r in rows),
-            "contract_violations": {p: violations.get(p, 0) for p in PRIMITIVE_NAMES},
-            "recovered_by_retry": {p: recovered.get(p, 0) for p in PRIMITIVE_NAMES},
-            "slm_calls": slm_calls,
-            "elapsed_s": round(time.perf_counter() - t0, 2),
-        }
-        if setting.startswith("noise"):
-            results[setting]["injected_errors"] = dict(sorted(injected.items()))
     summary = {
         "scenarios": [s.id for s in sols],
         "settings": results,
         "noise": cfg.noise.model_dump(),
+        "noise_sweep": noise_sweep(sols, refs, cfg) if cfg.noise.sweep else [],
         "backend": cfg.backend.model_dump() if needs_model else None,
         "kernel": cfg.kernel.model_dump(),
     }
@@ -249,6 +276,22 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
         for k, r in s.items():
             if r["simulation"]:
                 lines.append(f"- {k}: injected {sum(r['injected_errors'].values())} errors: " + ", ".join(f"{a} {b}" for a, b in r["injected_errors"].items()))
+    if summary.get("noise_sweep"):
+        n = summary["noise"]["sweep_seeds"]
+        lines += [
+            "",
+            f"**Simulation sweep** (same scenarios; the same error rate for every primitive; mean of {n} seeds): "
+            "call-sequence match with and without the contract-and-control layer. At 0 % the run without CVC still "
+            "misses what the layer itself does: the inline retrievals of absent prerequisites, and blocking tasks "
+            "whose prerequisites are not met.",
+            "",
+            "| injected error rate per primitive | turns, CVC | turns, no CVC | scenarios, CVC | scenarios, no CVC |",
+            "| ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for row in summary["noise_sweep"]:
+            c, nc = row["noise_cvc"], row["noise_no_cvc"]
+            lines.append(f"| {100 * row['rate']:.0f}% | {_pct(c['turn_call_match'])} | {_pct(nc['turn_call_match'])} | "
+                         f"{_pct(c['scenario_call_match'])} | {_pct(nc['scenario_call_match'])} |")
     return "\n".join(lines) + "\n"
 
 
