@@ -46,34 +46,57 @@ class PipelineConfig(BaseModel):
 
 
 # ------------------------------------------------------------- fingerprints
-def _hash_path(h: Any, p: Path, big: int = 64 * 1024 * 1024) -> None:
-    files = [p] if p.is_file() else sorted(x for x in p.rglob("*") if x.is_file() and "/." not in str(x.relative_to(p.parent)))
-    for f in files:
-        h.update(str(f.relative_to(p.parent) if p.is_dir() else f.name).encode())
-        st = f.stat()
-        if st.st_size > big:  # large weights: size and mtime stand in for content
-            h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
-            continue
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-
-
-def fingerprint(config: Any, inputs: list[Path], code: list[str]) -> str:
+def _file_digest(f: Path, big: int = 64 * 1024 * 1024) -> str:
+    st = f.stat()
+    if st.st_size > big:  # large weights: size and mtime stand in for content
+        return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
     h = hashlib.sha256()
-    h.update(json.dumps(config, sort_keys=True, default=str).encode())
+    with open(f, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# Not inputs of a later stage: logs written asynchronously (wandb), resume state, Hydra's run folders.
+_NOT_INPUTS = {"wandb", "checkpoints", "hydra", "multirun"}
+
+
+def input_manifest(inputs: list[Path], code: list[str]) -> dict[str, str]:
+    """path -> digest of every input file and every source file the stage runs (hidden folders, logs and checkpoints skipped)."""
+    out: dict[str, str] = {}
     for p in inputs:
-        h.update(b"\x00in:" + str(p).encode())
-        if p.exists():
-            _hash_path(h, p)
+        if not p.exists():
+            out[str(p)] = "<missing>"
+        elif p.is_file():
+            out[str(p)] = _file_digest(p)
         else:
-            h.update(b"<missing>")
+            for f in sorted(p.rglob("*")):
+                parts = f.relative_to(p).parts
+                if f.is_file() and not any(part.startswith(".") or part in _NOT_INPUTS for part in parts):
+                    out[str(f)] = _file_digest(f)
     for pkg in code:
         src = ROOT / pkg
         for f in sorted(src.rglob("*.py")) if src.is_dir() else [src]:
-            h.update(str(f.relative_to(ROOT)).encode())
-            h.update(f.read_bytes())
+            out[str(f.relative_to(ROOT))] = _file_digest(f)
+    return out
+
+
+def fingerprint(config: Any, manifest: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps(config, sort_keys=True, default=str).encode())
+    h.update(json.dumps(manifest, sort_keys=True).encode())
     return h.hexdigest()
+
+
+def why_changed(prev: dict[str, Any], config: Any, manifest: dict[str, str]) -> str:
+    if prev.get("config") != json.loads(json.dumps(config, default=str)):
+        return "its config changed"
+    old = prev.get("inputs", {})
+    for k in sorted(set(old) | set(manifest)):
+        if old.get(k) != manifest.get(k):
+            what = "added" if k not in old else ("removed" if k not in manifest else "changed")
+            return f"{k} {what}"
+    return "its inputs changed"
 
 
 @dataclass
@@ -230,7 +253,9 @@ def execute(pr: PipelineRun, console: Any) -> None:
         if name not in pr.cfg.stages:
             st.status, st.note = "not selected", ""
             continue
-        fp = fingerprint(st.config.model_dump(mode="json"), st.inputs, st.code)
+        config = st.config.model_dump(mode="json")
+        manifest = input_manifest(st.inputs, st.code)
+        fp = fingerprint(config, manifest)
         rec_path = state_dir / f"{name}.json"
         prev = json.loads(rec_path.read_text()) if rec_path.is_file() else None
         if not pr.cfg.force and prev and prev.get("fingerprint") == fp and all(o.exists() for o in st.outputs):
@@ -238,14 +263,16 @@ def execute(pr: PipelineRun, console: Any) -> None:
             st.result = prev.get("result")
             console.print(f"[dim]{name:<9} skipped: inputs unchanged since {prev.get('finished')}[/dim]")
             continue
-        console.rule(f"[bold]{name}")
+        reason = "forced" if pr.cfg.force else ("first run" if prev is None else
+                                                 ("an output is missing" if prev.get("fingerprint") == fp else why_changed(prev, config, manifest)))
+        console.rule(f"[bold]{name}[/bold] ({reason})")
         t0 = time.perf_counter()
         st.result = st.run()
         st.seconds = time.perf_counter() - t0
         st.status = "ran"
         summary = _summarise(name, st.result)
         atomic_write_json(rec_path, {"fingerprint": fp, "finished": dt.datetime.now().isoformat(timespec="seconds"),
-                                     "seconds": round(st.seconds, 1), "result": summary})
+                                     "seconds": round(st.seconds, 1), "config": config, "inputs": manifest, "result": summary})
         st.result = summary
         console.print(f"{name:<9} done in {st.seconds:.1f} s")
 
