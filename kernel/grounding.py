@@ -33,23 +33,42 @@ def canonical(value: Any) -> str:
 
 
 class Haystack:
-    """Everything a value may be grounded in, pre-processed once."""
+    """Everything a value may be grounded in; text and numbers are extracted on first use."""
 
     def __init__(self, texts: Iterable[str] = (), values: Iterable[Any] = ()):
-        parts: list[str] = []
-        nums: set[float] = set()
-        leaves: list[Any] = []
-        for v in values:
-            _leaves(v, leaves)
-        for t in list(texts) + [x for x in leaves if isinstance(x, str)]:
-            if t:
-                parts.append(t.lower())
-                nums.update(float(m) for m in _NUM.findall(t.replace(",", "")))
-        for x in leaves:
-            if isinstance(x, (int, float)) and not isinstance(x, bool):
-                nums.add(float(x))
-        self.text = "\n".join(parts)
-        self.numbers = nums
+        self._texts = list(texts)
+        self._values = list(values)
+        self._text: str | None = None
+        self._numbers: set[float] | None = None
+        self._leaves: list[Any] | None = None
+
+    def _all_leaves(self) -> list[Any]:
+        if self._leaves is None:
+            leaves: list[Any] = []
+            for v in self._values:
+                _leaves(v, leaves)
+            self._leaves = leaves
+        return self._leaves
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            parts = [t for t in self._texts if t] + [x for x in self._all_leaves() if isinstance(x, str) and x]
+            self._text = "\n".join(parts).lower()
+        return self._text
+
+    @property
+    def numbers(self) -> set[float]:
+        if self._numbers is None:
+            nums: set[float] = set()
+            for t in [t for t in self._texts if t] + [x for x in self._all_leaves() if isinstance(x, str)]:
+                if any(c.isdigit() for c in t):
+                    nums.update(float(m) for m in _NUM.findall(t.replace(",", "")))
+            for x in self._all_leaves():
+                if isinstance(x, (int, float)) and not isinstance(x, bool):
+                    nums.add(float(x))
+            self._numbers = nums
+        return self._numbers
 
     def contains(self, value: Any, enum: Iterable[Any] | None = None) -> bool:
         if value is None or isinstance(value, bool):

@@ -77,8 +77,14 @@ def render_tools(tools: Sequence[ToolBrief]) -> str:
     return "\n".join(lines) or "(none)"
 
 
+_LAST_MAP: list[Any] = [None, None]
+
+
 def _tool_map(tools: Sequence[ToolBrief]) -> dict[str, ToolBrief]:
-    return {t.name: t for t in tools}
+    # Contract checks ask for the same registry list many times in a row (it is shared per turn).
+    if _LAST_MAP[0] is not tools:
+        _LAST_MAP[0], _LAST_MAP[1] = tools, {t.name: t for t in tools}
+    return _LAST_MAP[1]
 
 
 # ------------------------------------------------------------------------ specs
@@ -182,13 +188,21 @@ def _grounded_params(tool: ToolBrief | None, params: dict[str, Any], hay: Haysta
     return None
 
 
+_ENUMS: dict[int, tuple[ToolBrief, dict[str, list[str]]]] = {}
+
+
 def _enums(tool: ToolBrief | None) -> dict[str, list[str]]:
     if tool is None:
         return {}
+    hit = _ENUMS.get(id(tool))
+    if hit is not None and hit[0] is tool:
+        return hit[1]
     out = {}
     for p, ty in tool.params.items():
         if ty.startswith("enum[") and ty.endswith("]"):
             out[p] = ty[5:-1].split("|")
+    if len(_ENUMS) < 20000:
+        _ENUMS[id(tool)] = (tool, out)
     return out
 
 

@@ -45,7 +45,7 @@ class SLMRequest:
     input (the oracle) never pay for it.
     """
 
-    __slots__ = ("primitive", "input", "_messages", "_render", "feedback", "json_schema", "adapter")
+    __slots__ = ("primitive", "input", "_messages", "_render", "feedback", "_json_schema", "adapter")
 
     def __init__(
         self,
@@ -53,7 +53,7 @@ class SLMRequest:
         input: BaseModel,
         messages: list[Message] | None = None,
         feedback: tuple[str, ...] = (),
-        json_schema: dict[str, Any] | None = None,
+        json_schema: dict[str, Any] | Callable[[], dict[str, Any] | None] | None = None,
         adapter: str | None = None,
         *,
         render: Callable[[], list[Message]] | None = None,
@@ -63,8 +63,14 @@ class SLMRequest:
         self._messages = messages
         self._render = render
         self.feedback = tuple(feedback)
-        self.json_schema = json_schema
+        self._json_schema = json_schema  # a dict, or a thunk computed on first access
         self.adapter = adapter
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None:
+        if callable(self._json_schema):
+            self._json_schema = self._json_schema()
+        return self._json_schema
 
     @property
     def messages(self) -> list[Message]:
@@ -170,8 +176,9 @@ class Primitive:
             primitive=self.name,
             input=inp,
             feedback=fb,
-            # A callable schema is specialised to the input (e.g. tool names as an enum) for constrained decoding.
-            json_schema=self.json_schema(inp) if callable(self.json_schema) else self.json_schema,
+            # A callable schema is specialised to the input (e.g. tool names as an enum) for constrained
+            # decoding; it is computed only if a backend asks for it.
+            json_schema=(lambda s=self.json_schema: s(inp)) if callable(self.json_schema) else self.json_schema,
             adapter=self.adapter,
             render=lambda: render(inp, fb),
         )

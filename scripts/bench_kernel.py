@@ -16,6 +16,7 @@ two ratios on the same scenarios, medians of repeated runs in one process:
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -46,6 +47,8 @@ def main() -> None:
     for rep in range(a.repeats + 1):
         for name in names[rep % 3 :] + names[: rep % 3]:  # rotate the order to spread drift
             k = kernels[name]
+            gc.collect()
+            gc.disable()  # as timeit does: collector pauses land on whichever run happens to trigger them
             t0 = time.perf_counter()
             n_tasks = n_turns = 0
             for s in sols:
@@ -53,6 +56,7 @@ def main() -> None:
                 n_turns += len(res.turns)
                 n_tasks += sum(len(t.order) for t in res.turns)
             dt = time.perf_counter() - t0
+            gc.enable()
             if rep > 0:  # the first round warms caches and imports
                 times[name].append(dt)
             if name == "checked":
