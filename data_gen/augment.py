@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from kernel.scenario import RegistryRef, Solution
 SLOT_VALUES_DIR = Path(__file__).resolve().parent / "slot_values"
 
 
-@lru_cache(maxsize=None)
+@cache
 def slot_values(domain: str) -> dict[str, list[Any]]:
     p = SLOT_VALUES_DIR / f"{domain}.json"
     if not p.is_file():

@@ -34,7 +34,7 @@ from kernel.run import KernelSettings
 from kernel.runner import run_solution
 from kernel.scenario import Solution, load_solution, solution_files
 from kernel.specs import PRIMITIVE_NAMES
-from primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
+from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_jsonl, atomic_write_text
 
 from .verify import Divergence, reference_states
 
@@ -94,7 +94,7 @@ def score_run(sol: Solution, ref_states: list[dict[str, Any]], res: Any) -> list
 
     rows = []
     env_states = res.states
-    for i, (turn, tr) in enumerate(zip(sol.turns, res.turns)):
+    for i, (turn, tr) in enumerate(zip(sol.turns, res.turns, strict=False)):
         want = [(c.tool, canonical(c.args)) for c in turn.reference_calls()]
         got = [(c.tool, canonical(c.arguments)) for c in tr.committed_calls]
         rows.append({
@@ -253,7 +253,7 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
         "| Setting | Turns | Call-sequence match (turn) | State match (turn) | Scenario: all calls | Scenario: all states | Halted turns |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for k, r in s.items():
+    for r in s.values():
         lines.append(
             f"| {r['label']} | {r['turns']} | {_pct(r['turn_call_match'])} | {_pct(r['turn_state_match'])} | "
             f"{_pct(r['scenario_call_match'])} | {_pct(r['scenario_state_match'])} | {r['halted_turns']} |"
@@ -313,11 +313,7 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=8)
     ax.set_title(f"End-to-end accuracy on {len(summary['scenarios'])} held-out scenarios")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    atomic_write_figure(path, fig)
 
 
 def cli(args: list[str]) -> int:

@@ -125,7 +125,7 @@ class _Recorder:
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         replies = self.inner.complete(requests)
-        for r, rep in zip(requests, replies):
+        for r, rep in zip(requests, replies, strict=False):
             self.sink.append((r.primitive, r.input, rep.text))
         return replies
 
@@ -206,7 +206,7 @@ def split_solutions(sols: dict[str, Solution], yields: dict[str, Counter], fract
     for sid, s in sorted(sols.items()):
         by_domain[s.domains[0]].append(sid)
     val: set[str] = set()
-    for dom, ids in sorted(by_domain.items()):
+    for _dom, ids in sorted(by_domain.items()):
         ids = sorted(ids)
         rng.shuffle(ids)
         n = max(1, round(len(ids) * fraction)) if len(ids) >= 5 else 0
@@ -330,7 +330,7 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
             if not jobs:
                 break
             rounds = r
-            for sid, k, exs, dropped, err in run_jobs(jobs):
+            for sid, _k, exs, dropped, err in run_jobs(jobs):
                 if err is not None:
                     failed[err.split(":")[0] if ":" in err else err] += 1
                     continue

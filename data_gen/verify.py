@@ -185,7 +185,7 @@ def _compare_decisions(i: int, turn: Turn, res: TurnResult) -> None:
                 i, f"{where}/check_prerequisites",
                 f"expected checks {[(p.key, p.outcome) for p in t.prerequisites]}, got {[(r.key, r.outcome) for r in recs]}",
             )
-        for p, r in zip(t.prerequisites, recs):
+        for p, r in zip(t.prerequisites, recs, strict=False):
             if (p.key, p.outcome, p.recheck) != (r.key, r.outcome, r.recheck):
                 raise Divergence(
                     i, f"{where}/check_prerequisites/{p.key}",
@@ -213,7 +213,7 @@ def _first_diff(a: Any, b: Any, path: str = "") -> str:
             if not _eq(a[k], b[k]):
                 return _first_diff(a[k], b[k], f"{path}/{k}")
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for k, (x, y) in enumerate(zip(a, b)):
+        for k, (x, y) in enumerate(zip(a, b, strict=False)):
             if not _eq(x, y):
                 return _first_diff(x, y, f"{path}/{k}")
     return path or "/"

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.config import ConfigError, compose_config, validate
 from forethought.errors import UserError
-from primitives.io import atomic_write_json, atomic_write_text
+from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("verify", "generate", "train", "validate", "package", "evaluate")
@@ -322,9 +322,7 @@ def _combined_loss_png(train_dir: Path, out: Path) -> bool:
     ax.legend(fontsize=8)
     ax.set_title("Training loss per primitive")
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    atomic_write_figure(out, fig)
     return True
 
 

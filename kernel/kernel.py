@@ -343,7 +343,7 @@ def _merge_order(x: BaseModel, st: TurnState) -> MatchBatch:
 def _record_matches(x: BaseModel, st: TurnState) -> TaskList:
     uniq = list(dict.fromkeys(st.order))
     results = list(getattr(x, "results", []))
-    for tid, res in zip(uniq, results):
+    for tid, res in zip(uniq, results, strict=False):
         st.matches[tid] = res.tool_name if res is not None else None
     return TaskList(tasks=[TaskCursor(task_id=t) for t in st.order])
 
@@ -540,7 +540,7 @@ def _guard_execute(x: TaskCursor, st: TurnState) -> TaskCursor:
     tid = x.task_id
     cands = st.candidates[tid]
     f = cands[x.candidate]
-    spec = st.registry[f]
+    st.registry[f]
     b = st.bindings[tid]
     M = st.required[tid]
     unbound = [m for m in M if b.get(m) is None or b[m].source == "missing"]
@@ -618,7 +618,7 @@ def _end_task(x: TaskCursor, st: TurnState) -> TaskCursor:
 
 def _finish(x: BaseModel, st: TurnState) -> TurnSummary:
     errors = list(getattr(x, "errors", []))
-    for cur, err in zip(st.order, errors):
+    for cur, err in zip(st.order, errors, strict=False):
         if err is not None and cur not in st.outcomes:
             st.outcome(cur, "error", reason=err)
     st.check_monotone("turn end")

@@ -58,3 +58,15 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{i}: not valid JSON: {exc.msg}") from None
     return out
+
+
+def atomic_write_figure(path: str | os.PathLike, fig: Any, *, dpi: int = 110) -> Path:
+    """Render a matplotlib figure to PNG in memory, write it atomically, and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())

@@ -29,7 +29,7 @@ class _Recording:
 
     def complete(self, reqs):
         out = self.inner.complete(reqs)
-        for r, rep in zip(reqs, out):
+        for r, rep in zip(reqs, out, strict=False):
             self.table[json.dumps(r.messages, sort_keys=True)] = (r.adapter, rep.text)
         return out
 

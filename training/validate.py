@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
 from kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec
-from primitives.io import atomic_write_json, atomic_write_text
+from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 
 # Defaults a little under the paper's fine-tuned exact match (Table 5: 92.8 / 100 / 87.4 / 96.9 / 93.0).
 DEFAULT_THRESHOLDS = {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
@@ -69,7 +69,7 @@ def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], kee
     parsed_ok = contract_ok = em = 0
     kinds: Counter = Counter()
     examples: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row, text in zip(rows, texts):
+    for row, text in zip(rows, texts, strict=False):
         kind = None
         try:
             pred = spec.parse(text)
@@ -236,11 +236,7 @@ def plot_gates(summary: dict[str, Any], path: Path) -> None:
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title("Per-primitive exact match on the validation split")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    atomic_write_figure(path, fig)
 
 
 def cli(args: list[str]) -> int:

@@ -159,6 +159,6 @@ class HFBackend:
             if self.bundle is not None:
                 meta["bundle"] = str(self.bundle.path)
                 meta["adapter_sha256"] = self.bundle.adapter_digest(adapter)
-            for i, t in zip(idx, texts):
+            for i, t in zip(idx, texts, strict=False):
                 out[i] = SLMReply(t, dict(meta))
         return out  # type: ignore[return-value]

@@ -30,7 +30,7 @@ class NoisyOracle:
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         replies = self.inner.complete(requests)
         out = []
-        for r, rep in zip(requests, replies):
+        for r, rep in zip(requests, replies, strict=False):
             if self.rng.random() < self.rates.get(r.primitive, 0.0):
                 text, kind = self._corrupt(r, rep.text)
                 self.injected[f"{r.primitive}:{kind}"] = self.injected.get(f"{r.primitive}:{kind}", 0) + 1

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import lru_cache
+from functools import cache
 
 from .base import Domain, DomainTool, ToolError
 
 
-@lru_cache(maxsize=None)
+@cache
 def available() -> tuple[str, ...]:
     return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_domain(name: str) -> Domain:
     if name not in available():
         raise KeyError(f"unknown domain {name!r}; available: {', '.join(available())}")

@@ -11,6 +11,7 @@ no real file system, network or clock.
 from __future__ import annotations
 
 import inspect
+import pickle
 import re
 import typing
 from collections.abc import Callable, Iterable
@@ -122,6 +123,18 @@ def schema_from_signature(fn: Callable[..., Any], descriptions: dict[str, str]) 
     return schema
 
 
+def merge_over_defaults(data: Any, factories: dict[str, Callable[[], dict[str, Any]]]) -> Any:
+    """For a state validator (mode="before"): entity dictionaries given in the input are merged
+    over the domain's reference data, so an initial state lists only what it adds or changes."""
+    if not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for key, factory in factories.items():
+        if key in out and isinstance(out[key], dict):
+            out[key] = {**factory(), **out[key]}
+    return out
+
+
 class Domain:
     def __init__(self, name: str, state_model: type[BaseModel], description: str = ""):
         self.name = name
@@ -178,8 +191,13 @@ class Domain:
         return state.model_dump(mode="json")
 
     def copy_state(self, state: BaseModel) -> BaseModel:
-        """An independent copy to stage a call on (dump + validate: ~4x faster than a deep copy here)."""
-        return self.state_model.model_validate(state.model_dump())
+        """An exact, independent copy to stage a call on.
+
+        A pickle round trip: faster than ``model_copy(deep=True)`` here, and unlike
+        dump + validate it runs no validators (a state validator that merges
+        reference data would otherwise resurrect entities a tool removed).
+        """
+        return pickle.loads(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
     def registry(self, names: Iterable[str] | None = None) -> Registry:
         chosen = list(names) if names is not None else list(self.tools)

@@ -16,7 +16,7 @@ class File(BaseModel):
 class Directory(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["dir"] = "dir"
-    children: dict[str, Annotated[Union[File, "Directory"], Field(discriminator="type")]] = Field(default_factory=dict)
+    children: dict[str, Annotated[Union[File, Directory], Field(discriminator="type")]] = Field(default_factory=dict)
 
 
 Directory.model_rebuild()

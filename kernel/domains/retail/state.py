@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..base import merge_over_defaults
+
 OrderStatus = Literal["pending", "processed", "delivered", "cancelled", "return requested", "exchange requested"]
 
 
@@ -145,14 +147,7 @@ class RetailState(_M):
     @model_validator(mode="before")
     @classmethod
     def _merge_defaults(cls, data: Any) -> Any:
-        """Entity dictionaries in the input are merged over the reference data."""
-        if not isinstance(data, dict):
-            return data
-        out = dict(data)
-        for key, factory in _MERGED.items():
-            if key in out and isinstance(out[key], dict):
-                out[key] = {**factory(), **out[key]}
-        return out
+        return merge_over_defaults(data, _MERGED)
 
     @model_validator(mode="after")
     def _complete(self) -> RetailState:
