@@ -130,11 +130,11 @@ def resolve_path(obj: Any, path: str) -> Any:
 
 
 def writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """Scratchpad entries a committed call produces: its bound arguments plus the tool's declared writes.
+    """Scratchpad entries a committed call produces: its bound arguments (not secret ones) plus the tool's declared writes.
 
     Declared keys may be templates over the arguments, e.g. ``airport:{params.city}``.
     """
-    out: dict[str, Any] = dict(args)
+    out: dict[str, Any] = {k: v for k, v in args.items() if k not in spec.secret}  # credentials stay out of S
     env = {"params": args, "result": result}
     for key_t, expr in spec.writes.items():
         key = key_t

@@ -345,3 +345,18 @@ def test_paper_c3_prerequisite_met_from_persistent_state():
     assert [(p.key, p.outcome) for p in t.prerequisites[tid]] == [("authenticated", "met")]
     assert (t.bindings[tid]["city"].source, t.bindings[tid]["city"].value) == ("tau", "Miami")
     assert t.calls[0].result["nearest_airport"] == "MIA" or "MIA" in str(t.calls[0].result)
+
+
+def test_secret_parameters_are_passed_to_the_tool_but_never_kept_in_the_scratchpad():
+    from data_gen.verify import verify_solution
+    from kernel.domains import load_domain
+    from kernel.scenario import load_solution
+
+    spec = load_domain("trading").tools["trading_login"].spec
+    assert spec.secret == ["password"] and spec.parameters["properties"]["password"]["writeOnly"] is True
+    for path in ("data_gen/solutions/social/post_wrong_password_blocked.json", "data_gen/solutions/travel/paper_d1_example1_business_la_ny.json"):
+        turns = verify_solution(load_solution(path))
+        logins = [c for t in turns for c in t.calls if c.tool in ("posting_login", "authenticate_travel")]
+        assert logins and any(k in logins[0].arguments for k in ("password", "client_secret"))  # the tool got it
+        for t in turns:
+            assert not {"password", "client_secret", "refresh_token"} & set(t.scratchpad)

@@ -151,6 +151,7 @@ class Domain:
         post: Iterable[PostCheck] = (),
         output_schema: dict[str, Any] | None = None,
         alternatives: Iterable[str] = (),
+        secret: Iterable[str] = (),
         name: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a tool; its schema comes from the signature (first parameter: the state)."""
@@ -170,6 +171,7 @@ class Domain:
                 prerequisites=prereqs,
                 writes=dict(writes or {}),
                 alternatives=list(alternatives),
+                secret=list(secret),
                 domain=self.name,
                 source="domain",
             )

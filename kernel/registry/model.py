@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SatOp = Literal["truthy", "not_null", "eq", "ne", "in", "gt", "gte", "lt", "lte"]
 
@@ -45,6 +45,9 @@ class ToolSpec(BaseModel):
     # scratchpad key -> "params.<name>" | "result.<dotted.path>" | "const:<json>"
     writes: dict[str, str] = Field(default_factory=dict)
     alternatives: list[str] = Field(default_factory=list)
+    # Credentials: passed to the tool but never written to the scratchpad (so never shown to a
+    # primitive afterwards). Parameters marked "writeOnly": true in the schema count too.
+    secret: list[str] = Field(default_factory=list)
     domain: str | None = None
     source: str = "internal"  # internal | openai | mcp | bfcl | domain
 
@@ -69,6 +72,17 @@ class ToolSpec(BaseModel):
             raise ValueError(f"required parameters not in properties: {missing}")
         v["type"] = "object"
         return v
+
+    @model_validator(mode="after")
+    def _secrets(self) -> ToolSpec:
+        props = self.parameters.get("properties", {})
+        unknown = [p for p in self.secret if p not in props]
+        if unknown:
+            raise ValueError(f"secret names unknown parameters {unknown}")
+        for p in self.secret:
+            props[p]["writeOnly"] = True
+        self.secret = [p for p, sch in props.items() if isinstance(sch, dict) and sch.get("writeOnly") is True]
+        return self
 
     @property
     def param_names(self) -> list[str]:

@@ -181,6 +181,7 @@ def _contact_stored(args: dict, result: dict, state: SocialState) -> str | None:
     side_effect=True,
     writes={"posting_authenticated": "result.authentication_status", "posting_user": "result.username"},
     post=[_posting_session_matches],
+    secret=("password",),
 )
 def posting_login(state: SocialState, username: str, password: str) -> dict:
     """Log in to the posting service; returns authentication_status false for unknown users or a wrong password.

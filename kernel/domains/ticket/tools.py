@@ -187,6 +187,7 @@ def _post_escalated(args: dict, result: Any, state: TicketState) -> str | None:
     side_effect=True,
     writes={"ticket_logged_in": "const:true", "ticket_user": "params.username", "ticket_role": "result.role"},
     post=[_post_logged_in],
+    secret=("password",),
 )
 def ticket_login(state: TicketState, username: str, password: str) -> dict:
     """Log in to the ticket system with a username and password (switches user if someone else is logged in).

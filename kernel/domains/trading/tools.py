@@ -166,6 +166,7 @@ _STR = {"type": "string"}
     side_effect=True,
     writes={"trading_logged_in": "const:true", "trading_username": "params.username"},
     post=[_post_logged_in],
+    secret=("password",),
 )
 def trading_login(state: TradingState, username: str, password: str) -> dict:
     """Log in to the trading account with a username and password.

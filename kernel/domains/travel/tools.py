@@ -196,6 +196,7 @@ def _post_nonnegative_value(args, result, state) -> str | None:
 @tool(
     side_effect=True,
     writes={"access_token": "result.access_token", "token_scope": "result.scope", "authenticated": "const:true"},
+    secret=("client_secret", "refresh_token"),
 )
 def authenticate_travel(
     state: TravelState,
