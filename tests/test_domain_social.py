@@ -89,11 +89,11 @@ def test_declared_writes_resolve():
 
     s = fresh({"posting": {"passwords": {"techguru": "pw"}}})
     out = call(s, "posting_login", username="techguru", password="pw")
-    assert w("posting_login", {"username": "techguru", "password": "pw"}, out) == {
-        "username": "techguru", "password": "pw", "posting_authenticated": True, "posting_user": "techguru"}
+    assert w("posting_login", {"username": "techguru", "password": "pw"}, out) == {  # the password is secret: not in S
+        "username": "techguru", "posting_authenticated": True, "posting_user": "techguru"}
     bad = call(fresh(), "posting_login", username="techguru", password="nope")
     assert w("posting_login", {"username": "techguru", "password": "nope"}, bad) == {
-        "username": "techguru", "password": "nope", "posting_authenticated": False}
+        "username": "techguru", "posting_authenticated": False}
     assert w("posting_logout", {}, {"logout_status": True}) == {"posting_authenticated": False}
     assert w("get_user_id", {"user": "Bob"}, call(fresh(), "get_user_id", user="Bob")) == {
         "user": "Bob", "user_id:Bob": "USR002"}
