@@ -302,8 +302,10 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     s = summary["settings"]
+    sweep = summary.get("noise_sweep") or []
+    fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(13 if sweep else 8.5, 3.8), squeeze=False)
+    ax = axes[0][0]
     names = list(s)
-    fig, ax = plt.subplots(figsize=(8.5, 3.6))
     x = range(len(names))
     ax.bar([i - 0.2 for i in x], [100 * s[n]["turn_call_match"] for n in names], width=0.4, label="call sequence (turn)", color="#1a73e8")
     ax.bar([i + 0.2 for i in x], [100 * s[n]["turn_state_match"] for n in names], width=0.4, label="end state (turn)", color="#34a853")
@@ -312,6 +314,17 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
     ax.set_ylim(0, 105)
     ax.legend(fontsize=8)
     ax.set_title(f"End-to-end accuracy on {len(summary['scenarios'])} held-out scenarios")
+    if sweep:
+        ax2 = axes[0][1]
+        rates = [100 * r["rate"] for r in sweep]
+        for key, label, color in (("noise_cvc", "with CVC", "#1a73e8"), ("noise_no_cvc", "without CVC", "#d93025")):
+            ax2.plot(rates, [100 * r[key]["turn_call_match"] for r in sweep], marker="o", color=color, label=f"turns, {label}")
+            ax2.plot(rates, [100 * r[key]["scenario_call_match"] for r in sweep], marker="s", ls="--", color=color, label=f"scenarios, {label}")
+        ax2.set_xlabel("injected error rate per primitive (%)")
+        ax2.set_ylabel("call-sequence match (%)")
+        ax2.set_ylim(0, 105)
+        ax2.legend(fontsize=8)
+        ax2.set_title("SIMULATION: oracle with injected errors")
     fig.tight_layout()
     atomic_write_figure(path, fig)
 

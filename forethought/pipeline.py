@@ -326,6 +326,36 @@ def _combined_loss_png(train_dir: Path, out: Path) -> bool:
     return True
 
 
+def _datasets_png(stats_path: Path, out: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not stats_path.is_file():
+        return False
+    st = json.loads(stats_path.read_text())["primitives"]
+    names = list(st)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    x = range(len(names))
+    a1.bar(list(x), [st[n]["train"]["examples"] for n in names], label="train", color="#1a73e8")
+    a1.bar(list(x), [st[n]["validation"]["examples"] for n in names], bottom=[st[n]["train"]["examples"] for n in names],
+           label="validation (held-out solutions)", color="#fbbc04")
+    a1.set_xticks(list(x), names, rotation=15, fontsize=8)
+    a1.set_ylabel("examples")
+    a1.legend(fontsize=8)
+    a1.set_title("Examples per primitive")
+    a2.bar([i - 0.2 for i in x], [st[n]["train"]["prompt_tokens"]["median"] for n in names], width=0.4, label="prompt (median)", color="#34a853")
+    a2.bar([i + 0.2 for i in x], [st[n]["train"]["target_tokens"]["median"] for n in names], width=0.4, label="target (median)", color="#ea4335")
+    a2.set_xticks(list(x), names, rotation=15, fontsize=8)
+    a2.set_ylabel("pre-tokenizer tokens")
+    a2.legend(fontsize=8)
+    a2.set_title("Lengths (train split)")
+    fig.tight_layout()
+    atomic_write_figure(out, fig)
+    return True
+
+
 def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     run = pr.run_dir
     L: list[str] = [f"# forethought pipeline report — profile `{pr.cfg.profile}`", ""]
@@ -356,6 +386,8 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         text = card.read_text().split("\n")
         table = [x for x in text if x.startswith("|")]
         L += ["", "## Datasets", "", *table, "", f"Details: `{run / 'data' / 'stats.json'}`."]
+        if _datasets_png(run / "data" / "stats.json", run / "datasets.png"):
+            L += ["", "![datasets](datasets.png)"]
     if _combined_loss_png(run / "train", run / "loss_curves.png"):
         L += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
         L += ["| primitive | steps | final train loss | eval loss | tokens/s | wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]

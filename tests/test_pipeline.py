@@ -13,7 +13,7 @@ def test_report_has_every_section(tiny_pipeline):
     for section in ("## Stages", "## Worked solutions", "## Datasets", "## Training", "## Validation gates",
                     "## Bundle", "## End-to-end evaluation", "Smoke scale", "SIMULATION"):
         assert section in report, section
-    for png in ("loss_curves.png", "gates.png", "evaluation.png"):
+    for png in ("datasets.png", "loss_curves.png", "gates.png", "evaluation.png"):
         assert (tiny_pipeline / png).stat().st_size > 1000
     res = json.loads((tiny_pipeline / "evaluate" / "results.json").read_text())
     assert set(res["settings"]) == {"oracle", "bundle_cvc", "bundle_no_cvc", "noise_cvc", "noise_no_cvc"}
