@@ -173,6 +173,14 @@ def build(cfg: PipelineConfig) -> PipelineRun:
             configs[s] = validate(compose_config(s, ovs[s]), schemas[s], f"conf/{s}.yaml")
         except ConfigError as exc:
             errors += [f"{s}: {e}" for e in exc.errors]
+    if "train" in cfg.stages and "train" in configs and configs["train"].model.profile != "tiny":
+        # A real base model must be on disk before verify and generate spend any time.
+        from training.models import require_local_path
+
+        try:
+            require_local_path(configs["train"].model)
+        except UserError as exc:
+            errors.append(f"train: {exc} (give it as model_path=...)")
     if errors:
         raise ConfigError(f"pipeline (profile {cfg.profile})", errors)
     pr = PipelineRun(cfg, run)

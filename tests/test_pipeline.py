@@ -38,3 +38,11 @@ def test_all_stage_configs_are_validated_up_front(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "train: train.lrr: unknown key" in err and "validate: max_examples" in err
     assert not (tmp_path / ".stages").exists()  # nothing ran
+
+
+def test_paper_profile_without_a_local_model_fails_before_any_stage(tmp_path, capsys):
+    rc = main(["pipeline", "profile=paper", f"run_dir={tmp_path / 'run'}"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "needs a local checkpoint folder" in err and "give it as model_path=" in err
+    assert not (tmp_path / "run").exists()
