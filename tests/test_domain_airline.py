@@ -10,6 +10,7 @@ import pytest
 from kernel import toolgate
 from kernel.domains import available, load_domain
 from kernel.scratchpad import Scratchpad
+from tests.domain_harness import Harness
 
 DOM = load_domain("airline")
 SOLUTIONS = Path(__file__).resolve().parents[1] / "data_gen" / "solutions" / "airline"
@@ -49,21 +50,7 @@ def state():
     return DOM.load_state(json.loads(json.dumps(SCENARIO)))
 
 
-def call(s, tool, **args):
-    return DOM.tools[tool](s, args)
-
-
-def fails(s, tool, match, **args):
-    before = DOM.snapshot(s)
-    out = call(s, tool, **args)
-    assert "error" in out, out
-    assert match in out["error"]
-    assert DOM.snapshot(s) == before, f"{tool} changed the state although it failed"
-    return out
-
-
-def writes(tool, args, result):
-    return toolgate.writes(DOM.tools[tool].spec, args, result)
+call, fails, writes = (lambda h: (h.call, h.fails, h.writes))(Harness(DOM))
 
 
 # ------------------------------------------------------------------ state
