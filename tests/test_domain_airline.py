@@ -50,7 +50,8 @@ def state():
     return DOM.load_state(json.loads(json.dumps(SCENARIO)))
 
 
-call, fails, writes = (lambda h: (h.call, h.fails, h.writes))(Harness(DOM))
+_H = Harness(DOM)
+call, fails, writes = _H.call, _H.fails, _H.writes
 
 
 # ------------------------------------------------------------------ state
