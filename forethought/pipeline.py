@@ -222,23 +222,31 @@ def _verify(c: Any) -> Any:
     return {"solutions": len(res), "domains": dict(sorted(doms.items())), "tags": dict(sorted(tags.items()))}
 
 
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
 def _generate(c: Any) -> Any:
     from data_gen.generate import generate
 
-    return generate(c.data)
+    with _console().status("generate: round 0") as st:
+        return generate(c.data, progress=lambda r, counts: st.update(
+            f"generate: round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())))
 
 
 def _train(c: Any) -> Any:
     from training.train import run as train_run
 
-    results = train_run(c)
+    results = train_run(c)  # prints its own per-step progress
     return {p: r.metrics for p, r in results.items()}
 
 
 def _validate(c: Any) -> Any:
-    from training.validate import run_validation
+    from training.validate import validate_with_progress
 
-    return run_validation(c)
+    return validate_with_progress(c, _console())
 
 
 def _package(c: Any) -> Any:
@@ -250,7 +258,8 @@ def _package(c: Any) -> Any:
 def _evaluate(c: Any) -> Any:
     from data_gen.evaluate import evaluate
 
-    return evaluate(c)
+    with _console().status("evaluate") as st:
+        return evaluate(c, progress=lambda setting, sid: st.update(f"evaluate: {setting}: {sid}"))
 
 
 # -------------------------------------------------------------------- run

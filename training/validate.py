@@ -239,16 +239,10 @@ def plot_gates(summary: dict[str, Any], path: Path) -> None:
     atomic_write_figure(path, fig)
 
 
-def cli(args: list[str]) -> int:
-    from rich.console import Console
+def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
+    """run_validation with a progress bar per primitive and model (base / tuned)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from forethought.commands import load, split_args
-
-    cfg = load("validate", split_args(args), ValidateConfig)
-    if cfg is None:
-        return 0
-    console = Console(stderr=True)
     prims = cfg.selected()
     sizes = {p: len(_read_rows(cfg.dataset_dir, p, cfg.max_examples)) for p in prims}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as prog:
@@ -256,7 +250,19 @@ def cli(args: list[str]) -> int:
         for p in prims:
             for kind in ("tuned", "base") if cfg.base_comparison else ("tuned",):
                 tasks[(p, kind)] = prog.add_task(f"{p} ({kind})", total=sizes[p])
-        summary = run_validation(cfg, progress=lambda p, kind, k: prog.advance(tasks[(p, kind)], k))
+        return run_validation(cfg, progress=lambda p, kind, k: prog.advance(tasks[(p, kind)], k))
+
+
+def cli(args: list[str]) -> int:
+    from rich.console import Console
+
+    from forethought.commands import load, split_args
+
+    cfg = load("validate", split_args(args), ValidateConfig)
+    if cfg is None:
+        return 0
+    console = Console(stderr=True)
+    summary = validate_with_progress(cfg, console)
     console.print(gates_markdown(summary))
     console.print(f"wrote {cfg.output_dir}/gates.json, gates.md, gates.png")
     return 0 if summary["passed"] else 1
