@@ -274,7 +274,13 @@ def _prep_decompose(x: TurnIn, st: TurnState) -> DecomposeInput:
 def _build_graph(x: DecomposeOutput, st: TurnState) -> Batches:
     """BuildDepGraph from the decomposition; CycleDetect; layer for ordering (leaves first)."""
     st.tasks = {}
-    for t in x.tasks[: st.config.max_tasks]:
+    if len(x.tasks) > st.config.max_tasks:
+        # Never truncate: a dropped task could be another's dependency. The turn halts instead
+        # (INV-T), the same way a ForEach halts past its declared fan-out.
+        raise ValueError(
+            f"the decomposition has {len(x.tasks)} tasks, more than the declared fan-out max_tasks={st.config.max_tasks}"
+        )
+    for t in x.tasks:
         st.tasks.setdefault(t.id, t)
     ids = list(st.tasks)
     deps = {t: [d for d in st.tasks[t].depends_on if d in st.tasks and d != t] for t in ids}

@@ -129,6 +129,31 @@ class Turn(_Strict):
     scratchpad: dict[str, Any] = Field(default_factory=dict)  # expected entries of S after the turn
     notes: str = ""
 
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Turn:
+        """Task ids, dependencies and the order refer to this turn's tasks; call strings parse."""
+        from .registry.callparse import CallParseError, parse_call
+
+        if self.tasks is not None:
+            ids = [t.id for t in self.tasks]
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            if dup:
+                raise ValueError(f"task ids are not unique: {dup}")
+            for t in self.tasks:
+                unknown = [d for d in t.depends_on if d not in ids]
+                if unknown:
+                    raise ValueError(f"task {t.id!r} depends on unknown task ids {unknown}")
+            unknown = [o for o in self.order or [] if o not in ids]
+            if unknown:
+                raise ValueError(f"order names unknown task ids {unknown} (tasks: {ids})")
+        for i, c in enumerate(self.calls or []):
+            if isinstance(c, str):
+                try:
+                    parse_call(c)
+                except CallParseError as exc:
+                    raise ValueError(f"calls[{i}] {c!r} is not a call: {exc}") from None
+        return self
+
     @property
     def annotated(self) -> bool:
         return self.tasks is not None

@@ -12,9 +12,9 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, ValidationError, create_model
 
-from .errors import DesignError
+from .errors import DesignError, HaltError
 from .primitive import Primitive
 
 
@@ -70,16 +70,57 @@ def type_mismatches(out_type: type[BaseModel], in_type: type[BaseModel]) -> list
 
 
 def _ann_name(a: Any) -> str:
+    if typing.get_origin(a) is not None or isinstance(a, types.GenericAlias):
+        return str(a).replace("typing.", "")  # list[int], not just "list"
     return getattr(a, "__name__", None) or str(a).replace("typing.", "")
 
 
+# (output type, input type) -> whether fields can be passed through unvalidated
+_PASSTHROUGH: dict[tuple[type, type], bool] = {}
+
+
+def _passthrough(src: type[BaseModel], dst: type[BaseModel]) -> bool:
+    """True when every input field has the identical annotation in the output and
+    the input type adds no constraints or validators: then passing the values on
+    is exactly what validation would do, without its cost (the kernel adapts on
+    every step)."""
+    key = (src, dst)
+    if key not in _PASSTHROUGH:
+        sf = src.model_fields
+        decorators = dst.__pydantic_decorators__
+        _PASSTHROUGH[key] = (
+            not (decorators.field_validators or decorators.model_validators or decorators.validators)
+            and all(
+                (f not in sf and not fi.is_required() and not fi.metadata)
+                or (f in sf and sf[f].annotation == fi.annotation and not fi.metadata)
+                for f, fi in dst.model_fields.items()
+            )
+        )
+    return _PASSTHROUGH[key]
+
+
 def adapt(value: BaseModel, in_type: type[BaseModel]) -> BaseModel:
-    """Convert an output to the next input type (already checked at design time)."""
+    """Convert an output to the next input type (its fit was checked at design time).
+
+    Structurally compatible but distinct types (a nested model of another class,
+    ``int`` into ``float``, a field with constraints) are validated, so the next
+    step receives a real ``in_type``; a value that still does not fit (e.g. it
+    breaks a ``Field`` constraint) halts the run with a structured error.
+    """
     if isinstance(value, in_type):
         return value
-    return in_type.model_construct(
-        **{f: getattr(value, f) for f in in_type.model_fields if f in type(value).model_fields}
-    )
+    src = type(value)
+    if _passthrough(src, in_type):
+        return in_type.model_construct(**{f: getattr(value, f) for f in in_type.model_fields if f in src.model_fields})
+    data = value.model_dump()
+    try:
+        return in_type.model_validate({f: data[f] for f in in_type.model_fields if f in data})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        raise HaltError(
+            f"{src.__name__}->{in_type.__name__}", None, value, [],
+            f"output {src.__name__} does not fit input {in_type.__name__} at run time: {problems}",
+        ) from None
 
 
 def _require_field_name(name: Any, where: str) -> None:

@@ -201,6 +201,16 @@ def test_cycle_halts_the_turn_and_executes_nothing():
     assert res.calls == [] and env.states["weather_test"].log == []
 
 
+def test_more_tasks_than_the_declared_fan_out_halt_the_turn_instead_of_dropping_any():
+    # t1 depends on the 13th task: truncating to max_tasks=12 would run t1 without its dependency.
+    tasks = [task("t1", "weather_backup", depends_on=["t13"], parameters={"city": "A"})]
+    tasks += [task(f"t{i}", "weather_backup", parameters={"city": "A"}) for i in range(2, 14)]
+    for cvc in (True, False):
+        res, _, env, _ = run(turn("weather in A, thirteen times", tasks, [f"t{i}" for i in range(13, 0, -1)]), cvc=cvc)
+        assert res.halted is not None and "max_tasks=12" in res.halted["reason"]
+        assert res.calls == [] and env.states["weather_test"].log == []
+
+
 def test_missing_function_and_missing_param_abandon_only_their_task():
     t = turn(
         "translate the forecast, save a note, and get weather for Kyiv",
