@@ -35,6 +35,18 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "registry": ("kernel.registry.cli", "cli", "tool registry utilities: registry check FILE..."),
     "demo-dsl": ("forethought.dsl_demo", "cli", "a two-step DSL program with a contract, a violation and its recovery"),
 }
+# Commands configured by conf/<command>.yaml: their usage line (positional
+# arguments) and the flags they accept besides --help and --cfg.
+CONFIGURED: dict[str, tuple[str, set[str]]] = {
+    "verify": ("[PATH ...]", set()),
+    "generate": ("", set()),
+    "train": ("", {"-m", "--multirun"}),
+    "validate": ("", set()),
+    "package": ("", set()),
+    "run": ("SCENARIO", set()),
+    "evaluate": ("", set()),
+    "pipeline": ("", set()),
+}
 
 
 def _usage() -> str:
@@ -42,7 +54,33 @@ def _usage() -> str:
     for name, (_, _, help_) in COMMANDS.items():
         lines.append(f"  {name:<10} {help_}")
     lines.append("")
-    lines.append("Every command accepts Hydra overrides (key=value, group=option); --cfg prints the resolved config.")
+    lines.append("Every command accepts Hydra overrides (key=value, group=option); --cfg prints the resolved config;")
+    lines.append("forethought <command> --help lists its settings.")
+    return "\n".join(lines)
+
+
+def command_help(command: str) -> str:
+    """What ``forethought <command> --help`` prints: usage, config file, groups and every default setting."""
+    from omegaconf import OmegaConf
+
+    from forethought.config import CONF_DIR, compose_config
+
+    positional, flags = CONFIGURED[command]
+    extra = "[-m|--multirun]" if "--multirun" in flags else ""
+    usage = " ".join(x for x in ("usage: forethought", command, positional, "[key=value ...]", "[--cfg]", extra) if x)
+    cfg = compose_config(command, [])
+    raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / f"{command}.yaml"))
+    defaults = [d for d in raw.get("defaults", []) if isinstance(d, dict)]  # type: ignore[union-attr]
+    lines = [usage, "", COMMANDS[command][2] + ".", "",
+             f"config: conf/{command}.yaml (strict: unknown keys and wrong types are rejected, all at once)"]
+    if defaults:
+        lines.append("config groups (group=option):")
+        for d in defaults:
+            for group, chosen in d.items():
+                group = str(group).removeprefix("override ")
+                options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")) if (CONF_DIR / group).is_dir() else []
+                lines.append(f"  {group}={chosen}" + (f"  (options: {', '.join(options)})" if options else ""))
+    lines += ["", "settings and their defaults (override with key=value):", OmegaConf.to_yaml(cfg).rstrip()]
     return "\n".join(lines)
 
 
@@ -62,6 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from forethought.errors import run_guarded
 
+    if command in CONFIGURED:
+        if "-h" in rest or "--help" in rest:
+            return run_guarded(lambda: print(command_help(command)) or 0)
+        flags = [a for a in rest if a.startswith("-")]
+        bad = sorted(set(flags) - {"--cfg"} - CONFIGURED[command][1])
+        if bad:
+            accepted = ", ".join(["--help", "--cfg", *sorted(CONFIGURED[command][1])])
+            print(f"error: forethought {command}: unknown flag(s) {', '.join(bad)}; accepted: {accepted}", file=sys.stderr)
+            return 2
     return run_guarded(lambda: resolve(command)(rest))
 
 

@@ -16,6 +16,7 @@ Any error raises :class:`ConfigError` listing all of them.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from pathlib import Path
 from typing import Any, TypeVar
@@ -156,8 +157,13 @@ def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "c
     if isinstance(data, dict):
         data.pop("hydra", None)
     try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
+        # Strict JSON-mode validation, for every command alike: no '16' -> 16 or 'yes' -> True
+        # coercion (a quoted number or a word for a flag is a mistake worth reporting), while
+        # strings still become paths and enums, and whole numbers still fit float fields.
+        return schema.model_validate_json(json.dumps(data), strict=True)
+    except (TypeError, ValueError) as exc:
+        if not isinstance(exc, ValidationError):  # not JSON-serialisable: a config cannot hold it
+            raise ConfigError(source, [f"<root>: {exc}"]) from None
         errs = []
         for e in exc.errors():
             loc = ".".join(str(p) for p in e["loc"]) or "<root>"

@@ -1,0 +1,37 @@
+"""The CLI surface shared by every configured command: --help, flags, strict configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from forethought.cli import CONFIGURED, main
+
+
+@pytest.mark.parametrize("command", sorted(CONFIGURED))
+def test_help_lists_settings_and_runs_nothing(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a command that ran would write under runs/ here
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: forethought {command}")
+    assert f"conf/{command}.yaml" in out and "settings and their defaults" in out
+    assert not (tmp_path / "runs").exists()
+
+
+def test_help_names_config_groups_and_their_options(capsys):
+    assert main(["train", "-h"]) == 0
+    out = capsys.readouterr().out
+    assert "model=tiny  (options: gemma3_12b, tiny)" in out
+    assert "[-m|--multirun]" in out
+
+
+@pytest.mark.parametrize("command", ["verify", "run", "validate", "pipeline"])
+def test_unknown_flags_are_refused_before_anything_runs(command, capsys):
+    assert main([command, "--dry-run"]) == 2
+    assert "unknown flag(s) --dry-run; accepted: --help, --cfg" in capsys.readouterr().err
+
+
+def test_configs_are_not_coerced_from_strings(capsys):
+    assert main(["validate", "base_comparison=yes", "max_examples='16'", "--cfg"]) == 2
+    err = capsys.readouterr().err
+    assert "max_examples: Input should be a valid integer (got '16')" in err
+    assert "base_comparison: Input should be a valid boolean (got 'yes')" in err
