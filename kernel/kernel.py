@@ -154,6 +154,12 @@ class TurnResult(_M):
 # ------------------------------------------------------- program data types
 class TurnIn(_M):
     user: str
+    config: dict[str, Any] = Field(default_factory=dict)  # configuration C given with this turn
+
+
+class ScratchpadInit(_M):
+    user: str
+    written: dict[str, Any] = Field(default_factory=dict)  # S's values for C's keys, read back after the write
 
 
 class Batches(_M):
@@ -171,6 +177,9 @@ class TaskCursor(_M):
     candidate: int = 0
     missing: list[str] = Field(default_factory=list)
     lookups: dict[str, list[str]] = Field(default_factory=dict)  # param -> sources consulted, in order
+    # ToolGate verdicts of the last execution attempt ("tool: pre|post: reason"), so the trace shows
+    # why a call was not committed and the next candidate tried.
+    toolgate: list[str] = Field(default_factory=list)
 
 
 class TaskList(_M):
@@ -267,6 +276,18 @@ def _lookup(m: str, tau: dict[str, Any], S: Scratchpad) -> BindingRecord:
 
 
 # ---------------------------------------------------------- symbolic steps
+def _init_scratchpad(x: TurnIn, st: TurnState) -> ScratchpadInit:
+    """Init-Scratchpad: the turn's configuration C goes into S before anything reads it."""
+    for k, v in x.config.items():
+        st.S.set(k, v, "config")
+    return ScratchpadInit(user=x.user, written={k: st.S.get(k) for k in x.config})
+
+
+def _config_in_s(x: TurnIn, out: ScratchpadInit) -> str | None:
+    wrong = [k for k, v in x.config.items() if k not in out.written or out.written[k] != v]
+    return f"configuration keys not in S as given: {wrong}" if wrong else None
+
+
 def _prep_decompose(x: TurnIn, st: TurnState) -> DecomposeInput:
     return DecomposeInput(user=x.user, context=dict(st.tau), state=st.view(), tools=st.briefs)
 
@@ -558,14 +579,16 @@ def _guard_execute(x: TaskCursor, st: TurnState) -> TaskCursor:
         st.violate(f"INV-E: {f} would execute with {sorted(args)} but needs {sorted(M)}")
         st.outcome(tid, "missing_param", tool=f, reason="execution guard", missing=sorted(set(M) - set(args)))
         return x.model_copy(update={"status": "missing_param"})
+    n_calls = len(st.calls)
     ok, reasons = _execute(st, tid, "task", f, args)
     if ok:
         st.outcome(tid, "executed", tool=f)
-        return x.model_copy(update={"status": "executed"})
+        return x.model_copy(update={"status": "executed", "toolgate": []})
+    gate = [f"{f}: {r}" for c in st.calls[n_calls:] for r in c.rejected] or [f"{f}: {r}" for r in reasons]
     if x.candidate + 1 < len(cands):
-        return x.model_copy(update={"status": "trying", "candidate": x.candidate + 1})
+        return x.model_copy(update={"status": "trying", "candidate": x.candidate + 1, "toolgate": gate})
     st.outcome(tid, "tool_failed", tool=f, reason="; ".join(reasons))
-    return x.model_copy(update={"status": "tool_failed"})
+    return x.model_copy(update={"status": "tool_failed", "toolgate": gate})
 
 
 def _execute(st: TurnState, tid: str, purpose: str, f: str, args: dict[str, Any]) -> tuple[bool, list[str]]:
@@ -739,6 +762,7 @@ def build_program(cfg: KernelConfig) -> Program:
     match_func = ForEach(slm_step(MATCH_FUNC), over="items", max_items=cfg.max_tasks, on_item_error="skip", label="match_func")
     tasks = ForEach(task_program, over="tasks", max_items=cfg.max_tasks, on_item_error="skip", label="tasks")
     root = Sequence(
+        Step(_sym("init_scratchpad", _init_scratchpad, TurnIn, ScratchpadInit, Contract(value=[Check("config_in_S", "value", _config_in_s)]))),
         Step(_sym("init_decompose", _prep_decompose, TurnIn, DecomposeInput, pure=False)),
         slm_step(DECOMPOSE, "decompose"),
         Step(build_graph),
@@ -778,6 +802,7 @@ class Kernel:
         registry: Registry,
         backend: Backend,
         context: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
         index: int = 0,
         trace: str = "full",
         recorder: Recorder | None = None,
@@ -796,7 +821,7 @@ class Kernel:
         st.keys_seen = scratchpad.keys()
         checks = self.config.cvc if self.config.check_contracts is None else self.config.check_contracts
         engine = Engine(backend, check_contracts=checks, trace=trace, recorder=recorder, cache=cache)  # type: ignore[arg-type]
-        run = engine.run(self.program, TurnIn(user=user), context=st, run_id=f"turn{index}")
+        run = engine.run(self.program, TurnIn(user=user, config=dict(config or {})), context=st, run_id=f"turn{index}")
         halted = run.error.to_dict() if run.error is not None else None
         if halted is not None:
             st.check_monotone("halt")

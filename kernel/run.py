@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.errors import UserError
+from primitives import Cache, Recorder, ReplayMissError
 from primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
 
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
@@ -43,14 +45,49 @@ class RunConfig(BaseModel):
     trace: str = Field("full", pattern="^(full|steps|off)$")
     kernel: KernelSettings = Field(default_factory=KernelSettings)
     backend: BackendConfig = Field(default_factory=OracleBackendConfig)
+    record: bool = False  # write every SLM reply to <output>/recording.jsonl
+    replay: str | None = None  # answer SLM requests from this recording.jsonl
+    replay_mode: Literal["strict", "replay"] = "strict"  # strict: a request not recorded is an error
+    cache: bool = False  # reuse the answer to an identical SLM request within the run
+
+
+class _ReplayOnly:
+    """The backend of a strict replay: never asked, since a miss raises first."""
+
+    name = "replay"
+
+    def complete(self, requests):  # pragma: no cover - unreachable under strict replay
+        raise RuntimeError("strict replay asked the backend")
+
+
+def _recorder(cfg: RunConfig) -> Recorder | None:
+    if cfg.replay is not None:
+        if not Path(cfg.replay).is_file():
+            raise UserError(f"no recording at {cfg.replay}", "replay")
+        try:
+            return Recorder.load(cfg.replay, mode=cfg.replay_mode)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{cfg.replay}: not a recording: {exc}", "replay") from None
+    return Recorder("record") if cfg.record else None
 
 
 def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
+    if cfg.record and cfg.replay is not None:
+        raise UserError("record=true and replay=... exclude each other", "record")
     sol = load_solution(path).rendered()
-    factory = backend_factory(cfg.backend, sol)
+    if cfg.replay is not None and cfg.replay_mode == "strict":
+        factory = lambda i, turn: _ReplayOnly()  # noqa: E731 - every answer comes from the recording
+    else:
+        factory = backend_factory(cfg.backend, sol)
     kernel = Kernel(cfg.kernel.build())
-    res = run_solution(sol, kernel, factory, trace=cfg.trace)
+    recorder = _recorder(cfg)
+    try:
+        res = run_solution(sol, kernel, factory, trace=cfg.trace, recorder=recorder, cache=Cache() if cfg.cache else None)
+    except ReplayMissError as exc:
+        raise UserError(f"{exc} (scenario {path})", str(cfg.replay)) from None
     out = Path(cfg.output_dir) / sol.id
+    if cfg.record and recorder is not None:
+        recorder.save(out / "recording.jsonl")
     atomic_write_json(out / "turns.json", [t.model_dump(mode="json") for t in res.turns])
     atomic_write_jsonl(out / "calls.jsonl", [
         {"turn": t.index, "task_id": c.task_id, "purpose": c.purpose, "tool": c.tool, "arguments": c.arguments, "result": c.result}
@@ -59,7 +96,8 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     atomic_write_json(out / "final_state.json", res.final_state)
     rows = [{"turn": i, **r} for i, tr in enumerate(res.traces) for r in tr.to_rows()]
     atomic_write_jsonl(out / "trace.jsonl", rows)
-    meta = {"scenario": path, "backend": cfg.backend.name, "cvc": cfg.kernel.cvc}
+    meta = {"scenario": path, "backend": "replay" if isinstance(factory(0, sol.turns[0]), _ReplayOnly) else cfg.backend.name,
+            "cvc": cfg.kernel.cvc}
     bundle = getattr(getattr(factory(0, sol.turns[0]), "bundle", None), "path", None)
     if bundle:
         meta["bundle"] = str(bundle)
@@ -77,12 +115,20 @@ def cli(args: list[str]) -> int:
     paths = a.positional or ([cfg.scenario] if cfg.scenario else [])
     if not paths:
         raise UserError("give a scenario file: forethought run SCENARIO.json [backend=...]", "scenario")
+    status = 0
     for p in paths:
         out, res = run_scenario_file(cfg, p)
         for t in res.turns:  # type: ignore[attr-defined]
-            status = f"halted: {t.halted['reason']}" if t.halted else ", ".join(f"{k}={v.status}" for k, v in t.outcomes.items())
-            print(f"turn {t.index + 1}: {status}")
+            summary = f"halted: {t.halted['reason']}" if t.halted else ", ".join(f"{k}={v.status}" for k, v in t.outcomes.items())
+            print(f"turn {t.index + 1}: {summary}")
             for c in t.committed_calls:
                 print(f"  {c.tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in c.arguments.items())})")
-        print(f"wrote {out}/ (turns.json, calls.jsonl, final_state.json, trace.jsonl, trace.html)")
-    return 0
+        extra = ", recording.jsonl" if cfg.record else ""
+        print(f"wrote {out}/ (turns.json, calls.jsonl, final_state.json, trace.jsonl, trace.html{extra})")
+        halted = [t for t in res.turns if t.halted]  # type: ignore[attr-defined]
+        if halted:
+            # A halted turn did not complete (a cycle, or a step whose recovery was exhausted,
+            # e.g. an unreachable backend): say so in the exit status, as a test runner would.
+            print(f"{len(halted)} of {len(res.turns)} turn(s) halted")  # type: ignore[attr-defined]
+            status = 1
+    return status

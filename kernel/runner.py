@@ -72,8 +72,6 @@ def run_solution(
     for i, turn in enumerate(sol.turns):
         if turns is not None and i not in turns:
             continue
-        for k, v in turn.config.items():
-            S.set(k, v, "config")
         res, tr = kernel.run_turn(
             user=turn.user,
             env=env,
@@ -81,6 +79,7 @@ def run_solution(
             registry=registry,
             backend=backend_for(i, turn),
             context=turn.context,
+            config=turn.config,
             index=i,
             trace=trace,
             recorder=recorder,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import threading
@@ -223,10 +224,11 @@ class Engine:
             key = input_hash(prim.name, inp, (), prim.version)
             hit = self.cache.get(key)
             if hit is not None:
-                return hit, "cache"
+                # A copy: a later step that mutates its input must not change the cached value.
+                return copy.deepcopy(hit), "cache"
         out = prim.fn(inp, st.ctx) if prim.uses_context else prim.fn(inp)  # type: ignore[misc]
         if key is not None:
-            self.cache.put(key, out)  # type: ignore[union-attr]
+            self.cache.put(key, copy.deepcopy(out))  # type: ignore[union-attr]
         return out, "call"
 
     def _slm_lookup(self, prim: Primitive, inp: BaseModel, feedback: tuple[str, ...]) -> tuple[str, SLMReply | None, str]:
@@ -238,10 +240,16 @@ class Engine:
             if hit is not None:
                 return key, SLMReply(hit["text"], hit.get("model", {})), "replay"
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = self.cache.get(self._cache_key(key))
             if hit is not None:
                 return key, hit, "cache"
         return key, None, "call"
+
+    def _cache_key(self, key: str) -> str:
+        # A cache may be shared by engines with different backends: an answer is only reused
+        # for the backend (model) that gave it. (A Recorder is deliberately backend-free:
+        # replaying one model's recording without that model is its purpose.)
+        return f"{getattr(self.backend, 'name', type(self.backend).__name__)}|{key}"
 
     def _slm_complete(self, prim: Primitive, items: list[tuple[BaseModel, tuple[str, ...]]], st: _State) -> list[tuple[SLMReply, str]]:
         """Answer a batch of requests to one primitive: replay/cache first, then one backend call."""
@@ -271,7 +279,7 @@ class Engine:
                     if kept is not None:
                         reply = SLMReply(kept["text"], kept.get("model", {}))
                 if self.cache is not None:
-                    self.cache.put(key, reply)
+                    self.cache.put(self._cache_key(key), reply)
                 out[i] = (reply, "call")
         return out  # type: ignore[return-value]
 

@@ -401,3 +401,40 @@ def test_halt_inside_a_replayed_run_is_still_a_halt_error():
     run = Engine(CountingBackend(lambda r, n: "{}"), recorder=Recorder("strict", rec.entries)).run(guess, {"text": "q"})
     with pytest.raises(HaltError):
         run.raise_for_error()
+
+
+def test_atomic_writes_leave_no_temp_file_and_use_the_normal_file_mode(tmp_path):
+    import os
+    import stat
+
+    from primitives.io import atomic_write_json
+
+    out = atomic_write_json(tmp_path / "sub" / "x.json", {"a": 1})
+    assert out.read_text() == '{\n  "a": 1\n}\n'
+    assert [p.name for p in out.parent.iterdir()] == ["x.json"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask  # as open() would create it, not mkstemp's 0600
+
+
+def test_a_shared_cache_never_serves_one_backends_answer_to_another():
+    guess = slm("guess", Text, Num, Contract(), render=render)
+    cache = Cache()
+    a = CountingBackend(lambda r, n: json.dumps({"v": 100 + n}))
+    b = CountingBackend(lambda r, n: json.dumps({"v": 200 + n}))
+    b.name = "other-model"
+    assert Engine(a, cache=cache).run(guess, {"text": "x"}).output == Num(v=101)
+    assert Engine(b, cache=cache).run(guess, {"text": "x"}).output == Num(v=201)
+    assert Engine(a, cache=cache).run(guess, {"text": "x"}).trace.records[0].source == "cache"
+
+
+def test_a_cached_symbolic_output_is_not_changed_by_whoever_mutates_it():
+    class Bag(BaseModel):
+        items: list[str]
+
+    make = symbolic("make", lambda t: Bag(items=[t.text]), Text, Bag, Contract())
+    eng = Engine(cache=Cache())
+    first = eng.run(make, {"text": "a"}).output
+    first.items.append("mutated")
+    second = eng.run(make, {"text": "a"})
+    assert second.trace.records[0].source == "cache" and second.output == Bag(items=["a"])

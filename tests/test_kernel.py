@@ -138,6 +138,10 @@ def test_postcondition_failure_leaves_state_unchanged_and_tries_the_alternative(
     assert env.states["weather_test"].log == ["backup:Paris"]
     assert S.get("forecast")["humidity"] == 45
     assert res.outcomes["t1"].status == "executed" and res.outcomes["t1"].tool == "weather_backup"
+    # the trace shows the rejection: the guard step that tried weather_primary names the failed postcondition
+    guards = [r for r in trace if r.primitive == "guard_execute"]
+    assert [g.output["toolgate"] for g in guards] == [["weather_primary: post: result lacks humidity"], []]
+    assert [g.output["status"] for g in guards] == ["trying", "executed"]
 
 
 def test_postcondition_failure_without_alternative_is_tool_failed_and_nothing_committed():

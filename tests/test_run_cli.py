@@ -57,3 +57,30 @@ def test_unknown_domain_is_a_located_error(tmp_path, capsys):
     assert main(["run", str(sc), f"output_dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert "dom.json" in err and "no_such_domain" in err
+
+
+def test_record_then_strict_replay_reproduces_the_run_without_the_backend(tmp_path, capsys):
+    assert main(["run", FIG1, f"output_dir={tmp_path / 'a'}", "record=true"]) == 0
+    rec = tmp_path / "a" / "fs-paper-figure1" / "recording.jsonl"
+    entries = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert {e["primitive"] for e in entries} >= {"decompose", "match_func"}
+    # strict replay needs no backend at all: a bundle that does not exist is never opened
+    assert main(["run", FIG1, f"output_dir={tmp_path / 'b'}", f"replay={rec}", "backend=hf", "backend.bundle=/nonexistent"]) == 0
+    a, b = (tmp_path / d / "fs-paper-figure1" for d in "ab")
+    assert (a / "calls.jsonl").read_text() == (b / "calls.jsonl").read_text()
+    assert (a / "final_state.json").read_text() == (b / "final_state.json").read_text()
+    replayed = [json.loads(x) for x in (b / "trace.jsonl").read_text().splitlines()]
+    assert {r["source"] for r in replayed if r["kind"] == "slm"} == {"replay"}
+    # a recording with an entry missing: strict replay is a located error, not a crash
+    short = tmp_path / "short.jsonl"
+    short.write_text("".join(x + "\n" for x in rec.read_text().splitlines()[1:]))
+    capsys.readouterr()
+    assert main(["run", FIG1, f"output_dir={tmp_path / 'c'}", f"replay={short}"]) == 2
+    assert "strict replay: no recorded output" in capsys.readouterr().err
+
+
+def test_a_halted_turn_makes_the_exit_status_non_zero(tmp_path, capsys):
+    cyclic = "data_gen/solutions/airline/certificate_after_booking_cycle.json"
+    assert main(["run", cyclic, f"output_dir={tmp_path}"]) == 1
+    out = capsys.readouterr().out
+    assert "halted: " in out and "turn(s) halted" in out
