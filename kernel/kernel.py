@@ -250,7 +250,8 @@ class TurnState:
         task = self.tasks.get(tid)
         out = dict(self.tau)
         if task is not None:
-            out.update(task.parameters)
+            # A null from decompose means "not stated": it must not hide the context's value (INV-L).
+            out.update({k: v for k, v in task.parameters.items() if v is not None})
         return out
 
     def view(self) -> dict[str, Any]:
@@ -624,7 +625,7 @@ def _run_proposed(st: TurnState, tid: str, task: ProposedTask) -> None:
     spec = st.registry.get(task.tool_name)
     if spec is None:
         return
-    tau = {**st.tau_for(tid), **task.parameters}
+    tau = {**st.tau_for(tid), **{k: v for k, v in task.parameters.items() if v is not None}}
     args = {}
     for m in spec.required:
         r = _lookup(m, tau, st.S)

@@ -1,17 +1,22 @@
 """Fuzzing harness for the kernel: random registries, random multi-turn inputs, adversarial SLM outputs.
 
 Shared by the fuzz tests (``tests/test_kernel_fuzz.py``) and the benchmark
-scripts. Each case builds a throw-away domain whose tools log their calls,
-then runs a few turns against a backend that answers every SLM request with
-a seeded mix of plausible and adversarial outputs: malformed JSON, unknown
-tool names, hallucinated parameter values, extra or missing keys, cyclic
-dependencies and empty outputs.
+scripts. Each case builds a throw-away domain whose tools log their calls (and,
+for the harness, the scratchpad as it was at each call), registers only some of
+them, then runs a few turns against a backend that answers every SLM request
+with a seeded mix of plausible and adversarial outputs: malformed JSON, unknown
+and unregistered tool names, hallucinated parameter values, extra or missing
+keys, cyclic dependencies and empty outputs. ``run_case`` checks the invariants
+on what actually happened (the arguments the tools received, the dependency
+outcomes, a replay without a failed task), not on the kernel's description of it.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import random
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +46,8 @@ class FuzzCase:
     turns: list[tuple[str, dict[str, Any]]]
     config: dict[str, Any]
     failing: dict[str, str] = field(default_factory=dict)  # tool -> "error" | "bad_result"
+    # Implemented by the domain but left out of the turn's registry: the adversarial model still names them.
+    unregistered: list[str] = field(default_factory=list)
 
 
 def _param_schema(rng: random.Random) -> dict[str, Any]:
@@ -82,15 +89,32 @@ def random_case(rng: random.Random) -> FuzzCase:
         turns.append((text, ctx))
     config = {k: rng.choice([True, False, None, "x"]) for k in rng.sample(KEYS, rng.randint(0, 3))}
     failing = {s.name: rng.choice(["error", "bad_result"]) for s in specs if rng.random() < 0.2}
-    return FuzzCase(specs, turns, config, failing)
+    unregistered = [s.name for s in specs if rng.random() < 0.25]
+    return FuzzCase(specs, turns, config, failing, unregistered)
 
 
-def build_domain(case: FuzzCase) -> Domain:
+class Probe:
+    """Harness-side record of every invocation of a tool implementation, with S as it was at that moment.
+
+    Kept outside the world state (which a rejected call discards) and outside the kernel's own records,
+    so the assertions compare what the kernel did with what it reports.
+    """
+
+    def __init__(self) -> None:
+        self.S: Scratchpad | None = None
+        self.invocations: list[dict[str, Any]] = []
+
+
+def build_domain(case: FuzzCase, probe: Probe | None = None) -> Domain:
     dom = Domain("fuzz", FuzzState, "fuzzing domain")
     for spec in case.registry_specs:
         mode = case.failing.get(spec.name)
 
         def fn(state: FuzzState, _name: str = spec.name, _mode: str | None = mode, **kw: Any) -> dict[str, Any]:
+            if probe is not None:
+                probe.invocations.append(
+                    {"tool": _name, "args": copy.deepcopy(kw), "S": probe.S.snapshot() if probe.S is not None else {}}
+                )
             state.counter += 1
             state.log.append({"tool": _name, "args": kw})
             if _mode == "error":
@@ -103,15 +127,36 @@ def build_domain(case: FuzzCase) -> Domain:
     return dom
 
 
+def _grounded_values(*sources: Any) -> list[Any]:
+    """Values a primitive could ground in its input: the words of its texts and the leaves of its dicts."""
+    out: list[Any] = []
+    for src in sources:
+        if isinstance(src, str):
+            out += src.split()
+        elif isinstance(src, dict):
+            for v in src.values():
+                if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                    out.append(v)
+    return out
+
+
 class AdversarialBackend:
-    """Answers each request with a seeded mix of plausible and adversarial outputs."""
+    """Answers each request with a seeded mix of plausible and adversarial outputs.
+
+    Adversarial: malformed JSON, unknown tools and tools left out of the registry, hallucinated values,
+    extra or missing keys, unknown or cyclic dependencies, empty outputs. Plausible (about half the
+    well-formed replies): registered tools, their own parameters, values grounded in the request, context
+    or state, dependencies on earlier tasks (rarely a cycle), so the contracts pass and the execution paths
+    are reached too.
+    """
 
     name = "adversarial"
 
     def __init__(self, seed: int, tools: list[str]):
         self.rng = random.Random(seed)
-        self.tools = tools
+        self.tools = tools  # every implemented tool, registered or not
         self.calls = 0
+        self.decomposed_tools: dict[str, str | None] = {}  # task id -> tool named by the last decomposition
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         self.calls += len(requests)
@@ -132,6 +177,8 @@ class AdversarialBackend:
         r = self.rng.random()
         if r < 0.08:
             return self.rng.choice(["", "{", "not json", "null", "[]", "{}", '{"tasks": "x"}', "```json\n{}\n```"])
+        if r < 0.54:
+            return self._plausible(req)
         inp = req.input
         p = req.primitive
         extra = {"unexpected_key": 1} if self.rng.random() < 0.1 else {}
@@ -144,7 +191,9 @@ class AdversarialBackend:
                 if self.rng.random() < 0.05:
                     deps.append("ghost")
                 params = {self.rng.choice(PARAMS): self._value() for _ in range(self.rng.randint(0, 3))}
-                tasks.append({"id": tid, "text": f"do {tid}", "tool_name": self._tool(), "depends_on": deps, "parameters": params})
+                tool = self._tool()
+                self.decomposed_tools[tid] = tool
+                tasks.append({"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params})
             return json.dumps({"tasks": tasks, **extra})
         if p == "get_order":
             ids = [t.id for t in inp.tasks]
@@ -169,26 +218,302 @@ class AdversarialBackend:
             return json.dumps({"values": {k: self._value() for k in keys}, **extra})
         return "{}"
 
+    def _plausible(self, req: SLMRequest) -> str:
+        rng, inp, p = self.rng, req.input, req.primitive
+        if p == "decompose":
+            briefs = {t.name: t for t in inp.tools}
+            grounded = _grounded_values(inp.user, inp.context, inp.state)
+            tasks = []
+            for k in range(rng.randint(1, 4)):
+                tid = f"t{k}"
+                tool = rng.choice(list(briefs)) if briefs and rng.random() < 0.85 else None
+                params = {}
+                if tool is not None:
+                    for m in briefs[tool].params:
+                        if rng.random() < 0.5:
+                            params[m] = rng.choice(grounded + [None]) if grounded else None
+                self.decomposed_tools[tid] = tool
+                deps = [f"t{j}" for j in range(k) if rng.random() < 0.35]
+                tasks.append({"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params})
+            if len(tasks) > 1 and rng.random() < 0.05:  # an otherwise valid decomposition with a cycle
+                tasks[0]["depends_on"].append(tasks[-1]["id"])
+                tasks[-1]["depends_on"].append(tasks[0]["id"])
+            return json.dumps({"tasks": tasks})
+        if p == "get_order":
+            ids = [t.id for t in inp.tasks]
+            rng.shuffle(ids)
+            return json.dumps({"ordered_task_ids": ids})
+        if p == "check_prerequisites":
+            fits = [t for t in inp.tools if inp.key in t.writes]
+            if not fits or rng.random() < 0.2:
+                return json.dumps({"task": None})
+            tool = rng.choice(fits)
+            grounded = _grounded_values(inp.task.text, inp.context, inp.state)
+            params = {m: rng.choice(grounded) for m in tool.params if grounded and rng.random() < 0.5}
+            return json.dumps({"task": {"tool_name": tool.name, "parameters": params}})
+        if p == "match_func":
+            # Mostly the tool the decomposition named (registered or not), else any implemented tool.
+            tool = self.decomposed_tools.get(inp.task.id) if rng.random() < 0.8 else rng.choice(self.tools + [None])
+            return json.dumps({"tool_name": tool})
+        if p == "match_fill":
+            grounded = _grounded_values(inp.task.text, inp.context, inp.state)
+            return json.dumps({"values": {m: rng.choice(grounded + [None]) if grounded else None for m in inp.missing}})
+        return "{}"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values (so True != 1 and 1 != 1.0, unlike ==)."""
+    return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True, default=repr)
+
+
+def _first_bound(*sources: dict[str, Any], name: str) -> tuple[bool, Any]:
+    """The first non-None value of ``name`` in ``sources`` (None counts as unbound)."""
+    for src in sources:
+        if src.get(name) is not None:
+            return True, src[name]
+    return False, None
+
+
+def _request_key(r: SLMRequest) -> tuple[str, str, tuple[str, ...]]:
+    return r.primitive, json.dumps(r.input.model_dump(mode="json"), sort_keys=True, default=repr), tuple(r.feedback)
+
+
+class RecordingBackend:
+    """Passes requests to another backend and keeps every (request, reply) of the current turn."""
+
+    name = "recording"
+
+    def __init__(self, inner: AdversarialBackend):
+        self.inner = inner
+        self.log: list[tuple[SLMRequest, SLMReply]] = []
+
+    def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
+        replies = self.inner.complete(requests)
+        self.log.extend(zip(requests, replies, strict=True))
+        return replies
+
+
+class ReplayBackend:
+    """Replays a recorded turn with some tasks removed from its decomposition.
+
+    decompose answers the recorded (accepted) decomposition less the removed tasks; get_order answers the
+    recorded order restricted to the batch; every other request gets the reply the identical request
+    (same primitive, input and feedback) got in the recorded run. A request the recorded run never made
+    is logged in ``unmatched`` (the remaining tasks saw something different) and answered with "".
+    """
+
+    name = "replay"
+
+    def __init__(self, log: list[tuple[SLMRequest, SLMReply]], tasks: list[dict[str, Any]], order: list[str]):
+        self.tasks = tasks
+        self.order = list(dict.fromkeys(order))
+        self.replies: dict[tuple, deque[str]] = defaultdict(deque)
+        for req, rep in log:
+            self.replies[_request_key(req)].append(rep.text)
+        self.unmatched: list[str] = []
+
+    def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
+        out = []
+        for r in requests:
+            if r.primitive == "decompose":
+                text = json.dumps({"tasks": self.tasks})
+            elif r.primitive == "get_order":
+                ids = {t.id for t in r.input.tasks}
+                text = json.dumps({"ordered_task_ids": [t for t in self.order if t in ids]})
+            else:
+                q = self.replies.get(_request_key(r))
+                if q:
+                    text = q.popleft()
+                else:
+                    self.unmatched.append(f"{r.primitive} {_request_key(r)[1][:300]}")
+                    text = ""
+            out.append(SLMReply(text, {"backend": "replay"}))
+        return out
+
+
+# A failed task with no effect on S or the world: no retrieval (absent prerequisite) and no match_fill ran for it,
+# and none of its calls committed. Removing it (and its dependents) must leave every other task exactly as it was.
+_NO_EFFECT_FAILURES = ("missing_function", "tool_failed", "blocked")
+
+
+def _dependents(tasks: dict[str, Any], root: str) -> set[str]:
+    out = {root}
+    grew = True
+    while grew:
+        grew = False
+        for tid, t in tasks.items():
+            if tid not in out and any(d in out for d in t.depends_on):
+                out.add(tid)
+                grew = True
+    return out
+
 
 @dataclass
 class CaseOutcome:
     turns: list[TurnResult]
     problems: list[str]
     slm_calls: int
+    stats: Counter = field(default_factory=Counter)
 
 
-def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off") -> CaseOutcome:
-    """Run one case and return every invariant problem found (empty when all hold)."""
-    dom = build_domain(case)
-    env = Environment([dom])
-    registry = env.registry()
-    S = Scratchpad(case.config)
-    backend = AdversarialBackend(seed, registry.names)
+def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[Any], probe: Probe, registry: Any) -> list[str]:
+    """INV-L against the values themselves: every argument a call received is tau's value for that name when tau
+    binds it (the task's decompose-grounded parameters, then the turn context; None is unbound), else S's value
+    at that moment (which includes what match_fill just wrote for a missing parameter)."""
     problems: list[str] = []
+    tasks = {t.id: t for t in res.tasks}
+    if len(staged) != len(probe.invocations):
+        return [f"turn {i}: {len(staged)} calls recorded as run but the tools were invoked {len(probe.invocations)} times"]
+    retrievals: dict[str, deque] = {
+        tid: deque(r.retrieval for r in recs if r.retrieval is not None and r.retrieval.tool_name in registry)
+        for tid, recs in res.prerequisites.items()
+    }
+    retrieval_calls = [c for c in res.calls if c.purpose == "retrieval"]
+    proposed_for: dict[int, Any] = {}
+    for c in retrieval_calls:
+        q = retrievals.get(c.task_id)
+        proposed_for[id(c)] = q.popleft() if q else None
+    for c, inv in zip(staged, probe.invocations, strict=True):
+        where = f"turn {i}: {c.purpose} call {c.tool} of task {c.task_id}"
+        if inv["tool"] != c.tool or not _same(inv["args"], c.arguments):
+            problems.append(f"{where}: recorded {c.arguments} but the tool {inv['tool']} received {inv['args']}")
+            continue
+        task = tasks.get(c.task_id)
+        if task is None:
+            problems.append(f"{where}: no such task in the decomposition")
+            continue
+        S_then = inv["S"]
+        if c.purpose == "task":
+            for m, v in c.arguments.items():
+                found, want = _first_bound(task.parameters, ctx, S_then, name=m)
+                if not found:
+                    problems.append(f"INV-L {where}: argument {m}={v!r} is bound in neither tau nor S")
+                elif not _same(v, want):
+                    problems.append(f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                                    f"(task parameters {task.parameters}, context {ctx}, S {S_then})")
+        else:
+            prop = proposed_for.get(id(c))
+            if prop is None:
+                problems.append(f"{where}: a retrieval call with no recorded retrieval task")
+                continue
+            spec = registry[c.tool]
+            for m, v in c.arguments.items():
+                if m in spec.required:  # looked up: the proposed task's values are its tau, before the task's
+                    found, want = _first_bound(prop.parameters, task.parameters, ctx, S_then, name=m)
+                else:  # optional: only what the proposed task stated
+                    found, want = prop.parameters.get(m) is not None, prop.parameters.get(m)
+                if not found or not _same(v, want):
+                    problems.append(f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                                    f"(proposed {prop.parameters}, task parameters {task.parameters}, context {ctx}, S {S_then})")
+    return problems
+
+
+def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
+    """INV-R refined: a skipped task has a dependency that did not execute; with CVC, a task whose dependency did
+    not execute is skipped, and a task executes only after all its dependencies executed before it."""
+    problems: list[str] = []
+    tasks = {t.id: t for t in res.tasks}
+    status = {tid: o.status for tid, o in res.outcomes.items()}
+    position = {tid: n for n, tid in reversed(list(enumerate(res.order)))}  # first position in the order
+    for tid, o in res.outcomes.items():
+        t = tasks.get(tid)
+        deps = [d for d in (t.depends_on if t else []) if d in tasks and d != tid]
+        failed_deps = [d for d in deps if status.get(d) != "executed"]
+        if o.status == "skipped" and not failed_deps:
+            problems.append(f"turn {i}: INV-R task {tid} skipped but its dependencies {deps} all executed ({o.reason})")
+        if cvc and failed_deps and o.status != "skipped":
+            problems.append(f"turn {i}: INV-R task {tid} is {o.status} although its dependencies {failed_deps} did not execute")
+        if cvc and o.status == "executed":
+            late = [d for d in deps if position.get(d, len(res.order)) > position.get(tid, -1)]
+            if late:
+                problems.append(f"turn {i}: task {tid} executed before its dependencies {late} (order {res.order})")
+    return problems
+
+
+def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict[str, Any], res: TurnResult,
+                    log: list[tuple[SLMRequest, SLMReply]], S_before: dict[str, Any], world_before: FuzzState,
+                    world_after: FuzzState, stats: Counter, trace: str) -> list[str]:
+    """INV-R by comparison: rerun the turn without one failed, effect-free task (and its dependents)."""
+    if res.halted is not None:
+        return []
+    tasks = {t.id: t for t in res.tasks}
+    by_task: dict[str, list[SLMRequest]] = defaultdict(list)
+    for req, _ in log:
+        t = getattr(req.input, "task", None)
+        if t is not None and hasattr(t, "id"):
+            by_task[t.id].append(req)
+    victim = None
+    for tid in dict.fromkeys(res.order):
+        o = res.outcomes.get(tid)
+        if o is None or o.status not in _NO_EFFECT_FAILURES:
+            continue
+        if any(r.primitive == "match_fill" or (r.primitive == "check_prerequisites" and r.input.outcome == "absent") for r in by_task[tid]):
+            continue
+        if any(c.committed for c in res.calls if c.task_id == tid):
+            continue
+        victim = tid
+        break
+    if victim is None:
+        return []
+    removed = _dependents(tasks, victim)
+    kept = [t for t in res.tasks if t.id not in removed]
+    if not kept:
+        return []
+    stats["counterfactual_runs"] += 1
+    S2 = Scratchpad()
+    for k, v in S_before.items():
+        S2.set(k, v, "copy")
+    env2 = Environment([build_domain(case)])
+    env2.states["fuzz"] = world_before.model_copy(deep=True)
+    registry2 = env2.registry(exclude=case.unregistered)
+    replay = ReplayBackend(log, [t.model_dump(mode="json") for t in kept], res.order)
+    res2, _ = kernel.run_turn(user=text, env=env2, scratchpad=S2, registry=registry2, backend=replay, context=ctx, index=i, trace=trace)
+    where = f"turn {i}: INV-R without the failed task {victim} ({res.outcomes[victim].status}; removed {sorted(removed)})"
+    problems = []
+    if replay.unmatched:
+        problems.append(f"{where}: the other tasks made requests the full run did not: {replay.unmatched[:3]}")
+    if res2.halted is not None:
+        problems.append(f"{where}: the turn halted: {res2.halted}")
+    keep_ids = {t.id for t in kept}
+    o1 = {k: v.model_dump() for k, v in res.outcomes.items() if k in keep_ids}
+    o2 = {k: v.model_dump() for k, v in res2.outcomes.items()}
+    if o1 != o2:
+        problems.append(f"{where}: outcomes of the other tasks changed: {o1} vs {o2}")
+    c1 = [c.model_dump() for c in res.calls if c.task_id in keep_ids]
+    c2 = [c.model_dump() for c in res2.calls]
+    if c1 != c2:
+        problems.append(f"{where}: calls of the other tasks changed: {c1} vs {c2}")
+    if not _same(res.scratchpad, res2.scratchpad):
+        problems.append(f"{where}: final scratchpad changed: {res.scratchpad} vs {res2.scratchpad}")
+    if not _same(env2.states["fuzz"].model_dump(), world_after.model_dump()):
+        problems.append(f"{where}: final world changed: {world_after.model_dump()} vs {env2.states['fuzz'].model_dump()}")
+    return problems
+
+
+def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", counterfactual: bool = False) -> CaseOutcome:
+    """Run one case and return every invariant problem found (empty when all hold).
+
+    With ``counterfactual``, every (CVC) turn that has a failed task without effects is rerun without
+    that task, and the other tasks must come out exactly the same (INV-R).
+    """
+    probe = Probe()
+    dom = build_domain(case, probe)
+    env = Environment([dom])
+    registry = env.registry(exclude=case.unregistered)
+    S = Scratchpad(case.config)
+    probe.S = S
+    adversary = AdversarialBackend(seed, [s.name for s in case.registry_specs])
+    backend = RecordingBackend(adversary)
+    problems: list[str] = []
+    stats: Counter = Counter()
     results = []
     for i, (text, ctx) in enumerate(case.turns):
         keys_before = S.keys()
+        S_before = S.snapshot()
+        world_before = env.states["fuzz"].model_copy(deep=True)
         log_before = len(env.states["fuzz"].log)
+        probe.invocations = []
+        backend.log = []
         res, _ = kernel.run_turn(user=text, env=env, scratchpad=S, registry=registry, backend=backend, context=ctx, index=i, trace=trace)
         results.append(res)
         problems += [f"turn {i}: {v}" for v in res.invariant_violations]
@@ -198,10 +523,14 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off") -> C
             problems.append(f"turn {i}: {res.slm_calls} SLM calls exceed the static bound {kernel.program.max_slm_calls}")
         executed = env.states["fuzz"].log[log_before:]
         staged = [c for c in res.calls if c.result is not None]
-        for c in staged:
+        for c in res.calls:  # never an unregistered tool: not even attempted
             if c.tool not in registry:
-                problems.append(f"turn {i}: unregistered tool {c.tool} executed")
-            if kernel.config.cvc:
+                problems.append(f"turn {i}: call to unregistered tool {c.tool} ({'ran' if c.result is not None else 'rejected'})")
+        for inv in probe.invocations:  # ... and no implementation outside the registry ever ran
+            if inv["tool"] not in registry:
+                problems.append(f"turn {i}: the implementation of unregistered tool {inv['tool']} was invoked")
+        for c in staged:
+            if kernel.config.cvc and c.tool in registry:
                 missing = [m for m in registry[c.tool].required if m not in c.arguments]
                 if missing:  # INV-E: no partial call
                     problems.append(f"turn {i}: {c.tool} executed without {missing}")
@@ -212,8 +541,14 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off") -> C
             lacking = [t for t in dict.fromkeys(res.order) if t not in res.outcomes]
             if lacking:
                 problems.append(f"turn {i}: INV-R tasks without outcome {lacking}")
-        for tid, b in res.bindings.items():  # INV-L
-            for m, rec in b.items():
-                if rec.consulted[:1] != ["tau"]:
-                    problems.append(f"turn {i}: INV-L {tid}.{m} consulted {rec.consulted}")
-    return CaseOutcome(results, problems, backend.calls)
+        problems += _check_bindings(i, res, ctx, staged, probe, registry)  # INV-L
+        problems += _check_dependencies(i, res, kernel.config.cvc)  # INV-R
+        if counterfactual and kernel.config.cvc:
+            problems += _counterfactual(kernel, case, i, text, ctx, res, backend.log, S_before, world_before,
+                                    env.states["fuzz"], stats, trace)
+        stats["unregistered_named"] += sum(
+            1 for o in res.outcomes.values() if o.status == "missing_function" and any(repr(u) in o.reason for u in case.unregistered)
+        )
+        stats["calls_checked"] += len(staged)
+        stats["unregistered_proposed"] += sum(1 for _, rep in backend.log if any(f'"{u}"' in rep.text for u in case.unregistered))
+    return CaseOutcome(results, problems, adversary.calls, stats)

@@ -1,8 +1,9 @@
 """transformers + peft backend: one base model, one named LoRA adapter per primitive.
 
 Requests are grouped by adapter; each group is decoded greedily in batches
-(left padding, KV cache), stopping on the chat template's end-of-turn token as
-well as ``<eos>``. The same batched generator is used by ``forethought
+(left padding, KV cache), stopping on the chat template's end-of-turn token
+(derived from the template, ``<end_of_turn>`` as the fallback) as well as the
+tokenizer's and the model's eos. The same batched generator is used by ``forethought
 validate``, so gates measure exactly what the kernel will run.
 """
 
@@ -27,14 +28,68 @@ def pick_device(device: str) -> str:
     return device
 
 
-def stop_ids(tokenizer: Any) -> list[int]:
-    ids = []
-    for t in ("<end_of_turn>", "<eos>"):
-        i = tokenizer.convert_tokens_to_ids(t)
-        if isinstance(i, int) and i != tokenizer.unk_token_id and i not in ids:
+# Used when the chat template does not reveal its end-of-turn token (Gemma's names).
+FALLBACK_STOP_TOKENS = ("<end_of_turn>", "<eos>")
+_PROBE = "ForethoughtStopProbe"
+
+
+def _special_ids(tokenizer: Any) -> set[int]:
+    ids = {i for i in (getattr(tokenizer, "all_special_ids", None) or []) if isinstance(i, int)}
+    for i, t in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+        if getattr(t, "special", False):
+            ids.add(i)
+    return ids
+
+
+def template_stop_ids(tokenizer: Any) -> list[int]:
+    """The special token the chat template writes right after an assistant message (its end-of-turn token).
+
+    Renders a one-exchange conversation and tokenizes what follows the assistant's content: Gemma's
+    ``<end_of_turn>``, ChatML's ``<|im_end|>``, Llama 3's ``<|eot_id|>``. Empty when there is no template,
+    it cannot be rendered, or what follows the content does not start with a special token.
+    """
+    try:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _PROBE}], tokenize=False
+        )
+    except Exception:
+        return []
+    if not isinstance(text, str) or _PROBE not in text:
+        return []
+    tail = text[text.rindex(_PROBE) + len(_PROBE) :]
+    if not tail:
+        return []
+    try:
+        ids = tokenizer(tail, add_special_tokens=False)["input_ids"]
+    except Exception:
+        return []
+    special = _special_ids(tokenizer)
+    return [ids[0]] if ids and ids[0] in special else []
+
+
+def stop_ids(tokenizer: Any, model: Any = None) -> list[int]:
+    """Token ids that end a completion, the end-of-turn token first (constrained decoding uses it as EOS).
+
+    The chat template's end-of-turn token (:func:`template_stop_ids`; :data:`FALLBACK_STOP_TOKENS` when it
+    cannot be derived), the tokenizer's eos token, and the eos ids of the model's generation config.
+    """
+    ids: list[int] = []
+
+    def add(i: Any) -> None:
+        if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id and i not in ids:
             ids.append(i)
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids.append(tokenizer.eos_token_id)
+
+    derived = template_stop_ids(tokenizer)
+    for i in derived:
+        add(i)
+    if not derived:
+        for t in FALLBACK_STOP_TOKENS:
+            add(tokenizer.convert_tokens_to_ids(t))  # an unknown token maps to unk (or None): skipped
+    add(tokenizer.eos_token_id)
+    gen = getattr(model, "generation_config", None) if model is not None else None
+    eos = getattr(gen, "eos_token_id", None)
+    for i in eos if isinstance(eos, (list, tuple)) else [eos]:
+        add(i)
     return ids
 
 
@@ -73,7 +128,7 @@ def generate(
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     out: list[str] = [""] * len(texts)
     device = next(model.parameters()).device
-    eos = stop_ids(tokenizer)
+    eos = stop_ids(tokenizer, model)
     with ctx, torch.inference_mode():
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
