@@ -133,6 +133,7 @@ def _needed_tools(sol: Solution) -> set[str]:
                         need.add(prop.tool_name)
         for c in t.calls or []:
             need.add(c.tool if not isinstance(c, str) else c.split("(", 1)[0].strip())
+        need.update(t.must_not_call)  # the tempting side-effecting tools stay: they are the point of the turn
     return need
 
 

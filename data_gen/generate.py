@@ -21,6 +21,7 @@ import random
 import re
 import statistics
 import time
+import traceback
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,7 @@ class DataConfig(BaseModel):
     validation_fraction: float = Field(0.1, gt=0, lt=1)
     variations: VariationConfig = Field(default_factory=VariationConfig)
     allow_skip_unverifiable: bool = False
+    allow_undersized: bool = False  # true: a primitive short of its requested size is reported, not an error
     max_rounds: int = Field(400, ge=1)
     workers: int = Field(2, ge=1)
 
@@ -96,6 +98,8 @@ class Example:
     key: str  # rendered prompt text (dedupe / cross-split check)
     ops: tuple[str, ...] = ()
     input: Any = None  # the primitive's structured input (contract checks at validation)
+    masked: str = ""  # the user prompt with this replay's slot values, digits and case masked (near-duplicate check;
+    # the system prompt is the same for every example of a primitive)
 
     @property
     def id(self) -> str:
@@ -130,10 +134,61 @@ class _Recorder:
         return replies
 
 
+def _scalars(v: Any) -> list[str]:
+    if isinstance(v, bool) or v is None:
+        return []
+    if isinstance(v, (str, int, float)):
+        return [str(v)]
+    if isinstance(v, dict):
+        return [s for x in v.values() for s in _scalars(x)]
+    if isinstance(v, (list, tuple)):
+        return [s for x in v for s in _scalars(x)]
+    return []
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def masker(values: Any) -> Any:
+    """``mask(text)``: lower-cased, the given slot values (3+ characters) replaced by ``<slot>``, digits by ``#``.
+
+    Plain substring replacement (longest value first): fast, and it errs on the side of masking more.
+    """
+    strs = sorted({s.lower() for s in _scalars(list(values)) if len(s) >= 3}, key=lambda s: (-len(s), s))
+
+    def mask(text: str) -> str:
+        t = text.lower()
+        for v in strs:
+            t = t.replace(v, "<slot>")
+        return _DIGITS.sub("#", t)
+
+    return mask
+
+
+def _shuffle_order_input(inp: Any, target_ids: list[str], rng: random.Random) -> Any:
+    """get_order's batch in a random order that is never the target order (copying the input never wins)."""
+    tasks = list(inp.tasks)
+    if len(tasks) < 2:
+        return inp
+    rng.shuffle(tasks)
+    if [t.id for t in tasks] == list(target_ids):
+        tasks = tasks[1:] + tasks[:1]
+    return inp.model_copy(update={"tasks": tasks})
+
+
 def examples_from(
-    sol_id: str, records: list[tuple[str, Any, str]], variant: Variant | None, wanted: frozenset[str] | None = None
+    sol_id: str,
+    records: list[tuple[str, Any, str]],
+    variant: Variant | None,
+    wanted: frozenset[str] | None = None,
+    *,
+    rng: random.Random | None = None,
+    slot_values: Any = (),
 ) -> tuple[list[Example], Counter]:
+    """Render the recorded decision points as examples. ``rng`` shuffles get_order's batches (always, when given);
+    ``slot_values`` are this replay's entity values, masked for the near-duplicate check."""
     out, dropped = [], Counter()
+    mask = masker(slot_values)
     for prim, inp, text in records:
         if wanted is not None and prim not in wanted:
             continue  # that primitive's quota is already full: don't render it
@@ -147,6 +202,8 @@ def examples_from(
         except json.JSONDecodeError:
             dropped[(prim, "unparseable_target")] += 1
             continue
+        if prim == "get_order" and rng is not None and isinstance(raw, dict) and isinstance(raw.get("ordered_task_ids"), list):
+            inp = _shuffle_order_input(inp, raw["ordered_task_ids"], rng)
         res = spec.check_output(inp, raw)
         if not res.ok:
             dropped[(prim, "target_violates_contract")] += 1
@@ -155,7 +212,7 @@ def examples_from(
         completion = [{"role": "assistant", "content": spec.target_text(res.output)}]
         key = prompt[0]["content"] + "\n\x00" + prompt[1]["content"]
         out.append(Example(prim, sol_id, prompt, completion, res.output.model_dump(mode="json"), key,
-                           tuple(variant.ops) if variant else (), inp.model_dump(mode="json")))
+                           tuple(variant.ops) if variant else (), inp.model_dump(mode="json"), mask(prompt[1]["content"])))
     return out, dropped
 
 
@@ -176,25 +233,42 @@ def _variant_rng(seed: int, sol_id: str, k: int) -> random.Random:
     return random.Random(f"{seed}:{sol_id}:{k}")
 
 
+class VariantBug(RuntimeError):
+    """An unexpected exception while varying or replaying a solution: a bug, never a dropped variant."""
+
+
 def run_variant(job: tuple[str, int, frozenset[str] | None]) -> tuple[str, int, list[Example], Counter, str | None]:
-    """Vary (k > 0) and replay one solution; return its examples (for the ``wanted`` primitives) or why it was dropped."""
+    """Vary (k > 0) and replay one solution; return its examples (for the ``wanted`` primitives) or why it was dropped.
+
+    Only expected failures drop a variant: a divergence from the annotations,
+    a contract violation, a halt, or a solution the kernel rejects as invalid
+    (all reported by verify as a Divergence). Anything else is a bug and is
+    raised, naming the solution and the variant.
+    """
     sol_id, k, wanted = job
     assert _KERNEL is not None and _CFG is not None
     sol = _SOLUTIONS[sol_id]
-    variant = None
-    if k > 0:
-        variant = make_variant(sol, _variant_rng(_CFG.seed, sol_id, k), _CFG.variations)
-        target_sol, values = variant.solution, variant.slot_values
-    else:
-        target_sol, values = sol, None
     sink: list[tuple[str, Any, str]] = []
     try:
-        verify_solution(target_sol, _KERNEL, slot_values=values, wrap_backend=lambda b: _Recorder(b, sink), trace="steps")
-    except Divergence as d:
-        return sol_id, k, [], Counter(), d.describe()
-    except Exception as exc:  # a variation produced something the kernel rejects outright
-        return sol_id, k, [], Counter(), f"{type(exc).__name__}: {exc}"
-    exs, dropped = examples_from(sol_id, sink, variant, wanted)
+        variant = None
+        if k > 0:
+            variant = make_variant(sol, _variant_rng(_CFG.seed, sol_id, k), _CFG.variations)
+            target_sol, values = variant.solution, variant.slot_values
+        else:
+            target_sol, values = sol, None
+        try:
+            # Round 0 verifies the solution as written, paraphrases included (tags are verify's business).
+            verify_solution(target_sol, _KERNEL, slot_values=values, wrap_backend=lambda b: _Recorder(b, sink), trace="steps",
+                            paraphrases=k == 0, check_tags=False)
+        except Divergence as d:
+            return sol_id, k, [], Counter(), d.describe()
+        all_values = {name: slot.value for name, slot in sol.slots.items()} | dict(values or {})
+        exs, dropped = examples_from(sol_id, sink, variant, wanted, rng=random.Random(f"order:{_CFG.seed}:{sol_id}:{k}"),
+                                     slot_values=all_values.values())
+    except Exception as exc:
+        raise VariantBug(
+            f"{sol.source_file or sol_id}: variant {k} (seed {_CFG.seed}) raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        ) from exc
     return sol_id, k, exs, dropped, None
 
 
@@ -314,7 +388,7 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
         for sid in sorted(first):
             for ex in first[sid]:
                 pools.add(ex, split_of[sid])
-        failed = Counter()
+        failed: dict[str, Counter] = defaultdict(Counter)  # solution file -> full reason -> variants
         variants_ok = 0
         ops_count: Counter = Counter()
         rounds = 0
@@ -332,7 +406,7 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
             rounds = r
             for sid, _k, exs, dropped, err in run_jobs(jobs):
                 if err is not None:
-                    failed[err.split(":")[0] if ":" in err else err] += 1
+                    failed[sols[sid].source_file or sid][err] += 1
                     continue
                 variants_ok += 1
                 for ex in exs:
@@ -348,6 +422,13 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
             pool.join()
     elapsed = time.perf_counter() - t0
     stats = write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed)
+    short = undersized(stats)
+    if short and not cfg.allow_undersized:
+        raise UserError(
+            f"requested sizes not reached within max_rounds={cfg.max_rounds}: {', '.join(short)} (the files are written but "
+            "short; raise data.max_rounds, add solutions, lower data.sizes, or set data.allow_undersized=true to accept them)",
+            cfg.output_dir,
+        )
     return stats
 
 
@@ -368,21 +449,43 @@ def approx_tokens(text: str) -> int:
 
 
 def _near_dup_rate(rows: list[Example]) -> float:
+    """Share of prompts identical to another one after masking (see :func:`masker`)."""
     if not rows:
         return 0.0
-    masked = {re.sub(r"\d+", "#", re.sub(r"\s+", " ", e.key.lower())) for e in rows}
-    return round(1 - len(masked) / len(rows), 4)
+    return round(1 - len({e.masked for e in rows}) / len(rows), 4)
+
+
+def _cross_split_near_dup_rate(train: list[Example], val: list[Example]) -> float:
+    """Share of validation prompts whose masked form equals a train prompt's."""
+    if not val:
+        return 0.0
+    seen = {e.masked for e in train}
+    return round(sum(e.masked in seen for e in val) / len(val), 4)
+
+
+def _input_order_is_target_rate(rows: list[Example]) -> float:
+    """get_order: share of examples whose target order is the order the batch is presented in."""
+    if not rows:
+        return 0.0
+    same = sum([t["id"] for t in e.input["tasks"]] == e.target["ordered_task_ids"] for e in rows)
+    return round(same / len(rows), 4)
 
 
 def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed) -> dict[str, Any]:
     out = Path(cfg.output_dir)
     per: dict[str, Any] = {}
+    checked = valid = 0
     for prim in PRIMITIVE_NAMES:
         info: dict[str, Any] = {"requested": cfg.sizes[prim]}
+        spec = SPECS[prim]
+        by_split = {}
         for split in ("train", "validation"):
             rows = sorted(pools.rows[(prim, split)], key=lambda e: e.id)
+            by_split[split] = rows
             text = "".join(json.dumps(e.row(), ensure_ascii=False) + "\n" for e in rows)
             atomic_write_text(out / prim / f"{split}.jsonl", text)
+            ok = sum(spec.check_output(e.input, e.target).ok for e in rows)  # every written target, checked again
+            checked, valid = checked + len(rows), valid + ok
             srcs = Counter(e.solution_id for e in rows)
             info[split] = {
                 "examples": len(rows),
@@ -392,8 +495,12 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
                 "prompt_tokens": _dist([approx_tokens(e.prompt[0]["content"] + e.prompt[1]["content"]) for e in rows]),
                 "target_tokens": _dist([approx_tokens(e.completion[0]["content"]) for e in rows]),
                 "near_duplicate_rate": _near_dup_rate(rows),
+                "contract_valid_rate": round(ok / len(rows), 4) if rows else 1.0,
             }
+            if prim == "get_order":
+                info[split]["input_order_is_target_rate"] = _input_order_is_target_rate(rows)
         atomic_write_text(out / prim / "README.md", card_front_matter() + f"# forethought `{prim}` SFT data\n\nSee ../README.md.\n")
+        info["cross_split_near_duplicate_rate"] = _cross_split_near_dup_rate(by_split["train"], by_split["validation"])
         info["dropped"] = dict(sorted(pools.dropped[prim].items()))
         info["solution_overlap"] = len({e.solution_id for e in pools.rows[(prim, "train")]} & {e.solution_id for e in pools.rows[(prim, "validation")]})
         info["shared_prompts"] = len({e.key for e in pools.rows[(prim, "train")]} & {e.key for e in pools.rows[(prim, "validation")]})
@@ -403,21 +510,38 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
     stats = {
         "code_version": CODE_VERSION,
         "seed": cfg.seed,
+        "spec_hashes": {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES},
         "solutions": len(sols),
         "validation_solutions": sorted(s for s, sp in split_of.items() if sp == "validation"),
         "skipped_solutions": skipped,
         "variants_replayed": variants_ok,
-        "variants_dropped": dict(sorted(failed.items())),
+        # solution file -> full reason -> number of variants of it that did not verify (and were discarded)
+        "variants_dropped": {f: dict(sorted(c.items())) for f, c in sorted(failed.items())},
         "variation_ops": dict(sorted(ops_count.items())),
         "rounds": rounds,
         "examples": total,
         "primitives": per,
-        "contract_valid_rate": 1.0,  # every written target passed its contract (others are dropped and counted)
+        # every written target re-checked against its primitive's contract (invalid ones were dropped before)
+        "contract_valid_rate": round(valid / checked, 4) if checked else 1.0,
+        "solution_mix": {
+            "domains": dict(sorted(Counter(d for s in sols.values() for d in s.domains).items())),
+            "pattern_tags": dict(sorted(Counter(t for s in sols.values() for t in s.tags).items())),
+        },
     }
     atomic_write_json(out / "stats.json", stats)
     atomic_write_text(out / "README.md", dataset_card(cfg, stats))
     stats["elapsed_s"] = round(elapsed, 2)
     return stats
+
+
+def undersized(stats: dict[str, Any]) -> list[str]:
+    """'<primitive> <produced> < <requested>' for every primitive short of its requested size."""
+    out = []
+    for p in PRIMITIVE_NAMES:
+        i = stats["primitives"][p]
+        if not i["reached_requested_size"]:
+            out.append(f"{p} {i['train']['examples'] + i['validation']['examples']} < {i['requested']}")
+    return out
 
 
 def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
@@ -437,28 +561,49 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         "",
         "Every example is a decision point of a worked solution replayed through the kernel with the oracle "
         "backend after variation (entities, paraphrases, task ids, task order, registry subsets with near-miss "
-        "and cross-domain tools, look-alike context keys); every target passed its primitive's contract. "
-        "Validation examples come only from held-out solutions; no rendered prompt appears in both splits.",
+        "and cross-domain tools, look-alike context keys). "
+        f"{100 * stats['contract_valid_rate']:.1f} % of the written targets pass their primitive's contract (checked again when written). "
+        "Validation examples come only from held-out solutions; no rendered prompt appears in both splits. "
+        "get_order's batches are always presented in a shuffled order that differs from the target order.",
         "",
-        "| primitive | train | validation | requested | train solutions | val solutions | near-dup rate (train) | prompt tokens median / p95 | target tokens median / p95 |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| primitive | train | validation | requested | train solutions | val solutions | near-dup rate (train) | near-dup val↔train | prompt tokens median / p95 | target tokens median / p95 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for p in PRIMITIVE_NAMES:
         i = stats["primitives"][p]
         tr, va = i["train"], i["validation"]
         lines.append(
             f"| {p} | {tr['examples']} | {va['examples']} | {i['requested']} | {tr['source_solutions']} | {va['source_solutions']} | "
-            f"{tr['near_duplicate_rate']:.3f} | {tr['prompt_tokens']['median']} / {tr['prompt_tokens']['p95']} | "
+            f"{tr['near_duplicate_rate']:.3f} | {i['cross_split_near_duplicate_rate']:.3f} | {tr['prompt_tokens']['median']} / {tr['prompt_tokens']['p95']} | "
             f"{tr['target_tokens']['median']} / {tr['target_tokens']['p95']} |"
         )
+    mix = stats["solution_mix"]
     lines += [
         "",
-        "Token counts are pre-tokenizer word/punctuation counts. The near-duplicate rate is the share of prompts "
-        "identical to another one after lower-casing and masking digits (a lower bound on template reuse).",
+        "Token counts are pre-tokenizer word/punctuation counts. Near-duplicates are compared after lower-casing and "
+        "masking the replay's slot values and every digit: *near-dup rate* is the share of train prompts identical to "
+        "another train prompt; *near-dup val↔train* the share of validation prompts identical to a train prompt.",
         "",
-        f"Dropped examples and variants are counted per reason in `stats.json` ({sum(stats['variants_dropped'].values())} variants failed verification and were discarded).",
+        "Source solutions by domain: " + ", ".join(f"{d} {n}" for d, n in mix["domains"].items()) + ".",
+        "",
+        "Source solutions by pattern tag: " + ", ".join(f"{t} {n}" for t, n in mix["pattern_tags"].items()) + ".",
         "",
     ]
+    if stats["skipped_solutions"]:
+        lines += [f"{len(stats['skipped_solutions'])} solution(s) were skipped (`allow_skip_unverifiable`):", ""]
+        lines += [f"- {s}" for s in stats["skipped_solutions"]] + [""]
+    else:
+        lines += ["No solution was skipped.", ""]
+    dropped_ex = [(p, r, n) for p in PRIMITIVE_NAMES for r, n in stats["primitives"][p]["dropped"].items()]
+    if dropped_ex:
+        lines += ["Examples not written, per primitive and reason:", ""]
+        lines += [f"- {p}: {r} × {n}" for p, r, n in dropped_ex] + [""]
+    n_var = sum(sum(c.values()) for c in stats["variants_dropped"].values())
+    if n_var:
+        lines += [f"{n_var} varied solution(s) did not verify and were discarded:", ""]
+        lines += [f"- `{f}`: {r} × {n}" for f, c in stats["variants_dropped"].items() for r, n in c.items()] + [""]
+    else:
+        lines += [f"All {stats['variants_replayed']} varied solutions verified (none discarded).", ""]
     return "\n".join(lines)
 
 
@@ -478,7 +623,7 @@ def cli(args: list[str]) -> int:
         i = stats["primitives"][p]
         console.print(f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})")
     console.print(f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}")
-    short = [p for p in PRIMITIVE_NAMES if not stats["primitives"][p]["reached_requested_size"]]
-    if short:
-        console.print(f"[yellow]requested size not reached for {short} within max_rounds={cfg.data.max_rounds}[/yellow]")
+    short = undersized(stats)
+    if short:  # only reached with data.allow_undersized=true
+        console.print(f"[yellow]requested sizes not reached within max_rounds={cfg.data.max_rounds}: {', '.join(short)} (allowed by data.allow_undersized)[/yellow]")
     return 0

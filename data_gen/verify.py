@@ -10,15 +10,17 @@ failing solution is reported with its file, turn and step.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forethought.errors import UserError
+from kernel import toolgate
 from kernel.environment import Environment
 from kernel.grounding import canonical
 from kernel.kernel import Kernel, KernelConfig, TurnResult
@@ -66,7 +68,7 @@ def _eq(a: Any, b: Any) -> bool:
     return canonical(a) == canonical(b)
 
 
-def static_checks(sol: Solution) -> None:
+def static_checks(sol: Solution, *, tags: bool = True) -> None:
     unknown = [t for t in sol.tags if t not in PATTERN_TAGS]
     if unknown:
         raise Divergence(None, "tags", f"unknown pattern tags {unknown}; known: {', '.join(PATTERN_TAGS)}")
@@ -82,11 +84,16 @@ def static_checks(sol: Solution) -> None:
             bad = [d for d in t.depends_on if d not in ids]
             if bad:
                 raise Divergence(i, f"decompose/{t.id}", f"depends on unknown task ids {bad}")
-    _check_tags(sol)
+    if tags:
+        _check_tags(sol)
 
 
 def _check_tags(sol: Solution) -> None:
-    """A tag must be backed by the annotations, so the coverage table is honest."""
+    """A tag must be backed by the annotations, so the coverage table is honest.
+
+    ``tau_over_s`` and ``no_side_effect`` need the replay (what S held, what was
+    called); they are checked in :func:`_check_replay_tags`.
+    """
     turns = sol.turns
     tasks = [t for turn in turns for t in turn.tasks or []]
     prereqs = [p for t in tasks for p in t.prerequisites]
@@ -94,18 +101,83 @@ def _check_tags(sol: Solution) -> None:
         "cross_turn_state": len(turns) > 1 and any(b.source in ("S", "fill") for turn in turns[1:] for t in turn.tasks or [] for b in t.bindings.values()),
         "dependency_chain": any(t.depends_on for t in tasks),
         "prereq_absent_retrieve": any(p.outcome == "absent" and p.retrieval is not None for p in prereqs),
-        "prereq_not_met_blocked": any(t.outcome == "blocked" for t in tasks),
-        "tau_over_s": any(b.source == "tau" for t in tasks for b in t.bindings.values()) and any(b.source in ("S", "fill") for t in tasks for b in t.bindings.values()),
+        # blocked by a not_met check (at first or on recheck); its remediation (or null: none possible) is annotated
+        "prereq_not_met_blocked": any(t.outcome == "blocked" and any("not_met" in (p.outcome, p.recheck) for p in t.prerequisites) for t in tasks),
         "setup_call": any(p.retrieval is not None for p in prereqs) or any(t.setup for t in tasks),
         "no_matching_function": any(t.outcome == "missing_function" for t in tasks),
         "missing_parameter": any(t.outcome == "missing_param" for t in tasks),
-        "no_side_effect": True,  # checked against the tools' side_effect flags in verify_solution
+        "no_side_effect": any(turn.must_not_call for turn in turns),
         "parallel_tasks": any(_has_parallel(turn) for turn in turns),
         "cyclic_dependency": any(turn.halt == "cycle" for turn in turns),
     }
     for tag in sol.tags:
         if not evidence.get(tag, True):
-            raise Divergence(None, "tags", f"tag {tag!r} is not backed by any annotated decision")
+            hint = " (name the side-effecting tool the request must not trigger in a turn's must_not_call)" if tag == "no_side_effect" else ""
+            raise Divergence(None, "tags", f"tag {tag!r} is not backed by any annotated decision{hint}")
+
+
+def _scratchpad_at_lookup(start: dict[str, Any], res: TurnResult, tid: str, reg: Any) -> dict[str, Any]:
+    """S when the kernel looked up ``tid``'s parameters: S at the turn's start plus the writes of the calls
+    committed before (earlier tasks, and ``tid``'s own prerequisite retrievals)."""
+    pos = {t: k for k, t in enumerate(res.order)}
+    p = pos.get(tid, len(pos))
+    S = dict(start)
+    for c in res.calls:
+        before = pos.get(c.task_id, len(pos)) < p or (c.task_id == tid and c.purpose == "retrieval")
+        if c.committed and before and c.tool in reg:
+            S.update(toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {}))
+    return S
+
+
+def tau_over_s_conflicts(sol: Solution, results: list[TurnResult], reg: Any) -> list[tuple[int, str, str, Any, Any]]:
+    """Every (turn, task, parameter, tau value, S value) where a parameter was bound from tau although S
+    already held the same key with a different value (tau wins)."""
+    out = []
+    S: dict[str, Any] = dict(sol.config)
+    for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
+        start = {**S, **turn.config}
+        for tid, binds in res.bindings.items():
+            taus = {m: b for m, b in binds.items() if b.source == "tau"}
+            if not taus:
+                continue
+            at = _scratchpad_at_lookup(start, res, tid, reg)
+            for m, b in taus.items():
+                if at.get(m) is not None and not _eq(at[m], b.value):
+                    out.append((i, tid, m, b.value, at[m]))
+        S = res.scratchpad
+    return out
+
+
+def _check_must_not_call(sol: Solution, results: list[TurnResult], reg: Any = None) -> None:
+    """Each tool a turn names in must_not_call is not called in it; with the registry, it is also registered and side-effecting."""
+    for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
+        for name in turn.must_not_call:
+            if reg is not None and name not in reg:
+                raise Divergence(i, "must_not_call", f"{name!r} is not in the registry")
+            if reg is not None and not reg[name].side_effect:
+                raise Divergence(i, "must_not_call", f"{name!r} has no side effects (only side-effecting tools can be named)")
+            called = [c for c in res.calls if c.tool == name]
+            if called:
+                raise Divergence(i, "must_not_call", f"{name} was called (task {called[0].task_id}) although the turn says it must not be")
+
+
+def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> None:
+    if "tau_over_s" in sol.tags and not tau_over_s_conflicts(sol, results, reg):
+        raise Divergence(
+            None, "tags",
+            "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key with a different value (tau wins)",
+        )
+    if "no_side_effect" in sol.tags:
+        ok = [
+            i for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False))
+            if turn.must_not_call and res.committed_calls and not any(reg[c.tool].side_effect for c in res.committed_calls if c.tool in reg)
+        ]
+        if not ok:
+            raise Divergence(
+                None, "tags",
+                "tag 'no_side_effect' needs a turn whose committed calls are all read-only and that names, in must_not_call, "
+                "a side-effecting registry tool it does not call",
+            )
 
 
 def _has_parallel(turn: Turn) -> bool:
@@ -226,28 +298,42 @@ def verify_solution(
     slot_values: dict[str, Any] | None = None,
     wrap_backend: Any = None,
     trace: str = "full",
+    paraphrases: bool = True,
+    check_tags: bool = True,
 ) -> list[TurnResult]:
     """Raise Divergence at the first mismatch; return the kernel's turn results otherwise.
 
     ``wrap_backend(backend) -> backend`` lets a caller observe every SLM request
-    (data generation records the oracle's answers this way).
+    (data generation records the oracle's answers this way). ``paraphrases``:
+    also replay every turn with each of its paraphrases in place of the request
+    (every annotation must still hold). ``check_tags``: require evidence for
+    every pattern tag (data generation's varied copies skip it).
+    Any expected failure (a divergence, a contract violation, a halt, an
+    invalid solution) is a Divergence; anything else is a bug and propagates.
     """
     kernel = kernel or Kernel(KernelConfig())
     try:
         r = sol.rendered(slot_values)
     except KeyError as exc:
         raise Divergence(None, "slots", str(exc.args[0])) from None
-    static_checks(r)
-    ref_states = reference_states(r)
-    if "no_side_effect" in r.tags:
-        env = build_environment(r)
-        reg = build_registry(r, env)
-        reads_only = [
-            i for i, t in enumerate(r.turns)
-            if t.calls and all(not reg[c.tool].side_effect for c in t.reference_calls() if c.tool in reg)
-        ]
-        if not reads_only or not any(t.side_effect for t in reg):
-            raise Divergence(None, "tags", "tag 'no_side_effect' needs a turn whose calls are all read-only while the registry offers side-effecting tools")
+    except ValidationError as exc:
+        raise Divergence(None, "slots", f"the substituted solution is invalid: {exc.errors()[0]['msg']}") from None
+    try:
+        static_checks(r, tags=check_tags)
+        ref_states = reference_states(r)
+        results = _replay(r, kernel, ref_states, wrap_backend=wrap_backend, trace=trace)
+        if paraphrases:
+            _replay_paraphrases(sol, r, kernel, ref_states)
+        reg = build_registry(r, build_environment(r)) if check_tags else None
+    except UserError as exc:
+        raise Divergence(None, "setup", exc.message) from None
+    _check_must_not_call(r, results, reg)
+    if reg is not None:
+        _check_replay_tags(r, results, reg)
+    return results
+
+
+def _replay(r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wrap_backend: Any = None, trace: str = "full") -> list[TurnResult]:
     results: list[TurnResult] = []
 
     def on_turn(i: int, res: TurnResult, tr: Any, env: Environment) -> None:
@@ -258,11 +344,39 @@ def verify_solution(
     if wrap_backend is not None:
         inner = factory
         factory = lambda i, turn: wrap_backend(inner(i, turn))  # noqa: E731
-    try:
-        run_solution(r, kernel, factory, on_turn=on_turn, trace=trace)
-    except UserError as exc:
-        raise Divergence(None, "setup", exc.message) from None
+    run_solution(r, kernel, factory, on_turn=on_turn, trace=trace)
     return results
+
+
+def _replay_paraphrases(sol: Solution, r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]]) -> None:
+    """Replay with paraphrase j in place of every turn's request that has one; each must verify like the request.
+
+    A paraphrase only changes the text the primitives see, so a turn that
+    verifies leaves the world and S as the request does: the first divergence
+    is the paraphrase of the turn it names.
+    """
+    n = max((len(t.paraphrases) for t in r.turns), default=0)
+    for j in range(n):
+        turns = [t.model_copy(update={"user": t.paraphrases[j]}) if j < len(t.paraphrases) else t for t in r.turns]
+        try:
+            _replay(r.model_copy(update={"turns": turns}), kernel, ref_states, trace="steps")
+        except Divergence as d:
+            i = d.turn if d.turn is not None else 0
+            text = r.turns[i].paraphrases[j] if j < len(r.turns[i].paraphrases) else r.turns[i].user
+            raise Divergence(d.turn, f"paraphrases[{j}]", f"{text!r}: {d.step}: {d.message}") from None
+    # Same slot values: entity substitution must reach the paraphrase too.
+    for i, t in enumerate(sol.turns):
+        want = set(_SLOT_REF.findall(t.user))
+        for j, p in enumerate(t.paraphrases):
+            lost = sorted(want - set(_SLOT_REF.findall(p)))
+            if lost:
+                raise Divergence(
+                    i, f"paraphrases[{j}]",
+                    f"{p!r} lacks {', '.join('${' + x + '}' for x in lost)} that the request names: a paraphrase must carry the same slot values",
+                )
+
+
+_SLOT_REF = re.compile(r"\$\{(\w+)\}")
 
 
 def verify_paths(paths: list[str | Path], kernel: Kernel | None = None) -> list[VerifyResult]:
@@ -300,11 +414,28 @@ def coverage(results: list[VerifyResult]) -> tuple[Counter, Counter]:
 
 
 # --------------------------------------------------------------------- CLI
+DEFAULT_MIN_PER_DOMAIN = 30  # the corpus requirement (issue 4): applied by default to the default corpus
+DEFAULT_MIN_PER_TAG = 10
+
+
 class VerifyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     paths: list[str] = Field(default_factory=lambda: [str(DEFAULT_SOLUTIONS)])
-    min_per_domain: int = 0  # 0: report only
-    min_per_tag: int = 0
+    # None: 30 / 10 when the paths are the default corpus, 0 (report only) for any other paths.
+    min_per_domain: int | None = Field(None, ge=0)
+    min_per_tag: int | None = Field(None, ge=0)
+
+
+def is_default_corpus(paths: list[str] | list[Path]) -> bool:
+    return [Path(p).resolve() for p in paths] == [DEFAULT_SOLUTIONS.resolve()]
+
+
+def coverage_minimums(cfg: VerifyConfig, paths: list[str] | list[Path]) -> tuple[int, int]:
+    """The minimums in force: explicit settings win; otherwise the corpus requirement for the default corpus only."""
+    default = is_default_corpus(paths)
+    dom = cfg.min_per_domain if cfg.min_per_domain is not None else (DEFAULT_MIN_PER_DOMAIN if default else 0)
+    tag = cfg.min_per_tag if cfg.min_per_tag is not None else (DEFAULT_MIN_PER_TAG if default else 0)
+    return dom, tag
 
 
 def print_report(results: list[VerifyResult], elapsed: float, console: Any = None) -> None:
@@ -346,8 +477,9 @@ def cli(args: list[str]) -> int:
         raise UserError("no solution files found", ", ".join(map(str, paths)))
     failed = [r for r in results if not r.ok]
     doms, tags = coverage(results)
-    short = [f"domain {d}: {n} < {cfg.min_per_domain}" for d, n in doms.items() if n < cfg.min_per_domain]
-    short += [f"pattern {t}: {tags.get(t, 0)} < {cfg.min_per_tag}" for t in PATTERN_TAGS if tags.get(t, 0) < cfg.min_per_tag]
+    min_dom, min_tag = coverage_minimums(cfg, paths)
+    short = [f"domain {d}: {n} < {min_dom}" for d, n in sorted(doms.items()) if n < min_dom]
+    short += [f"pattern {t}: {tags.get(t, 0)} < {min_tag}" for t in PATTERN_TAGS if tags.get(t, 0) < min_tag]
     for s in short:
         print(f"coverage below the configured minimum: {s}")
     return 1 if failed or short else 0

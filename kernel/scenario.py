@@ -43,18 +43,36 @@ class _Strict(BaseModel):
 
 
 class ProposedTaskAnn(_Strict):
-    tool_name: str
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    """A task proposed by check_prerequisites: a retrieval (outcome absent) or a remediation (not met)."""
+
+    tool_name: str = Field(description="Registry tool the proposed task calls.")
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Arguments the proposal states; each must be grounded in the task, the turn context or S. "
+        "Required parameters it omits are looked up in tau, then S, when a retrieval runs.",
+    )
 
 
 class PrereqAnn(_Strict):
     """One Check(p, S) decision and what followed it."""
 
-    key: str
-    outcome: Literal["met", "not_met", "absent"]
-    retrieval: ProposedTaskAnn | None = None  # absent: the task proposed to establish the key
-    recheck: Literal["met", "not_met"] | None = None  # absent: Check after the retrieval
-    remediation: ProposedTaskAnn | None = None  # not met (at first or on recheck): the proposed fix
+    key: str = Field(description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py).")
+    outcome: Literal["met", "not_met", "absent"] = Field(
+        description="Check(p, S): 'met' (S satisfies it), 'not_met' (S holds the key with a failing value: the task "
+        "is blocked and the task's remaining prerequisites are not checked), 'absent' (the key is not in S: a "
+        "retrieval is proposed and run, then the key is re-checked)."
+    )
+    retrieval: ProposedTaskAnn | None = Field(
+        None, description="Only for outcome 'absent': the task proposed to establish the key, or null when none can be grounded."
+    )
+    recheck: Literal["met", "not_met"] | None = Field(
+        None, description="Required for outcome 'absent' (and only then): Check(p, S) after the retrieval ran."
+    )
+    remediation: ProposedTaskAnn | None = Field(
+        None,
+        description="Only after a 'not_met' outcome or recheck: the task proposed to fix it (reported, never executed), "
+        "or null when no tool can establish the key without an unrequested side effect.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> PrereqAnn:
@@ -70,10 +88,17 @@ class PrereqAnn(_Strict):
 class BindingAnn(_Strict):
     """How one parameter got its value: Lookup in tau, then S, else match_fill."""
 
-    source: Literal["tau", "S", "fill", "missing"]
-    value: Any = None
-    # For source=fill, where the value comes from: "S:<key>", "tau:<key>", or "literal" (value itself).
-    fill_from: str | None = None
+    source: Literal["tau", "S", "fill", "missing"] = Field(
+        description="Where the kernel's Lookup found the value: 'tau' (the task's parameters, then the turn's context), "
+        "'S' (the scratchpad, only when tau has no such key), 'fill' (neither had it; match_fill proposed it), "
+        "'missing' (nothing could be grounded: the task ends missing_param)."
+    )
+    value: Any = Field(None, description="The bound value (ignored for source 'missing'). Use \"${slot}\" for an entity.")
+    fill_from: str | None = Field(
+        None,
+        description="Only for source 'fill': where match_fill reads the value, 'S:<key>', 'tau:<key>', or 'literal' "
+        "(the value itself, which must be grounded, e.g. a list built from several known values). Default 'literal'.",
+    )
 
     @model_validator(mode="after")
     def _fill(self) -> BindingAnn:
@@ -85,16 +110,39 @@ class BindingAnn(_Strict):
 
 
 class TaskAnn(_Strict):
-    id: str
-    text: str
-    tool: str | None  # decompose's tool_name (null: no registry tool does this)
-    depends_on: list[str] = Field(default_factory=list)
-    parameters: dict[str, Any] = Field(default_factory=dict)  # values decompose grounds in the request
-    match: str | None = None  # match_func's answer; defaults to `tool`
-    prerequisites: list[PrereqAnn] = Field(default_factory=list)
-    bindings: dict[str, BindingAnn] = Field(default_factory=dict)
-    outcome: Outcome = "executed"
-    setup: bool = False  # a task the user did not name (authenticate, resolve a code, navigate first)
+    """One unit task of decompose's output, and every decision the kernel takes for it."""
+
+    id: str = Field(description="Task id, unique within the turn (e.g. 't1').")
+    text: str = Field(description="Short description of the task, as decompose would write it.")
+    tool: str | None = Field(description="The tool decompose proposes; null when no registry tool can do the task.")
+    depends_on: list[str] = Field(
+        default_factory=list,
+        description="Ids of tasks of this turn that must run first. State dependencies count (cd before ls).",
+    )
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Values decompose grounds in the request or turn context (each must appear literally in the "
+        "request, the context or the scratchpad view, or be an enum value of the tool).",
+    )
+    match: str | None = Field(
+        None, description="match_func's answer (the tool chosen from the task text, or null). Omit when it equals 'tool'."
+    )
+    prerequisites: list[PrereqAnn] = Field(
+        default_factory=list,
+        description="One entry per prerequisite the kernel checks, in the tool's declared order (none after a 'not_met').",
+    )
+    bindings: dict[str, BindingAnn] = Field(
+        default_factory=dict,
+        description="Every parameter the kernel binds for the matched tool (required ones, plus optional ones stated in "
+        "'parameters'). Empty for tasks that are blocked, skipped or have no matching function.",
+    )
+    outcome: Outcome = Field(
+        "executed",
+        description="executed | blocked (a prerequisite not met) | missing_function (match is null) | missing_param "
+        "(a required value cannot be grounded) | tool_failed (the call was rejected by ToolGate or failed) | skipped "
+        "(a task it depends on did not execute).",
+    )
+    setup: bool = Field(False, description="True for a task the user did not name (authenticate, resolve a code, navigate first).")
 
     @model_validator(mode="after")
     def _default_match(self) -> TaskAnn:
@@ -104,30 +152,50 @@ class TaskAnn(_Strict):
 
 
 class StateAssertion(_Strict):
-    path: str  # "/"-separated path into the environment snapshot, e.g. "file_system/cwd"
-    equals: Any = None
-    absent: bool = False  # the path must not exist
+    """A check on the world after the turn."""
+
+    path: str = Field(description="'/'-separated path into the domain snapshots, e.g. 'file_system/cwd' (list items by index).")
+    equals: Any = Field(None, description="The value expected at that path.")
+    absent: bool = Field(False, description="True: the path must not exist (then 'equals' is ignored).")
 
 
 class RefCall(_Strict):
-    tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    """A reference call as an object (prefer it to the string form when an argument is a typed slot)."""
+
+    tool: str = Field(description="Tool name.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Arguments, by parameter name.")
 
 
 class Turn(_Strict):
-    user: str
-    paraphrases: list[str] = Field(default_factory=list)
-    context: dict[str, Any] = Field(default_factory=dict)  # turn context tau
-    config: dict[str, Any] = Field(default_factory=dict)  # configuration added at this turn
+    """One user turn; the fields after 'config' are the annotations of a worked solution."""
+
+    user: str = Field(description="The user's request. Write entities as ${slot} placeholders.")
+    paraphrases: list[str] = Field(
+        default_factory=list,
+        description="Other wordings of the request with the same meaning and the same ${slot} placeholders. verify "
+        "replays the turn with each of them in place of 'user'; every annotation must still hold.",
+    )
+    context: dict[str, Any] = Field(
+        default_factory=dict, description="Turn context tau given to the kernel besides the text (e.g. an access token)."
+    )
+    config: dict[str, Any] = Field(default_factory=dict, description="Scratchpad entries added at the start of this turn.")
     # ---- annotations (worked solutions) ----
-    tasks: list[TaskAnn] | None = None
-    order: list[str] | None = None
-    # Reference calls actually committed, in order: "cd(folder='x')" strings or {tool, args} objects.
-    calls: list[str | RefCall] | None = None
-    halt: Literal["cycle"] | None = None
-    state: list[StateAssertion] = Field(default_factory=list)
-    scratchpad: dict[str, Any] = Field(default_factory=dict)  # expected entries of S after the turn
-    notes: str = ""
+    tasks: list[TaskAnn] | None = Field(None, description="decompose's unit tasks and the decisions taken for each.")
+    order: list[str] | None = Field(None, description="The execution order of all task ids (get_order's decisions merged with the dependency layers).")
+    calls: list[str | RefCall] | None = Field(
+        None,
+        description="The calls that must be committed, in order (retrievals included where they run): strings "
+        "like \"cd(folder='archive')\" or {tool, args} objects.",
+    )
+    halt: Literal["cycle"] | None = Field(None, description="'cycle': the decomposition is cyclic; the turn halts with nothing executed.")
+    state: list[StateAssertion] = Field(default_factory=list, description="Assertions on the world after the turn.")
+    scratchpad: dict[str, Any] = Field(default_factory=dict, description="Expected entries of S after the turn (a subset).")
+    must_not_call: list[str] = Field(
+        default_factory=list,
+        description="Side-effecting registry tools this request could tempt the agent to call but must not (backs the "
+        "no_side_effect tag). verify requires each to be registered, to have side effects, and not to be called in this turn.",
+    )
+    notes: str = Field("", description="Why the non-obvious decisions are right (order, sources, outcomes).")
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Turn:
@@ -173,28 +241,46 @@ class Turn(_Strict):
 
 
 class SlotDef(_Strict):
-    type: str
-    value: Any
+    """A typed entity; data generation substitutes other values of the same type consistently everywhere."""
+
+    type: str = Field(description="Slot type; alternative values are listed in data_gen/slot_values/<domain>.json under this name.")
+    value: Any = Field(description="The value used when the solution is verified as written.")
 
 
 class RegistryRef(_Strict):
-    domains: list[str] | None = None  # default: the solution's domains
-    include: list[str] | None = None  # only these tools
-    exclude: list[str] = Field(default_factory=list)
-    extra: list[ToolSpec] = Field(default_factory=list)  # tools with no implementation (distractors)
+    """Which tools the kernel sees (default: every tool of the solution's domains)."""
+
+    domains: list[str] | None = Field(None, description="Domains whose tools form the registry (default: the solution's domains).")
+    include: list[str] | None = Field(None, description="Only these tools.")
+    exclude: list[str] = Field(default_factory=list, description="Tools left out.")
+    extra: list[ToolSpec] = Field(
+        default_factory=list,
+        description="Tool specs with no implementation (distractors). Their JSON schemas are normalised and checked "
+        "like imported registries (a misspelt keyword or type is an error).",
+    )
 
 
 class Solution(_Strict):
-    id: str
-    title: str = ""
-    description: str = ""
-    domains: list[str]
-    tags: list[str] = Field(default_factory=list)
-    slots: dict[str, SlotDef] = Field(default_factory=dict)
-    registry: RegistryRef = Field(default_factory=RegistryRef)
-    initial_state: dict[str, Any] = Field(default_factory=dict)
-    config: dict[str, Any] = Field(default_factory=dict)
-    turns: list[Turn]
+    """A scenario; with every turn annotated, a worked solution that forethought verify replays."""
+
+    id: str = Field(description="Unique id.")
+    title: str = Field("", description="One line: what the scenario tests.")
+    description: str = Field("", description="What the scenario tests and why.")
+    domains: list[str] = Field(description="Simulated domains to load (kernel/domains/<name>/); their tools form the registry.")
+    tags: list[str] = Field(
+        default_factory=list,
+        description="Pattern tags this solution exercises: " + ", ".join(PATTERN_TAGS) + ". Each must be backed by an annotation "
+        "(see data_gen/solutions/README.md).",
+    )
+    slots: dict[str, SlotDef] = Field(
+        default_factory=dict, description="Typed entities, written ${name} everywhere they appear; \"${name}\" alone takes the typed value."
+    )
+    registry: RegistryRef = Field(default_factory=RegistryRef, description="The tool registry the kernel sees.")
+    initial_state: dict[str, Any] = Field(
+        default_factory=dict, description="Per domain, the world before the first turn (validated by kernel/domains/<name>/state.py)."
+    )
+    config: dict[str, Any] = Field(default_factory=dict, description="Initial scratchpad entries (gamma), e.g. {\"authenticated\": true}.")
+    turns: list[Turn] = Field(description="The user turns, in order; S and the world persist across them.")
     source_file: str | None = Field(default=None, exclude=True)
 
     @property
@@ -255,11 +341,25 @@ def parse_solution(data: Any, path: str = "<data>") -> Solution:
     except ValidationError as exc:
         raise UserError(_format_error(exc, path), path) from None
     sol.source_file = path
+    _normalise_extra_tools(sol, path)
     try:
         sol.rendered()
     except KeyError as exc:
         raise UserError(str(exc.args[0]), path) from None
     return sol
+
+
+def _normalise_extra_tools(sol: Solution, path: str) -> None:
+    """``registry.extra`` tool schemas get the importers' normalisation: a misspelt keyword or type is an error."""
+    from .registry.schema_normalize import SchemaPathError, normalize_schema
+
+    for i, spec in enumerate(sol.registry.extra):
+        try:
+            params = normalize_schema(spec.parameters, path="parameters", require_object=True)
+            output = normalize_schema(spec.output_schema, path="output_schema") if spec.output_schema is not None else None
+        except SchemaPathError as exc:
+            raise UserError(f"registry.extra.{i} ({spec.name!r}).{exc.path}: {exc.message}", path) from None
+        spec.parameters, spec.output_schema = params, output
 
 
 def load_solution(path: str | Path) -> Solution:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from data_gen.generate import DataConfig, generate
+import data_gen.generate as G
+from data_gen.generate import DataConfig, Example, Pools, VariantBug, generate, load_solutions, masker, write_outputs
+from forethought.cli import main
 from forethought.errors import UserError
 from kernel.specs import PRIMITIVE_NAMES, SPECS
 
@@ -105,15 +107,116 @@ def test_loadable_with_datasets(gen):
         assert d2["validation"].num_rows == d["validation"].num_rows
 
 
-def test_unverifiable_solution_stops_generation_unless_skipping_is_allowed(tmp_path):
+def _break_order(d):
+    d["turns"][0]["order"] = ["t2", "t1"]
+
+
+def _break_paraphrase(d):
+    d["turns"][0]["paraphrases"][1] = "Tell me a joke."
+
+
+@pytest.mark.parametrize("breaks,needle", [(_break_order, "get_order"), (_break_paraphrase, "paraphrases[1]: 'Tell me a joke.'")])
+def test_unverifiable_solution_stops_generation_unless_skipping_is_allowed(tmp_path, breaks, needle):
     src = tmp_path / "sols"
     shutil.copytree(FIX, src)
     bad = json.loads((src / "paper_figure1.json").read_text())
-    bad["id"] = "broken-order"
-    bad["turns"][0]["order"] = ["t2", "t1"]
+    bad["id"] = "broken"
+    breaks(bad)
     (src / "broken.json").write_text(json.dumps(bad))
     with pytest.raises(UserError) as ei:
         generate(cfg(tmp_path / "out", solutions=[str(src)]))
-    assert "broken.json" in str(ei.value) and "get_order" in str(ei.value)
+    assert "broken.json" in str(ei.value) and needle in str(ei.value)
     stats = generate(cfg(tmp_path / "out2", solutions=[str(src)], allow_skip_unverifiable=True))
-    assert len(stats["skipped_solutions"]) == 1 and "broken.json" in stats["skipped_solutions"][0]
+    assert len(stats["skipped_solutions"]) == 1 and "broken.json" in stats["skipped_solutions"][0] and needle in stats["skipped_solutions"][0]
+    card = (tmp_path / "out2" / "README.md").read_text()
+    assert "1 solution(s) were skipped" in card and "broken.json" in card
+
+
+def test_dropped_variants_name_their_solution_file_and_full_reason(tmp_path, monkeypatch):
+    real = G.make_variant
+
+    def breaking(sol, rng, vcfg):  # every varied copy of Figure 1 gets a wrong order
+        v = real(sol, rng, vcfg)
+        if sol.id == "fs-paper-figure1":
+            t0 = v.solution.turns[0]
+            turns = [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]
+            v.solution = v.solution.model_copy(update={"turns": turns})
+        return v
+
+    monkeypatch.setattr(G, "make_variant", breaking)
+    stats = generate(cfg(tmp_path / "out", allow_undersized=True))
+    fig1 = str(FIX / "paper_figure1.json")
+    assert list(stats["variants_dropped"]) == [fig1]
+    reasons = stats["variants_dropped"][fig1]
+    assert all(r.startswith("turn 0, get_order: expected order [") and "got [" in r for r in reasons), reasons
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "did not verify and were discarded" in card and "paper_figure1.json" in card and "turn 0, get_order: expected order" in card
+
+
+def test_a_bug_while_replaying_a_variant_raises_instead_of_dropping_it(tmp_path, monkeypatch):
+    real = G.verify_solution
+
+    def buggy(sol, kernel=None, **kw):
+        if kw.get("slot_values") is not None:  # a varied copy
+            raise ZeroDivisionError("kernel bug")
+        return real(sol, kernel, **kw)
+
+    monkeypatch.setattr(G, "verify_solution", buggy)
+    with pytest.raises(VariantBug) as ei:
+        generate(cfg(tmp_path / "out"))
+    assert "ZeroDivisionError: kernel bug" in str(ei.value) and ".json: variant 1" in str(ei.value)
+
+
+def test_undersized_output_fails_unless_allowed(tmp_path, capsys):
+    big = dict(SIZES, decompose=100000)
+    with pytest.raises(UserError) as ei:
+        generate(cfg(tmp_path / "out", sizes=big, max_rounds=2))
+    assert "requested sizes not reached within max_rounds=2: decompose " in str(ei.value) and "< 100000" in str(ei.value)
+    stats = generate(cfg(tmp_path / "out2", sizes=big, max_rounds=2, allow_undersized=True))
+    assert not stats["primitives"]["decompose"]["reached_requested_size"]
+    args = ["generate", f"data.solutions=[{FIX}]", f"data.output_dir={tmp_path / 'cli'}", "data.workers=1", "data.max_rounds=1",
+            "data.sizes={decompose:100000,get_order:1,check_prerequisites:1,match_func:1,match_fill:1}"]
+    assert main(args) != 0
+    assert "requested sizes not reached" in capsys.readouterr().err
+    assert main(args + ["data.allow_undersized=true"]) == 0
+
+
+def test_contract_valid_rate_is_computed_from_the_written_targets(gen, tmp_path):
+    out, stats = gen
+    assert stats["contract_valid_rate"] == 1.0
+    sols, _ = load_solutions([str(FIX)], False)
+    r0, r1 = rows(out, "get_order", "train")[:2]
+    ex = lambda r, target: Example("get_order", r["solution_id"], r["prompt"], r["completion"], target, json.dumps(r["prompt"]), (), json.loads(r["input"]))  # noqa: E731
+    bad_target = {"ordered_task_ids": ["nope"] + r1["target"]["ordered_task_ids"]}  # not a permutation of the batch
+    pools = Pools({(p, s): 10 for p in PRIMITIVE_NAMES for s in ("train", "validation")})
+    pools.add(ex(r0, r0["target"]), "train")
+    pools.add(ex(r1, bad_target), "train")
+    c = cfg(tmp_path / "w", allow_undersized=True)
+    st = write_outputs(c, sols, {s: "train" for s in sols}, pools, [], {}, 0, 0, G.Counter(), 0.0)
+    assert st["contract_valid_rate"] == 0.5 and st["primitives"]["get_order"]["train"]["contract_valid_rate"] == 0.5
+
+
+def test_near_duplicates_mask_the_substituted_slot_values(gen):
+    mask = masker(["report.txt", "archive", 42])
+    assert mask("Move report.txt into Archive, 7 times") == mask("Move report.txt into archive, 12 times") == "move <slot> into <slot>, # times"
+    assert masker(["budget.csv", "finance"])("Move budget.csv into finance") == mask("Move report.txt into archive")
+    _, stats = gen
+    for p in PRIMITIVE_NAMES:
+        info = stats["primitives"][p]
+        assert 0 <= info["cross_split_near_duplicate_rate"] <= 1 and 0 <= info["train"]["near_duplicate_rate"] <= 1
+    card = (gen[0] / "README.md").read_text()
+    assert "near-dup val↔train" in card and "Source solutions by domain" in card and "Source solutions by pattern tag" in card
+
+
+def test_get_order_batches_are_never_presented_in_the_target_order(gen):
+    out, stats = gen
+    for split in ("train", "validation"):
+        rs = rows(out, "get_order", split)
+        assert rs and all([t["id"] for t in json.loads(r["input"])["tasks"]] != r["target"]["ordered_task_ids"] for r in rs)
+        assert stats["primitives"]["get_order"][split]["input_order_is_target_rate"] == 0.0
+
+
+def test_stats_record_the_spec_hashes(gen):
+    out, _ = gen
+    on_disk = json.loads((out / "stats.json").read_text())
+    assert on_disk["spec_hashes"] == {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES}

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from data_gen.verify import verify_paths
+from data_gen.verify import VerifyConfig, coverage_minimums, tau_over_s_conflicts, verify_paths, verify_solution
 from forethought.cli import main
+from kernel.runner import build_environment, build_registry
+from kernel.scenario import json_schema, load_solution
 
 FIG1 = Path("data_gen/solutions/file_system/paper_figure1.json")
 
@@ -31,10 +33,103 @@ def _verify_one(path: Path) -> str:
 
 
 def test_the_corpus_verifies_with_coverage_minimums(capsys):
-    rc = main(["verify", "min_per_domain=30", "min_per_tag=10"])
+    rc = main(["verify"])  # the default corpus: 30 per domain and 10 per pattern apply by default
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "solutions verified" in out and "cyclic_dependency" in out
+    assert "solutions verified" in out and "cyclic_dependency" in out and "coverage below" not in out
+
+
+def test_coverage_minimums_default_to_the_requirement_for_the_default_corpus_only(tmp_path, monkeypatch, capsys):
+    cfg = VerifyConfig()
+    assert coverage_minimums(cfg, cfg.paths) == (30, 10)
+    assert coverage_minimums(VerifyConfig(min_per_domain=2), cfg.paths) == (2, 10)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    _write(corpus, _fig1(), "fig1.json")
+    assert coverage_minimums(cfg, [str(corpus)]) == (0, 0)  # explicit paths: report only
+    assert main(["verify", str(corpus)]) == 0
+    assert main(["verify", str(corpus), "min_per_tag=1"]) == 1  # ... unless set explicitly
+    assert "coverage below the configured minimum: pattern prereq_absent_retrieve: 0 < 1" in capsys.readouterr().out
+    monkeypatch.setattr("data_gen.verify.DEFAULT_SOLUTIONS", corpus)  # a plain `forethought verify` of the default corpus
+    assert main(["verify", f"paths=[{corpus}]"]) == 1
+    assert "domain file_system: 1 < 30" in capsys.readouterr().out
+
+
+def test_every_paraphrase_is_replayed(tmp_path):
+    d = _fig1()
+    d["turns"][0]["paraphrases"][1] = "Tell me a joke."
+    msg = _verify_one(_write(tmp_path, d))
+    assert msg.startswith("turn 0, paraphrases[1]: 'Tell me a joke.': kernel/decompose: "), msg
+    assert "values_grounded" in msg and "dir_name='archive'" in msg
+
+
+def test_a_paraphrase_must_carry_the_requests_slots(tmp_path):
+    d = _fig1()
+    d["turns"][1]["paraphrases"][0] = "Look through the report I just moved for lines mentioning revenue."  # literal, not ${word}
+    msg = _verify_one(_write(tmp_path, d))
+    assert msg.startswith("turn 1, paraphrases[0]: ") and "lacks ${word}" in msg, msg
+
+
+def test_tau_over_s_needs_tau_overriding_a_different_value_in_s(tmp_path):
+    d = _fig1()  # tau and S are both used, but never for the same key
+    d["tags"].append("tau_over_s")
+    assert "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key" in _verify_one(_write(tmp_path, d))
+    sol = load_solution("data_gen/solutions/file_system/cd_request_over_scratchpad.json")
+    r = sol.rendered()
+    conflicts = tau_over_s_conflicts(r, verify_solution(sol), build_registry(r, build_environment(r)))
+    assert conflicts and all(tau != s for _, _, _, tau, s in conflicts)
+
+
+NO_SIDE = Path("data_gen/solutions/file_system/find_before_delete.json")
+
+
+@pytest.mark.parametrize(
+    "turn,names,needle",
+    [
+        (0, None, "tag 'no_side_effect' is not backed"),
+        (0, ["find"], "turn 0, must_not_call: 'find' has no side effects"),
+        (0, ["shred"], "turn 0, must_not_call: 'shred' is not in the registry"),
+        (1, ["rm"], "turn 1, must_not_call: rm was called"),
+    ],
+)
+def test_no_side_effect_names_a_tempting_side_effecting_tool_that_is_not_called(tmp_path, turn, names, needle):
+    d = json.loads(NO_SIDE.read_text())
+    assert d["turns"][0]["must_not_call"] == ["rm"] and "no_side_effect" in d["tags"]
+    del d["turns"][0]["must_not_call"]
+    if names is not None:
+        d["turns"][turn]["must_not_call"] = names
+    assert needle in _verify_one(_write(tmp_path, d))
+
+
+def test_no_side_effect_needs_a_read_only_turn(tmp_path):
+    d = json.loads(NO_SIDE.read_text())
+    del d["turns"][0]["must_not_call"]
+    d["turns"][1]["must_not_call"] = ["mv"]  # not called, but the turn commits rm: not a read-only turn
+    assert "tag 'no_side_effect' needs a turn whose committed calls are all read-only" in _verify_one(_write(tmp_path, d))
+
+
+@pytest.mark.parametrize(
+    "schema,needle",
+    [
+        ({"type": "object", "properties": {"a": {"type": "strng"}}}, "registry.extra.0 ('upload').parameters.properties.a.type: unknown type 'strng' (did you mean 'string'?)"),
+        ({"type": "object", "properties": {"a": {"type": "string"}}, "requried": ["a"]}, "registry.extra.0 ('upload').parameters.requried: unknown JSON Schema keyword 'requried'"),
+    ],
+)
+def test_extra_tool_schemas_are_validated(tmp_path, schema, needle):
+    d = _fig1()
+    d["registry"] = {"extra": [{"name": "upload", "description": "Upload a file.", "parameters": schema}]}
+    msg = _verify_one(_write(tmp_path, d))
+    assert needle in msg, msg
+
+
+def test_shipped_schema_is_current_and_describes_every_field():
+    shipped = json.loads(Path("data_gen/solutions/schema.json").read_text())
+    assert shipped == json_schema(), "stale: run python -m kernel.scenario > data_gen/solutions/schema.json"
+    ours = {"Solution", "Turn", "TaskAnn", "PrereqAnn", "ProposedTaskAnn", "BindingAnn", "StateAssertion", "RefCall", "SlotDef", "RegistryRef"}
+    defs = {k: v for k, v in shipped["$defs"].items() if k in ours} | {"Solution": shipped}
+    assert set(defs) == ours
+    undocumented = [f"{m}.{f}" for m, d in defs.items() for f, prop in d["properties"].items() if not prop.get("description")]
+    assert not undocumented
 
 
 def test_wrong_order(tmp_path):
@@ -111,3 +206,14 @@ def test_missing_path_is_a_located_error(capsys):
     rc = main(["verify", "does/not/exist"])
     assert rc == 2
     assert "does/not/exist: no such file or directory" in capsys.readouterr().err
+
+
+def test_fixture_solutions_are_current_copies_of_the_corpus():
+    # The fast pipeline fixtures are copies of corpus files; a corpus fix must reach them too.
+    root = Path(__file__).resolve().parents[1]
+    stale = []
+    for f in sorted((root / "tests" / "fixtures" / "solutions").glob("*.json")):
+        src = list((root / "data_gen" / "solutions").rglob(f.name))
+        if src and src[0].read_bytes() != f.read_bytes():
+            stale.append(f"{f.name} differs from {src[0].relative_to(root)}")
+    assert stale == []
