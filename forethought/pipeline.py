@@ -2,8 +2,12 @@
 
 One run folder holds every stage's output and ``report.md``. Each stage is
 skipped when its inputs have not changed: a fingerprint of the stage's
-resolved config, the content of its input files and the source code it runs
-is stored after it succeeds, and compared on the next run.
+resolved config, the content of its input files, the source code it runs and
+the versions of the libraries it depends on (torch, transformers, peft, trl)
+is stored after it succeeds, and compared on the next run. The digests of its
+outputs (for train: every adapter's files) are stored too; a missing or
+changed output makes the stage run again. A skipped stage is reported with
+its stored record (when it ran and how long it took).
 
 Every stage's config is composed (``conf/<stage>.yaml`` + the profile's
 overrides) and validated before anything runs, and all errors are reported
@@ -23,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,16 +37,20 @@ from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_t
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("verify", "generate", "train", "validate", "package", "evaluate")
+StageName = Literal["verify", "generate", "train", "validate", "package", "evaluate"]
+# Libraries whose version is part of a stage's fingerprint (an upgrade can change what the stage produces).
+TRAIN_LIBS = ("torch", "transformers", "peft", "trl")
+MODEL_LIBS = ("torch", "transformers", "peft")
 
 
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    profile: str = "tiny"
+    profile: Literal["tiny", "paper"] = "tiny"  # set by the profile group (conf/profile/*.yaml)
     run_dir: str = "runs/pipeline"
     force: bool = False
-    stages: list[str] = Field(default_factory=lambda: list(STAGES))
+    stages: list[StageName] = Field(default_factory=lambda: list(STAGES), min_length=1)
     model_path: str | None = None  # Gemma-3-12B local folder for profile=paper
-    overrides: dict[str, list[str]] = Field(default_factory=dict)
+    overrides: dict[StageName, list[str]] = Field(default_factory=dict)
 
 
 # ------------------------------------------------------------- fingerprints
@@ -61,8 +69,18 @@ def _file_digest(f: Path, big: int = 64 * 1024 * 1024) -> str:
 _NOT_INPUTS = {"wandb", "checkpoints", "hydra", "multirun"}
 
 
-def input_manifest(inputs: list[Path], code: list[str]) -> dict[str, str]:
-    """path -> digest of every input file and every source file the stage runs (hidden folders, logs and checkpoints skipped)."""
+def _lib_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "<not installed>"
+
+
+def input_manifest(inputs: list[Path], code: list[str], libs: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
+    """path -> digest of every input file and every source file the stage runs (hidden folders, logs and checkpoints
+    skipped), plus ``python-package:<name>`` -> version of every library the stage's results depend on."""
     out: dict[str, str] = {}
     for p in inputs:
         if not p.exists():
@@ -78,6 +96,8 @@ def input_manifest(inputs: list[Path], code: list[str]) -> dict[str, str]:
         src = ROOT / pkg
         for f in sorted(src.rglob("*.py")) if src.is_dir() else [src]:
             out[str(f.relative_to(ROOT))] = _file_digest(f)
+    for lib in libs:
+        out[f"python-package:{lib}"] = _lib_version(lib)
     return out
 
 
@@ -107,10 +127,12 @@ class Stage:
     outputs: list[Path]
     code: list[str]
     run: Callable[[], Any]
+    libs: tuple[str, ...] = ()
     status: str = "pending"
     seconds: float = 0.0
     note: str = ""
     result: Any = None
+    record: dict[str, Any] | None = None  # the stored record of the run a skipped stage reuses
 
 
 @dataclass
@@ -157,12 +179,6 @@ def _schemas() -> dict[str, type[BaseModel]]:
 
 
 def build(cfg: PipelineConfig) -> PipelineRun:
-    unknown = [s for s in cfg.stages if s not in STAGES]
-    if unknown:
-        raise ConfigError("conf/pipeline.yaml", [f"stages: unknown stages {unknown}; expected some of {list(STAGES)}"])
-    bad_keys = [k for k in cfg.overrides if k not in STAGES]
-    if bad_keys:
-        raise ConfigError("conf/pipeline.yaml", [f"overrides.{k}: not a stage" for k in bad_keys])
     run = Path(cfg.run_dir)
     ovs = _stage_overrides(cfg, run)
     schemas = _schemas()
@@ -187,24 +203,35 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     sol = [Path(p) for p in configs["verify"].paths]
     code_kernel = ["primitives", "kernel"]
     d = configs["generate"].data
+    train_out = run / "train"
+    # Every adapter's files, not only base.json: a deleted or modified adapter makes the stage rerun.
+    train_outputs = [train_out / "base.json"] + [
+        train_out / p / f for p in configs["train"].primitives() for f in ("adapter", "metrics.json", "run_state.json")
+    ]
+    # The hf backend (bundle loading: training/bundle.py -> training/models.py -> training/tiny.py's chat template).
+    bundle_code = ["training/bundle.py", "training/models.py", "training/tiny.py"]
+    eval_libs = MODEL_LIBS if any(x.startswith("bundle") for x in configs["evaluate"].settings) else ()
     pr.stages = {
         "verify": Stage("verify", configs["verify"], sol, [], code_kernel + ["data_gen/verify.py"], lambda: _verify(configs["verify"])),
         "generate": Stage(
             "generate", configs["generate"], [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
             [run / "data" / "stats.json"], code_kernel + ["data_gen"], lambda: _generate(configs["generate"]),
         ),
-        "train": Stage("train", configs["train"], [run / "data"], [run / "train" / "base.json"], ["training", "kernel/specs.py"], lambda: _train(configs["train"])),
+        "train": Stage("train", configs["train"], [run / "data"], train_outputs, ["training", "kernel/specs.py"], lambda: _train(configs["train"]),
+                       libs=TRAIN_LIBS),
         "validate": Stage(
             "validate", configs["validate"], [run / "train", run / "data"], [run / "validate" / "gates.json"],
-            ["training", "kernel/specs.py", "kernel/backends/hf.py"], lambda: _validate(configs["validate"]),
+            ["training", "kernel/specs.py", "kernel/backends/hf.py", "kernel/backends/constrained.py"], lambda: _validate(configs["validate"]),
+            libs=MODEL_LIBS,
         ),
         "package": Stage(
-            "package", configs["package"], [run / "train", run / "validate" / "gates.json"], [run / "bundle" / "manifest.json"],
-            ["training"], lambda: _package(configs["package"]),
+            "package", configs["package"], [run / "train", run / "validate" / "gates.json", run / "data" / "stats.json"],
+            [run / "bundle" / "manifest.json"], ["training", "kernel/specs.py"], lambda: _package(configs["package"]), libs=MODEL_LIBS,
         ),
         "evaluate": Stage(
             "evaluate", configs["evaluate"], [run / "bundle", run / "data" / "stats.json"] + sol, [run / "evaluate" / "results.json"],
-            code_kernel + ["data_gen/evaluate.py", "data_gen/verify.py"], lambda: _evaluate(configs["evaluate"]),
+            code_kernel + ["data_gen/evaluate.py", "data_gen/verify.py"] + bundle_code, lambda: _evaluate(configs["evaluate"]),
+            libs=eval_libs,
         ),
     }
     return pr
@@ -212,13 +239,18 @@ def build(cfg: PipelineConfig) -> PipelineRun:
 
 # --------------------------------------------------------------- stage runs
 def _verify(c: Any) -> Any:
-    from data_gen.verify import coverage, verify_paths
+    from data_gen.verify import PATTERN_TAGS, coverage, coverage_minimums, verify_paths
 
     res = verify_paths(c.paths)
     bad = [r for r in res if not r.ok]
     if bad:
         raise UserError(f"{len(bad)} solution(s) do not verify; first: {bad[0].error}", bad[0].path)
     doms, tags = coverage(res)
+    min_dom, min_tag = coverage_minimums(c, c.paths)  # as `forethought verify` applies them
+    short = [f"domain {d}: {n} < {min_dom}" for d, n in sorted(doms.items()) if n < min_dom]
+    short += [f"pattern {t}: {tags.get(t, 0)} < {min_tag}" for t in PATTERN_TAGS if tags.get(t, 0) < min_tag]
+    if short:
+        raise UserError("coverage below the minimum: " + "; ".join(short), ", ".join(map(str, c.paths)))
     return {"solutions": len(res), "domains": dict(sorted(doms.items())), "tags": dict(sorted(tags.items()))}
 
 
@@ -271,17 +303,19 @@ def execute(pr: PipelineRun, console: Any) -> None:
             st.status, st.note = "not selected", ""
             continue
         config = st.config.model_dump(mode="json")
-        manifest = input_manifest(st.inputs, st.code)
+        manifest = input_manifest(st.inputs, st.code, st.libs)
         fp = fingerprint(config, manifest)
         rec_path = state_dir / f"{name}.json"
         prev = json.loads(rec_path.read_text()) if rec_path.is_file() else None
-        if not pr.cfg.force and prev and prev.get("fingerprint") == fp and all(o.exists() for o in st.outputs):
-            st.status, st.seconds, st.note = "skipped", 0.0, "inputs unchanged"
+        out_problem = _outputs_problem(st, prev) if prev else None
+        if not pr.cfg.force and prev and prev.get("fingerprint") == fp and out_problem is None:
+            st.status, st.seconds, st.record = "skipped", 0.0, prev
+            st.note = f"unchanged since {prev.get('finished')}; ran in {prev.get('seconds')} s"
             st.result = prev.get("result")
             console.print(f"[dim]{name:<9} skipped: inputs unchanged since {prev.get('finished')}[/dim]")
             continue
         reason = "forced" if pr.cfg.force else ("first run" if prev is None else
-                                                 ("an output is missing" if prev.get("fingerprint") == fp else why_changed(prev, config, manifest)))
+                                                 (out_problem if prev.get("fingerprint") == fp else why_changed(prev, config, manifest)))
         console.rule(f"[bold]{name}[/bold] ({reason})")
         t0 = time.perf_counter()
         st.result = st.run()
@@ -289,9 +323,26 @@ def execute(pr: PipelineRun, console: Any) -> None:
         st.status = "ran"
         summary = _summarise(name, st.result)
         atomic_write_json(rec_path, {"fingerprint": fp, "finished": dt.datetime.now().isoformat(timespec="seconds"),
-                                     "seconds": round(st.seconds, 1), "config": config, "inputs": manifest, "result": summary})
+                                     "seconds": round(st.seconds, 1), "config": config, "inputs": manifest,
+                                     "outputs": input_manifest(st.outputs, []), "result": summary})
         st.result = summary
         console.print(f"{name:<9} done in {st.seconds:.1f} s")
+
+
+def _outputs_problem(st: Stage, prev: dict[str, Any]) -> str | None:
+    """Why the stage's stored outputs cannot be reused (one missing, or changed since the stage wrote it), or None."""
+    missing = [o for o in st.outputs if not o.exists()]
+    if missing:
+        return f"an output is missing: {missing[0]}"
+    recorded = prev.get("outputs")
+    if recorded is None:  # a record from before output digests were kept
+        return None
+    now = input_manifest(st.outputs, [])
+    for k in sorted(set(recorded) | set(now)):
+        if recorded.get(k) != now.get(k):
+            what = "added" if k not in recorded else ("missing" if k not in now or now[k] == "<missing>" else "changed")
+            return f"an output is {what}: {k}"
+    return None
 
 
 def _summarise(name: str, result: Any) -> Any:
@@ -392,7 +443,10 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         ]
     L += ["## Stages", "", "| stage | status | seconds |", "| --- | --- | ---: |"]
     for s in pr.stages.values():
-        L.append(f"| {s.name} | {s.status}{' (' + s.note + ')' if s.note else ''} | {s.seconds:.1f} |")
+        if s.status == "skipped":  # nothing ran now: show the stored record of the run it reuses
+            L.append(f"| {s.name} | skipped — {s.note} | — |")
+        else:
+            L.append(f"| {s.name} | {s.status}{' (' + s.note + ')' if s.note else ''} | {s.seconds:.1f} |")
     v = pr.stages["verify"].result
     if isinstance(v, dict):
         L += ["", "## Worked solutions", "", f"{v['solutions']} solutions verified by replay through the kernel (oracle backend).", ""]

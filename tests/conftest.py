@@ -14,6 +14,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 FIXTURE_SOLUTIONS = Path(__file__).parent / "fixtures" / "solutions"
 TINY_SIZES = "{decompose:24,get_order:12,check_prerequisites:12,match_func:24,match_fill:12}"
+# `forethought generate` on the fixture solutions with small per-primitive sizes (about a second).
+TINY_GENERATE = [f"data.solutions=[{FIXTURE_SOLUTIONS}]", f"data.sizes={TINY_SIZES}", "data.workers=1", "data.validation_fraction=0.25"]
 
 
 def tiny_pipeline_args(run_dir: Path) -> list[str]:
@@ -21,7 +23,7 @@ def tiny_pipeline_args(run_dir: Path) -> list[str]:
     return [
         "pipeline",
         f"run_dir={run_dir}",
-        f'overrides.generate=["data.solutions=[{FIXTURE_SOLUTIONS}]","data.sizes={TINY_SIZES}","data.workers=1","data.validation_fraction=0.25"]',
+        "overrides.generate=[" + ",".join(f'"{o}"' for o in TINY_GENERATE) + "]",
         'overrides.train=["model=tiny","train=quick","train.max_steps=2","train.max_eval_examples=4","model.tiny.vocab_size=1024","logging=none"]',
         'overrides.validate=["max_examples=4","max_new_tokens=8"]',
         'overrides.package=["allow_failed_gates=true"]',
@@ -36,3 +38,18 @@ def tiny_pipeline(tmp_path_factory) -> Path:
     run = tmp_path_factory.mktemp("pipeline") / "run"
     assert main(tiny_pipeline_args(run)) == 0
     return run
+
+
+@pytest.fixture(scope="session")
+def generated_data(tmp_path_factory) -> Path:
+    """Real SFT data: `forethought generate` on the fixture solutions (the five primitives, train + validation).
+
+    Shared read-only: tests that change files copy it first.
+    """
+    from forethought.cli import main
+
+    out = tmp_path_factory.mktemp("generated") / "data"
+    # match_fill (short prompts) gets 18 train examples: the tiny training tests train it for a few steps
+    sizes = TINY_SIZES.replace("match_fill:12", "match_fill:24")
+    assert main(["generate", *TINY_GENERATE, f"data.sizes={sizes}", f"data.output_dir={out}"]) == 0
+    return out

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
 
 from forethought.cli import main
+from forethought.config import ConfigError, compose_and_validate
+from forethought.pipeline import PipelineConfig, build, execute, write_report
 from tests.conftest import tiny_pipeline_args
 
 
@@ -29,7 +37,10 @@ def test_rerun_skips_unchanged_stages(tiny_pipeline, capsys):
         assert f"{stage:<9} skipped: inputs unchanged" in err
     after = {p.name: p.stat().st_mtime_ns for p in (tiny_pipeline / ".stages").iterdir()}
     assert before == after
-    assert "| train | skipped (inputs unchanged) |" in (tiny_pipeline / "report.md").read_text()
+    report = (tiny_pipeline / "report.md").read_text()
+    for stage in ("verify", "generate", "train", "validate", "package", "evaluate"):  # the stored record, not 0.0 s
+        rec = json.loads((tiny_pipeline / ".stages" / f"{stage}.json").read_text())
+        assert f"| {stage} | skipped — unchanged since {rec['finished']}; ran in {rec['seconds']} s | — |" in report
 
 
 def test_all_stage_configs_are_validated_up_front(tmp_path, capsys):
@@ -46,3 +57,108 @@ def test_paper_profile_without_a_local_model_fails_before_any_stage(tmp_path, ca
     err = capsys.readouterr().err
     assert "needs a local checkpoint folder" in err and "give it as model_path=" in err
     assert not (tmp_path / "run").exists()
+
+
+def _stub_pipeline(run_dir: Path, stages: list[str]):
+    cfg = compose_and_validate("pipeline", [f"run_dir={run_dir}", f"stages=[{','.join(stages)}]"], PipelineConfig)[1]
+    return build(cfg)
+
+
+def _fake_train(train: Path, runs: list[int]):
+    def run():
+        runs.append(1)
+        train.mkdir(parents=True, exist_ok=True)
+        (train / "base.json").write_text("{}")
+        for p in ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill"):
+            (train / p / "adapter").mkdir(parents=True, exist_ok=True)
+            (train / p / "adapter" / "adapter_model.safetensors").write_bytes(b"weights of " + p.encode())
+            (train / p / "metrics.json").write_text(json.dumps({"completed": True}))
+            (train / p / "run_state.json").write_text("{}")
+        return {}
+    return run
+
+
+def test_train_stage_reruns_when_any_adapter_is_deleted_or_changed(tmp_path):
+    """Stages run as stubs: only the pipeline's skip logic is under test here."""
+    run_dir, runs = tmp_path / "run", []
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+
+    pr = _stub_pipeline(run_dir, ["train"])
+    pr.stages["train"].run = _fake_train(run_dir / "train", runs)
+
+    def once():
+        execute(pr, console)
+        return pr
+
+    once()
+    pr = once()
+    assert len(runs) == 1 and pr.stages["train"].status == "skipped"
+    rec = json.loads((run_dir / ".stages" / "train.json").read_text())
+    report = write_report(pr, []).read_text()
+    assert f"| train | skipped — unchanged since {rec['finished']}; ran in {rec['seconds']} s | — |" in report
+    assert "| verify | not selected | 0.0 |" in report
+    adapter = run_dir / "train" / "get_order" / "adapter" / "adapter_model.safetensors"
+    adapter.unlink()
+    assert once().stages["train"].status == "ran" and len(runs) == 2
+    assert f"an output is missing: {adapter}" in out.getvalue()
+    adapter.write_bytes(b"something else")
+    assert once().stages["train"].status == "ran" and len(runs) == 3
+    assert f"an output is changed: {adapter}" in out.getvalue()
+    assert once().stages["train"].status == "skipped" and len(runs) == 3
+
+
+def test_stage_fingerprints_cover_the_code_and_libraries_they_use(tmp_path):
+    import peft
+    import torch
+    import transformers
+    import trl
+
+    from forethought.pipeline import input_manifest
+
+    pr = _stub_pipeline(tmp_path, ["train"])
+    ev = pr.stages["evaluate"]
+    assert {"training/bundle.py", "training/models.py"} <= set(ev.code)  # the hf backend loads the bundle through them
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__, "trl": trl.__version__}
+    train = input_manifest(pr.stages["train"].inputs, pr.stages["train"].code, pr.stages["train"].libs)
+    assert {k: train[f"python-package:{k}"] for k in versions} == versions
+    for name in ("validate", "package", "evaluate"):
+        st = pr.stages[name]
+        assert {"torch", "transformers", "peft"} <= set(st.libs), name
+    assert "training/models.py" in input_manifest([], ev.code)
+    outs = {str(o.relative_to(tmp_path)) for o in pr.stages["train"].outputs}
+    assert {"train/base.json", "train/match_fill/adapter", "train/decompose/metrics.json"} <= outs
+
+
+def test_pipeline_evaluate_and_backend_configs_are_typed():
+    from data_gen.evaluate import SETTINGS, EvaluateConfig, SettingName
+    from kernel.backends.factory import PrimitiveName
+    from kernel.specs import PRIMITIVE_NAMES
+
+    assert PrimitiveName.__args__ == PRIMITIVE_NAMES and SettingName.__args__ == SETTINGS
+
+    def errors(command, schema, *ov):
+        with pytest.raises(ConfigError) as ei:
+            compose_and_validate(command, list(ov), schema)
+        return ei.value.errors
+
+    def by_key(errs):
+        return {e.split(": ", 1)[0]: e.split(": ", 1)[1] for e in errs}
+
+    e = by_key(errors("pipeline", PipelineConfig, "stages=[train,tran]", "+overrides.tarin=[]"))
+    assert e["stages.1"].startswith("Input should be 'verify'") and "(got 'tran')" in e["stages.1"]
+    assert e["overrides.tarin.[key]"].startswith("Input should be 'verify'") and len(e) == 2
+    # +noise.rates.decompos=0.5 used to be accepted and meant 0 % for decompose
+    e = by_key(errors("evaluate", EvaluateConfig, "+noise.rates.decompos=0.5", "noise.rates.match_fill=1.5", "noise.sweep=[0.1,-0.1]",
+                      "settings=[oracle,bundle]", "backend.device=gpu"))
+    assert e["noise.rates.decompos.[key]"].startswith("Input should be 'decompose'")
+    assert e["noise.rates.match_fill"].startswith("Input should be less than or equal to 1")
+    assert e["noise.sweep.1"].startswith("Input should be greater than or equal to 0")
+    assert e["settings.1"].startswith("Input should be 'oracle'") and "(got 'bundle')" in e["settings.1"]
+    assert "cuda:N" in e["backend.hf.device"] and len(e) == 5
+    assert "listed more than once" in errors("evaluate", EvaluateConfig, "settings=[oracle,oracle]")[0]
+    e = by_key(errors("evaluate", EvaluateConfig, "backend=openai", "+backend.models.matchfunc=lora1", "backend.base_url=localhost:8000"))
+    assert set(e) == {"backend.openai.base_url", "backend.openai.models.matchfunc.[key]"}
+    ok = compose_and_validate("evaluate", ["backend.device=cuda:0", "noise.rates.decompose=0.5"], EvaluateConfig)[1]
+    assert ok.backend.device == "cuda:0" and ok.noise.rates["decompose"] == 0.5
+    assert re.fullmatch(r"cuda:\d", ok.backend.device)

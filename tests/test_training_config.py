@@ -83,6 +83,14 @@ def test_fp16_and_packing_with_eager_are_refused():
     assert load("train.packing=true", "model.attn_implementation=flash_attention_2").train.packing
 
 
+def test_gemma3_profile_is_bf16_only():
+    for ok in ("auto", "bfloat16"):
+        assert load("model=gemma3_12b", "model.path=/x", f"model.dtype={ok}").model.dtype == ok
+    with pytest.raises(ConfigError, match=r"model.dtype=float32 is refused for the gemma3_12b profile: bf16 only"):
+        load("model=gemma3_12b", "model.path=/x", "model.dtype=float32")
+    assert load("model=tiny", "model.dtype=float32").model.dtype == "float32"  # the tiny CPU profile may use it
+
+
 def test_gemma3_profile_has_no_tiny_shape_and_bf16():
     cfg = load("model=gemma3_12b", "model.path=/models/gemma-3-12b-it", "train=paper")
     assert cfg.model.tiny is None and cfg.model.dtype == "bfloat16" and cfg.model.path == "/models/gemma-3-12b-it"

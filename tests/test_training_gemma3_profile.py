@@ -162,3 +162,46 @@ def test_model_path_must_be_a_gemma3_checkpoint(data_dir, tmp_path):
 def test_fp16_is_refused_for_gemma3():
     with pytest.raises(ConfigError, match="float16 is refused"):
         config_from_overrides(["model=gemma3_12b", "model.dtype=float16"])
+
+
+class _FakeModel:
+    def __init__(self, calls: dict) -> None:
+        self.calls = calls
+
+    def to(self, *args, **kwargs):
+        self.calls.setdefault("to", []).append(args)
+        return self
+
+
+@pytest.fixture()
+def fake_from_pretrained(monkeypatch):
+    """AutoModelForCausalLM.from_pretrained replaced by a recorder (no weights, no GPU needed)."""
+    from transformers import AutoModelForCausalLM
+
+    calls: dict = {}
+
+    def from_pretrained(path, **kwargs):
+        calls["kwargs"] = kwargs
+        return _FakeModel(calls), {"missing_keys": [], "mismatched_keys": []}
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", staticmethod(from_pretrained))
+    return calls
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_load_model_leaves_the_model_in_place_under_fsdp(fake_from_pretrained, monkeypatch, tmp_path, device):
+    """Under FSDP (accelerate sets ACCELERATE_USE_FSDP) accelerate shards and places the model; load_model must not
+    move it: every rank would put the full base on its GPU, and meta tensors (cpu_ram_efficient_loading) cannot move."""
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    load_model(tmp_path, dtype=torch.bfloat16, attn_implementation="sdpa", device=device)
+    assert "to" not in fake_from_pretrained and "device_map" not in fake_from_pretrained["kwargs"]
+
+
+def test_load_model_places_the_model_without_fsdp(fake_from_pretrained, monkeypatch, tmp_path):
+    monkeypatch.delenv("ACCELERATE_USE_FSDP", raising=False)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    load_model(tmp_path, dtype=torch.bfloat16, attn_implementation="sdpa", device="cuda")
+    assert fake_from_pretrained["kwargs"]["device_map"] == {"": 1} and "to" not in fake_from_pretrained  # loaded onto this rank's GPU
+    load_model(tmp_path, dtype=torch.bfloat16, attn_implementation="sdpa", device="cuda:0")
+    assert fake_from_pretrained["to"] == [("cuda:0",)]

@@ -1,13 +1,15 @@
 """`forethought train` with the tiny profile, end to end on CPU (real trl SFTTrainer, real peft, real files).
 
-Expensive runs are module-scoped and shared: run A (uninterrupted), run B (same seed,
-another folder), run C (interrupted at step 3, then resumed).
+The data is real: `forethought generate` on the fixture solutions (tests/conftest.py's
+``generated_data``). Expensive runs are module-scoped and shared: run A (uninterrupted),
+run B (same seed, another folder), run C (interrupted at step 3, then resumed).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
@@ -24,12 +26,14 @@ from transformers import TrainerCallback  # noqa: E402
 
 from forethought.cli import main as forethought_main  # noqa: E402
 from forethought.errors import UserError  # noqa: E402
+from kernel.specs import SPECS  # noqa: E402
 from training import artifacts  # noqa: E402
 from training.config import PRIMITIVES  # noqa: E402
-from training.synthetic import write_dataset  # noqa: E402
+from training.data import dataset_spec_hash  # noqa: E402
 from training.train import config_from_overrides, run  # noqa: E402
 
 STEPS = 4
+PRIM = "match_fill"  # the primitive of the single-adapter runs: real match_fill prompts are short (~170 tokens), so steps are cheap
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -42,14 +46,29 @@ def _one_torch_thread():
     torch.set_num_threads(n)
 
 
+def _copy_data(src: Path, dst: Path, primitives=PRIMITIVES) -> Path:
+    dst.mkdir(parents=True)
+    shutil.copy(src / "stats.json", dst / "stats.json")
+    for p in primitives:
+        shutil.copytree(src / p, dst / p)
+    return dst
+
+
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
-    return write_dataset(tmp_path_factory.mktemp("data"), n_train=24, n_val=8, seed=0)
+def data_dir(generated_data, tmp_path_factory) -> Path:
+    """A copy of the generated datasets whose stats.json records the spec hashes (as `forethought generate` does)."""
+    d = _copy_data(generated_data, tmp_path_factory.mktemp("data") / "d")
+    stats = json.loads((d / "stats.json").read_text())
+    stats.setdefault("spec_hashes", {p: SPECS[p].spec_hash for p in PRIMITIVES})
+    (d / "stats.json").write_text(json.dumps(stats))
+    rows = [json.loads(x) for x in (d / PRIM / "train.jsonl").read_text().splitlines()]
+    assert len(rows) >= 16 and {r["solution_id"] for r in rows} and all(r["primitive"] == PRIM for r in rows)
+    return d
 
 
 def overrides(data_dir: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "primitive=match_func",
+        f"primitive={PRIM}",
         "model=tiny",
         f"dataset_dir={data_dir}",
         f"output_dir={out}",
@@ -91,14 +110,14 @@ class InterruptAt(TrainerCallback):
 def run_a(data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("run_a")
     snap = SnapshotLora()
-    res = run(config_from_overrides(overrides(data_dir, out)), callbacks=[snap], keep_trainer=True)["match_func"]
+    res = run(config_from_overrides(overrides(data_dir, out)), callbacks=[snap], keep_trainer=True)[PRIM]
     return out, res, snap
 
 
 @pytest.fixture(scope="module")
 def run_b(data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("run_b")
-    res = run(config_from_overrides(overrides(data_dir, out)))["match_func"]
+    res = run(config_from_overrides(overrides(data_dir, out)))[PRIM]
     return out, res
 
 
@@ -108,14 +127,14 @@ def run_c(data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("run_c")
     with pytest.raises(KeyboardInterrupt):
         run(config_from_overrides(overrides(data_dir, out)), callbacks=[InterruptAt(3)])
-    ckpts = sorted(p.name for p in (out / "match_func" / "checkpoints").iterdir() if p.name.startswith("checkpoint-"))
-    assert not (out / "match_func" / "adapter").exists()
-    res = run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))["match_func"]
+    ckpts = sorted(p.name for p in (out / PRIM / "checkpoints").iterdir() if p.name.startswith("checkpoint-"))
+    assert not (out / PRIM / "adapter").exists()
+    res = run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))[PRIM]
     return out, res, ckpts
 
 
 def _adapter(out: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(out / "match_func" / "adapter" / "adapter_model.safetensors"))
+    return load_file(str(out / PRIM / "adapter" / "adapter_model.safetensors"))
 
 
 # ---------------------------------------------------------------- tokenizer and data
@@ -171,7 +190,7 @@ def test_collated_batch_masks_prompt_and_trains_end_of_turn(run_a):
 
 def test_run_folder_contents(run_a):
     out, res, _ = run_a
-    rd = out / "match_func"
+    rd = out / PRIM
     for f in ("config.yaml", "metrics.json", "loss.png", "run_state.json", "adapter/adapter_model.safetensors", "adapter/adapter_config.json"):
         assert (rd / f).is_file(), f
     assert (rd / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -184,7 +203,30 @@ def test_run_folder_contents(run_a):
     import yaml
 
     cfg = yaml.safe_load((rd / "config.yaml").read_text())
-    assert cfg["primitive"] == "match_func" and cfg["train"]["max_steps"] == STEPS and cfg["seed"] == 7
+    assert cfg["primitive"] == PRIM and cfg["train"]["max_steps"] == STEPS and cfg["seed"] == 7
+
+
+def test_run_folder_records_the_datasets_spec_hash(run_a):
+    out, res, _ = run_a
+    want = SPECS[PRIM].spec_hash
+    assert json.loads((out / PRIM / "run_state.json").read_text())["spec_hash"] == want
+    assert json.loads((out / PRIM / "metrics.json").read_text())["spec_hash"] == want == res.metrics["spec_hash"]
+
+
+def test_dataset_spec_hash_is_read_from_stats_json(tmp_path):
+    assert dataset_spec_hash(tmp_path, "match_func") is None  # no stats.json
+    (tmp_path / "stats.json").write_text(json.dumps({"primitives": {}}))
+    assert dataset_spec_hash(tmp_path, "match_func") is None  # stats.json without spec_hashes: recorded as null
+    (tmp_path / "stats.json").write_text(json.dumps({"spec_hashes": {"match_func": "abc123"}}))
+    assert dataset_spec_hash(tmp_path, "match_func") == "abc123" and dataset_spec_hash(tmp_path, "decompose") is None
+
+
+def test_training_on_data_rendered_by_another_spec_is_refused(data_dir, tmp_path):
+    d = _copy_data(data_dir, tmp_path / "stale", primitives=(PRIM,))
+    (d / "stats.json").write_text(json.dumps({"spec_hashes": {PRIM: "0" * 16}}))
+    with pytest.raises(UserError, match=f"{PRIM}: data 0000000000000000, code {SPECS[PRIM].spec_hash}"):
+        run(config_from_overrides(overrides(d, tmp_path / "o")))
+    assert not (tmp_path / "o").exists(), "refused before anything was built"
 
 
 def test_all_lora_parameters_change_and_no_base_parameter_does(run_a):
@@ -213,7 +255,7 @@ def test_adapter_reloads_with_identical_logits(run_a):
     with torch.no_grad():
         want = trained(input_ids=x).logits
         base = AutoModelForCausalLM.from_pretrained(out / "base")
-        got = PeftModel.from_pretrained(base, out / "match_func" / "adapter").eval()(input_ids=x).logits
+        got = PeftModel.from_pretrained(base, out / PRIM / "adapter").eval()(input_ids=x).logits
         plain = AutoModelForCausalLM.from_pretrained(out / "base").eval()(input_ids=x).logits
     assert torch.equal(want, got)
     assert not torch.allclose(want, plain), "the adapter changes the output"
@@ -245,17 +287,17 @@ def test_rerun_without_resume_is_refused_and_resume_of_complete_run_is_a_no_op(d
     out, _, _ = run_a
     with pytest.raises(UserError, match="train.resume=true"):
         run(config_from_overrides(overrides(data_dir, out)))
-    res = run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))["match_func"]
+    res = run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))[PRIM]
     assert res.notes == ["already complete"]
 
 
 def test_overwrite_replaces_a_finished_run(data_dir, tmp_path):
     out = tmp_path / "ow"
     run(config_from_overrides(overrides(data_dir, out, "train.max_steps=1")))
-    (out / "match_func" / "stray.txt").write_text("left by the first run")
-    res = run(config_from_overrides(overrides(data_dir, out, "train.max_steps=2", "train.overwrite=true")))["match_func"]
+    (out / PRIM / "stray.txt").write_text("left by the first run")
+    res = run(config_from_overrides(overrides(data_dir, out, "train.max_steps=2", "train.overwrite=true")))[PRIM]
     assert res.metrics["global_step"] == 2 and res.metrics["resumed_from"] is None
-    assert not (out / "match_func" / "stray.txt").exists()
+    assert not (out / PRIM / "stray.txt").exists()
     (out / "get_order").mkdir()
     (out / "get_order" / "precious.txt").write_text("not ours")
     with pytest.raises(UserError, match="not a forethought run folder"):
@@ -276,7 +318,7 @@ def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
     out = tmp_path / "all"
     rc = forethought_main(
         ["train", "primitive=all", "model=tiny", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=2",
-         "train.per_device_batch_size=2", "train.max_eval_examples=2", "logging=none"]
+         "train.per_device_batch_size=1", "train.max_eval_examples=1", "logging=none"]
     )
     assert rc == 0, capsys.readouterr().err
     assert artifacts.trained_primitives(out) == list(PRIMITIVES)
@@ -290,7 +332,7 @@ def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
             model.set_adapter(p)
             outs[p] = model(**x).logits
     assert all(not torch.equal(outs["decompose"], outs[p]) for p in PRIMITIVES[1:]), "each adapter is its own"
-    assert artifacts.stop_token_ids(tok) == [tok.eos_token_id, tok.convert_tokens_to_ids("<end_of_turn>")]
+    assert artifacts.stop_token_ids(tok) == [tok.convert_tokens_to_ids("<end_of_turn>"), tok.eos_token_id]
 
 
 def test_cli_reports_unknown_key_and_bad_type_together(capsys):
@@ -307,9 +349,9 @@ def test_cli_missing_dataset_is_a_user_error(tmp_path, capsys):
 
 def test_wandb_offline_writes_one_local_run_per_primitive(data_dir, tmp_path):
     out = tmp_path / "wb"
-    for p in ("match_func", "match_fill"):  # two runs in one process, like primitive=all
+    for p in ("get_order", "match_fill"):  # two runs in one process, like primitive=all
         run(config_from_overrides(overrides(data_dir, out, f"primitive={p}", "logging=wandb_offline", "train.max_steps=1")))
-    for p in ("match_func", "match_fill"):
+    for p in ("get_order", "match_fill"):
         run_id = (out / p / "wandb_run_id").read_text().strip()
         assert run_id.startswith(p)
         runs = list((out / p / "wandb").glob("offline-run-*"))
@@ -319,21 +361,21 @@ def test_wandb_offline_writes_one_local_run_per_primitive(data_dir, tmp_path):
 def test_multirun_with_the_local_launcher(data_dir, tmp_path):
     out = tmp_path / "mr"
     rc = forethought_main(
-        ["train", "-m", "primitive=match_func,match_fill", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=1", "logging=none"]
+        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=1", "logging=none"]
     )
     assert rc == 0
-    assert artifacts.trained_primitives(out) == ["match_func", "match_fill"]
+    assert artifacts.trained_primitives(out) == ["get_order", "match_fill"]
     sweeps = list((out / "multirun").iterdir())
-    assert len(sweeps) == 1 and sorted(p.name for p in sweeps[0].iterdir() if not p.name.startswith(".")) >= ["0_match_func", "1_match_fill"]
+    assert len(sweeps) == 1 and sorted(p.name for p in sweeps[0].iterdir() if not p.name.startswith(".")) >= ["0_get_order", "1_match_fill"]
 
 
-def test_multirun_job_failure_gives_a_nonzero_exit(tmp_path, capsys):
-    data = write_dataset(tmp_path / "d", n_train=8, n_val=2, primitives=("match_func",))  # no match_fill data
+def test_multirun_job_failure_gives_a_nonzero_exit(data_dir, tmp_path, capsys):
+    data = _copy_data(data_dir, tmp_path / "d", primitives=("match_fill",))  # no get_order data
     rc = forethought_main(
-        ["train", "-m", "primitive=match_func,match_fill", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "logging=none"]
+        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "logging=none"]
     )
     assert rc != 0
-    assert artifacts.trained_primitives(tmp_path / "o") == ["match_func"], "the other job still ran"
+    assert artifacts.trained_primitives(tmp_path / "o") == ["match_fill"], "the other job still ran"
 
 
 def test_multirun_validates_every_sweep_point_up_front(capsys):
@@ -358,8 +400,9 @@ def test_sdpa_keeps_packed_sequences_apart(run_a):
 
 
 def test_packing_run(data_dir, tmp_path):
+    # real match_fill examples are ~150-180 tokens long
     cfg = config_from_overrides(overrides(data_dir, tmp_path / "pk", "train.packing=true", "train.max_length=512", "train.max_steps=2"))
-    res = run(cfg, keep_trainer=True)["match_func"]
+    res = run(cfg, keep_trainer=True)[PRIM]
     m, ds = res.metrics, res.trainer.train_dataset
     assert m["global_step"] == 2 and m["tokens_seen"] > 0 and m["train_loss_history"][0]["loss"] > 0
     # BFD packing: rows of up to 512 tokens hold several examples (with their lengths for the attention mask)

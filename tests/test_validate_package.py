@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from forethought.cli import main
+from forethought.config import ConfigError, compose_and_validate
 from kernel.specs import PRIMITIVE_NAMES, SPECS
 from training.bundle import BundleError, load_bundle
-from training.validate import score
+from training.package import PackageConfig
+from training.validate import ValidateConfig, score
 
 FIX = Path(__file__).parent / "fixtures" / "solutions"
 
@@ -57,11 +59,49 @@ def test_validate_writes_table5_report_and_gate_verdicts(tiny_run):
     assert (tiny_run / "validate" / "gates.png").stat().st_size > 1000
 
 
-def test_gate_passes_with_a_reachable_threshold(tiny_run, tmp_path):
-    thr = "thresholds={" + ",".join(f"{p}:0.0" for p in PRIMITIVE_NAMES) + "}"
-    rc = main(["validate", f"train_dir={tiny_run / 'train'}", f"dataset_dir={tiny_run / 'data'}", f"output_dir={tmp_path}",
-               "max_examples=2", "max_new_tokens=4", "base_comparison=false", thr])
-    assert rc == 0 and json.loads((tmp_path / "gates.json").read_text())["passed"] is True
+@pytest.fixture()
+def perfect_decoder(generated_data, monkeypatch):
+    """validate with a decoder that answers every validation prompt with its target (no model is loaded).
+
+    Returns the set of (primitive, row index) pairs to answer wrongly instead.
+    """
+    import kernel.backends.hf as hf
+    import training.artifacts as artifacts
+
+    answers = {}
+    for p in PRIMITIVE_NAMES:
+        rows = [json.loads(x) for x in (generated_data / p / "validation.jsonl").read_text().splitlines() if x.strip()]
+        for i, r in enumerate(rows):
+            answers[(p, json.dumps(r["prompt"], sort_keys=True))] = (i, SPECS[p].target_text(r["target"]))
+    wrong: set[tuple[str, int]] = set()
+
+    def generate(model, tokenizer, msgs, *, adapter, on_batch=None, **kw):
+        out = []
+        for m in msgs:
+            i, text = answers[(adapter, json.dumps(m, sort_keys=True))]
+            out.append("{}" if (adapter, i) in wrong else text)
+        return out
+
+    monkeypatch.setattr(hf, "generate", generate)
+    monkeypatch.setattr(artifacts, "load_adapters", lambda *a, **k: (object(), object()))
+    return wrong
+
+
+def test_gate_passes_at_threshold_one_when_every_prediction_is_its_target(generated_data, perfect_decoder, tmp_path):
+    thr = "thresholds={" + ",".join(f"{p}:1.0" for p in PRIMITIVE_NAMES) + "}"
+    args = ["validate", f"train_dir={tmp_path / 'no-train'}", f"dataset_dir={generated_data}", "base_comparison=false", thr]
+    assert main([*args, f"output_dir={tmp_path / 'ok'}"]) == 0
+    gates = json.loads((tmp_path / "ok" / "gates.json").read_text())
+    assert gates["passed"] is True
+    for r in gates["primitives"].values():
+        assert (r["exact_match"], r["contract_valid_rate"], r["parse_rate"], r["threshold"], r["passed"]) == (1.0, 1.0, 1.0, 1.0, True)
+    perfect_decoder.add(("match_fill", 1))  # one wrong answer fails that gate, and only that one
+    assert main([*args, f"output_dir={tmp_path / 'one-wrong'}"]) == 1
+    gates = json.loads((tmp_path / "one-wrong" / "gates.json").read_text())
+    assert gates["passed"] is False
+    assert [p for p, r in gates["primitives"].items() if not r["passed"]] == ["match_fill"]
+    r = gates["primitives"]["match_fill"]
+    assert r["exact_match"] == (r["n"] - 1) / r["n"] and r["failures"][0]["count"] == 1
 
 
 def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, capsys):
@@ -72,14 +112,97 @@ def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, c
 
 
 def test_bundle_manifest_and_model_cards(tiny_run):
+    from training.bundle import hash_files
+
     m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
     assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
     for p in PRIMITIVE_NAMES:
         e = m["primitives"][p]
         assert e["spec_hash"] == SPECS[p].spec_hash and "adapter_model.safetensors" in e["files"]
         assert e["probe_delta"] > 0  # the adapter-applies check ran
-        card = (tiny_run / "bundle" / "adapters" / p / "README.md").read_text()
+        adir = tiny_run / "bundle" / "adapters" / p
+        card = (adir / "README.md").read_text()
         assert "SMOKE BUNDLE" in card and "library_name: peft" in card
+        assert e["files"] == hash_files(adir), "every file shipped is hashed, the model card included"
+        assert (tiny_run / "train" / p / "adapter" / "training_args.bin").is_file() and not (adir / "training_args.bin").exists()
+    for sub in ("adapters", "tokenizer", "base"):  # no pickles anywhere in the bundle
+        assert not [f for f in (tiny_run / "bundle" / sub).rglob("*") if f.suffix in (".bin", ".pt", ".pth", ".pkl")]
+
+
+def test_tampered_model_card_is_refused(tiny_run, tmp_path):
+    b = _copy(tiny_run, tmp_path)
+    card = b / "adapters" / "decompose" / "README.md"
+    card.write_text(card.read_text().replace("FAILED", "passed"))
+    with pytest.raises(BundleError) as ei:
+        load_bundle(b, allow_smoke=True)
+    assert str(card) in str(ei.value) and "sha256 does not match" in str(ei.value)
+
+
+def test_unlisted_file_in_the_bundle_is_refused(tiny_run, tmp_path):
+    b = _copy(tiny_run, tmp_path)
+    shutil.copy(tiny_run / "train" / "match_func" / "adapter" / "training_args.bin", b / "adapters" / "match_func")
+    with pytest.raises(BundleError, match="adapter file training_args.bin is not listed in the manifest"):
+        load_bundle(b, allow_smoke=True)
+
+
+def _train_copy(tiny_run, tmp_path) -> Path:
+    dst = tmp_path / "train"
+    shutil.copytree(tiny_run / "train", dst, ignore=shutil.ignore_patterns("checkpoints"))
+    return dst
+
+
+def test_adapter_that_does_not_change_the_output_is_refused(tiny_run):
+    import torch
+
+    from training.artifacts import load_adapters
+    from training.package import adapter_applies
+
+    names = ["match_func", "get_order"]
+    model, tok = load_adapters(tiny_run / "train", names)
+    assert set(adapter_applies(model, tok, names, 1e-6)) == set(names)  # trained adapters move the logits
+    with torch.no_grad():
+        zeroed = [p.zero_() for n, p in model.named_parameters() if ".lora_B.get_order." in n]  # B = 0: adds nothing
+    assert zeroed
+    with pytest.raises(BundleError) as ei:
+        adapter_applies(model, tok, names, 1e-6)
+    msg = str(ei.value)
+    assert msg.startswith("adapter-applies check: adapters ['get_order'] do not change the model's output on the probe input")
+    assert "a server would silently serve the base model" in msg
+
+
+@pytest.mark.parametrize("record", ["run_state.json", "metrics.json"])
+def test_adapter_trained_under_another_spec_is_refused(tiny_run, tmp_path, capsys, record):
+    train = _train_copy(tiny_run, tmp_path)
+    f = train / "decompose" / record
+    d = json.loads(f.read_text())
+    d["spec_hash"] = "0" * 16  # its prompts were rendered by an older spec
+    f.write_text(json.dumps(d))
+    want = f"adapter 'decompose' was trained on prompts rendered by spec hash 0000000000000000, but the code's current spec hash of 'decompose' is {SPECS['decompose'].spec_hash}"
+    rc = main(["validate", f"train_dir={train}", f"dataset_dir={tiny_run / 'data'}", f"output_dir={tmp_path / 'v'}", "max_examples=1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and want in err and str(f) in err
+    rc = main(["package", f"train_dir={train}", f"validate_dir={tiny_run / 'validate'}", f"output_dir={tmp_path / 'b'}", "allow_failed_gates=true"])
+    err = capsys.readouterr().err
+    assert rc == 2 and want in err
+    assert not (tmp_path / "v" / "gates.json").exists() and not (tmp_path / "b").exists()
+
+
+def test_validate_and_package_configs_are_typed():
+    def errors(command, schema, *ov):
+        with pytest.raises(ConfigError) as ei:
+            compose_and_validate(command, list(ov), schema)
+        return ei.value.errors
+
+    assert compose_and_validate("validate", ["primitives=match_func", "device=cuda:1"], ValidateConfig)[1].selected() == ["match_func"]
+    assert compose_and_validate("validate", ["primitives=[match_fill,decompose]"], ValidateConfig)[1].selected() == ["decompose", "match_fill"]
+    e = dict(x.split(": ", 1) for x in errors("validate", ValidateConfig, "primitives=[match_fun]", "device=gpu",
+                                               "+thresholds.decompos=0.5", "thresholds.get_order=1.5"))
+    assert set(e) == {"primitives.0", "device", "thresholds.decompos.[key]", "thresholds.get_order"}
+    assert e["primitives.0"].startswith("Input should be 'decompose'") and "(got 'match_fun')" in e["primitives.0"]
+    assert "cuda:N" in e["device"] and e["thresholds.decompos.[key]"].startswith("Input should be 'decompose'")
+    assert e["thresholds.get_order"].startswith("Input should be less than or equal to 1")
+    assert "expected 'all'" in errors("validate", ValidateConfig, "primitives=everything")[0]
+    assert errors("package", PackageConfig, "copy_base=sometimes")[0].startswith("copy_base: Input should be 'auto', 'always' or 'never'")
 
 
 def _copy(tiny_run, tmp_path) -> Path:
@@ -126,7 +249,8 @@ def test_missing_adapter_is_refused(tiny_run, tmp_path):
 def test_kernel_runs_on_the_bundle_and_the_trace_names_it(tiny_run, tmp_path, capsys):
     rc = main(["run", str(FIX / "paper_figure1.json"), "backend=hf", f"backend.bundle={tiny_run / 'bundle'}", "backend.allow_smoke=true",
                "backend.max_new_tokens=8", "kernel.retries=0", f"output_dir={tmp_path}"])
-    assert rc == 0
+    turns = json.loads((tmp_path / "fs-paper-figure1" / "turns.json").read_text())
+    assert rc == (1 if any(t["halted"] for t in turns) else 0)  # a smoke model's turns may halt: exit 1 says so
     assert "is marked SMOKE" in capsys.readouterr().err  # loud warning
     rows = [json.loads(x) for x in (tmp_path / "fs-paper-figure1" / "trace.jsonl").read_text().splitlines()]
     slm = [r for r in rows if r["kind"] == "slm"]

@@ -50,6 +50,50 @@ def run_metrics(output_dir: str | Path, primitive: str) -> dict[str, Any] | None
     return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
 
 
+def recorded_spec_hashes(output_dir: str | Path, primitive: str) -> dict[Path, str | None]:
+    """The spec hash an adapter's training prompts were rendered with, per run-folder file that records it.
+
+    ``run_state.json`` (written when the run starts) and ``metrics.json`` (when it completes) both carry
+    ``spec_hash``; it is None when the dataset's stats.json had no ``spec_hashes``.
+    """
+    run = Path(output_dir) / primitive
+    out: dict[Path, str | None] = {}
+    for name in ("run_state.json", "metrics.json"):
+        f = run / name
+        if f.is_file():
+            out[f] = json.loads(f.read_text(encoding="utf-8")).get("spec_hash")
+    return out
+
+
+def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str, str | None]:
+    """Refuse adapters trained on prompts rendered by a spec other than the code's current one.
+
+    Returns primitive -> recorded hash (None: not recorded, so provenance is unknown; a warning is printed).
+    """
+    import sys
+
+    from kernel.specs import SPECS
+
+    out: dict[str, str | None] = {}
+    for p in primitives:
+        current = SPECS[p].spec_hash
+        out[p] = None
+        for where, h in recorded_spec_hashes(output_dir, p).items():
+            if h is not None and h != current:
+                raise UserError(
+                    f"adapter {p!r} was trained on prompts rendered by spec hash {h}, but the code's current spec hash of "
+                    f"{p!r} is {current}: its prompt, schema or contract changed since training; regenerate the data "
+                    "and retrain",
+                    str(where),
+                )
+            out[p] = out[p] or h
+    unknown = [p for p, h in out.items() if h is None]
+    if unknown:
+        print(f"warning: no spec hash recorded for {unknown} in {output_dir} (their dataset's stats.json has no spec_hashes): "
+              "cannot check that they were trained under the current specs", file=sys.stderr)
+    return out
+
+
 def trained_primitives(output_dir: str | Path) -> list[str]:
     """Primitives whose run completed and whose adapter is on disk, in the canonical order."""
     out = []
@@ -128,6 +172,8 @@ def load_adapters(
 
 
 def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
-    """Generation must stop on ``<end_of_turn>`` as well as ``<eos>`` (Gemma ends turns with the former)."""
-    ids = [tokenizer.convert_tokens_to_ids(t) for t in ("<eos>", "<end_of_turn>")]
-    return [i for i in ids if isinstance(i, int) and i != tokenizer.unk_token_id]
+    """Generation must stop on the chat template's end-of-turn token as well as eos (Gemma ends turns with
+    ``<end_of_turn>``). The same derivation the kernel's hf backend decodes with."""
+    from kernel.backends.hf import stop_ids
+
+    return stop_ids(tokenizer)

@@ -8,11 +8,14 @@ Layout::
       base/                    the base model (copied for small models; Gemma-3-12B is
                                referenced by its local path and pinned by its config hash)
       tokenizer/
-      adapters/<primitive>/    adapter_model.safetensors, adapter_config.json, README.md
+      adapters/<primitive>/    adapter_model.safetensors, adapter_config.json, README.md (model card),
+                               tokenizer copy; never a pickle (training_args.bin is not shipped)
 
-Loading refuses a bundle when any file's hash does not match, a primitive's
-spec hash differs from the code's (prompts or contracts changed since
-training), or a primitive is missing; a bundle written from failed gates
+Every file under ``adapters/``, ``tokenizer/`` and a copied ``base/`` is listed
+with its sha256 in the manifest, the model cards included. Loading refuses a
+bundle when any file's hash does not match, a file is missing or not listed,
+a primitive's spec hash differs from the code's (prompts or contracts changed
+since training), or a primitive is missing; a bundle written from failed gates
 (``smoke``) is refused unless explicitly allowed.
 """
 
@@ -26,7 +29,7 @@ from typing import Any
 
 from forethought.errors import UserError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: model cards hashed, unlisted files refused, no pickles
 MANIFEST = "manifest.json"
 
 
@@ -44,6 +47,20 @@ def sha256_file(path: str | Path) -> str:
 
 def hash_files(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def check_files(root: Path, listed: dict[str, str], what: str) -> None:
+    """Every listed file exists with its sha256, and no file is there that the manifest does not list."""
+    for fname, digest in listed.items():
+        f = root / fname
+        if not f.is_file():
+            raise BundleError(f"{what} file {fname} is missing", str(f))
+        if sha256_file(f) != digest:
+            raise BundleError(f"sha256 does not match the manifest: the {what} file was modified", str(f))
+    if root.is_dir():
+        extra = [str(f.relative_to(root)) for f in sorted(root.rglob("*")) if f.is_file() and str(f.relative_to(root)) not in listed]
+        if extra:
+            raise BundleError(f"{what} file {extra[0]} is not listed in the manifest (not written by forethought package)", str(root / extra[0]))
 
 
 def config_sha256(model_dir: str | Path) -> str:
@@ -138,27 +155,16 @@ def load_bundle(path: str | Path, *, allow_smoke: bool = False, require: tuple[s
                 "schema or contract changed since this adapter was trained; retrain and repackage",
                 where,
             )
-        adir = root / p["adapter_path"]
-        for fname, digest in p.get("files", {}).items():
-            f = adir / fname
-            if not f.is_file():
-                raise BundleError(f"adapter file {fname} is missing", str(f))
-            if sha256_file(f) != digest:
-                raise BundleError("sha256 does not match the manifest: the adapter file was modified", str(f))
-        if "adapter_model.safetensors" not in p.get("files", {}):
-            raise BundleError("no adapter_model.safetensors listed", where)
-    tdir = root / m["tokenizer"]["path"]
-    for fname, digest in m["tokenizer"].get("files", {}).items():
-        f = tdir / fname
-        if not f.is_file() or sha256_file(f) != digest:
-            raise BundleError("tokenizer file missing or modified", str(f))
+        for required in ("adapter_model.safetensors", "README.md"):
+            if required not in p.get("files", {}):
+                raise BundleError(f"no {required} listed", where)
+        check_files(root / p["adapter_path"], p["files"], "adapter")
+    check_files(root / m["tokenizer"]["path"], m["tokenizer"].get("files", {}), "tokenizer")
     base = b.base_dir
     if not (base / "config.json").is_file():
         raise BundleError("base model not found (config.json missing)", str(base))
     if config_sha256(base) != m["base"]["config_sha256"]:
         raise BundleError("base model config hash does not match the manifest: a different base model", str(base / "config.json"))
-    for fname, digest in m["base"].get("files", {}).items():
-        f = base / fname
-        if not f.is_file() or sha256_file(f) != digest:
-            raise BundleError("base model file missing or modified", str(f))
+    if m["base"].get("copied"):
+        check_files(base, m["base"].get("files", {}), "base model")
     return b

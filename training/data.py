@@ -28,6 +28,26 @@ def split_path(dataset_dir: str | Path, primitive: str, split: str) -> Path:
     return Path(dataset_dir) / primitive / f"{split}.jsonl"
 
 
+def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
+    """The spec hash the dataset's prompts were rendered with (``stats.json`` ``spec_hashes``), or None if not recorded.
+
+    ``forethought generate`` records ``kernel.specs.SPECS[name].spec_hash`` per primitive; training copies it
+    into the run folder so validate and package can refuse an adapter trained under another spec.
+    """
+    f = Path(dataset_dir) / "stats.json"
+    if not f.is_file():
+        return None
+    try:
+        stats = json.loads(f.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"stats.json is not valid JSON: {exc.msg} at line {exc.lineno}", str(f)) from None
+    hashes = stats.get("spec_hashes") if isinstance(stats, dict) else None
+    value = hashes.get(primitive) if isinstance(hashes, dict) else None
+    if value is not None and not isinstance(value, str):
+        raise UserError(f"spec_hashes.{primitive} must be a string, got {value!r}", str(f))
+    return value
+
+
 def _check_row(row: Any, primitive: str) -> str | None:
     if not isinstance(row, dict):
         return "not a JSON object"

@@ -102,8 +102,9 @@ def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str
     from transformers import AutoModelForCausalLM
 
     kwargs: dict[str, Any] = {}
-    if device == "cuda" and os.environ.get("ACCELERATE_USE_FSDP", "false").lower() != "true":
-        # Load straight onto this process's GPU (FSDP loads on CPU/meta and shards itself).
+    fsdp = fsdp_enabled()
+    if device == "cuda" and not fsdp:
+        # Load straight onto this process's GPU.
         kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
     model, info = AutoModelForCausalLM.from_pretrained(
         str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
@@ -116,9 +117,19 @@ def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str
             f"(e.g. {(missing or mismatched)[:3]}): refusing to train on randomly initialised weights",
             str(path),
         )
-    if device != "cpu" and "device_map" not in kwargs:
+    if device != "cpu" and "device_map" not in kwargs and not fsdp:
         model.to(device)
+    # Under FSDP the model stays where from_pretrained left it (CPU; with fsdp_cpu_ram_efficient_loading,
+    # meta tensors on ranks > 0): accelerate shards it and places each shard on its rank's GPU. Moving it
+    # here would put the whole base on every rank's (or cuda:0's) memory, and fails on meta tensors.
     return model
+
+
+def fsdp_enabled() -> bool:
+    """True inside ``accelerate launch`` with an FSDP config (accelerate sets ``ACCELERATE_USE_FSDP``)."""
+    import os
+
+    return os.environ.get("ACCELERATE_USE_FSDP", "false").strip().lower() in ("y", "yes", "t", "true", "on", "1")  # accelerate's str_to_bool
 
 
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,7 +35,7 @@ class PackageConfig(BaseModel):
     dataset_dir: str = "runs/data"
     output_dir: str = "runs/bundle"
     allow_failed_gates: bool = False
-    copy_base: str = Field("auto", pattern="^(auto|always|never)$")  # auto: copy bases under 2 GB
+    copy_base: Literal["auto", "always", "never"] = "auto"  # auto: copy bases under 2 GB
     min_probe_delta: float = Field(1e-6, ge=0)
 
 
@@ -107,8 +107,12 @@ Load it through the bundle (`backend=hf backend.bundle=<bundle dir>`), which che
 """
 
 
+# Never shipped: pickles (training_args.bin is a pickled TrainingArguments; loading a pickle runs code).
+NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin")
+
+
 def package(cfg: PackageConfig) -> Path:
-    from training.artifacts import adapter_dir, load_adapters, read_base_ref, run_metrics
+    from training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
 
     gates_path = Path(cfg.validate_dir) / "gates.json"
     if not gates_path.is_file():
@@ -132,6 +136,7 @@ def package(cfg: PackageConfig) -> Path:
         m = run_metrics(cfg.train_dir, p)
         if not m or not m.get("completed"):
             raise UserError(f"the training run of {p!r} did not complete", str(Path(cfg.train_dir) / p))
+    trained_hashes = check_spec_hashes(cfg.train_dir, list(PRIMITIVE_NAMES))
     ref = read_base_ref(cfg.train_dir)
     base_src = Path(ref["path"])
     model, tok = load_adapters(cfg.train_dir, list(PRIMITIVE_NAMES))
@@ -166,16 +171,17 @@ def package(cfg: PackageConfig) -> Path:
         prims: dict[str, Any] = {}
         for p in PRIMITIVE_NAMES:
             dst = tmp / "adapters" / p
-            shutil.copytree(adapter_dir(cfg.train_dir, p), dst)
+            shutil.copytree(adapter_dir(cfg.train_dir, p), dst, ignore=shutil.ignore_patterns(*NOT_SHIPPED))
             g = gates[p]
             entry = {
                 "adapter_path": f"adapters/{p}",
                 "spec_hash": SPECS[p].spec_hash,
+                "trained_spec_hash": trained_hashes[p],
                 "gate": {k: g.get(k) for k in ("n", "exact_match", "base_exact_match", "contract_valid_rate", "parse_rate", "threshold", "passed")},
                 "probe_delta": deltas[p],
             }
             atomic_write_text(dst / "README.md", model_card(p, entry, base_info, stats, smoke))
-            entry["files"] = {k: v for k, v in hash_files(dst).items() if k != "README.md"}
+            entry["files"] = hash_files(dst)  # every file, the model card included
             prims[p] = entry
         manifest = {
             "format_version": FORMAT_VERSION,

@@ -228,6 +228,17 @@ def _preflight(cfg: TrainConfig) -> None:
     for p in cfg.primitives():
         read_split(cfg.dataset_dir, p, "train", limit=cfg.train.max_train_examples)
         read_split(cfg.dataset_dir, p, "validation", required=False, limit=cfg.train.max_eval_examples)
+    from kernel.specs import SPECS
+    from training.data import dataset_spec_hash
+
+    stale = [(p, h) for p in cfg.primitives() if (h := dataset_spec_hash(cfg.dataset_dir, p)) is not None and h != SPECS[p].spec_hash]
+    if stale:
+        raise UserError(
+            "the dataset was rendered with another version of the primitives' specs ("
+            + "; ".join(f"{p}: data {h}, code {SPECS[p].spec_hash}" for p, h in stale)
+            + "): validate and package would refuse these adapters; regenerate the data with `forethought generate`",
+            str(Path(cfg.dataset_dir) / "stats.json"),
+        )
     if cfg.model.profile == "gemma3_12b":
         from training.models import require_local_path
 
@@ -321,13 +332,16 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
 
 
 def _run_state(cfg: TrainConfig, primitive: str, base: BaseRef) -> dict[str, Any]:
-    from training.data import file_sha256, split_path
+    from training.data import dataset_spec_hash, file_sha256, split_path
 
     return {
         "dataset": {
             "train_sha256": file_sha256(split_path(cfg.dataset_dir, primitive, "train")),
             "validation_sha256": file_sha256(split_path(cfg.dataset_dir, primitive, "validation")),
         },
+        # The spec (prompt, schemas, contract) the training prompts were rendered with: validate and package
+        # refuse the adapter once the code's spec hash differs. None when stats.json does not record it.
+        "spec_hash": dataset_spec_hash(cfg.dataset_dir, primitive),
         "base": base.to_json(),
     }
 
@@ -580,11 +594,12 @@ def train_primitive(
     cbs.extend(callbacks or [])
 
     main = _is_main_process()
+    run_state = _run_state(cfg, primitive, base)
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved_config(cfg, primitive))))
         if resume_from is None:
-            atomic_write_json(run_dir / "run_state.json", _run_state(cfg, primitive, base))
+            atomic_write_json(run_dir / "run_state.json", run_state)
 
     with _env(_wandb_env(cfg)):
         try:
@@ -645,6 +660,7 @@ def train_primitive(
         "profile": cfg.model.profile,
         "base_path": str(base.path.resolve()),
         "preset": cfg.train.preset,
+        "spec_hash": run_state["spec_hash"],  # of the dataset's prompts (stats.json); None if it did not record one
         "device": device,
         "dtype": str(dtype).replace("torch.", ""),
         "global_step": state.global_step,

@@ -14,11 +14,12 @@ import json
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
+from kernel.backends.factory import Device, PrimitiveName
 from kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec
 from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 
@@ -26,41 +27,45 @@ from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_t
 DEFAULT_THRESHOLDS = {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
 
 
+def _all_or_names(v: object) -> object:
+    """``primitives``: ``all`` means every primitive; a single name is a one-element list."""
+    if v == "all":
+        return list(PRIMITIVE_NAMES)
+    if isinstance(v, str):
+        if v not in PRIMITIVE_NAMES:
+            raise ValueError(f"expected 'all', one of {', '.join(PRIMITIVE_NAMES)}, or a list of them")
+        return [v]
+    return v
+
+
 class ValidateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     train_dir: str = "runs/train"
     dataset_dir: str = "runs/data"
     output_dir: str = "runs/validate"
-    primitives: list[str] | str = "all"
+    # "all", one primitive name, or a list of them (stored as the list of names)
+    primitives: Annotated[list[PrimitiveName], BeforeValidator(_all_or_names), Field(min_length=1)] = Field(
+        default_factory=lambda: list(PRIMITIVE_NAMES)
+    )
     max_examples: int | None = Field(None, ge=1)  # per primitive; None = the whole validation split
     batch_size: int = Field(16, ge=1)
     max_new_tokens: int = Field(384, ge=1)
-    device: str = "auto"
+    device: Device = "auto"
     base_comparison: bool = True
     constrained: bool = False
-    thresholds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    # exact-match rates in [0, 1]; primitives not named keep their default
+    thresholds: dict[PrimitiveName, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
     examples_per_failure: int = Field(3, ge=0)
 
     @field_validator("thresholds")
     @classmethod
     def _thr(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = [k for k in v if k not in PRIMITIVE_NAMES]
-        if bad:
-            raise ValueError(f"unknown primitives {bad}")
         out = dict(DEFAULT_THRESHOLDS)
         out.update(v)
-        if any(not 0 <= x <= 1 for x in out.values()):
-            raise ValueError("thresholds are exact-match rates in [0, 1]")
         return out
 
     def selected(self) -> list[str]:
-        if self.primitives == "all":
-            return list(PRIMITIVE_NAMES)
-        names = [self.primitives] if isinstance(self.primitives, str) else list(self.primitives)
-        bad = [n for n in names if n not in PRIMITIVE_NAMES]
-        if bad:
-            raise UserError(f"unknown primitives {bad}; expected {list(PRIMITIVE_NAMES)} or 'all'", "primitives")
-        return names
+        return [n for n in PRIMITIVE_NAMES if n in self.primitives]  # canonical order, no duplicates
 
 
 def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], keep_examples: int = 3) -> dict[str, Any]:
@@ -135,9 +140,10 @@ def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[dict[str,
 
 def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None) -> dict[str, Any]:
     from kernel.backends.hf import BASE, generate, pick_device
-    from training.artifacts import load_adapters
+    from training.artifacts import check_spec_hashes, load_adapters
 
     prims = cfg.selected()
+    trained_hashes = check_spec_hashes(cfg.train_dir, prims)  # before any decoding: a stale adapter is refused
     rows_by = {p: _read_rows(cfg.dataset_dir, p, cfg.max_examples) for p in prims}
     if model is None:
         model, tokenizer = load_adapters(cfg.train_dir, prims, device=pick_device(cfg.device))
@@ -166,6 +172,7 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         r["threshold"] = cfg.thresholds[p]
         r["passed"] = r["exact_match"] >= r["threshold"]
         r["spec_hash"] = spec.spec_hash
+        r["trained_spec_hash"] = trained_hashes[p]
         results[p] = r
     summary = {
         "train_dir": cfg.train_dir,

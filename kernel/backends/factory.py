@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..scenario import Solution
+
+# The five SLM primitives, as a type for config keys and lists (equal to kernel.specs.PRIMITIVE_NAMES; a test checks).
+PrimitiveName = Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill"]
+
+_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+
+
+def _device(v: str) -> str:
+    if not _DEVICE.fullmatch(v):
+        raise ValueError("expected auto, cpu, cuda or cuda:N (N a GPU index)")
+    return v
+
+
+# A torch device for inference: auto (cuda when available, else cpu), cpu, cuda, or cuda:N.
+Device = Annotated[str, AfterValidator(_device)]
 
 
 class _B(BaseModel):
@@ -19,9 +35,9 @@ class OracleBackendConfig(_B):
 
 class OpenAIBackendConfig(_B):
     name: Literal["openai"] = "openai"
-    base_url: str = "http://localhost:8000/v1"
+    base_url: str = Field("http://localhost:8000/v1", pattern=r"^https?://\S+$")
     api_key: str | None = None
-    models: dict[str, str] = Field(default_factory=dict)  # primitive -> served model (LoRA module) name
+    models: dict[PrimitiveName, str] = Field(default_factory=dict)  # primitive -> served model (LoRA module) name
     max_tokens: int = Field(512, ge=1)
     timeout_s: float = Field(120.0, gt=0)
     concurrency: int = Field(8, ge=1)
@@ -32,7 +48,7 @@ class OpenAIBackendConfig(_B):
 class HFBackendConfig(_B):
     name: Literal["hf"] = "hf"
     bundle: str = "runs/pipeline/bundle"
-    device: str = "auto"
+    device: Device = "auto"
     batch_size: int = Field(16, ge=1)
     max_new_tokens: int = Field(384, ge=1)
     constrained: bool = False  # JSON-schema-constrained decoding
