@@ -258,7 +258,7 @@ def run_variant(job: tuple[str, int, frozenset[str] | None]) -> tuple[str, int, 
             target_sol, values = sol, None
         try:
             # Round 0 verifies the solution as written, paraphrases included (tags are verify's business).
-            verify_solution(target_sol, _KERNEL, slot_values=values, wrap_backend=lambda b: _Recorder(b, sink), trace="steps",
+            verify_solution(target_sol, _KERNEL, slot_values=values, wrap_backend=lambda b: _Recorder(b, sink), trace="violations",
                             paraphrases=k == 0, check_tags=False)
         except Divergence as d:
             return sol_id, k, [], Counter(), d.describe()

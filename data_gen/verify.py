@@ -195,10 +195,10 @@ def reference_states(sol: Solution) -> list[dict[str, Any]]:
         for j, call in enumerate(turn.reference_calls()):
             if env.tool(call.tool) is None:
                 raise Divergence(i, f"reference call {j + 1}", f"tool {call.tool!r} has no implementation in {sol.domains}")
-            result, staged = env.stage(call.tool, call.args)
+            # In place, no staged copy: a failing reference call stops verification anyway.
+            result = env.apply(call.tool, call.args)
             if isinstance(result, dict) and "error" in result:
                 raise Divergence(i, f"reference call {j + 1}", f"{call.tool} fails on the reference state: {result['error']}")
-            env.commit(call.tool, staged)  # type: ignore[arg-type]
         out.append(env.snapshot())
     return out
 
@@ -359,7 +359,7 @@ def _replay_paraphrases(sol: Solution, r: Solution, kernel: Kernel, ref_states: 
     for j in range(n):
         turns = [t.model_copy(update={"user": t.paraphrases[j]}) if j < len(t.paraphrases) else t for t in r.turns]
         try:
-            _replay(r.model_copy(update={"turns": turns}), kernel, ref_states, trace="steps")
+            _replay(r.model_copy(update={"turns": turns}), kernel, ref_states, trace="violations")
         except Divergence as d:
             i = d.turn if d.turn is not None else 0
             text = r.turns[i].paraphrases[j] if j < len(r.turns[i].paraphrases) else r.turns[i].user
@@ -394,7 +394,7 @@ def verify_paths(paths: list[str | Path], kernel: Kernel | None = None) -> list[
             continue
         seen[sol.id] = str(f)
         try:
-            turns = verify_solution(sol, kernel)
+            turns = verify_solution(sol, kernel, trace="violations")
             out.append(VerifyResult(str(f), sol, True, turns=turns))
         except Divergence as d:
             out.append(VerifyResult(str(f), sol, False, d.describe()))

@@ -57,6 +57,20 @@ class Environment:
             return {"error": f"tool raised {type(exc).__name__}: {exc}"}, None
         return result, staged
 
+    def apply(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run a tool directly on the live state, without staging a copy.
+
+        Only for replaying reference calls, where any failure stops everything and the
+        state is discarded (the kernel always stages, so a rejected call changes nothing).
+        """
+        t = self._tools.get(name)
+        if t is None:
+            return {"error": f"no implementation for tool {name!r}"}
+        try:
+            return t(self.states[t.domain], dict(args))
+        except Exception as exc:
+            return {"error": f"tool raised {type(exc).__name__}: {exc}"}
+
     def commit(self, name: str, staged: BaseModel) -> None:
         self.states[self._tools[name].domain] = staged
 

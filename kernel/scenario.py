@@ -304,6 +304,8 @@ _SLOT = re.compile(r"\$\{(\w+)\}")
 
 def render_slots(obj: Any, values: dict[str, Any], where: str = "") -> Any:
     if isinstance(obj, str):
+        if "${" not in obj:  # most strings hold no slot: skip the regex (data generation renders thousands of variants)
+            return obj
         m = _SLOT.fullmatch(obj)
         if m:
             if m.group(1) not in values:

@@ -21,7 +21,7 @@ from .program import Conditional, Fallback, ForEach, Iterate, Node, Parallel, Pr
 from .store import Cache, Recorder
 from .trace import Trace, TraceRecord
 
-TraceLevel = Literal["full", "steps", "off"]
+TraceLevel = Literal["full", "steps", "violations", "off"]
 
 
 def _trace_safe(obj: Any) -> Any:
@@ -78,7 +78,9 @@ class Engine:
             are still parsed into their types, since the next step needs them.
         cache: a :class:`Cache` for pure primitives (symbolic and SLM).
         recorder: a :class:`Recorder` to record or replay SLM outputs.
-        trace: ``full`` (inputs and outputs), ``steps`` (no payloads) or ``off``.
+        trace: ``full`` (inputs and outputs), ``steps`` (no payloads), ``violations``
+            (only the steps whose contract failed, no payloads: the cheapest level that
+            still shows every problem) or ``off``.
     """
 
     def __init__(
@@ -91,8 +93,8 @@ class Engine:
         trace: TraceLevel = "full",
         max_workers: int = 4,
     ):
-        if trace not in ("full", "steps", "off"):
-            raise ValueError(f"trace must be 'full', 'steps' or 'off', got {trace!r}")
+        if trace not in ("full", "steps", "violations", "off"):
+            raise ValueError(f"trace must be 'full', 'steps', 'violations' or 'off', got {trace!r}")
         self.backend = backend
         self.check_contracts = check_contracts
         self.cache = cache
@@ -191,7 +193,7 @@ class Engine:
         model: dict | None,
         source: str,
     ) -> None:
-        if st.level == "off":
+        if st.level == "off" or (st.level == "violations" and res.ok):
             return
         full = st.level == "full"
         contract = res.to_dict()

@@ -204,6 +204,10 @@ def test_trace_levels():
     assert all(v["input"] is not None for v in full.trace.violations())
     assert all(r.input is not None for r in full.trace)
     assert len(off.trace) == 0
+    # "violations" keeps exactly the failed steps of "steps" (the cheapest level that still shows every problem)
+    viol = Engine(CountingBackend(noisy), trace="violations").run(prog, {"text": "q"})
+    assert viol.output == full.output
+    assert verdicts(viol.trace) == [v for v in verdicts(steps.trace) if not v[2]] != []
     with pytest.raises(ValueError, match="trace must be"):
         Engine(trace="verbose")
 
