@@ -217,3 +217,20 @@ def test_fixture_solutions_are_current_copies_of_the_corpus():
         if src and src[0].read_bytes() != f.read_bytes():
             stale.append(f"{f.name} differs from {src[0].relative_to(root)}")
     assert stale == []
+
+
+def test_no_two_solutions_are_the_same_template_with_other_values():
+    # A solution that only changes slot values adds nothing entity substitution does not already do,
+    # and could put the same scenario on both sides of the split.
+    root = Path(__file__).resolve().parents[1] / "data_gen" / "solutions"
+    seen: dict[tuple, str] = {}
+    twins = []
+    for f in sorted(root.rglob("*.json")):
+        if f.name == "schema.json":
+            continue
+        d = json.loads(f.read_text())
+        key = tuple(t["user"] for t in d["turns"])
+        if key in seen:
+            twins.append(f"{f.relative_to(root)} repeats {seen[key]}")
+        seen.setdefault(key, str(f.relative_to(root)))
+    assert twins == []
