@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -68,7 +69,38 @@ def substitute_entities(sol: Solution, rng: random.Random, p: float = 0.8) -> di
             chosen[name] = slot.value
     if len({json.dumps(v) for v in chosen.values()}) < len({json.dumps(s.value) for s in sol.slots.values()}):
         return {k: s.value for k, s in sol.slots.items()}
+    _keep_person_ids_consistent(sol, chosen)
     return chosen
+
+
+_PERSON_ID = re.compile(r"([a-z]+)_([a-z]+)_(\d+)")
+
+
+def _keep_person_ids_consistent(sol: Solution, chosen: dict[str, Any]) -> None:
+    """A user id built from a person's name (``sofia_kim_7287``) follows that person's substituted name.
+
+    Slots are drawn independently, which would pair ``liam_khan_2521`` with "Emma Nguyen"; the world
+    stays consistent either way (every occurrence is a slot), but the data would read wrong.
+    """
+    for name, slot in sol.slots.items():
+        m = _PERSON_ID.fullmatch(slot.value) if isinstance(slot.value, str) else None
+        if not m:
+            continue
+        first, last, digits = m.groups()
+        cur = _PERSON_ID.fullmatch(chosen[name]) if isinstance(chosen[name], str) else None
+        new_first, new_last, new_digits = cur.groups() if cur else (first, last, digits)
+        linked = False
+        for other, o in sol.slots.items():
+            if not isinstance(o.value, str):
+                continue
+            if o.type == "first_name" and o.value.lower() == first:
+                new_first, linked = re.sub(r"[^a-z]", "", str(chosen[other]).lower()) or first, True
+            elif o.type == "last_name" and o.value.lower() == last:
+                new_last, linked = re.sub(r"[^a-z]", "", str(chosen[other]).lower()) or last, True
+        if linked:
+            candidate = f"{new_first}_{new_last}_{new_digits}"
+            if candidate not in {json.dumps(v).strip('"') for k, v in chosen.items() if k != name}:
+                chosen[name] = candidate
 
 
 def choose_paraphrases(sol: Solution, rng: random.Random) -> Solution:

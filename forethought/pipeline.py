@@ -428,7 +428,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     run = pr.run_dir
     L: list[str] = [f"# forethought pipeline report — profile `{pr.cfg.profile}`", ""]
     L += [
-        f"- Command: `forethought pipeline {' '.join(argv)}`".rstrip(),
+        f"- Command: `{' '.join(['forethought', 'pipeline', *argv])}`",
         f"- Date: {dt.datetime.now().isoformat(timespec='seconds')}",
         f"- Machine: {machine()}",
         "",

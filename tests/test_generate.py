@@ -220,3 +220,19 @@ def test_stats_record_the_spec_hashes(gen):
     out, _ = gen
     on_disk = json.loads((out / "stats.json").read_text())
     assert on_disk["spec_hashes"] == {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES}
+
+
+def test_a_user_id_built_from_a_name_follows_the_substituted_name():
+    import random
+
+    from data_gen.augment import substitute_entities
+    from kernel.scenario import load_solution
+
+    sol = load_solution("data_gen/solutions/airline/paper_c4_passenger_name.json")  # uid ethan_nguyen_7360
+    changed = 0
+    for seed in range(40):
+        v = substitute_entities(sol, random.Random(seed))
+        first, last = str(v["old_first"]).lower(), str(v["last"]).lower()
+        assert v["uid"].startswith(f"{first}_{last}_"), v
+        changed += v["uid"] != "ethan_nguyen_7360"
+    assert changed > 20  # the names really are substituted, and the id with them
