@@ -116,6 +116,7 @@ def test_bundle_manifest_and_model_cards(tiny_run):
 
     m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
     assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
+    assert m["base"]["attn_implementation"] == "sdpa" and m["code_version"].startswith("0.")
     for p in PRIMITIVE_NAMES:
         e = m["primitives"][p]
         assert e["spec_hash"] == SPECS[p].spec_hash and "adapter_model.safetensors" in e["files"]

@@ -39,6 +39,20 @@ class PackageConfig(BaseModel):
     min_probe_delta: float = Field(1e-6, ge=0)
 
 
+def _trained_attn_implementation(train_dir: str | Path) -> str:
+    """The attention implementation the adapters were trained with (one for all), else sdpa."""
+    import yaml
+
+    impls = set()
+    for p in PRIMITIVE_NAMES:
+        f = Path(train_dir) / p / "config.yaml"
+        if f.is_file():
+            impl = ((yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("model") or {}).get("attn_implementation")
+            if impl:
+                impls.add(impl)
+    return impls.pop() if len(impls) == 1 else "sdpa"
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -49,9 +63,15 @@ def _version() -> str:
     try:
         import subprocess
 
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent).stdout.strip()
+        here = Path(__file__).parent
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here).stdout.strip()
         if sha:
             v += f"+g{sha}"
+            # Uncommitted changes to the code mean the commit alone does not say what built the bundle.
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "primitives", "kernel", "training", "data_gen", "forethought"],
+                                   capture_output=True, text=True, timeout=5, cwd=here.parent).stdout.strip()
+            if dirty:
+                v += ".dirty"
     except Exception:
         pass
     return v
@@ -164,6 +184,7 @@ def package(cfg: PackageConfig) -> Path:
             "config_sha256": config_sha256(base_src),
             "model_type": json.loads((base_src / "config.json").read_text())["model_type"],
             "dtype": ref.get("dtype", "float32" if ref.get("profile") == "tiny" else "bfloat16"),
+            "attn_implementation": _trained_attn_implementation(cfg.train_dir),  # what the bundle loader uses
             "files": base_files,
         }
         stats_path = Path(cfg.dataset_dir) / "stats.json"
