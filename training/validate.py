@@ -233,14 +233,15 @@ def plot_gates(summary: dict[str, Any], path: Path) -> None:
     base = [100 * (summary["primitives"][n].get("base_exact_match") or 0) for n in names]
     thr = [100 * summary["primitives"][n]["threshold"] for n in names]
     x = range(len(names))
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = plt.subplots(figsize=(9, 3.6))
     ax.bar([i - 0.2 for i in x], base, width=0.4, label="base", color="#9aa5b1")
     ax.bar([i + 0.2 for i in x], tuned, width=0.4, label="tuned adapter", color="#1a73e8")
     ax.scatter(list(x), thr, marker="_", s=900, color="#d93025", label="threshold", zorder=3)
     ax.set_xticks(list(x), names, rotation=15)
     ax.set_ylabel("exact match (%)")
     ax.set_ylim(0, 105)
-    ax.legend(loc="upper left", fontsize=8)
+    # Outside the axes: thresholds sit near the top, where an inside legend would hide them.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title("Per-primitive exact match on the validation split")
     fig.tight_layout()
     atomic_write_figure(path, fig)
