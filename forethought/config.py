@@ -166,12 +166,34 @@ def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "c
             raise ConfigError(source, [f"<root>: {exc}"]) from None
         errs = []
         for e in exc.errors():
-            loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+            loc = ".".join(str(p) for p in _user_loc(e["loc"], data)) or "<root>"
             msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
             if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], (dict, list)):
                 msg += f" (got {e['input']!r})"
             errs.append(f"{loc}: {msg}")
         raise ConfigError(source, errs) from None
+
+
+def _user_loc(loc: tuple[Any, ...], data: Any) -> list[Any]:
+    """The error's location as the user wrote it: without the tags pydantic inserts for a
+    discriminated union (``backend.hf.device`` is ``backend.device`` in the config)."""
+    out: list[Any] = []
+    cur = data
+    for i, p in enumerate(loc):
+        if isinstance(cur, dict):
+            if p in cur:
+                out.append(p)
+                cur = cur[p]
+                continue
+            if i + 1 < len(loc) and loc[i + 1] in cur:
+                continue  # a union tag between two levels of the user's config
+        elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
+            out.append(p)
+            cur = cur[p]
+            continue
+        out.append(p)
+        cur = None
+    return out
 
 
 def load_config(command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR) -> T:

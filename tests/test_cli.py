@@ -35,3 +35,9 @@ def test_configs_are_not_coerced_from_strings(capsys):
     err = capsys.readouterr().err
     assert "max_examples: Input should be a valid integer (got '16')" in err
     assert "base_comparison: Input should be a valid boolean (got 'yes')" in err
+
+
+def test_errors_name_the_key_as_written_not_pydantics_union_tag(capsys):
+    assert main(["run", "x.json", "backend=hf", "backend.device=tpu", "--cfg"]) == 2
+    err = capsys.readouterr().err
+    assert "  - backend.device: " in err and "backend.hf." not in err
