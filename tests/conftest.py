@@ -53,3 +53,15 @@ def generated_data(tmp_path_factory) -> Path:
     sizes = TINY_SIZES.replace("match_fill:12", "match_fill:24")
     assert main(["generate", *TINY_GENERATE, f"data.sizes={sizes}", f"data.output_dir={out}"]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models gain nothing from a second thread, and on a shared 2-core machine OpenMP's
+    spinning threads make a step 5-10x slower; restore the setting after the module."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

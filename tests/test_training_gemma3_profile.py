@@ -41,14 +41,7 @@ from training.train import config_from_overrides, run  # noqa: E402
 NON_TEXT = ("vision_tower", "multi_modal_projector")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models gain nothing from a second thread, and on a shared 2-core machine OpenMP's
-    spinning threads make a step 5-10x slower; restore the setting after this module."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
