@@ -72,12 +72,13 @@ def peak_flops(name: str, override: float | None) -> tuple[float, str]:
 
 
 def flops_per_token(shape: dict[str, int], mean_ctx: float, completion_fraction: float) -> float:
-    """Model FLOPs per trained-on token for LoRA SFT (no recompute counted, so this is MFU, not HFU).
+    """Model FLOPs per input token for LoRA SFT (no recompute counted, so this is MFU, not HFU).
 
     Frozen base: forward 2P, backward only input-gradients 2P (no weight gradients) -> 4P for
     the decoder matmuls; attention scores/values 4*d_attn*ctx forward, twice that backward; the
-    LM head (fused, only at completion positions) 2*V*h forward + 2*V*h backward. LoRA's own
-    FLOPs are < 1 % at r=16 and left out.
+    LM head 2*V*h forward + 2*V*h backward, counted only at completion positions (the loss needs
+    no logits elsewhere; computing them anyway is overhead, so it lowers MFU). LoRA's own FLOPs
+    are < 1 % at r=16 and left out.
     """
     h, i, L = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
     dq = shape["num_attention_heads"] * shape["head_dim"]
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(c)
     for r in rows:
         table.add_row(*["-" if r.get(c) is None else (f"{r[c]:.1%}" if c == "mfu" else str(r[c])) for c in cols])
-    Console().print(table)
+    Console(width=200).print(table)  # logs are piped: keep the columns readable
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report))

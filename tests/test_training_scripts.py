@@ -43,6 +43,29 @@ def test_bench_gpu_lora_smoke_runs_on_cpu(tmp_path, capsys):
     assert "tokens_per_s" in capsys.readouterr().out
 
 
+def test_gpu_bench_device_script_records_environment_and_results(tmp_path):
+    """The one-call device script (bare GPU machine) runs end to end; here in smoke mode on CPU."""
+    import transformers
+
+    wheels = tmp_path / "no-wheels"
+    wheels.mkdir()
+    env = dict(os.environ, OUT=str(tmp_path / "out"), PYTHON=sys.executable, WHEELS_DIR=str(wheels))
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_bench_on_device.sh"), "--smoke", "--settings", "ours"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    environment = (tmp_path / "out" / "environment.txt").read_text()
+    assert f"transformers {transformers.__version__}" in environment and "trl " in environment
+    report = json.loads((tmp_path / "out" / "bench_gpu_lora.json").read_text())
+    assert [r["setting"] for r in report["results"]] == ["ours"] and report["results"][0]["tokens_per_s"] > 0
+    assert "LoRA SFT" in (tmp_path / "out" / "bench_gpu_lora.log").read_text()
+
+
+def test_gpu_wheel_fetch_script_parses():
+    assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / "fetch_gpu_wheels.sh")]).returncode == 0
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
 def test_bench_gpu_lora_refuses_without_cuda(capsys):
     assert _script("bench_gpu_lora").main([]) == 2
