@@ -79,6 +79,15 @@ def test_bench_gpu_lora_flop_model_matches_the_12b_arithmetic():
     assert 44e9 < f < 60e9
 
 
+def test_bench_gpu_lora_builds_the_12b_text_shape_on_meta():
+    """The GPU shape itself (not only the smoke one) builds: Gemma-3-12B's language model has ~11.77 B parameters."""
+    bench = _script("bench_gpu_lora")
+    model = bench.build_model(bench.GEMMA3_12B, "meta", torch.bfloat16, "sdpa")
+    n = sum(p.numel() for p in model.parameters())
+    assert 11.7e9 < n < 11.8e9, n
+    assert model.config.layer_types.count("full_attention") == 8 and model.config.sliding_window == 1024
+
+
 def test_bench_train_runs(tmp_path):
     bench = _script("bench_train")
     out = tmp_path / "bench.json"
