@@ -198,3 +198,26 @@ def test_load_model_places_the_model_without_fsdp(fake_from_pretrained, monkeypa
     assert fake_from_pretrained["kwargs"]["device_map"] == {"": 1} and "to" not in fake_from_pretrained  # loaded onto this rank's GPU
     load_model(tmp_path, dtype=torch.bfloat16, attn_implementation="sdpa", device="cuda:0")
     assert fake_from_pretrained["to"] == [("cuda:0",)]
+
+
+def test_fsdp_config_wraps_every_decoder_layer_of_the_multimodal_and_text_models(mm_ckpt, monkeypatch):
+    """conf/accelerate/fsdp.yaml builds a wrap policy on the real model classes (no class it cannot find)."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils import FullyShardedDataParallelPlugin
+    from accelerate.utils.fsdp_utils import fsdp2_prepare_auto_wrap_policy
+    from accelerate.utils.launch import prepare_multi_gpu_env
+    from transformers import Gemma3ForConditionalGeneration
+
+    from forethought.config import CONF_DIR
+
+    args = launch_command_parser().parse_args(["--config_file", str(CONF_DIR / "accelerate" / "fsdp.yaml"), "-m", "x"])
+    for k, v in prepare_multi_gpu_env(_validate_launch_command(args)[0]).items():
+        monkeypatch.setenv(k, v)
+    plugin = FullyShardedDataParallelPlugin()
+    mm = Gemma3ForConditionalGeneration.from_pretrained(mm_ckpt)
+    text = mm.model.language_model
+    for model in (mm, text):
+        policy = fsdp2_prepare_auto_wrap_policy(plugin, model)
+        wrapped = [n for n, m in model.named_modules() if policy(m)]
+        layers = [n for n, m in model.named_modules() if type(m).__name__ == "Gemma3DecoderLayer"]
+        assert wrapped == layers and len(layers) == 2
