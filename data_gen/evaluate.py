@@ -77,10 +77,9 @@ class EvaluateConfig(BaseModel):
     @field_validator("settings")
     @classmethod
     def _unique(cls, v: list[str]) -> list[str]:
-        dup = sorted({x for x in v if v.count(x) > 1})
-        if dup:
-            raise ValueError(f"settings listed more than once: {dup}")
-        return v
+        from forethought.config import reject_duplicates
+
+        return reject_duplicates(v, "settings")
 
 
 def held_out(cfg: EvaluateConfig) -> list[Solution]:

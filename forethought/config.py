@@ -85,7 +85,21 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     except Exception as exc:  # malformed override syntax
         raise ConfigError(source, [f"cannot parse overrides: {exc}"]) from None
     groups = config_groups(conf_dir)
-    group_ovr = [o.input_line for o in parsed if o.key_or_group in groups or o.key_or_group.startswith("hydra")]
+    # A group option that does not exist is reported with the available ones, and left out so
+    # that the rest still composes and every other error is listed too (Hydra stops at it).
+    bad: set[str] = set()
+    for o in parsed:
+        if o.key_or_group in groups and not (o.is_sweep_override() or o.is_delete()) and isinstance(o.value(), str):
+            options = sorted(f.stem for f in (conf_dir / o.key_or_group).glob("*.yaml"))
+            if o.value() not in options:
+                hint = difflib.get_close_matches(o.value(), options, n=1)
+                errors.append(
+                    f"{o.key_or_group}={o.value()}: no such option"
+                    + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                    + f"; available: {', '.join(options)}"
+                )
+                bad.add(o.input_line)
+    group_ovr = [o.input_line for o in parsed if (o.key_or_group in groups or o.key_or_group.startswith("hydra")) and o.input_line not in bad]
     try:
         base = _compose(command, group_ovr, conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
@@ -93,6 +107,8 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     known = _all_keys(base)
     kept: list[str] = []
     for o in parsed:
+        if o.input_line in bad:
+            continue
         if o.key_or_group in groups or o.key_or_group.startswith("hydra") or o.is_add() or o.is_force_add():
             kept.append(o.input_line)
             continue
@@ -147,6 +163,14 @@ def compose_and_validate(command: str, overrides: list[str] | None, schema: type
 
 
 _MISSING = object()
+
+
+def reject_duplicates(values: list[str], what: str) -> list[str]:
+    """For a list-valued setting whose items must be distinct (a pydantic field validator body)."""
+    dup = sorted({x for x in values if values.count(x) > 1})
+    if dup:
+        raise ValueError(f"{what} listed more than once: {', '.join(dup)}")
+    return values
 
 
 def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "config") -> T:

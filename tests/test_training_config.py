@@ -204,3 +204,33 @@ def test_bad_dataset_rows_are_listed_with_file_and_line(tmp_path):
     assert "3 bad row(s)" in msg and "line 2:" in msg and "line 3:" in msg and "line 5: not valid JSON" in msg
     assert str(tmp_path / "match_func" / "train.jsonl") in msg
     assert read_split(tmp_path, "match_func", "validation", required=False) is None
+
+
+def test_every_error_is_listed_even_when_other_fields_fail():
+    """Cross-field checks still run when a field is invalid (pydantic would skip them): one run, all errors."""
+    with pytest.raises(ConfigError) as exc:
+        load(
+            "model.dtype=float16", "train.packing=true", "model.attn_implementation=eager", "train.max_steps=0",
+            "train.epochs=-1", "lora.target_modules=[q_proj,q_proj]", "model.path=/x", "train.resume=true", "train.overwrite=true",
+        )
+    text = "\n".join(exc.value.errors)
+    for expected in ("float16 is refused", "attn_implementation is 'eager'", "max_steps must be -1", "train.epochs:",
+                     "LoRA target modules listed more than once: q_proj", "model.path is only for the gemma3_12b profile", "exclude each other"):
+        assert expected in text, (expected, text)
+    assert len(exc.value.errors) == 7
+
+
+def test_a_bad_group_option_lists_the_options_and_the_other_errors():
+    with pytest.raises(ConfigError) as exc:
+        load("model=gemma3", "train.lrr=1", "train.epochs=abc")
+    errors = exc.value.errors
+    assert errors[0] == "model=gemma3: no such option (did you mean 'gemma3_12b'?); available: gemma3_12b, tiny"
+    assert any(e.startswith("train.lrr: unknown key") for e in errors) and any(e.startswith("train.epochs:") for e in errors)
+
+
+def test_settings_that_would_be_ignored_are_refused():
+    with pytest.raises(ConfigError, match="model.path is only for the gemma3_12b profile"):
+        load("model=tiny", "model.path=/does/not/exist")
+    with pytest.raises(ConfigError, match="eval_steps is used only with eval_strategy 'steps'"):
+        load("train.eval_steps=50")
+    assert load("train.eval_strategy=steps", "train.eval_steps=50").train.eval_steps == 50

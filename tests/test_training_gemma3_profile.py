@@ -221,3 +221,16 @@ def test_fsdp_config_wraps_every_decoder_layer_of_the_multimodal_and_text_models
         wrapped = [n for n, m in model.named_modules() if policy(m)]
         layers = [n for n, m in model.named_modules() if type(m).__name__ == "Gemma3DecoderLayer"]
         assert wrapped == layers and len(layers) == 2
+
+
+def test_checkpoint_folder_without_weights_is_a_user_error(mm_ckpt, data_dir, tmp_path, capsys):
+    import shutil
+
+    ckpt = tmp_path / "no_weights"
+    shutil.copytree(mm_ckpt, ckpt, ignore=shutil.ignore_patterns("*.safetensors"))
+    rc = forethought_main(
+        ["train", "primitive=match_func", "model=gemma3_12b", f"model.path={ckpt}", f"dataset_dir={data_dir}",
+         f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "train.device=cpu", "logging=none"]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and f"model.path={ckpt}: cannot load the base model" in err and "Traceback" not in err

@@ -362,13 +362,44 @@ def test_multirun_with_the_local_launcher(data_dir, tmp_path):
     assert len(sweeps) == 1 and sorted(p.name for p in sweeps[0].iterdir() if not p.name.startswith(".")) >= ["0_get_order", "1_match_fill"]
 
 
-def test_multirun_job_failure_gives_a_nonzero_exit(data_dir, tmp_path, capsys):
+def test_multirun_checks_every_points_data_before_launching(data_dir, tmp_path, capsys):
     data = _copy_data(data_dir, tmp_path / "d", primitives=("match_fill",))  # no get_order data
     rc = forethought_main(
         ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "logging=none"]
     )
-    assert rc != 0
-    assert artifacts.trained_primitives(tmp_path / "o") == ["match_fill"], "the other job still ran"
+    err = capsys.readouterr().err
+    assert rc == 2 and "[primitive=get_order" in err and "missing train split" in err
+    assert not (tmp_path / "o").exists(), "no job was launched"
+
+
+def test_multirun_job_failure_is_a_clean_message_and_a_nonzero_exit(data_dir, tmp_path, capsys):
+    blocked = tmp_path / "b"
+    (blocked / "match_fill").mkdir(parents=True)
+    (blocked / "match_fill" / "notes.txt").write_text("not a run folder")  # train.overwrite refuses to delete it
+    rc = forethought_main(
+        ["train", "-m", f"output_dir={tmp_path / 'a'},{blocked}", "primitive=match_fill", f"dataset_dir={data_dir}",
+         "train=quick", "train.max_steps=1", "train.overwrite=true", "logging=none"]
+    )
+    err = capsys.readouterr().err
+    assert rc != 0 and "not a forethought run folder" in err and "Traceback" not in err
+    assert artifacts.trained_primitives(tmp_path / "a") == ["match_fill"], "the other job still ran"
+
+
+def test_bad_input_found_during_a_run_is_a_located_user_error(data_dir, tmp_path):
+    # every prompt longer than max_length: nothing left to train on
+    with pytest.raises(UserError, match="no train example is left") as exc:
+        run(config_from_overrides(overrides(data_dir, tmp_path / "short", "train.max_length=16")))
+    assert exc.value.where == "train.max_length"
+    # an attention kernel that cannot run here is refused before the base is built
+    with pytest.raises(UserError, match="needs a CUDA GPU") as exc:
+        run(config_from_overrides(overrides(data_dir, tmp_path / "fa", "model.attn_implementation=flash_attention_2", "train.device=cpu")))
+    assert exc.value.where == "model.attn_implementation" and not (tmp_path / "fa").exists()
+    # a dataset file that is not UTF-8
+    data = _copy_data(data_dir, tmp_path / "d", primitives=(PRIM,))
+    (data / PRIM / "train.jsonl").write_bytes(b'{"prompt": "\xff\xfe"}\n\xff\xfe\n')
+    with pytest.raises(UserError, match="not UTF-8") as exc:
+        run(config_from_overrides(overrides(data, tmp_path / "u")))
+    assert exc.value.where.endswith("train.jsonl")
 
 
 def test_multirun_validates_every_sweep_point_up_front(capsys):

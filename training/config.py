@@ -7,16 +7,17 @@ listed with all the others before anything runs. This module imports no torch.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 PRIMITIVES = ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
 PrimitiveName = Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill"]
 
-# Attention kernels that keep packed / padding-free sequences apart (they read the
-# per-sequence boundaries). Eager attention would build a dense mask over the whole
-# packed row; it is refused rather than silently slow or wrong.
+# Attention kernels that keep packed / padding-free sequences apart by reading the
+# per-sequence boundaries. Eager attention materialises a dense block-diagonal mask and
+# score matrix per packed row (correct in transformers 5, but slow and memory-hungry at
+# 2048-token rows, which defeats packing); it is refused in favour of sdpa.
 PACKING_ATTENTION = ("sdpa", "flash_attention_2", "flash_attention_3", "flex_attention")
 
 _FP16_REFUSED = (
@@ -27,6 +28,39 @@ _FP16_REFUSED = (
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @classmethod
+    def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
+        """Checks that span several fields. They read a plain dict, so they also run on input whose
+        other fields are invalid: every error is listed at once (pydantic's own after-validators
+        are skipped as soon as one field fails). Values of an unexpected type are left to the
+        field errors."""
+        return []
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _all_errors(cls, data: Any, handler: Any) -> Any:
+        try:
+            model = handler(data)
+        except ValidationError as exc:
+            extra = cls._cross_errors(data) if isinstance(data, dict) else []
+            if not extra:
+                raise
+            details = [{"type": e["type"], "loc": e["loc"], "input": e.get("input"), **({"ctx": e["ctx"]} if "ctx" in e else {})} for e in exc.errors()]
+            raise ValidationError.from_exception_data(cls.__name__, details + _value_errors(extra, data)) from None
+        extra = cls._cross_errors(model.model_dump())
+        if extra:
+            raise ValidationError.from_exception_data(cls.__name__, _value_errors(extra, data))
+        return model
+
+
+def _value_errors(messages: list[str], data: Any) -> list[Any]:
+    return [{"type": "value_error", "loc": (), "input": data, "ctx": {"error": ValueError(m)}} for m in messages]
+
+
+def _sub(data: dict[str, Any], key: str) -> dict[str, Any]:
+    v = data.get(key)
+    return v if isinstance(v, dict) else {}
 
 
 class TinyShape(_Strict):
@@ -42,11 +76,12 @@ class TinyShape(_Strict):
     sliding_window: int = Field(512, ge=1)
     max_position_embeddings: int = Field(4096, ge=64)
 
-    @model_validator(mode="after")
-    def _heads(self) -> TinyShape:
-        if self.num_heads % self.num_kv_heads:
-            raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})")
-        return self
+    @classmethod
+    def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
+        heads, kv = data.get("num_heads", 4), data.get("num_kv_heads", 2)
+        if isinstance(heads, int) and isinstance(kv, int) and kv >= 1 and heads % kv:
+            return [f"num_heads ({heads}) must be a multiple of num_kv_heads ({kv})"]
+        return []
 
 
 class ModelConfig(_Strict):
@@ -65,18 +100,25 @@ class ModelConfig(_Strict):
             raise ValueError(_FP16_REFUSED)
         return v
 
-    @model_validator(mode="after")
-    def _profile(self) -> ModelConfig:
-        if self.profile == "tiny" and self.tiny is None:
-            raise ValueError("model.tiny (the tiny shape) is required for profile 'tiny'")
-        if self.profile != "tiny" and self.tiny is not None:
-            raise ValueError(f"model.tiny is only for profile 'tiny' (profile is {self.profile!r})")
-        if self.profile == "gemma3_12b" and self.dtype not in ("auto", "bfloat16"):
-            raise ValueError(
-                f"model.dtype={self.dtype} is refused for the gemma3_12b profile: bf16 only ('auto' means bfloat16). "
+    @classmethod
+    def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
+        profile, tiny, dtype = data.get("profile"), data.get("tiny"), data.get("dtype", "auto")
+        errors = []
+        if profile == "tiny" and tiny is None:
+            errors.append("model.tiny (the tiny shape) is required for profile 'tiny'")
+        if profile == "tiny" and data.get("path") is not None:
+            errors.append(
+                "model.path is only for the gemma3_12b profile: the tiny profile builds its own random base "
+                "(under <output_dir>/base) and would ignore it; choose model=gemma3_12b or leave model.path unset"
+            )
+        if profile not in (None, "tiny") and tiny is not None:
+            errors.append(f"model.tiny is only for profile 'tiny' (profile is {profile!r})")
+        if profile == "gemma3_12b" and dtype == "float32":
+            errors.append(
+                f"model.dtype={dtype} is refused for the gemma3_12b profile: bf16 only ('auto' means bfloat16). "
                 "float32 doubles the memory of a 12B base for no gain in LoRA training, and float16 overflows on Gemma 3"
             )
-        return self
+        return errors
 
 
 class LoraSettings(_Strict):
@@ -89,6 +131,13 @@ class LoraSettings(_Strict):
     target_modules: list[Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], min_length=1
     )
+
+    @field_validator("target_modules")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        from forethought.config import reject_duplicates
+
+        return reject_duplicates(v, "LoRA target modules")
 
 
 class TrainSettings(_Strict):
@@ -126,20 +175,25 @@ class TrainSettings(_Strict):
     max_train_examples: int | None = Field(None, ge=1, description="use only the first N train examples")
     max_eval_examples: int | None = Field(None, ge=1, description="use only the first N validation examples")
 
-    @model_validator(mode="after")
-    def _steps(self) -> TrainSettings:
-        if self.resume and self.overwrite:
-            raise ValueError("train.resume and train.overwrite exclude each other")
-        if self.padding_free and not self.packing:
-            raise ValueError(
+    @classmethod
+    def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
+        errors = []
+        if data.get("resume") is True and data.get("overwrite") is True:
+            errors.append("train.resume and train.overwrite exclude each other")
+        if data.get("padding_free") is True and data.get("packing", False) is False:
+            errors.append(
                 "padding_free without packing cannot enforce max_length in trl; set packing=true "
                 "(BFD packing is padding-free) or leave padding_free off"
             )
-        if self.max_steps == 0 or self.max_steps < -1:
-            raise ValueError("max_steps must be -1 (use epochs) or > 0")
-        if self.eval_strategy == "steps" and self.eval_steps is None:
-            raise ValueError("eval_strategy 'steps' needs eval_steps")
-        return self
+        max_steps = data.get("max_steps", -1)
+        if isinstance(max_steps, int) and (max_steps == 0 or max_steps < -1):
+            errors.append("max_steps must be -1 (use epochs) or > 0")
+        strategy, eval_steps = data.get("eval_strategy", "epoch"), data.get("eval_steps")
+        if strategy == "steps" and eval_steps is None:
+            errors.append("eval_strategy 'steps' needs eval_steps")
+        if strategy != "steps" and eval_steps is not None:
+            errors.append(f"eval_steps is used only with eval_strategy 'steps' (it is {strategy!r}): set one, or leave eval_steps null")
+        return errors
 
 
 class LoggingSettings(_Strict):
@@ -161,14 +215,16 @@ class TrainConfig(_Strict):
     train: TrainSettings
     logging: LoggingSettings
 
-    @model_validator(mode="after")
-    def _combos(self) -> TrainConfig:
-        if (self.train.packing or self.train.padding_free) and self.model.attn_implementation not in PACKING_ATTENTION:
-            raise ValueError(
+    @classmethod
+    def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
+        train, model = _sub(data, "train"), _sub(data, "model")
+        attn = model.get("attn_implementation", "sdpa")
+        if (train.get("packing") is True or train.get("padding_free") is True) and isinstance(attn, str) and attn not in PACKING_ATTENTION:
+            return [
                 f"train.packing / train.padding_free need an attention implementation that separates packed sequences "
-                f"({', '.join(PACKING_ATTENTION)}); model.attn_implementation is {self.model.attn_implementation!r}"
-            )
-        return self
+                f"({', '.join(PACKING_ATTENTION)}); model.attn_implementation is {attn!r}"
+            ]
+        return []
 
     def primitives(self) -> list[str]:
         return list(PRIMITIVES) if self.primitive == "all" else [self.primitive]

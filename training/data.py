@@ -82,22 +82,25 @@ def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required:
         return None
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append(f"line {i}: not valid JSON ({exc.msg})")
-                continue
-            problem = _check_row(row, primitive)
-            if problem:
-                errors.append(f"line {i}: {problem}")
-                continue
-            rows.append({"prompt": row["prompt"], "completion": row["completion"]})
-            if limit is not None and len(rows) >= limit:
-                break
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
+    for i, line in enumerate(text.split("\n"), start=1):  # not splitlines(): JSON strings may hold U+2028
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"line {i}: not valid JSON ({exc.msg})")
+            continue
+        problem = _check_row(row, primitive)
+        if problem:
+            errors.append(f"line {i}: {problem}")
+            continue
+        rows.append({"prompt": row["prompt"], "completion": row["completion"]})
+        if limit is not None and len(rows) >= limit:
+            break
     if errors:
         more = f"\n  ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
         raise UserError(f"{len(errors)} bad row(s):\n  " + "\n  ".join(errors[:MAX_REPORTED]) + more, str(path))

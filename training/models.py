@@ -55,6 +55,27 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
+def check_attention_available(attn_implementation: str, device: str) -> None:
+    """Refuse up front an attention kernel that cannot run here.
+
+    Otherwise the failure is an ImportError (flash-attn missing) or a NotImplementedError
+    (flex attention's backward on CPU) after the base is built and training has begun.
+    """
+    if attn_implementation in ("eager", "sdpa"):
+        return
+    if device != "cuda":
+        raise UserError(f"{attn_implementation} needs a CUDA GPU and this run is on {device}; use sdpa (or eager)", "model.attn_implementation")
+    from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available, is_torch_flex_attn_available
+
+    available, remedy = {
+        "flash_attention_2": (is_flash_attn_2_available, "pip install flash-attn"),
+        "flash_attention_3": (is_flash_attn_3_available, "install flash-attn 3 (hopper build)"),
+        "flex_attention": (is_torch_flex_attn_available, "needs a torch with flex attention (>= 2.5)"),
+    }[attn_implementation]
+    if not available():
+        raise UserError(f"{attn_implementation} is not available in this environment ({remedy}), or use sdpa", "model.attn_implementation")
+
+
 def resolve_dtype(model_cfg: ModelConfig, device: str) -> torch.dtype:
     import torch
 
@@ -106,9 +127,16 @@ def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str
     if device == "cuda" and not fsdp:
         # Load straight onto this process's GPU.
         kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
-    model, info = AutoModelForCausalLM.from_pretrained(
-        str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
-    )
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(
+            str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
+        )
+    except (OSError, ImportError) as exc:
+        # Missing/unreadable weight files, or an attention kernel that is not installed: the user's
+        # checkpoint or environment, reported against the setting that chose it.
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        where = "model.attn_implementation" if isinstance(exc, ImportError) else f"model.path={path}"
+        raise UserError(f"cannot load the base model: {first}", where) from None
     missing = list(info.get("missing_keys") or [])
     mismatched = list(info.get("mismatched_keys") or [])
     if missing or mismatched:

@@ -121,10 +121,18 @@ def _fmt(v: Any) -> str:
 
 def _hydra_task(cfg: Any) -> dict[str, Any]:
     """Task function of a Hydra multirun job (runs in-process or on a SLURM node)."""
+    from hydra.errors import CompactHydraException
+
     from forethought.config import validate
 
+    class JobInputError(CompactHydraException):
+        """Hydra prints a compact exception as its message alone (no traceback)."""
+
     conf = validate(cfg, TrainConfig, "multirun job config")
-    results = run(conf)
+    try:
+        results = run(conf)
+    except UserError as exc:
+        raise JobInputError(f"error: {exc}") from None
     return {p: r.metrics for p, r in results.items()}
 
 
@@ -147,10 +155,18 @@ def multirun(overrides: list[str], *, print_cfg: bool = False) -> int:
     points = [p for batch in BasicSweeper.split_arguments(parsed, None) for p in batch]
     errors: list[str] = []
     for point in points:
+        label = f"[{' '.join(point) or 'defaults'}]"
         try:
-            compose_and_validate("train", point, TrainConfig)
+            conf = compose_and_validate("train", point, TrainConfig)[1]
         except ConfigError as exc:
-            errors.extend(f"[{' '.join(point) or 'defaults'}] {e}" for e in exc.errors)
+            errors.extend(f"{label} {e}" for e in exc.errors)
+            continue
+        try:
+            # data files, model path, attention kernel: checked for every point before any job is
+            # launched (on SLURM they would otherwise queue and then fail one by one)
+            _preflight(conf)
+        except UserError as exc:
+            errors.append(f"{label} {exc}")
     if errors:
         raise ConfigError(f"conf/train.yaml + overrides ({len(points)} sweep points)", sorted(set(errors), key=errors.index))
     if print_cfg:
@@ -239,6 +255,9 @@ def _preflight(cfg: TrainConfig) -> None:
             + "): validate and package would refuse these adapters; regenerate the data with `forethought generate`",
             str(Path(cfg.dataset_dir) / "stats.json"),
         )
+    from training.models import check_attention_available, resolve_device
+
+    check_attention_available(cfg.model.attn_implementation, resolve_device(cfg.train.device))
     if cfg.model.profile == "gemma3_12b":
         from training.models import require_local_path
 
@@ -619,13 +638,22 @@ def train_primitive(
                 trainer.remove_callback(PrinterCallback)  # the rich display replaces the printed log dicts
             targets = check_adapter_targets(trainer.model, cfg.lora)
             tokens_per_epoch, completion_tokens_per_epoch = _dataset_tokens(trainer.train_dataset)
-            if not cfg.train.packing:
+            if len(trainer.train_dataset) == 0:
+                raise UserError(
+                    f"no train example is left: every prompt alone fills train.max_length={cfg.train.max_length} tokens "
+                    "(nothing to compute a loss on); raise train.max_length",
+                    "train.max_length",
+                )
+            if cfg.train.packing:
+                # BFD packing cuts each overlong sequence to max_length; the packed rows keep the lengths.
+                truncated = sum(1 for row in trainer.train_dataset["seq_lengths"] for n in row if n >= cfg.train.max_length)
+            else:
                 kept = len(trainer.train_dataset)
                 truncated = sum(1 for ids in trainer.train_dataset["input_ids"] if len(ids) >= cfg.train.max_length)
                 if kept < len(train_ds):
                     notes.append(f"{len(train_ds) - kept} train examples dropped: their prompt alone fills train.max_length={cfg.train.max_length}")
-                if truncated:
-                    notes.append(f"{truncated} train examples cut at train.max_length={cfg.train.max_length}: their completion (and <end_of_turn>) is incomplete")
+            if truncated:
+                notes.append(f"{truncated} train examples cut at train.max_length={cfg.train.max_length}: their completion (and <end_of_turn>) is incomplete")
             if resume_from is not None:
                 print(f"[{primitive}] resuming from {resume_from}", file=sys.stderr)
             result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
