@@ -378,7 +378,7 @@ def test_multirun_job_failure_is_a_clean_message_and_a_nonzero_exit(data_dir, tm
     (blocked / "match_fill" / "notes.txt").write_text("not a run folder")  # train.overwrite refuses to delete it
     rc = forethought_main(
         ["train", "-m", f"output_dir={tmp_path / 'a'},{blocked}", "primitive=match_fill", f"dataset_dir={data_dir}",
-         "train=quick", "train.max_steps=1", "train.overwrite=true", "logging=none"]
+         "train=quick", "train.max_steps=1", "train.overwrite=true", "logging=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     )
     err = capsys.readouterr().err
     assert rc != 0 and "not a forethought run folder" in err and "Traceback" not in err
