@@ -423,6 +423,31 @@ def test_sdpa_keeps_packed_sequences_apart(run_a):
     assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
 
 
+def test_sdpa_keeps_packed_sequences_apart_within_the_sliding_window():
+    """Packing with Gemma 3's sliding-window layers (a known trap): sequences longer than the window,
+    packed into one row, give the same logits as run alone."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    cfg = Gemma3TextConfig(
+        vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+        head_dim=32, query_pre_attn_scalar=32, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+    )
+    cfg._attn_implementation = "sdpa"
+    model = Gemma3ForCausalLM(cfg).eval()
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randint(10, 290, (1, 37), generator=g), torch.randint(10, 290, (1, 23), generator=g)
+    with torch.no_grad():
+        la, lb = model(input_ids=a).logits, model(input_ids=b).logits
+        pos = torch.cat([torch.arange(37), torch.arange(23)]).unsqueeze(0)
+        packed = model(input_ids=torch.cat([a, b], 1), position_ids=pos, use_cache=False).logits
+    assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
+    # without the position_ids reset the second sequence would see the first: the check can fail
+    with torch.no_grad():
+        contaminated = model(input_ids=torch.cat([a, b], 1), use_cache=False).logits
+    assert not torch.allclose(contaminated[:, 37:], lb, atol=1e-3)
+
+
 def test_packing_run(data_dir, tmp_path):
     # real match_fill examples are ~150-180 tokens long
     cfg = config_from_overrides(overrides(data_dir, tmp_path / "pk", "train.packing=true", "train.max_length=512", "train.max_steps=2"))
