@@ -315,7 +315,7 @@ def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
     )
     assert rc == 0, capsys.readouterr().err
     assert artifacts.trained_primitives(out) == list(PRIMITIVES)
-    assert sorted(p.name for p in out.iterdir()) == sorted([*PRIMITIVES, "base", "base.json"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([*PRIMITIVES, "base", "base.json", *(f".{p}.lock" for p in PRIMITIVES)])
     model, tok = artifacts.load_adapters(out)
     assert set(model.peft_config) == set(PRIMITIVES)
     x = tok.apply_chat_template([{"role": "user", "content": "refuel 3 GB"}], add_generation_prompt=True, return_tensors="pt", return_dict=True)
@@ -383,6 +383,21 @@ def test_multirun_job_failure_is_a_clean_message_and_a_nonzero_exit(data_dir, tm
     err = capsys.readouterr().err
     assert rc != 0 and "not a forethought run folder" in err and "Traceback" not in err
     assert artifacts.trained_primitives(tmp_path / "a") == ["match_fill"], "the other job still ran"
+
+
+def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(data_dir, tmp_path):
+    import fcntl
+
+    out = tmp_path / "locked"
+    out.mkdir()
+    with open(out / f".{PRIM}.lock", "w") as held:  # what a running `forethought train` holds
+        held.write("4242")
+        held.flush()
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(UserError, match=r"another `forethought train` \(pid 4242\) is training") as exc:
+            run(config_from_overrides(overrides(data_dir, out, "train.overwrite=true")))
+        assert exc.value.where == str(out / PRIM)
+    assert not (out / "base").exists(), "nothing was built or deleted while the folder was in use"
 
 
 def test_bad_input_found_during_a_run_is_a_located_user_error(data_dir, tmp_path):

@@ -198,14 +198,61 @@ def run(cfg: TrainConfig, *, callbacks: list[Any] | None = None, keep_trainer: b
     """Train the adapters ``cfg.primitive`` names (one, or all five on one shared base)."""
     _preflight(cfg)
     _set_offline_env()
-    if cfg.train.overwrite and _is_main_process():
-        _clear_outputs(cfg)
-    base = prepare_base(cfg)
-    results: dict[str, RunResult] = {}
-    with _cpu_threads(cfg):
-        for p in cfg.primitives():
-            results[p] = train_primitive(cfg, p, base, callbacks=callbacks, keep_trainer=keep_trainer)
+    with _run_folder_locks(cfg):
+        if cfg.train.overwrite and _is_main_process():
+            _clear_outputs(cfg)
+        base = prepare_base(cfg)
+        results: dict[str, RunResult] = {}
+        with _cpu_threads(cfg):
+            for p in cfg.primitives():
+                results[p] = train_primitive(cfg, p, base, callbacks=callbacks, keep_trainer=keep_trainer)
     return results
+
+
+@contextlib.contextmanager
+def _run_folder_locks(cfg: TrainConfig) -> Iterator[None]:
+    """One ``forethought train`` per run folder at a time.
+
+    A second process training the same primitive into the same output_dir would write its
+    checkpoints into the first one's folder (and ``train.overwrite`` would delete a folder in
+    use). The locks are advisory ``flock``s on ``<output_dir>/.<primitive>.lock``, held by the
+    main process for the whole run and released by the OS if it dies, so a crash never leaves a
+    stale lock behind.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no locking
+        yield
+        return
+    if not _is_main_process():
+        yield
+        return
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    held = []
+    try:
+        for p in cfg.primitives():
+            f = open(out / f".{p}.lock", "a+", encoding="utf-8")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                owner = f.read().strip() or "?"
+                f.close()
+                raise UserError(
+                    f"another `forethought train` (pid {owner}) is training {p} into this output_dir; "
+                    "wait for it to finish or choose another output_dir",
+                    str(out / p),
+                ) from None
+            f.seek(0)
+            f.truncate()
+            f.write(str(os.getpid()))
+            f.flush()
+            held.append(f)
+        yield
+    finally:
+        for f in held:
+            f.close()  # closing the file releases its lock
 
 
 @contextlib.contextmanager
