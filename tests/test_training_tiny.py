@@ -429,13 +429,19 @@ def test_sdpa_keeps_packed_sequences_apart(run_a):
 
     out, _, _ = run_a
     model = AutoModelForCausalLM.from_pretrained(out / "base", attn_implementation="sdpa").eval()
+    _, b, la, lb, packed = _packed_vs_alone(model, vocab=500)
+    assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
+
+
+def _packed_vs_alone(model, vocab: int):
+    """Two sequences (37 and 23 tokens) run alone and packed into one row with position_ids resets."""
     g = torch.Generator().manual_seed(0)
-    a, b = torch.randint(10, 500, (1, 37), generator=g), torch.randint(10, 500, (1, 23), generator=g)
+    a, b = torch.randint(10, vocab, (1, 37), generator=g), torch.randint(10, vocab, (1, 23), generator=g)
     with torch.no_grad():
         la, lb = model(input_ids=a).logits, model(input_ids=b).logits
         pos = torch.cat([torch.arange(37), torch.arange(23)]).unsqueeze(0)
         packed = model(input_ids=torch.cat([a, b], 1), position_ids=pos, use_cache=False).logits
-    assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
+    return a, b, la, lb, packed
 
 
 def test_sdpa_keeps_packed_sequences_apart_within_the_sliding_window():
@@ -450,12 +456,7 @@ def test_sdpa_keeps_packed_sequences_apart_within_the_sliding_window():
     )
     cfg._attn_implementation = "sdpa"
     model = Gemma3ForCausalLM(cfg).eval()
-    g = torch.Generator().manual_seed(0)
-    a, b = torch.randint(10, 290, (1, 37), generator=g), torch.randint(10, 290, (1, 23), generator=g)
-    with torch.no_grad():
-        la, lb = model(input_ids=a).logits, model(input_ids=b).logits
-        pos = torch.cat([torch.arange(37), torch.arange(23)]).unsqueeze(0)
-        packed = model(input_ids=torch.cat([a, b], 1), position_ids=pos, use_cache=False).logits
+    a, b, la, lb, packed = _packed_vs_alone(model, vocab=290)
     assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
     # without the position_ids reset the second sequence would see the first: the check can fail
     with torch.no_grad():
