@@ -3,7 +3,8 @@
 Rows are trl's conversational prompt-completion format plus metadata::
 
     {"id", "solution_id", "primitive", "prompt": [messages], "completion": [one assistant message],
-     "target": <the completion's JSON as an object>, "input": <the primitive's structured input, as a JSON string>}
+     "target": <the completion's JSON as an object>, "input": <the primitive's structured input, as a JSON string>,
+     "near_duplicate_across_split": <true when the prompt, slot values and digits masked, also occurs in the other split>}
 
 ``target`` holds free-form mappings (tool parameters, filled values) whose
 keys differ between rows; Arrow cannot infer one struct type for them across
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ROW_FIELDS = ("id", "solution_id", "primitive", "prompt", "completion", "target", "input")
+ROW_FIELDS = ("id", "solution_id", "primitive", "prompt", "completion", "target", "input", "near_duplicate_across_split")
 
 
 def features() -> Any:
@@ -35,6 +36,7 @@ def features() -> Any:
             "completion": List(message),
             "target": Json(),
             "input": Value("string"),
+            "near_duplicate_across_split": Value("bool"),
         }
     )
 
@@ -73,5 +75,7 @@ dataset_info:
     dtype: json
   - name: input
     dtype: string
+  - name: near_duplicate_across_split
+    dtype: bool
 ---
 """

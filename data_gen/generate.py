@@ -479,10 +479,17 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
         info: dict[str, Any] = {"requested": cfg.sizes[prim]}
         spec = SPECS[prim]
         by_split = {}
+        # Every row says whether its masked prompt also occurs in the other split, so validate can report
+        # exact match on the validation rows that have no near-duplicate in train.
+        masked = {sp: {e.masked for e in pools.rows[(prim, sp)]} for sp in ("train", "validation")}
         for split in ("train", "validation"):
             rows = sorted(pools.rows[(prim, split)], key=lambda e: e.id)
             by_split[split] = rows
-            text = "".join(json.dumps(e.row(), ensure_ascii=False) + "\n" for e in rows)
+            text = "".join(
+                json.dumps(e.row() | {"near_duplicate_across_split": e.masked in masked["validation" if split == "train" else "train"]}, ensure_ascii=False)
+                + "\n"
+                for e in rows
+            )
             atomic_write_text(out / prim / f"{split}.jsonl", text)
             ok = sum(spec.check_output(e.input, e.target).ok for e in rows)  # every written target, checked again
             checked, valid = checked + len(rows), valid + ok

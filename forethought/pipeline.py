@@ -34,10 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from forethought.config import ConfigError, compose_config, validate
 from forethought.errors import UserError
 from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
+from training.config import BUILT_HERE
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = ("verify", "generate", "train", "validate", "package", "evaluate")
-StageName = Literal["verify", "generate", "train", "validate", "package", "evaluate"]
+STAGES = ("verify", "generate", "base", "train", "validate", "package", "evaluate")
+StageName = Literal["verify", "generate", "base", "train", "validate", "package", "evaluate"]
 # Libraries whose version is part of a stage's fingerprint (an upgrade can change what the stage produces).
 TRAIN_LIBS = ("torch", "transformers", "peft", "trl")
 MODEL_LIBS = ("torch", "transformers", "peft")
@@ -45,7 +46,7 @@ MODEL_LIBS = ("torch", "transformers", "peft")
 
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    profile: Literal["tiny", "paper"] = "tiny"  # set by the profile group (conf/profile/*.yaml)
+    profile: Literal["tiny", "small", "paper"] = "tiny"  # set by the profile group (conf/profile/*.yaml)
     run_dir: str = "runs/pipeline"
     force: bool = False
     stages: list[StageName] = Field(default_factory=lambda: list(STAGES), min_length=1)
@@ -148,7 +149,10 @@ def _stage_overrides(cfg: PipelineConfig, run: Path) -> dict[str, list[str]]:
     paths = {
         "verify": [],
         "generate": [f"data.output_dir={r}/data"],
-        # The pipeline owns its run folder: a train stage that reruns (its inputs changed) replaces the old runs.
+        # The pipeline owns its run folder: a stage that reruns (its inputs changed) replaces the old runs.
+        # The base stage pretrains the base (built-here profiles) or records the checkpoint (gemma3_12b);
+        # the train stage reuses it and trains the five adapters.
+        "base": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=base", "train.overwrite=true"],
         "train": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=all", "train.overwrite=true"],
         "validate": [f"train_dir={r}/train", f"dataset_dir={r}/data", f"output_dir={r}/validate"],
         "package": [f"train_dir={r}/train", f"validate_dir={r}/validate", f"dataset_dir={r}/data", f"output_dir={r}/bundle"],
@@ -156,8 +160,9 @@ def _stage_overrides(cfg: PipelineConfig, run: Path) -> dict[str, list[str]]:
     }
     out = {}
     for s in STAGES:
-        ov = list(cfg.overrides.get(s, []))
-        if s == "train" and cfg.model_path:
+        # The base stage is a run of `forethought train` (primitive=base) with the train stage's settings.
+        ov = list(cfg.overrides.get("train" if s == "base" else s, []))
+        if s in ("base", "train") and cfg.model_path:
             ov.append(f"model.path={cfg.model_path}")
         # The profile's overrides may choose groups; the pipeline's paths come last and win.
         out[s] = ov + paths[s]
@@ -173,7 +178,7 @@ def _schemas() -> dict[str, type[BaseModel]]:
     from training.validate import ValidateConfig
 
     return {
-        "verify": VerifyConfig, "generate": GenerateConfig, "train": TrainConfig,
+        "verify": VerifyConfig, "generate": GenerateConfig, "base": TrainConfig, "train": TrainConfig,
         "validate": ValidateConfig, "package": PackageConfig, "evaluate": EvaluateConfig,
     }
 
@@ -186,10 +191,11 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     errors: list[str] = []
     for s in STAGES:  # validate every stage's config up front; report all errors together
         try:
-            configs[s] = validate(compose_config(s, ovs[s]), schemas[s], f"conf/{s}.yaml")
+            name = "train" if s == "base" else s  # the base stage is `forethought train primitive=base`
+            configs[s] = validate(compose_config(name, ovs[s]), schemas[s], f"conf/{name}.yaml")
         except ConfigError as exc:
             errors += [f"{s}: {e}" for e in exc.errors]
-    if "train" in cfg.stages and "train" in configs and configs["train"].model.profile != "tiny":
+    if "train" in cfg.stages and "train" in configs and configs["train"].model.profile not in BUILT_HERE:
         # A real base model must be on disk before verify and generate spend any time.
         from training.models import require_local_path
 
@@ -208,6 +214,9 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     train_outputs = [train_out / "base.json"] + [
         train_out / p / f for p in configs["train"].primitives() for f in ("adapter", "metrics.json", "run_state.json")
     ]
+    built_here = configs["base"].model.profile in BUILT_HERE
+    # The pretrained base (built-here profiles) is the base stage's output and the train stage's input.
+    base_outputs = [train_out / "base.json"] + ([train_out / "base", train_out / "base_run" / "metrics.json"] if built_here else [])
     # The hf backend (bundle loading: training/bundle.py -> training/models.py -> training/tiny.py's chat template).
     bundle_code = ["training/bundle.py", "training/models.py", "training/tiny.py"]
     eval_libs = MODEL_LIBS if any(x.startswith("bundle") for x in configs["evaluate"].settings) else ()
@@ -217,8 +226,10 @@ def build(cfg: PipelineConfig) -> PipelineRun:
             "generate", configs["generate"], [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
             [run / "data" / "stats.json"], code_kernel + ["data_gen"], lambda: _generate(configs["generate"]),
         ),
-        "train": Stage("train", configs["train"], [run / "data"], train_outputs, ["training", "kernel/specs.py"], lambda: _train(configs["train"]),
-                       libs=TRAIN_LIBS),
+        "base": Stage("base", configs["base"], [run / "data"], base_outputs, ["training", "kernel/specs.py"], lambda: _train(configs["base"]),
+                      libs=TRAIN_LIBS),
+        "train": Stage("train", configs["train"], [run / "data", *base_outputs[1:2]], train_outputs, ["training", "kernel/specs.py"],
+                       lambda: _train(configs["train"]), libs=TRAIN_LIBS),
         "validate": Stage(
             "validate", configs["validate"], [run / "train", run / "data"], [run / "validate" / "gates.json"],
             ["training", "kernel/specs.py", "kernel/backends/hf.py", "kernel/backends/constrained.py"], lambda: _validate(configs["validate"]),
@@ -394,6 +405,45 @@ def _combined_loss_png(train_dir: Path, out: Path) -> bool:
     return True
 
 
+def _learning_curve_png(train_dir: Path, out: Path) -> bool:
+    """Exact match against steps: the base stage (every primitive, no adapter) and each adapter (its own primitive)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kernel.specs import PRIMITIVE_NAMES
+
+    curves = []
+    base = train_dir / "base_run" / "metrics.json"
+    if base.is_file():
+        curves.append(("base", json.loads(base.read_text()).get("exact_match_history") or []))
+    for p in PRIMITIVE_NAMES:
+        f = train_dir / p / "metrics.json"
+        if f.is_file():
+            curves.append((f"adapter {p}", json.loads(f.read_text()).get("exact_match_history") or []))
+    if not any(h for _, h in curves):
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    for label, hist in curves:
+        ax = axes[0] if label == "base" else axes[1]
+        for k in sorted({k for h in hist for k in h if k.startswith("em/")}):
+            pts = [(h["step"], 100 * h[k]) for h in hist if k in h]
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=k[3:] if label == "base" else label)
+    axes[0].set_title("base stage (no adapter)")
+    axes[1].set_title("adapters (each on its own primitive)")
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.set_ylabel("exact match (%)")
+        ax.set_ylim(-2, 102)
+        ax.grid(True, alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    atomic_write_figure(out, fig)
+    return True
+
+
 def _datasets_png(stats_path: Path, out: Path) -> bool:
     import matplotlib
 
@@ -433,12 +483,12 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         f"- Machine: {machine()}",
         "",
     ]
-    if pr.cfg.profile == "tiny":
+    if pr.cfg.profile in BUILT_HERE:
         L += [
-            "> **Smoke scale.** The `tiny` profile trains LoRA adapters on a randomly initialised ~1M-parameter "
-            "Gemma-3-architecture model for a few dozen steps on CPU. Its gates are expected to fail and its "
-            "end-to-end numbers say nothing about the method; they show that every stage runs and how results are reported. "
-            "Use `profile=paper` with Gemma-3-12B on GPUs for real adapters.",
+            f"> **Small-model results.** The `{pr.cfg.profile}` profile builds a small Gemma-3-architecture model here, "
+            "pretrains it full-parameter on the train splits of the five primitives (the base stage), then trains one LoRA "
+            "adapter per primitive on it, all on CPU. Its figures are small-model figures: they show that the chain works "
+            "and how far such a model gets, not what Gemma-3-12B reaches (`profile=paper`, GPUs).",
             "",
         ]
     L += ["## Stages", "", "| stage | status | seconds |", "| --- | --- | ---: |"]
@@ -459,6 +509,20 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         L += ["", "## Datasets", "", *table, "", f"Details: `{run / 'data' / 'stats.json'}`."]
         if _datasets_png(run / "data" / "stats.json", run / "datasets.png"):
             L += ["", "![datasets](datasets.png)"]
+    base_metrics = run / "train" / "base_run" / "metrics.json"
+    if base_metrics.is_file():
+        bm = json.loads(base_metrics.read_text())
+        L += ["", "## Base stage", "",
+              f"Full-parameter training of the {bm.get('parameters', 0) / 1e6:.1f} M-parameter base on {bm.get('train_rows')} train rows of the "
+              f"five primitives mixed ({bm.get('loss')} loss; no validation row): {bm.get('global_step')} steps, "
+              f"{bm.get('epochs_completed') or 0:.2f} epochs, {bm.get('tokens_per_second')} tokens/s, {bm.get('wall_time_s', 0):.0f} s, "
+              f"final loss {bm.get('train_loss_last') or 0:.3g}."]
+        if (run / "train" / "base_run" / "loss.png").is_file():
+            shutil.copyfile(run / "train" / "base_run" / "loss.png", run / "base_loss.png")
+            L += ["", "![base loss](base_loss.png)"]
+    if _learning_curve_png(run / "train", run / "exact_match_curves.png"):
+        L += ["", "### Learning curve (exact match on a fixed validation subset, monitoring only)", "",
+              "![exact match against steps](exact_match_curves.png)"]
     if _combined_loss_png(run / "train", run / "loss_curves.png"):
         L += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
         L += ["| primitive | steps | final train loss | eval loss | tokens/s | wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]

@@ -24,7 +24,8 @@ def tiny_pipeline_args(run_dir: Path) -> list[str]:
         "pipeline",
         f"run_dir={run_dir}",
         "overrides.generate=[" + ",".join(f'"{o}"' for o in TINY_GENERATE) + "]",
-        'overrides.train=["model=tiny","train=quick","train.max_steps=2","train.max_eval_examples=4","model.tiny.vocab_size=1024","logging=none"]',
+        'overrides.train=["model=tiny","train=quick","train.max_steps=2","train.max_eval_examples=4","model.tiny.vocab_size=1024","logging=none",'
+        '"model.pretrain.max_steps=2","model.pretrain.em_eval_steps=null","train.em_eval_steps=null"]',
         'overrides.validate=["max_examples=4","max_new_tokens=8"]',
         'overrides.package=["allow_failed_gates=true"]',
         'overrides.evaluate=["max_scenarios=2","backend.max_new_tokens=8","backend.allow_smoke=true","kernel.retries=0"]',

@@ -20,7 +20,7 @@ def test_help_lists_settings_and_runs_nothing(command, capsys, tmp_path, monkeyp
 def test_help_names_config_groups_and_their_options(capsys):
     assert main(["train", "-h"]) == 0
     out = capsys.readouterr().out
-    assert "model=tiny  (options: gemma3_12b, tiny)" in out
+    assert "model=tiny  (options: gemma3_12b, small, tiny)" in out
     assert "[-m|--multirun]" in out
 
 

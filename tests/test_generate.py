@@ -42,7 +42,7 @@ def test_sizes_and_format(gen):
         assert len(tr) + len(va) == SIZES[p], p
         assert stats["primitives"][p]["reached_requested_size"]
         for r in tr[:5] + va[:5]:
-            assert set(r) == {"id", "solution_id", "primitive", "prompt", "completion", "target", "input"}
+            assert set(r) == {"id", "solution_id", "primitive", "prompt", "completion", "target", "input", "near_duplicate_across_split"}
             assert r["primitive"] == p
             assert [m["role"] for m in r["prompt"]] == ["system", "user"]
             assert r["completion"][0]["role"] == "assistant"
@@ -204,6 +204,10 @@ def test_near_duplicates_mask_the_substituted_slot_values(gen):
     for p in PRIMITIVE_NAMES:
         info = stats["primitives"][p]
         assert 0 <= info["cross_split_near_duplicate_rate"] <= 1 and 0 <= info["train"]["near_duplicate_rate"] <= 1
+        # the per-row flag agrees with the split's rate (validation rows whose masked prompt occurs in train)
+        rows = [json.loads(x) for x in (gen[0] / p / "validation.jsonl").read_text().splitlines() if x.strip()]
+        flagged = sum(r["near_duplicate_across_split"] for r in rows)
+        assert flagged == round(info["cross_split_near_duplicate_rate"] * len(rows))
     card = (gen[0] / "README.md").read_text()
     assert "near-dup val↔train" in card and "Source solutions by domain" in card and "Source solutions by pattern tag" in card
 

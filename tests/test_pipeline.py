@@ -18,10 +18,10 @@ from tests.conftest import tiny_pipeline_args
 
 def test_report_has_every_section(tiny_pipeline):
     report = (tiny_pipeline / "report.md").read_text()
-    for section in ("## Stages", "## Worked solutions", "## Datasets", "## Training", "## Validation gates",
-                    "## Bundle", "## End-to-end evaluation", "Smoke scale", "SIMULATION"):
+    for section in ("## Stages", "## Worked solutions", "## Datasets", "## Base stage", "## Training", "## Validation gates",
+                    "## Bundle", "## End-to-end evaluation", "Small-model results", "SIMULATION"):
         assert section in report, section
-    for png in ("datasets.png", "loss_curves.png", "gates.png", "evaluation.png"):
+    for png in ("datasets.png", "base_loss.png", "loss_curves.png", "gates.png", "evaluation.png"):
         assert (tiny_pipeline / png).stat().st_size > 1000
     res = json.loads((tiny_pipeline / "evaluate" / "results.json").read_text())
     assert set(res["settings"]) == {"oracle", "bundle_cvc", "bundle_no_cvc", "noise_cvc", "noise_no_cvc"}
@@ -33,7 +33,7 @@ def test_rerun_skips_unchanged_stages(tiny_pipeline, capsys):
     before = {p.name: p.stat().st_mtime_ns for p in (tiny_pipeline / ".stages").iterdir()}
     assert main(tiny_pipeline_args(tiny_pipeline)) == 0
     err = capsys.readouterr().err
-    for stage in ("verify", "generate", "train", "validate", "package", "evaluate"):
+    for stage in ("verify", "generate", "base", "train", "validate", "package", "evaluate"):
         assert f"{stage:<9} skipped: inputs unchanged" in err
     after = {p.name: p.stat().st_mtime_ns for p in (tiny_pipeline / ".stages").iterdir()}
     assert before == after

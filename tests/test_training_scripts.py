@@ -107,6 +107,7 @@ def test_two_process_training_with_accelerate_on_cpu(tmp_path):
         str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2",
         "-m", "forethought.cli", "train", "primitive=match_func", f"dataset_dir={data}", f"output_dir={out}",
         "train=quick", "train.max_steps=2", "train.device=cpu", "logging=none", "logging.progress=false",
+        "model.pretrain.max_steps=2", "model.pretrain.em_eval_steps=null",  # the base stage runs as DDP too
     ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -115,6 +116,7 @@ def test_two_process_training_with_accelerate_on_cpu(tmp_path):
     # two ranks x batch 4 x 2 steps: both processes fed the model
     assert m["tokens_seen"] > 0 and (out / "match_func" / "adapter" / "adapter_model.safetensors").is_file()
     assert proc.stderr.count("forethought train") <= 1, "the summary table is printed by rank 0 only"
+    assert json.loads((out / "base_run" / "metrics.json").read_text())["global_step"] == 2 and (out / "base" / "model.safetensors").is_file()
 
 
 @pytest.mark.gpu
@@ -125,7 +127,7 @@ def test_tiny_profile_trains_in_bf16_on_gpu(tmp_path):
 
     data = write_dataset(tmp_path / "data", n_train=16, n_val=4, primitives=("match_func",))
     cfg = config_from_overrides([
-        "primitive=match_func", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=3",
+        "primitive=match_func", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=3",
         "train.device=cuda", "logging=none",
     ])
     m = run(cfg)["match_func"].metrics

@@ -63,6 +63,7 @@ def overrides(data_dir: Path, out: Path, *extra: str) -> list[str]:
     return [
         f"primitive={PRIM}",
         "model=tiny",
+        "model.pretrain=null",  # a random base: these tests are about the adapter run, not the base stage
         f"dataset_dir={data_dir}",
         f"output_dir={out}",
         "train=quick",
@@ -310,12 +311,12 @@ def test_resume_with_a_changed_config_is_refused(data_dir, run_c):
 def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
     out = tmp_path / "all"
     rc = forethought_main(
-        ["train", "primitive=all", "model=tiny", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=2",
+        ["train", "primitive=all", "model=tiny", "model.pretrain=null", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=2",
          "train.per_device_batch_size=1", "train.max_eval_examples=1", "logging=none"]
     )
     assert rc == 0, capsys.readouterr().err
     assert artifacts.trained_primitives(out) == list(PRIMITIVES)
-    assert sorted(p.name for p in out.iterdir()) == sorted([*PRIMITIVES, "base", "base.json", *(f".{p}.lock" for p in PRIMITIVES)])
+    assert sorted(p.name for p in out.iterdir()) == sorted([*PRIMITIVES, "base", "base.json", ".base.lock", *(f".{p}.lock" for p in PRIMITIVES)])
     model, tok = artifacts.load_adapters(out)
     assert set(model.peft_config) == set(PRIMITIVES)
     x = tok.apply_chat_template([{"role": "user", "content": "refuel 3 GB"}], add_generation_prompt=True, return_tensors="pt", return_dict=True)
@@ -354,7 +355,7 @@ def test_wandb_offline_writes_one_local_run_per_primitive(data_dir, tmp_path):
 def test_multirun_with_the_local_launcher(data_dir, tmp_path):
     out = tmp_path / "mr"
     rc = forethought_main(
-        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=1", "logging=none"]
+        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=1", "logging=none", "model.pretrain=null"]
     )
     assert rc == 0
     assert artifacts.trained_primitives(out) == ["get_order", "match_fill"]
@@ -365,7 +366,7 @@ def test_multirun_with_the_local_launcher(data_dir, tmp_path):
 def test_multirun_checks_every_points_data_before_launching(data_dir, tmp_path, capsys):
     data = _copy_data(data_dir, tmp_path / "d", primitives=("match_fill",))  # no get_order data
     rc = forethought_main(
-        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "logging=none"]
+        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "logging=none", "model.pretrain=null"]
     )
     err = capsys.readouterr().err
     assert rc == 2 and "[primitive=get_order" in err and "missing train split" in err
@@ -378,7 +379,7 @@ def test_multirun_job_failure_is_a_clean_message_and_a_nonzero_exit(data_dir, tm
     (blocked / "match_fill" / "notes.txt").write_text("not a run folder")  # train.overwrite refuses to delete it
     rc = forethought_main(
         ["train", "-m", f"output_dir={tmp_path / 'a'},{blocked}", "primitive=match_fill", f"dataset_dir={data_dir}",
-         "train=quick", "train.max_steps=1", "train.overwrite=true", "logging=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+         "train=quick", "train.max_steps=1", "train.overwrite=true", "logging=none", "model.pretrain=null", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     )
     err = capsys.readouterr().err
     assert rc != 0 and "not a forethought run folder" in err and "Traceback" not in err

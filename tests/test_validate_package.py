@@ -54,8 +54,12 @@ def test_validate_writes_table5_report_and_gate_verdicts(tiny_run):
         assert r["n"] >= 1 and r["passed"] == (r["exact_match"] >= r["threshold"])
         assert {"exact_match", "contract_valid_rate", "parse_rate", "base_exact_match", "threshold", "failures"} <= set(r)
         assert r["spec_hash"] == SPECS[p].spec_hash
+        # the gate's decoding, the other decoding, and the rows with no near-duplicate in train
+        assert r["decoding"] == "free" and {"exact_match_free", "exact_match_constrained", "exact_match_no_near_duplicate"} <= set(r)
+        assert r["exact_match_free"] == r["exact_match"] and 0 <= r["n_no_near_duplicate"] <= r["n"]
+    assert gates["decoding"] == "free"
     md = (tiny_run / "validate" / "gates.md").read_text()
-    assert md.startswith("| Primitive | n | Base EM | Tuned EM |") and "Weighted avg." in md
+    assert "| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, constrained |" in md and "Weighted avg." in md
     assert (tiny_run / "validate" / "gates.png").stat().st_size > 1000
 
 

@@ -136,3 +136,50 @@ class Throughput(TrainerCallback):
             "eval_seconds_during_training": round(self.eval_seconds, 3),
             "tokens_per_second": round(tokens / train_seconds, 2) if train_seconds > 0 else None,
         }
+
+
+class ExactMatchCurve(TrainerCallback):
+    """A learning curve in exact match: greedy decoding on a fixed validation subset every N steps.
+
+    Scored exactly as ``forethought validate`` scores (the primitive's spec: parse, canonical exact
+    match), kept in ``history`` (the run's metrics.json) and logged to wandb as ``em/<primitive>``
+    when a wandb run is open. It is monitoring only: nothing is selected or tuned with these rows.
+    """
+
+    def __init__(self, tokenizer: Any, rows: dict[str, list[dict[str, Any]]], every: int, *, max_new_tokens: int = 256):
+        self.tokenizer = tokenizer
+        self.rows = rows  # primitive -> validation rows ({"prompt", "target", ...})
+        self.every = every
+        self.max_new_tokens = max_new_tokens
+        self.history: list[dict[str, Any]] = []
+
+    def measure(self, model: Any, step: int) -> dict[str, float]:
+        from kernel.backends.hf import generate
+        from kernel.specs import SPECS
+        from training.validate import score
+
+        was_training = model.training
+        side = self.tokenizer.padding_side
+        model.eval()
+        try:
+            ems = {}
+            for p, rows in self.rows.items():
+                texts = generate(model, self.tokenizer, [r["prompt"] for r in rows], adapter=None, batch_size=16, max_new_tokens=self.max_new_tokens)
+                ems[p] = score(SPECS[p], rows, texts, 0)["exact_match"]
+        finally:
+            self.tokenizer.padding_side = side  # generate() pads on the left; training pads on the right
+            if was_training:
+                model.train()
+        self.history.append({"step": step, **{f"em/{p}": v for p, v in ems.items()}})
+        return ems
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if model is None or not state.is_world_process_zero:
+            return
+        if state.global_step % self.every == 0 or state.global_step == state.max_steps:
+            ems = self.measure(model, state.global_step)
+            wandb = sys.modules.get("wandb")
+            if wandb is not None and getattr(wandb, "run", None) is not None:
+                # transformers' wandb callback runs before ours and uses train/global_step as the x axis
+                wandb.log({**{f"em/{p}": v for p, v in ems.items()}, "train/global_step": state.global_step})
+            print(f"[exact match] step {state.global_step}: " + ", ".join(f"{p} {100 * v:.0f} %" for p, v in ems.items()), file=sys.stderr, flush=True)

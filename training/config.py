@@ -12,6 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 PRIMITIVES = ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
+# Model profiles whose base is built (and pretrained) here, on the dataset's train splits; the
+# others load a user's pretrained checkpoint from model.path.
+BUILT_HERE = ("tiny", "small")
 PrimitiveName = Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill"]
 
 # Attention kernels that keep packed / padding-free sequences apart by reading the
@@ -75,6 +78,9 @@ class TinyShape(_Strict):
     head_dim: int = Field(32, ge=32, description="kept >= 32 (vLLM and fused kernels need it)")
     sliding_window: int = Field(512, ge=1)
     max_position_embeddings: int = Field(4096, ge=64)
+    pre_tokenizer: Literal["words", "structure"] = Field(
+        "words", description="BPE pre-tokenization: words (GPT-2 style) or structure (merges may cross spaces; see training/tiny.py)"
+    )
 
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
@@ -84,14 +90,45 @@ class TinyShape(_Strict):
         return []
 
 
+class PretrainSettings(_Strict):
+    """The base stage of a built-here profile: full-parameter training of the random model on the
+    train splits of all five primitives, mixed (never a validation row), before any adapter."""
+
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int = Field(-1, description="> 0 overrides epochs")
+    learning_rate: float = Field(2.0e-3, gt=0)
+    lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "cosine"
+    warmup_ratio: float = Field(0.03, ge=0.0, lt=1.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    per_device_batch_size: int = Field(2, ge=1, description="rows per step; with packing a row holds max_length tokens")
+    max_length: int = Field(1536, ge=16)
+    packing: bool = True
+    loss: Literal["completion", "full"] = Field("completion", description="completion: the answer tokens only; full: every token")
+    max_examples_per_primitive: int | None = Field(None, ge=1, description="use at most N train rows of each primitive")
+    logging_steps: int = Field(25, ge=1)
+    save_steps: int = Field(200, ge=1)
+    em_eval_steps: int | None = Field(None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)")
+    em_eval_examples: int = Field(16, ge=1, description="validation rows per primitive for em_eval_steps")
+
+    @classmethod
+    def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
+        max_steps = data.get("max_steps", -1)
+        if isinstance(max_steps, int) and (max_steps == 0 or max_steps < -1):
+            return ["max_steps must be -1 (use epochs) or > 0"]
+        return []
+
+
 class ModelConfig(_Strict):
-    profile: Literal["tiny", "gemma3_12b"]
+    profile: Literal["tiny", "small", "gemma3_12b"]
     path: str | None = Field(None, description="local checkpoint folder (gemma3_12b); never fetched from a hub")
     dtype: Literal["auto", "bfloat16", "float32"] = Field(
         "auto", description="auto: float32 on CPU, bfloat16 on GPU (tiny); gemma3_12b accepts only auto (= bfloat16) or bfloat16"
     )
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"] = "sdpa"
     tiny: TinyShape | None = None
+    pretrain: PretrainSettings | None = Field(
+        None, description="built-here profiles: the base stage (null: the base stays random, as in the fast tests)"
+    )
 
     @field_validator("dtype", mode="before")
     @classmethod
@@ -104,15 +141,17 @@ class ModelConfig(_Strict):
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
         profile, tiny, dtype = data.get("profile"), data.get("tiny"), data.get("dtype", "auto")
         errors = []
-        if profile == "tiny" and tiny is None:
-            errors.append("model.tiny (the tiny shape) is required for profile 'tiny'")
-        if profile == "tiny" and data.get("path") is not None:
+        if profile in BUILT_HERE and tiny is None:
+            errors.append(f"model.tiny (the model shape) is required for profile {profile!r}")
+        if profile in BUILT_HERE and data.get("path") is not None:
             errors.append(
-                "model.path is only for the gemma3_12b profile: the tiny profile builds its own random base "
+                f"model.path is only for the gemma3_12b profile: the {profile} profile builds and pretrains its own base "
                 "(under <output_dir>/base) and would ignore it; choose model=gemma3_12b or leave model.path unset"
             )
-        if profile not in (None, "tiny") and tiny is not None:
-            errors.append(f"model.tiny is only for profile 'tiny' (profile is {profile!r})")
+        if profile not in (None, *BUILT_HERE) and tiny is not None:
+            errors.append(f"model.tiny is only for the built-here profiles {BUILT_HERE} (profile is {profile!r})")
+        if profile not in (None, *BUILT_HERE) and data.get("pretrain") is not None:
+            errors.append(f"model.pretrain is only for the built-here profiles {BUILT_HERE}: profile {profile!r} loads a pretrained checkpoint")
         if profile == "gemma3_12b" and dtype == "float32":
             errors.append(
                 f"model.dtype={dtype} is refused for the gemma3_12b profile: bf16 only ('auto' means bfloat16). "
@@ -174,6 +213,8 @@ class TrainSettings(_Strict):
     )
     max_train_examples: int | None = Field(None, ge=1, description="use only the first N train examples")
     max_eval_examples: int | None = Field(None, ge=1, description="use only the first N validation examples")
+    em_eval_steps: int | None = Field(None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)")
+    em_eval_examples: int = Field(16, ge=1, description="validation rows for em_eval_steps")
 
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
@@ -206,7 +247,9 @@ class LoggingSettings(_Strict):
 
 
 class TrainConfig(_Strict):
-    primitive: Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill", "all"]
+    # base: only the base stage (built-here profiles: pretrain the base; gemma3_12b: record the checkpoint);
+    # all: the base stage (reused when unchanged) and then the five adapters.
+    primitive: Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill", "all", "base"]
     dataset_dir: str = "runs/data"
     output_dir: str = "runs/train"
     seed: int = 0
@@ -227,4 +270,7 @@ class TrainConfig(_Strict):
         return []
 
     def primitives(self) -> list[str]:
+        """The adapters this run trains (none for primitive=base)."""
+        if self.primitive == "base":
+            return []
         return list(PRIMITIVES) if self.primitive == "all" else [self.primitive]

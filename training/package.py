@@ -24,6 +24,7 @@ from kernel.specs import PRIMITIVE_NAMES, SPECS
 from primitives.io import atomic_write_json, atomic_write_text
 
 from .bundle import FORMAT_VERSION, MANIFEST, BundleError, config_sha256, hash_files
+from .config import BUILT_HERE
 
 PROBE = [{"role": "system", "content": "Answer with JSON."}, {"role": "user", "content": "Task: list the files in the current folder\nTools:\n- ls(a?: boolean): List files."}]
 
@@ -137,7 +138,8 @@ def package(cfg: PackageConfig) -> Path:
     gates_path = Path(cfg.validate_dir) / "gates.json"
     if not gates_path.is_file():
         raise UserError("no gates.json: run forethought validate first", str(gates_path))
-    gates = json.loads(gates_path.read_text(encoding="utf-8"))["primitives"]
+    gates_summary = json.loads(gates_path.read_text(encoding="utf-8"))
+    gates = gates_summary["primitives"]
     missing = [p for p in PRIMITIVE_NAMES if p not in gates]
     if missing:
         raise UserError(f"gates.json has no result for {missing}", str(gates_path))
@@ -183,7 +185,7 @@ def package(cfg: PackageConfig) -> Path:
             "copied": copy,
             "config_sha256": config_sha256(base_src),
             "model_type": json.loads((base_src / "config.json").read_text())["model_type"],
-            "dtype": ref.get("dtype", "float32" if ref.get("profile") == "tiny" else "bfloat16"),
+            "dtype": ref.get("dtype", "float32" if ref.get("profile") in BUILT_HERE else "bfloat16"),
             "attn_implementation": _trained_attn_implementation(cfg.train_dir),  # what the bundle loader uses
             "files": base_files,
         }
@@ -198,7 +200,8 @@ def package(cfg: PackageConfig) -> Path:
                 "adapter_path": f"adapters/{p}",
                 "spec_hash": SPECS[p].spec_hash,
                 "trained_spec_hash": trained_hashes[p],
-                "gate": {k: g.get(k) for k in ("n", "exact_match", "base_exact_match", "contract_valid_rate", "parse_rate", "threshold", "passed")},
+                "gate": {k: g.get(k) for k in ("n", "exact_match", "base_exact_match", "exact_match_no_near_duplicate", "contract_valid_rate",
+                                               "parse_rate", "threshold", "passed", "decoding")},
                 "probe_delta": deltas[p],
             }
             atomic_write_text(dst / "README.md", model_card(p, entry, base_info, stats, smoke))
@@ -211,6 +214,8 @@ def package(cfg: PackageConfig) -> Path:
             "code_version": _version(),
             "base": base_info,
             "tokenizer": {"path": "tokenizer", "files": hash_files(tok_dir)},
+            # The decoding the gates were measured with; the kernel's hf backend decodes the same way by default.
+            "decoding": {"constrained": gates_summary.get("decoding") == "constrained"},
             "primitives": prims,
         }
         atomic_write_json(tmp / MANIFEST, manifest)

@@ -40,3 +40,29 @@ def plot_loss(log_history: list[dict[str, Any]], path: str | Path, title: str) -
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return atomic_write_bytes(path, buf.getvalue())
+
+
+def plot_em(history: list[dict[str, Any]], path: str | Path, title: str) -> Path:
+    """Exact match (%) against optimizer step, one line per ``em/<primitive>`` key."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    keys = sorted({k for h in history for k in h if k.startswith("em/")})
+    for k in keys:
+        pts = [(h["step"], 100 * h[k]) for h in history if k in h]
+        ax.plot([s for s, _ in pts], [v for _, v in pts], label=k[3:], marker=".")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("exact match (%)")
+    ax.set_ylim(-2, 102)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    if keys:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return atomic_write_bytes(path, buf.getvalue())

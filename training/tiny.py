@@ -72,17 +72,35 @@ def corpus_texts(files: Iterable[Path]) -> Iterator[str]:
                 yield from _message_text(row.get("completion"))
 
 
-def build_tokenizer(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenizerFast:
+# ``structure`` pre-tokenization: split only at line starts, quotes, JSON/call punctuation and
+# ", " / ": ", so merges may cross the spaces *inside* a description or a value. The prompts are
+# mostly tool lists whose descriptions repeat across thousands of rows; letting BPE merge across
+# words halves the prompt length (measured on the generated data: decompose median 694 -> 354
+# tokens at 8k vocabulary), and prompt tokens are ~90 % of the training compute. A name or value
+# is still delimited the same way in the prompt and in the JSON answer, so copying it stays a
+# token-for-token copy. ``words`` is the usual GPT-2 byte-level split (no cross-word merges).
+STRUCTURE_SPLIT = r'\n- |\n|, |: |["(),:{}\[\]]'
+
+
+def build_tokenizer(texts: Iterable[str], vocab_size: int, split: str = "words") -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on ``texts`` and wrap it as a Gemma-like fast tokenizer.
 
     Like Gemma's tokenizer, encoding plain text adds ``<bos>``; ``apply_chat_template``
     tokenizes without special tokens, so the template's own ``<bos>`` is the only one.
+    ``split`` is the pre-tokenization: ``words`` (GPT-2 style) or ``structure`` (see STRUCTURE_SPLIT).
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if split == "structure":
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(STRUCTURE_SPLIT), behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+        )
+    elif split == "words":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        raise ValueError(f"unknown pre-tokenization {split!r}")
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -191,7 +209,7 @@ def build_tiny_base(dataset_dir: str | Path, shape: TinyShape, seed: int, out_di
         if any(out.iterdir()):
             raise UserError("folder exists but holds no complete tiny base (no forethought_base.json); delete it or use another output_dir", str(out))
 
-    tokenizer = build_tokenizer(corpus_texts(files), shape.vocab_size)
+    tokenizer = build_tokenizer(corpus_texts(files), shape.vocab_size, shape.pre_tokenizer)
     config = tiny_text_config(shape, tokenizer)
     # Deterministic initialisation: the model's weights depend only on the seed and the config.
     with _fork_rng(seed):

@@ -10,7 +10,8 @@
 Output (``output_dir``, default ``runs/train``)::
 
     base.json                 which base the adapters belong to (profile, path, stop tokens)
-    base/                     tiny profile only: the random base model + tokenizer (save_pretrained)
+    base/                     built-here profiles (tiny, small): the pretrained base model + tokenizer
+    base_run/                 ... and the base stage's run folder (training/pretrain.py)
     <primitive>/
         config.yaml           the resolved config of this run
         run_state.json        dataset hashes and base the run started from (checked on resume)
@@ -41,7 +42,7 @@ from typing import Any
 from forethought.commands import Args, load, split_args
 from forethought.errors import UserError
 from primitives.io import atomic_write_json, atomic_write_text
-from training.config import PRIMITIVES, TrainConfig
+from training.config import BUILT_HERE, PRIMITIVES, TrainConfig
 
 BASE_REF = "base.json"
 STOP_TOKENS = ["<eos>", "<end_of_turn>"]
@@ -195,15 +196,18 @@ def multirun(overrides: list[str], *, print_cfg: bool = False) -> int:
 
 
 def run(cfg: TrainConfig, *, callbacks: list[Any] | None = None, keep_trainer: bool = False) -> dict[str, RunResult]:
-    """Train the adapters ``cfg.primitive`` names (one, or all five on one shared base)."""
+    """Train what ``cfg.primitive`` names: the base stage (``base``), one adapter, or the base stage (reused when
+    current) and all five adapters on it (``all``)."""
     _preflight(cfg)
     _set_offline_env()
     with _run_folder_locks(cfg):
         if cfg.train.overwrite and _is_main_process():
             _clear_outputs(cfg)
-        base = prepare_base(cfg)
         results: dict[str, RunResult] = {}
         with _cpu_threads(cfg):
+            base = prepare_base(cfg)
+            if cfg.primitive == "base":
+                results["base"] = _base_result(cfg, base)
             for p in cfg.primitives():
                 results[p] = train_primitive(cfg, p, base, callbacks=callbacks, keep_trainer=keep_trainer)
     return results
@@ -231,7 +235,7 @@ def _run_folder_locks(cfg: TrainConfig) -> Iterator[None]:
     out.mkdir(parents=True, exist_ok=True)
     held = []
     try:
-        for p in cfg.primitives():
+        for p in [*(["base"] if cfg.primitive in ("base", "all") else []), *cfg.primitives()]:
             f = open(out / f".{p}.lock", "a+", encoding="utf-8")
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -318,6 +322,8 @@ def _clear_outputs(cfg: TrainConfig) -> None:
     """``train.overwrite=true``: remove what an earlier run left, only where it is recognisably ours."""
     import shutil
 
+    from training import pretrain
+
     out = Path(cfg.output_dir)
     for p in cfg.primitives():
         d = out / p
@@ -325,11 +331,12 @@ def _clear_outputs(cfg: TrainConfig) -> None:
             if not any((d / m).exists() for m in _RUN_MARKERS):
                 raise UserError("train.overwrite: not a forethought run folder, refusing to delete it", str(d))
             shutil.rmtree(d)
-    if cfg.primitive == "all":  # every adapter goes, so the base may be rebuilt
-        if (out / "base").exists():
-            if not (out / "base" / "forethought_base.json").is_file():
-                raise UserError("train.overwrite: not a forethought tiny base, refusing to delete it", str(out / "base"))
-            shutil.rmtree(out / "base")
+    # The base goes with primitive=base, and with primitive=all when it is stale (built from other inputs):
+    # a current base is reused, so the pipeline's base stage is not undone by its train stage.
+    if cfg.model.profile in BUILT_HERE and (cfg.primitive == "base" or (cfg.primitive == "all" and not pretrain.is_current(cfg))):
+        pretrain.clear(cfg)
+        (out / BASE_REF).unlink(missing_ok=True)
+    elif cfg.primitive in ("base", "all"):
         (out / BASE_REF).unlink(missing_ok=True)
 
 
@@ -343,15 +350,14 @@ def _is_main_process() -> bool:
 
 
 def prepare_base(cfg: TrainConfig) -> BaseRef:
-    """Build (tiny) or locate (gemma3_12b) the shared base, and record it in ``<output_dir>/base.json``."""
+    """Build and pretrain (tiny, small) or locate (gemma3_12b) the shared base, and record it in ``<output_dir>/base.json``."""
     from training.models import checkpoint_model_type, require_local_path
 
     out = Path(cfg.output_dir)
-    if cfg.model.profile == "tiny":
-        from training.tiny import build_tiny_base
+    if cfg.model.profile in BUILT_HERE:
+        from training import pretrain
 
-        assert cfg.model.tiny is not None
-        path = build_tiny_base(cfg.dataset_dir, cfg.model.tiny, cfg.seed, out / "base")
+        path = pretrain.prepare(cfg)
     else:
         path = require_local_path(cfg.model)
     ref = BaseRef(profile=cfg.model.profile, path=path, model_type=checkpoint_model_type(path))
@@ -367,6 +373,12 @@ def prepare_base(cfg: TrainConfig) -> BaseRef:
     elif _is_main_process():
         atomic_write_json(ref_file, ref.to_json())
     return ref
+
+
+def _base_result(cfg: TrainConfig, base: BaseRef) -> RunResult:
+    f = Path(cfg.output_dir) / "base_run" / "metrics.json"
+    metrics = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {"stage": "base", "pretrained": False}
+    return RunResult("base", base.path, metrics)
 
 
 def resolved_config(cfg: TrainConfig, primitive: str) -> dict[str, Any]:
@@ -657,6 +669,13 @@ def train_primitive(
     cbs: list[Any] = [throughput]
     if cfg.logging.progress:
         cbs.append(RichProgress(primitive))
+    curve = None
+    if cfg.train.em_eval_steps and eval_ds is not None:
+        from training.callbacks import ExactMatchCurve
+        from training.pretrain import em_rows
+
+        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed), cfg.train.em_eval_steps)
+        cbs.append(curve)
     cbs.extend(callbacks or [])
 
     main = _is_main_process()
@@ -754,6 +773,7 @@ def train_primitive(
         "eval_loss": eval_metrics.get("eval_loss"),
         "eval_mean_token_accuracy": eval_metrics.get("eval_mean_token_accuracy"),
         "eval_history": eval_hist,
+        "exact_match_history": curve.history if curve else [],
         "resumed_from": resume_from.name if resume_from else None,
         "adapter": {"path": "adapter", **targets},
         "notes": notes,
@@ -762,6 +782,10 @@ def train_primitive(
     }
     if main:
         plot_loss(history, run_dir / "loss.png", f"{primitive} ({cfg.model.profile}, {cfg.train.preset})")
+        if curve and curve.history:
+            from training.plots import plot_em
+
+            plot_em(curve.history, run_dir / "exact_match.png", f"{primitive}: exact match on a fixed validation subset")
         atomic_write_json(run_dir / "metrics.json", metrics)
     for n in notes:
         print(f"[{primitive}] note: {n}", file=sys.stderr)

@@ -52,7 +52,11 @@ class ValidateConfig(BaseModel):
     max_new_tokens: int = Field(384, ge=1)
     device: Device = "auto"
     base_comparison: bool = True
+    # The gate's decoding: constrained = JSON-schema-constrained (the bundle records it and the kernel's
+    # hf backend decodes the same way). compare_decoding also measures the tuned adapter the other way,
+    # so format errors and decision errors can be told apart.
     constrained: bool = False
+    compare_decoding: bool = True
     # exact-match rates in [0, 1]; primitives not named keep their default
     thresholds: dict[PrimitiveName, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
     examples_per_failure: int = Field(3, ge=0)
@@ -152,18 +156,32 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
     for p in prims:
         spec, rows = SPECS[p], rows_by[p]
         msgs = [r["prompt"] for r in rows]
-        schemas = [spec.decoding_schema(spec.input_type.model_validate(r["input"])) for r in rows] if cfg.constrained else None
+        schemas = [spec.decoding_schema(spec.input_type.model_validate(r["input"])) for r in rows]
+
+        def decode(adapter: str, constrained: bool, kind: str, p: str = p, msgs: list = msgs, schemas: list = schemas) -> list[str]:
+            return generate(model, tokenizer, msgs, adapter=adapter, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
+                            schemas=schemas if constrained else None,
+                            on_batch=(lambda k: progress(p, kind, k)) if progress else None)
+
         t1 = time.perf_counter()
-        tuned = generate(model, tokenizer, msgs, adapter=p, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
-                         schemas=schemas, on_batch=(lambda k, p=p: progress(p, "tuned", k)) if progress else None)
+        tuned = decode(p, cfg.constrained, "tuned")
         gen_s = time.perf_counter() - t1
         r = score(spec, rows, tuned, cfg.examples_per_failure)
         r["generation_s"] = round(gen_s, 2)
         r["examples_per_s"] = round(len(rows) / gen_s, 2) if gen_s > 0 else None
+        r["decoding"] = "constrained" if cfg.constrained else "free"
+        r[f"exact_match_{r['decoding']}"] = r["exact_match"]
+        # Rows with no near-duplicate in train (prompt with slot values and digits masked): the honest figure.
+        fresh = [i for i, row in enumerate(rows) if row.get("near_duplicate_across_split") is False]
+        r["n_no_near_duplicate"] = len(fresh)
+        r["exact_match_no_near_duplicate"] = (
+            score(spec, [rows[i] for i in fresh], [tuned[i] for i in fresh], 0)["exact_match"] if fresh else None
+        )
+        if cfg.compare_decoding:
+            other = "free" if cfg.constrained else "constrained"
+            r[f"exact_match_{other}"] = score(spec, rows, decode(p, not cfg.constrained, f"tuned {other}"), 0)["exact_match"]
         if cfg.base_comparison:
-            base = generate(model, tokenizer, msgs, adapter=BASE, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
-                            schemas=schemas, on_batch=(lambda k, p=p: progress(p, "base", k)) if progress else None)
-            b = score(spec, rows, base, 0)
+            b = score(spec, rows, decode(BASE, cfg.constrained, "base"), 0)
             r["base_exact_match"] = b["exact_match"]
             r["base_contract_valid_rate"] = b["contract_valid_rate"]
             r["base_parse_rate"] = b["parse_rate"]
@@ -179,6 +197,7 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         "dataset_dir": cfg.dataset_dir,
         "primitives": results,
         "passed": all(r["passed"] for r in results.values()),
+        "decoding": "constrained" if cfg.constrained else "free",  # what the gates measured; package records it
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
         "elapsed_s": round(time.perf_counter() - t0, 2),
@@ -202,18 +221,24 @@ def _pct(x: float | None) -> str:
 
 
 def gates_markdown(summary: dict[str, Any]) -> str:
+    decoding = summary.get("decoding", "free")
+    other = "free" if decoding == "constrained" else "constrained"
     lines = [
-        "| Primitive | n | Base EM | Tuned EM | Contract-valid | Parsed | Threshold | Gate |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
+        f"Gates measured with **{decoding}** decoding. *No near-dup*: the validation rows whose prompt (slot values and "
+        f"digits masked) does not occur in train. *Tuned EM, {other}*: the same adapter decoded the other way.",
+        "",
+        f"| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, {other} | Contract-valid | Parsed | Threshold | Gate |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
     ]
     for p, r in summary["primitives"].items():
         lines.append(
-            f"| {p} | {r['n']} | {_pct(r.get('base_exact_match'))} | {_pct(r['exact_match'])} | {_pct(r['contract_valid_rate'])} | "
-            f"{_pct(r['parse_rate'])} | {_pct(r['threshold'])} | {'pass' if r['passed'] else 'FAIL'} |"
+            f"| {p} | {r['n']} | {_pct(r.get('base_exact_match'))} | {_pct(r['exact_match'])} | "
+            f"{_pct(r.get('exact_match_no_near_duplicate'))} ({r.get('n_no_near_duplicate', '—')}) | {_pct(r.get(f'exact_match_{other}'))} | "
+            f"{_pct(r['contract_valid_rate'])} | {_pct(r['parse_rate'])} | {_pct(r['threshold'])} | {'pass' if r['passed'] else 'FAIL'} |"
         )
     lines.append(
         f"| **Weighted avg.** | {sum(r['n'] for r in summary['primitives'].values())} | {_pct(summary.get('weighted_base_exact_match'))} | "
-        f"{_pct(summary['weighted_exact_match'])} | | | | {'pass' if summary['passed'] else 'FAIL'} |"
+        f"{_pct(summary['weighted_exact_match'])} | | | | | | {'pass' if summary['passed'] else 'FAIL'} |"
     )
     lines += ["", "Most frequent failure kinds (tuned adapter):", ""]
     for p, r in summary["primitives"].items():
@@ -255,8 +280,10 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
     sizes = {p: len(_read_rows(cfg.dataset_dir, p, cfg.max_examples)) for p in prims}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as prog:
         tasks = {}
+        other = "tuned free" if cfg.constrained else "tuned constrained"
+        kinds = ["tuned", *([other] if cfg.compare_decoding else []), *(["base"] if cfg.base_comparison else [])]
         for p in prims:
-            for kind in ("tuned", "base") if cfg.base_comparison else ("tuned",):
+            for kind in kinds:
                 tasks[(p, kind)] = prog.add_task(f"{p} ({kind})", total=sizes[p])
         return run_validation(cfg, progress=lambda p, kind, k: prog.advance(tasks[(p, kind)], k))
 

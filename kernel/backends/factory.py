@@ -51,7 +51,7 @@ class HFBackendConfig(_B):
     device: Device = "auto"
     batch_size: int = Field(16, ge=1)
     max_new_tokens: int = Field(384, ge=1)
-    constrained: bool = False  # JSON-schema-constrained decoding
+    constrained: bool | None = None  # JSON-schema-constrained decoding; null: as the bundle's gates were measured
     allow_smoke: bool = False  # load a bundle marked smoke (failed gates), with a loud warning
 
 

@@ -182,7 +182,8 @@ class HFBackend:
 
     @classmethod
     def from_bundle(cls, path: str | Path, *, device: str = "auto", batch_size: int = 16, max_new_tokens: int = 384,
-                    constrained: bool = False, allow_smoke: bool = False) -> HFBackend:
+                    constrained: bool | None = None, allow_smoke: bool = False) -> HFBackend:
+        """``constrained=None`` decodes as the bundle's gates were measured (its manifest's ``decoding``)."""
         from training.bundle import load_bundle
 
         bundle = load_bundle(path, allow_smoke=allow_smoke)
@@ -192,6 +193,8 @@ class HFBackend:
                 "(written with allow_failed_gates=true). Its outputs are not fit for use beyond smoke tests.",
                 file=sys.stderr,
             )
+        if constrained is None:
+            constrained = bool((bundle.manifest.get("decoding") or {}).get("constrained", False))
         model, tok = bundle.load_model(pick_device(device))
         return cls(model, tok, batch_size=batch_size, max_new_tokens=max_new_tokens, constrained=constrained,
                    model_id=bundle.base_id, bundle=bundle)

@@ -1,0 +1,317 @@
+"""The base stage of the built-here profiles (``tiny``, ``small``): a small Gemma 3 text model that has
+been trained on the corpus before any adapter is.
+
+LoRA on a *randomly initialised* model learns almost nothing (FIELD_NOTES §6: 0 % exact match after
+2 h 15 min): a low-rank update needs features to steer. So on CPU the base is trained first,
+full-parameter, on the **train splits only** of all five primitives, mixed and shuffled; the tokenizer
+is built from the same rows. The five adapters then train on top of it, as they would on Gemma-3-12B.
+Validate's "Base" column measures this base without an adapter.
+
+Layout (under the train ``output_dir``)::
+
+    base/              the pretrained model + tokenizer (save_pretrained) + forethought_base.json
+    base_run/          config.yaml, metrics.json, loss.png, exact_match.png, init/ (tokenizer and random
+                       initialisation), checkpoints/ (resume with train.resume=true)
+
+``base/`` only ever appears complete (written to a temporary folder, then renamed); its
+``forethought_base.json`` records the fingerprint of everything the base depends on (data, shape,
+pretraining settings, seed, library versions), so a stale base is never reused silently.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forethought.errors import UserError
+from primitives.io import atomic_write_json, atomic_write_text
+from training.config import PRIMITIVES
+from training.tiny import BASE_MANIFEST, base_fingerprint, build_tiny_base
+
+if TYPE_CHECKING:
+    from training.config import TrainConfig
+
+PRETRAIN_VERSION = 1  # bump when the base stage's recipe changes
+
+
+def base_dir(cfg: TrainConfig) -> Path:
+    return Path(cfg.output_dir) / "base"
+
+
+def run_dir(cfg: TrainConfig) -> Path:
+    return Path(cfg.output_dir) / "base_run"
+
+
+def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
+    assert cfg.model.tiny is not None
+    fp = base_fingerprint(cfg.dataset_dir, cfg.model.tiny, cfg.seed)
+    if cfg.model.pretrain is not None:
+        fp["pretrain"] = {"version": PRETRAIN_VERSION, **cfg.model.pretrain.model_dump()}
+    return fp
+
+
+def stored_fingerprint(cfg: TrainConfig) -> dict[str, Any] | None:
+    f = base_dir(cfg) / BASE_MANIFEST
+    if not f.is_file():
+        return None
+    try:
+        return json.loads(f.read_text(encoding="utf-8")).get("fingerprint")
+    except (json.JSONDecodeError, AttributeError):
+        raise UserError("not a valid base manifest (JSON object with 'fingerprint')", str(f)) from None
+
+
+def is_current(cfg: TrainConfig) -> bool:
+    return stored_fingerprint(cfg) == fingerprint(cfg)
+
+
+def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
+    """Every primitive's train rows (capped per primitive), shuffled with the seed. Never a validation row.
+
+    A dataset folder holding only some primitives (a user's own, or the chain test's) gives a base of those."""
+    from training.data import read_split
+
+    assert cfg.model.pretrain is not None
+    cap = cfg.model.pretrain.max_examples_per_primitive
+    rng = random.Random(cfg.seed)
+    rows: list[dict[str, Any]] = []
+    for p in PRIMITIVES:
+        got = read_split(cfg.dataset_dir, p, "train", required=False) or []
+        rng.shuffle(got)  # a cap takes a random subset, not the first solutions of the file
+        rows += got[:cap] if cap else got
+    if not rows:
+        raise UserError("no <primitive>/train.jsonl found: the base stage trains on the train splits", str(cfg.dataset_dir))
+    rng.shuffle(rows)
+    return rows
+
+
+def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """A fixed random subset of each primitive's validation split, for the exact-match learning curve."""
+    out = {}
+    for p in primitives:
+        f = Path(dataset_dir) / p / "validation.jsonl"
+        if not f.is_file():
+            continue
+        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").split("\n") if line.strip()]
+        random.Random(f"{seed}:{p}").shuffle(rows)
+        out[p] = rows[:n]
+    return out
+
+
+def prepare(cfg: TrainConfig) -> Path:
+    """The base of a built-here profile, built (and pretrained) if it is missing; reused when current."""
+    out = base_dir(cfg)
+    assert cfg.model.tiny is not None
+    if cfg.model.pretrain is None:  # a random base (fast tests, smoke runs)
+        return build_tiny_base(cfg.dataset_dir, cfg.model.tiny, cfg.seed, out)
+    stored = stored_fingerprint(cfg)
+    if stored is not None:
+        current = fingerprint(cfg)
+        if stored == current:
+            return out
+        diff = sorted(k for k in set(current) | set(stored) if stored.get(k) != current.get(k))
+        raise UserError(
+            f"an existing base was built from different inputs (differs in: {', '.join(diff)}); rerun the base stage "
+            "with train.overwrite=true (forethought train primitive=base train.overwrite=true), or use another output_dir",
+            str(out),
+        )
+    if out.exists() and any(out.iterdir()):
+        raise UserError(f"folder exists but holds no complete base (no {BASE_MANIFEST}); delete it or use another output_dir", str(out))
+    return pretrain(cfg)
+
+
+def clear(cfg: TrainConfig) -> None:
+    """``train.overwrite``: remove the base and its run folder, only where they are recognisably ours."""
+    out, run = base_dir(cfg), run_dir(cfg)
+    if out.exists():
+        if not (out / BASE_MANIFEST).is_file() and any(out.iterdir()):
+            raise UserError("train.overwrite: not a forethought base, refusing to delete it", str(out))
+        shutil.rmtree(out)
+    if run.exists():
+        if not any((run / m).exists() for m in ("config.yaml", "init", "checkpoints", "metrics.json")):
+            raise UserError("train.overwrite: not a forethought base run folder, refusing to delete it", str(run))
+        shutil.rmtree(run)
+
+
+def _init(cfg: TrainConfig, run: Path) -> Path:
+    """The tokenizer and random initialisation the pretraining starts from (deterministic from data and seed)."""
+    assert cfg.model.tiny is not None
+    return build_tiny_base(cfg.dataset_dir, cfg.model.tiny, cfg.seed, run / "init")
+
+
+def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
+    from trl import SFTConfig
+
+    from training.train import _checkpointing_kwargs
+
+    s = cfg.model.pretrain
+    assert s is not None
+    return SFTConfig(
+        output_dir=str(ckpt_dir),
+        run_name="base",
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        num_train_epochs=s.epochs,
+        max_steps=s.max_steps,
+        learning_rate=s.learning_rate,
+        lr_scheduler_type=s.lr_scheduler,
+        warmup_steps=s.warmup_ratio,
+        weight_decay=s.weight_decay,
+        max_grad_norm=1.0,
+        optim="adamw_torch",
+        per_device_train_batch_size=s.per_device_batch_size,
+        max_length=s.max_length,
+        packing=s.packing,
+        completion_only_loss=s.loss == "completion",
+        assistant_only_loss=False,
+        shuffle_dataset=False,  # rows are shuffled with the seed; the trainer's sampler shuffles again
+        bf16=False,
+        fp16=False,
+        use_cpu=device == "cpu",
+        dataloader_pin_memory=device == "cuda",
+        **_checkpointing_kwargs(False),  # ~40 % slower on CPU and not needed at these sizes
+        logging_steps=s.logging_steps,
+        logging_first_step=True,
+        eval_strategy="no",
+        save_strategy="steps",
+        save_steps=s.save_steps,
+        save_total_limit=1,
+        include_num_input_tokens_seen="non_padding",
+        report_to=["wandb"] if cfg.logging.backend == "wandb" else "none",
+        disable_tqdm=True,
+        push_to_hub=False,
+    )
+
+
+def pretrain(cfg: TrainConfig) -> Path:
+    """Train the base full-parameter on the mixed train splits and publish it as ``<output_dir>/base``."""
+    import datasets
+    import torch
+    import transformers
+    from omegaconf import OmegaConf
+    from trl import SFTTrainer
+
+    from training.callbacks import ExactMatchCurve, RichProgress, Throughput
+    from training.models import load_model, load_tokenizer, resolve_device
+    from training.plots import plot_em, plot_loss
+    from training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
+
+    s = cfg.model.pretrain
+    assert s is not None
+    t0 = time.perf_counter()
+    run = run_dir(cfg)
+    ckpt_dir = run / "checkpoints"
+    resume_from = last_checkpoint(ckpt_dir)
+    config = resolved_config(cfg, "base")
+    # Under `accelerate launch` every rank trains (DDP); only rank 0 checks and writes the run folder.
+    main = _is_main_process()
+    if main and (resume_from is not None or (run / "config.yaml").is_file()):
+        if not cfg.train.resume:
+            raise UserError(
+                "the base stage already started here; pass train.resume=true to continue it, train.overwrite=true to "
+                "replace it, or choose another output_dir",
+                str(run),
+            )
+        import yaml
+
+        from training.train import _diff
+
+        old = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) if (run / "config.yaml").is_file() else config
+        diffs = [d for d in _diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")]
+        if diffs:
+            raise UserError("cannot resume the base stage with a different config:\n  " + "\n  ".join(diffs), str(run / "config.yaml"))
+    if not sys.stderr.isatty():
+        datasets.disable_progress_bars()
+    device = resolve_device(cfg.train.device)
+    transformers.set_seed(cfg.seed)
+    run.mkdir(parents=True, exist_ok=True)
+    if main:
+        atomic_write_text(run / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(config)))
+    init = _init(cfg, run)  # race-safe: every rank builds the same folder, one rename wins
+    tokenizer = load_tokenizer(init)
+    model = load_model(init, dtype=torch.float32 if device == "cpu" else torch.bfloat16, attn_implementation=cfg.model.attn_implementation, device=device)
+    rows = mixed_train_rows(cfg)
+    throughput = Throughput()
+    callbacks: list[Any] = [throughput]
+    if cfg.logging.progress:
+        callbacks.append(RichProgress("base"))
+    curve = None
+    if s.em_eval_steps:
+        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed), s.em_eval_steps)
+        callbacks.append(curve)
+    with _env(_wandb_env(cfg)):
+        try:
+            _start_wandb(cfg, run, "base", config)
+            trainer = SFTTrainer(
+                model=model, args=_sft_config(cfg, ckpt_dir, device), train_dataset=datasets.Dataset.from_list(rows),
+                processing_class=tokenizer, callbacks=callbacks,
+            )
+            if cfg.logging.progress:
+                from transformers.trainer_callback import PrinterCallback
+
+                trainer.remove_callback(PrinterCallback)
+            if resume_from is not None:
+                print(f"[base] resuming from {resume_from}", file=sys.stderr)
+            result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        finally:
+            _finish_wandb()
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+
+    out = base_dir(cfg)
+    n_params = sum(p.numel() for p in trainer.model.parameters())
+    if not main:
+        trainer.accelerator.wait_for_everyone()  # rank 0 publishes the base; the adapters load it after this
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".base.", dir=out.parent))
+    try:
+        trainer.model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        atomic_write_json(tmp / BASE_MANIFEST, {"profile": cfg.model.profile, "parameters": n_params, "pretrained": True,
+                                                 "fingerprint": fingerprint(cfg)})
+        if out.exists():
+            out.rmdir()  # an empty folder (checked by prepare)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    history = trainer.state.log_history
+    metrics = {
+        "stage": "base",
+        "completed": True,
+        "profile": cfg.model.profile,
+        "parameters": n_params,
+        "train_rows": len(rows),
+        "global_step": trainer.state.global_step,
+        "epochs_completed": trainer.state.epoch,
+        "tokens_seen": int(trainer.state.num_input_tokens_seen or 0),
+        **throughput.summary(),
+        "wall_time_s": round(time.perf_counter() - t0, 3),
+        "train_loss": result.training_loss,
+        "train_loss_last": next((e["loss"] for e in reversed(history) if "loss" in e), None),
+        "train_loss_history": [{k: e[k] for k in ("step", "epoch", "loss", "learning_rate") if k in e} for e in history if "loss" in e],
+        "exact_match_history": curve.history if curve else [],
+        "loss": s.loss,
+        "resumed_from": resume_from.name if resume_from else None,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    plot_loss(history, run / "loss.png", f"base ({cfg.model.profile}, full-parameter, {s.loss} loss)")
+    if curve and curve.history:
+        plot_em(curve.history, run / "exact_match.png", f"base ({cfg.model.profile}): exact match on a fixed validation subset")
+    atomic_write_json(run / "metrics.json", metrics)
+    shutil.rmtree(ckpt_dir, ignore_errors=True)  # the base is published; its checkpoints are no longer needed
+    trainer.accelerator.wait_for_everyone()
+    return out
+
+
+def _is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
