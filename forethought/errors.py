@@ -21,6 +21,13 @@ class UserError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class RunFailed(UserError):
+    """The input was fine but the run did not do its job (a backend that did not answer,
+    a halted turn): exit status 1, a located message on stderr, no claim of success."""
+
+    exit_code = 1
+
+
 def run_guarded(fn: Callable[[], int | None]) -> int:
     from forethought.config import ConfigError
 
