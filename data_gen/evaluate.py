@@ -92,7 +92,14 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
         stats = Path(cfg.dataset_dir) / "stats.json"
         if not stats.is_file():
             raise UserError("no stats.json: run forethought generate first (it names the held-out solutions)", str(stats))
-        ids = json.loads(stats.read_text())["validation_solutions"]
+        from .unit import checked_bytes
+
+        try:  # the held-out list must be the one of the dataset the adapters were trained beside
+            ids = json.loads(checked_bytes(cfg.dataset_dir, "stats.json"))["validation_solutions"]
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, KeyError, TypeError) as exc:
+            raise UserError(f"no list of held-out solutions (field validation_solutions): {exc!r}", str(stats)) from None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise UserError("field validation_solutions must be a list of solution ids", str(stats))
     by_id = {}
     for f in solution_files(cfg.solutions):
         s = load_solution(f)

@@ -197,3 +197,62 @@ def test_run_counting_backend_errors_exits_0_and_still_says_so(tmp_path, capsys)
                "backend_errors=count"])
     assert rc == 0 and "counted (backend_errors=count)" in capsys.readouterr().err
     assert Path(tmp_path / "fs-paper-figure1" / "turns.json").is_file()
+
+
+# ------------------------------------------------------------ SIGKILL, then rerun
+FIX_SOLUTIONS = Path(__file__).parent / "fixtures" / "solutions"
+GEN_ARGS = [f"data.solutions=[{FIX_SOLUTIONS}]", "data.workers=1", "data.validation_fraction=0.2",
+            "data.sizes={decompose: 40, get_order: 12, check_prerequisites: 12, match_func: 30, match_fill: 12}"]
+
+
+def _spawn(args: list[str]):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.Popen([sys.executable, "-m", "forethought.cli", *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _kill_when(proc, ready: Callable[[], bool], limit_s: float = 60) -> bool:
+    """SIGKILL ``proc`` as soon as ``ready()``; False if it finished (or the limit passed) first."""
+    import signal
+
+    t0 = time.monotonic()
+    while proc.poll() is None and time.monotonic() - t0 < limit_s:
+        if ready():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            return True
+        time.sleep(0.005)
+    proc.kill()
+    proc.wait(10)
+    return False
+
+
+def _dataset_files(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_sigkill_during_generate_never_leaves_a_dataset_train_accepts(tmp_path, capsys):
+    from training.data import read_split
+    from training.validate import _read_rows
+
+    data = tmp_path / "data"
+    assert main(["generate", *GEN_ARGS, f"data.output_dir={data}", "data.seed=0"]) == 0
+    before = _dataset_files(data)
+    # Kill the rerun (another seed) once it has written part of the new dataset.
+    proc = _spawn(["generate", *GEN_ARGS, f"data.output_dir={data}", "data.seed=1"])
+    staged = lambda: any(p.is_file() for s in tmp_path.glob(".data.partial-*") for p in s.rglob("*.jsonl"))  # noqa: E731
+    assert _kill_when(proc, staged), proc.stderr.read().decode()[-2000:]
+    # The old dataset is untouched and still one unit; the half-written one is not in its place.
+    assert _dataset_files(data) == before
+    for p in ("decompose", "match_func"):
+        read_split(data, p, "train")
+        _read_rows(str(data), p, None)
+    # The rerun cleans up after the killed one and replaces the dataset as a whole.
+    assert main(["generate", *GEN_ARGS, f"data.output_dir={data}", "data.seed=1"]) == 0
+    assert _dataset_files(data) != before
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
+    read_split(data, "decompose", "train")

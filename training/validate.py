@@ -109,30 +109,58 @@ def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], kee
     }
 
 
+def _row_problem(spec: PrimitiveSpec, r: Any) -> str | None:
+    """Why a validation row cannot be scored (named by field), or None."""
+    if not isinstance(r, dict):
+        return f"not a JSON object (got {type(r).__name__})"
+    for k in ("prompt", "target", "input"):
+        if k not in r:
+            return f"field {k!r} is missing"
+    if not isinstance(r["prompt"], list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in r["prompt"]):
+        return "field 'prompt' must be a list of messages with string 'content'"
+    if isinstance(r["input"], str):
+        try:
+            r["input"] = json.loads(r["input"])
+        except (json.JSONDecodeError, RecursionError):
+            return "field 'input' is not valid JSON"
+    try:
+        spec.input_type.model_validate(r["input"])
+    except Exception as exc:
+        return f"field 'input' is not a {spec.input_type.__name__}: {str(exc).splitlines()[0][:200]}"
+    try:
+        spec.target_text(r["target"])
+    except Exception as exc:
+        return f"field 'target' is not a valid {spec.name} target: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    return None
+
+
 def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[dict[str, Any]]:
+    from data_gen.unit import load_manifest, split_problem
+    from training.data import read_dataset_text
+
     path = Path(dataset_dir) / prim / "validation.jsonl"
     if not path.is_file():
         raise UserError(f"no validation split for {prim!r} (run forethought generate)", str(path))
+    held_out = set(load_manifest(dataset_dir)["validation_solutions"])
+    try:
+        text = read_dataset_text(dataset_dir, f"{prim}/validation.jsonl")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
+    spec = SPECS[prim]
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"line {i}: not valid JSON ({exc.msg})", str(path)) from None
-            for k in ("prompt", "target", "input"):
-                if k not in r:
-                    raise UserError(f"line {i}: field {k!r} is missing", str(path))
-            if isinstance(r["input"], str):
-                try:
-                    r["input"] = json.loads(r["input"])
-                except json.JSONDecodeError:
-                    raise UserError(f"line {i}: field 'input' is not valid JSON", str(path)) from None
-            rows.append(r)
-            if limit and len(rows) >= limit:
-                break
+    for i, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise UserError(f"line {i}: not valid JSON ({getattr(exc, 'msg', exc)})", str(path)) from None
+        problem = _row_problem(spec, r) or split_problem(r, "validation", held_out)
+        if problem:
+            raise UserError(f"line {i}: {problem}", str(path))
+        rows.append(r)
+        if limit and len(rows) >= limit:
+            break
     if not rows:
         raise UserError("empty validation split", str(path))
     return rows
