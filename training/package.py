@@ -23,7 +23,7 @@ from forethought.errors import UserError
 from kernel.specs import PRIMITIVE_NAMES, SPECS
 from primitives.io import atomic_write_json, atomic_write_text
 
-from .bundle import FORMAT_VERSION, MANIFEST, BundleError, config_sha256, hash_files
+from .bundle import FORMAT_VERSION, MANIFEST, BundleError, config_sha256, hash_files, sha256_file
 
 PROBE = [{"role": "system", "content": "Answer with JSON."}, {"role": "user", "content": "Task: list the files in the current folder\nTools:\n- ls(a?: boolean): List files."}]
 
@@ -133,11 +133,11 @@ NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin
 
 def package(cfg: PackageConfig) -> Path:
     from training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
+    from training.provenance import check_measured, read_gates
 
     gates_path = Path(cfg.validate_dir) / "gates.json"
-    if not gates_path.is_file():
-        raise UserError("no gates.json: run forethought validate first", str(gates_path))
-    gates = json.loads(gates_path.read_text(encoding="utf-8"))["primitives"]
+    gates_doc = read_gates(gates_path)
+    gates = gates_doc["primitives"]
     missing = [p for p in PRIMITIVE_NAMES if p not in gates]
     if missing:
         raise UserError(f"gates.json has no result for {missing}", str(gates_path))
@@ -157,6 +157,7 @@ def package(cfg: PackageConfig) -> Path:
         if not m or not m.get("completed"):
             raise UserError(f"the training run of {p!r} did not complete", str(Path(cfg.train_dir) / p))
     trained_hashes = check_spec_hashes(cfg.train_dir, list(PRIMITIVE_NAMES))
+    check_measured(gates_doc, cfg.train_dir, list(PRIMITIVE_NAMES), str(gates_path))  # no stale numbers on new files
     ref = read_base_ref(cfg.train_dir)
     base_src = Path(ref["path"])
     model, tok = load_adapters(cfg.train_dir, list(PRIMITIVE_NAMES))
@@ -172,7 +173,9 @@ def package(cfg: PackageConfig) -> Path:
             shutil.copytree(base_src, tmp / "base")
             base_path, base_files = "base", hash_files(tmp / "base")
         else:
-            base_path, base_files = str(base_src.resolve()), {}
+            # An external base is pinned by the digest of every file, checked at each load.
+            base_path, base_files = str(base_src.resolve()), hash_files(base_src)
+        shutil.copy(gates_path, tmp / "gates.json")  # the loader derives gates and smoke from this file
         tok_dir = tmp / "tokenizer"
         tok.save_pretrained(tok_dir)
         smoke = bool(failed)
@@ -211,6 +214,7 @@ def package(cfg: PackageConfig) -> Path:
             "code_version": _version(),
             "base": base_info,
             "tokenizer": {"path": "tokenizer", "files": hash_files(tok_dir)},
+            "gates": {"path": "gates.json", "sha256": sha256_file(tmp / "gates.json")},
             "primitives": prims,
         }
         atomic_write_json(tmp / MANIFEST, manifest)

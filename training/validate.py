@@ -22,6 +22,7 @@ from forethought.errors import UserError
 from kernel.backends.factory import Device, PrimitiveName
 from kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec
 from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
+from training.provenance import measured
 
 # Defaults a little under the paper's fine-tuned exact match (Table 5: 92.8 / 100 / 87.4 / 96.9 / 93.0).
 DEFAULT_THRESHOLDS = {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
@@ -210,6 +211,7 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
         "elapsed_s": round(time.perf_counter() - t0, 2),
+        "measured": measured(cfg.train_dir, prims, cfg.dataset_dir),  # the adapter files these gates hold for (issue 13)
     }
     out = Path(cfg.output_dir)
     atomic_write_json(out / "gates.json", summary)
