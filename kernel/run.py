@@ -79,6 +79,9 @@ def _recorder(cfg: RunConfig) -> Recorder | None:
 def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     if cfg.record and cfg.replay is not None:
         raise UserError("record=true and replay=... exclude each other", "record")
+    from forethought.errors import ensure_output_dir
+
+    ensure_output_dir(cfg.output_dir, "output_dir")  # before any model call
     sol = load_solution(path).rendered()
     if cfg.replay is not None and cfg.replay_mode == "strict":
         factory = lambda i, turn: _ReplayOnly()  # noqa: E731 - every answer comes from the recording

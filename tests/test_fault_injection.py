@@ -256,3 +256,26 @@ def test_sigkill_during_generate_never_leaves_a_dataset_train_accepts(tmp_path, 
     assert _dataset_files(data) != before
     assert [p.name for p in tmp_path.iterdir()] == ["data"]
     read_split(data, "decompose", "train")
+
+
+# ------------------------------------------------ located errors, one exit-code convention
+@pytest.mark.parametrize("command", [
+    ["generate", *GEN_ARGS, "data.output_dir={f}"],
+    ["generate", *GEN_ARGS, "data.output_dir={f}/sub"],
+    ["run", FIG1, "output_dir={f}"],
+    ["evaluate", "settings=[oracle]", "scenarios=[fs-paper-figure1]", "noise.sweep=[]", "output_dir={f}/sub"],
+    ["validate", "output_dir={f}/sub"],
+    ["package", "output_dir={f}/sub/bundle"],
+    ["pipeline", "run_dir={f}"],
+])
+def test_an_output_path_that_cannot_be_written_is_bad_input_reported_first(tmp_path, capsys, command):
+    # Finding 7: run_dir or data.output_dir being a file, or an unwritable output folder, was reported as
+    # "a bug in forethought, not in your input", after all the work was done.
+    f = tmp_path / "a-file"
+    f.write_text("not a folder")
+    t0 = time.monotonic()
+    rc = main([a.replace("{f}", str(f)) for a in command])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert str(f) in err and "bug in forethought" not in err and "Traceback" not in err
+    assert time.monotonic() - t0 < 20  # refused up front

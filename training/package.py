@@ -132,9 +132,11 @@ NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin
 
 
 def package(cfg: PackageConfig) -> Path:
+    from forethought.errors import ensure_output_dir
     from training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
     from training.provenance import check_measured, read_gates
 
+    ensure_output_dir(Path(cfg.output_dir).parent, "output_dir")  # before loading any model
     gates_path = Path(cfg.validate_dir) / "gates.json"
     gates_doc = read_gates(gates_path)
     gates = gates_doc["primitives"]
