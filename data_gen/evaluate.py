@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from forethought.errors import UserError
+from forethought.errors import RunFailed, UserError
 from kernel.backends.factory import BackendConfig, HFBackendConfig, PrimitiveName, make_model_backend
 from kernel.backends.noisy import NoisyOracle
 from kernel.backends.oracle import OracleBackend
@@ -73,6 +73,9 @@ class EvaluateConfig(BaseModel):
     noise: NoiseConfig = Field(default_factory=NoiseConfig)
     kernel: KernelSettings = Field(default_factory=KernelSettings)
     backend: BackendConfig = Field(default_factory=HFBackendConfig)
+    # fail: the first turn whose backend did not answer stops the evaluation (exit 1, no figures);
+    # count: such turns count as failed turns and the report says how many and which.
+    backend_errors: Literal["fail", "count"] = "fail"
 
     @field_validator("settings")
     @classmethod
@@ -89,7 +92,14 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
         stats = Path(cfg.dataset_dir) / "stats.json"
         if not stats.is_file():
             raise UserError("no stats.json: run forethought generate first (it names the held-out solutions)", str(stats))
-        ids = json.loads(stats.read_text())["validation_solutions"]
+        from .unit import checked_bytes
+
+        try:  # the held-out list must be the one of the dataset the adapters were trained beside
+            ids = json.loads(checked_bytes(cfg.dataset_dir, "stats.json"))["validation_solutions"]
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, KeyError, TypeError) as exc:
+            raise UserError(f"no list of held-out solutions (field validation_solutions): {exc!r}", str(stats)) from None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise UserError("field validation_solutions must be a list of solution ids", str(stats))
     by_id = {}
     for f in solution_files(cfg.solutions):
         s = load_solution(f)
@@ -101,6 +111,12 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
     return sols[: cfg.max_scenarios] if cfg.max_scenarios else sols
 
 
+def _backend_error_text(err: dict[str, Any] | None) -> str | None:
+    if not err:
+        return None
+    return f"{err['message']} (primitive {err.get('primitive')}, {err.get('attempts', 1)} attempt(s))"
+
+
 def score_run(sol: Solution, ref_states: list[dict[str, Any]], res: Any) -> list[dict[str, Any]]:
     from .verify import _first_diff  # noqa: F401  (kept for debugging output)
 
@@ -109,14 +125,17 @@ def score_run(sol: Solution, ref_states: list[dict[str, Any]], res: Any) -> list
     for i, (turn, tr) in enumerate(zip(sol.turns, res.turns, strict=False)):
         want = [(c.tool, canonical(c.args)) for c in turn.reference_calls()]
         got = [(c.tool, canonical(c.arguments)) for c in tr.committed_calls]
+        # A turn the backend did not answer matched nothing, even when nothing was expected of it.
+        answered = tr.backend_error is None
         rows.append({
             "solution_id": sol.id,
             "turn": i,
-            "call_match": want == got,
-            "state_match": canonical(env_states[i]) == canonical(ref_states[i]),
+            "call_match": answered and want == got,
+            "state_match": answered and canonical(env_states[i]) == canonical(ref_states[i]),
             "halted": tr.halted is not None,
             "expected_calls": len(want),
             "committed_calls": len(got),
+            "backend_error": _backend_error_text(tr.backend_error),
         })
     return rows
 
@@ -140,7 +159,7 @@ def run_setting(setting: str, sols: list[Solution], refs: dict[str, Any], cfg: E
     injected: Counter = Counter()
     violations: Counter = Counter()
     recovered: Counter = Counter()
-    slm_calls = 0
+    slm_calls = backend_retries = 0
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for s in sols:
@@ -160,9 +179,21 @@ def run_setting(setting: str, sols: list[Solution], refs: dict[str, Any], cfg: E
         r = score_run(s, refs[s.id], res)
         for row in r:
             row["setting"] = setting
+        failed = [row for row in r if row["backend_error"]]
+        if failed and cfg.backend_errors == "fail":
+            row = failed[0]
+            raise RunFailed(
+                f"setting {setting}, scenario {s.id}, turn {row['turn']}: {row['backend_error']}. "
+                "The evaluation stopped and wrote no figures (a backend failure is not a model answer); "
+                "backend_errors=count counts such turns as failed and lists them",
+                str(getattr(cfg.backend, "base_url", None) or getattr(cfg.backend, "bundle", None) or cfg.backend.name),
+            )
         rows += r
+        backend_retries += sum(t.backend_retries for t in res.turns)
         for tr in res.traces:
             for rec in tr:
+                if rec.action == "backend_error":
+                    continue  # not a verdict on the model's answer
                 if rec.kind == "slm":
                     if not rec.contract.get("ok"):
                         violations[rec.primitive] += 1
@@ -191,6 +222,10 @@ def run_setting(setting: str, sols: list[Solution], refs: dict[str, Any], cfg: E
         "contract_violations": {p: violations.get(p, 0) for p in PRIMITIVE_NAMES},
         "recovered_by_retry": {p: recovered.get(p, 0) for p in PRIMITIVE_NAMES},
         "slm_calls": slm_calls,
+        "backend_error_turns": sum(bool(r["backend_error"]) for r in rows),
+        "backend_errors": [{"solution_id": r["solution_id"], "turn": r["turn"], "message": r["backend_error"]}
+                           for r in rows if r["backend_error"]],
+        "backend_retries": backend_retries,
         "elapsed_s": round(time.perf_counter() - t0, 2),
     }
     if setting.startswith("noise"):
@@ -216,6 +251,14 @@ def noise_sweep(sols: list[Solution], refs: dict[str, Any], cfg: EvaluateConfig)
 
 
 def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = None) -> dict[str, Any]:
+    from forethought.errors import ensure_output_dir
+
+    out_ok = Path(cfg.output_dir)
+    if not out_ok.exists():  # checked up front, created only when there are figures to write
+        ensure_output_dir(out_ok, "output_dir")
+        out_ok.rmdir()
+    else:
+        ensure_output_dir(out_ok, "output_dir")
     sols = [s.rendered() for s in held_out(cfg)]
     if not sols:
         raise UserError("no held-out scenarios to evaluate", cfg.dataset_dir)
@@ -273,6 +316,16 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
     for k, r in s.items():
         cells = [f"{r['contract_violations'][p]} ({r['recovered_by_retry'][p]})" for p in PRIMITIVE_NAMES]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    failed = {k: r for k, r in s.items() if r.get("backend_error_turns")}
+    if failed:
+        lines += ["", "**Backend errors.** These turns got no answer from the backend (after its retries); they are "
+                  "counted as failed turns above, and say nothing about the model:", ""]
+        for k, r in failed.items():
+            lines.append(f"- {k}: {r['backend_error_turns']} of {r['turns']} turns ({r['backend_retries']} backend retries)")
+            for e in r["backend_errors"][:10]:
+                lines.append(f"  - {e['solution_id']} turn {e['turn']}: {e['message']}")
+            if len(r["backend_errors"]) > 10:
+                lines.append(f"  - ... {len(r['backend_errors']) - 10} more in results.json")
     if any(r["simulation"] for r in s.values()):
         rates = ", ".join(f"{p} {100 * v:.0f}%" for p, v in summary["noise"]["rates"].items())
         lines += [

@@ -19,6 +19,7 @@ import json
 import multiprocessing as mp
 import random
 import re
+import shutil
 import statistics
 import time
 import traceback
@@ -36,6 +37,7 @@ from kernel.specs import PRIMITIVE_NAMES, SPECS
 from primitives import SLMReply, SLMRequest
 from primitives.io import atomic_write_json, atomic_write_text
 
+from . import unit
 from .augment import Variant, make_variant
 from .formats import card_front_matter
 from .verify import Divergence, verify_solution
@@ -350,6 +352,25 @@ def load_solutions(paths: list[str], allow_skip: bool) -> tuple[dict[str, Soluti
 
 
 def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
+    """Generate the dataset as one unit: staged next to ``output_dir``, sealed, then swapped in (data_gen/unit.py)."""
+    tmp = unit.staging_dir(cfg.output_dir)  # before the work: an unwritable or wrong output_dir fails now
+    try:
+        stats = _generate(cfg, tmp, progress)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    unit.commit(tmp, cfg.output_dir)
+    short = undersized(stats)
+    if short and not cfg.allow_undersized:
+        raise UserError(
+            f"requested sizes not reached within max_rounds={cfg.max_rounds}: {', '.join(short)} (the files are written but "
+            "short; raise data.max_rounds, add solutions, lower data.sizes, or set data.allow_undersized=true to accept them)",
+            cfg.output_dir,
+        )
+    return stats
+
+
+def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
     t0 = time.perf_counter()
     sols, skipped = load_solutions(cfg.solutions, cfg.allow_skip_unverifiable)
     _init(sols, cfg)
@@ -421,14 +442,8 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
             pool.close()
             pool.join()
     elapsed = time.perf_counter() - t0
-    stats = write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed)
-    short = undersized(stats)
-    if short and not cfg.allow_undersized:
-        raise UserError(
-            f"requested sizes not reached within max_rounds={cfg.max_rounds}: {', '.join(short)} (the files are written but "
-            "short; raise data.max_rounds, add solutions, lower data.sizes, or set data.allow_undersized=true to accept them)",
-            cfg.output_dir,
-        )
+    stats = write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, out=tmp)
+    unit.seal(tmp, validation_solutions=stats["validation_solutions"])  # last: the manifest vouches for every file above
     return stats
 
 
@@ -471,8 +486,7 @@ def _input_order_is_target_rate(rows: list[Example]) -> float:
     return round(same / len(rows), 4)
 
 
-def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed) -> dict[str, Any]:
-    out = Path(cfg.output_dir)
+def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path) -> dict[str, Any]:
     per: dict[str, Any] = {}
     checked = valid = 0
     for prim in PRIMITIVE_NAMES:

@@ -11,6 +11,7 @@ failing solution is reported with its file, turn and step.
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -435,8 +436,10 @@ def coverage_minimums(cfg: VerifyConfig, paths: list[str] | list[Path]) -> tuple
 
 def print_report(results: list[VerifyResult], elapsed: float, console: Any = None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
+    errors = Console(stderr=True) if console is None else console  # failures go to stderr
     console = console or Console()
     doms, tags = coverage(results)
     t = Table(title="Coverage of verified solutions")
@@ -453,7 +456,8 @@ def print_report(results: list[VerifyResult], elapsed: float, console: Any = Non
     console.print(t2)
     bad = [r for r in results if not r.ok]
     for r in bad:
-        console.print(f"[red]FAIL[/red] {r.path}: {r.error}", soft_wrap=True)
+        # escape(): messages quote check names such as [values_grounded], which rich would take for markup
+        errors.print(f"[red]FAIL[/red] {escape(r.path)}: {escape(r.error or '')}", soft_wrap=True)
     console.print(f"{len(results) - len(bad)}/{len(results)} solutions verified in {elapsed:.1f} s")
 
 
@@ -476,5 +480,8 @@ def cli(args: list[str]) -> int:
     short = [f"domain {d}: {n} < {min_dom}" for d, n in sorted(doms.items()) if n < min_dom]
     short += [f"pattern {t}: {tags.get(t, 0)} < {min_tag}" for t in PATTERN_TAGS if tags.get(t, 0) < min_tag]
     for s in short:
-        print(f"coverage below the configured minimum: {s}")
+        print(f"coverage below the configured minimum: {s}", file=sys.stderr)
+    # 2: a file that is not a valid solution (bad input); 1: valid solutions that do not verify, or too few
+    if any(r.solution is None for r in failed):
+        return 2
     return 1 if failed or short else 0

@@ -21,6 +21,29 @@ class UserError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class RunFailed(UserError):
+    """The input was fine but the run did not do its job (a backend that did not answer,
+    a halted turn): exit status 1, a located message on stderr, no claim of success."""
+
+    exit_code = 1
+
+
+def ensure_output_dir(path: str | os.PathLike, field: str) -> None:
+    """Create ``path`` (a folder) or fail now, naming the config field: before the work, not after it."""
+    import tempfile
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UserError(f"{p} is a file, not a folder", field)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write to {p}: {exc.strerror or exc}", field) from None
+
+
 def run_guarded(fn: Callable[[], int | None]) -> int:
     from forethought.config import ConfigError
 
@@ -30,6 +53,11 @@ def run_guarded(fn: Callable[[], int | None]) -> int:
     except (UserError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
+    except (PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
+        # The file system refused a path the user chose (an unwritable folder, a file where a
+        # folder belongs): their input, not a bug.
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

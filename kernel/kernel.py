@@ -86,6 +86,10 @@ class KernelConfig:
     # Engine-level output-contract checks; None follows ``cvc``. (cvc=True with
     # check_contracts=False isolates the cost of checking, for the benchmark.)
     check_contracts: bool | None = None
+    # A model call that raised (server down, timeout, malformed reply) is repeated this
+    # often, waiting backend_retry_wait_s, doubling; separate from the contract retries.
+    backend_retries: int = 2
+    backend_retry_wait_s: float = 0.5
 
 
 class InvariantError(AssertionError):
@@ -142,6 +146,10 @@ class TurnResult(_M):
     outcomes: dict[str, TaskOutcome] = Field(default_factory=dict)
     calls: list[CallRecord] = Field(default_factory=list)
     halted: dict[str, Any] | None = None
+    # The backend did not answer (after its retries): the turn stopped there; nothing in it
+    # after that point was decided by a model.
+    backend_error: dict[str, Any] | None = None
+    backend_retries: int = 0
     scratchpad: dict[str, Any] = Field(default_factory=dict)
     invariant_violations: list[str] = Field(default_factory=list)
     slm_calls: int = 0
@@ -821,10 +829,12 @@ class Kernel:
         )
         st.keys_seen = scratchpad.keys()
         checks = self.config.cvc if self.config.check_contracts is None else self.config.check_contracts
-        engine = Engine(backend, check_contracts=checks, trace=trace, recorder=recorder, cache=cache)  # type: ignore[arg-type]
+        engine = Engine(backend, check_contracts=checks, trace=trace, recorder=recorder, cache=cache,  # type: ignore[arg-type]
+                        backend_retries=self.config.backend_retries, backend_retry_wait_s=self.config.backend_retry_wait_s)
         run = engine.run(self.program, TurnIn(user=user, config=dict(config or {})), context=st, run_id=f"turn{index}")
         halted = run.error.to_dict() if run.error is not None else None
-        if halted is not None:
+        backend_error = run.backend_error.to_dict() if run.backend_error is not None else None
+        if halted is not None or backend_error is not None:
             st.check_monotone("halt")
         res = TurnResult(
             index=index,
@@ -840,5 +850,7 @@ class Kernel:
             scratchpad=scratchpad.snapshot(),
             invariant_violations=st.violations,
             slm_calls=run.slm_calls,
+            backend_error=backend_error,
+            backend_retries=run.backend_retries,
         )
         return res, run.trace

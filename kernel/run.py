@@ -9,6 +9,7 @@ sub-process decision per turn), ``calls.jsonl`` (the committed calls),
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -33,6 +34,8 @@ class KernelSettings(BaseModel):
     max_prereqs: int = Field(4, ge=1)
     max_candidates: int = Field(3, ge=1)
     state_view: int = Field(24, ge=1)
+    backend_retries: int = Field(2, ge=0, le=10)  # a model call that raised is repeated (not a contract retry)
+    backend_retry_wait_s: float = Field(0.5, ge=0, le=60)  # first wait; doubles per retry
 
     def build(self) -> KernelConfig:
         return KernelConfig(**self.model_dump())
@@ -49,6 +52,8 @@ class RunConfig(BaseModel):
     replay: str | None = None  # answer SLM requests from this recording.jsonl
     replay_mode: Literal["strict", "replay"] = "strict"  # strict: a request not recorded is an error
     cache: bool = False  # reuse the answer to an identical SLM request within the run
+    # fail: a turn whose backend did not answer makes the run exit 1; count: exit 0, the turns are listed
+    backend_errors: Literal["fail", "count"] = "fail"
 
 
 class _ReplayOnly:
@@ -74,6 +79,9 @@ def _recorder(cfg: RunConfig) -> Recorder | None:
 def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     if cfg.record and cfg.replay is not None:
         raise UserError("record=true and replay=... exclude each other", "record")
+    from forethought.errors import ensure_output_dir
+
+    ensure_output_dir(cfg.output_dir, "output_dir")  # before any model call
     sol = load_solution(path).rendered()
     if cfg.replay is not None and cfg.replay_mode == "strict":
         factory = lambda i, turn: _ReplayOnly()  # noqa: E731 - every answer comes from the recording
@@ -119,7 +127,12 @@ def cli(args: list[str]) -> int:
     for p in paths:
         out, res = run_scenario_file(cfg, p)
         for t in res.turns:  # type: ignore[attr-defined]
-            summary = f"halted: {t.halted['reason']}" if t.halted else ", ".join(f"{k}={v.status}" for k, v in t.outcomes.items())
+            if t.backend_error:
+                summary = f"backend error: {t.backend_error['message']}"
+            elif t.halted:
+                summary = f"halted: {t.halted['reason']}"
+            else:
+                summary = ", ".join(f"{k}={v.status}" for k, v in t.outcomes.items())
             print(f"turn {t.index + 1}: {summary}")
             for c in t.committed_calls:
                 print(f"  {c.tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in c.arguments.items())})")
@@ -131,4 +144,12 @@ def cli(args: list[str]) -> int:
             # e.g. an unreachable backend): say so in the exit status, as a test runner would.
             print(f"{len(halted)} of {len(res.turns)} turn(s) halted")  # type: ignore[attr-defined]
             status = 1
+        failed = [t for t in res.turns if t.backend_error]  # type: ignore[attr-defined]
+        if failed:
+            # The backend did not answer: these turns say nothing about the model.
+            print(f"error: {p}: {len(failed)} of {len(res.turns)} turn(s) got no answer from the backend "  # type: ignore[attr-defined]
+                  f"(first: {failed[0].backend_error['message']})"
+                  + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
+            if cfg.backend_errors == "fail":
+                status = 1
     return status

@@ -8,11 +8,13 @@ through these specs; training, validation and the kernel use the same ones.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,6 +90,14 @@ def _tool_map(tools: Sequence[ToolBrief]) -> dict[str, ToolBrief]:
 
 
 # ------------------------------------------------------------------------ specs
+_SPEC_HASHES: dict[str, str] = {}
+
+
+@functools.cache
+def _golden() -> dict[str, list[dict[str, Any]]]:
+    return json.loads((Path(__file__).parent / "spec_golden.json").read_text(encoding="utf-8"))
+
+
 @dataclass(frozen=True)
 class PrimitiveSpec:
     name: str
@@ -146,12 +156,43 @@ class PrimitiveSpec:
 
     @property
     def spec_hash(self) -> str:
+        """What the model sees and how its answer is judged, hashed (cached; see :meth:`compute_spec_hash`)."""
+        if self.name not in _SPEC_HASHES:
+            _SPEC_HASHES[self.name] = self.compute_spec_hash()
+        return _SPEC_HASHES[self.name]
+
+    def golden(self) -> list[tuple[BaseModel, BaseModel]]:
+        """Fixed inputs and targets (kernel/spec_golden.json) whose rendering the spec hash covers."""
+        return [(self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in _golden()[self.name]]
+
+    def golden_rendering(self) -> str:
+        """Everything the model sees and is trained to answer for the golden inputs, as text.
+
+        A prompt change anywhere (the system prompt, a helper such as render_tools,
+        messages(), the retry feedback, target_text, the decoding schema or the
+        canonical form) changes this text, so it changes the spec hash; the tests
+        keep it as a snapshot, so the change is also a visible diff.
+        """
+        parts = [f"# {self.name}"]
+        for i, (inp, target) in enumerate(self.golden()):
+            parts.append(f"## golden {i}: messages")
+            parts.append(json.dumps(self.messages(inp), ensure_ascii=False, indent=1))
+            parts.append(f"## golden {i}: messages of a retry")
+            parts.append(json.dumps(self.messages(inp, ("[value] golden_check: an example violation",))[-1], ensure_ascii=False, indent=1))
+            parts.append(f"## golden {i}: target text\n{self.target_text(target)}")
+            parts.append(f"## golden {i}: canonical form\n{self.canonical(target)}")
+            parts.append(f"## golden {i}: decoding schema\n{json.dumps(self.decoding_schema(inp), sort_keys=True, ensure_ascii=False)}")
+            parts.append(f"## golden {i}: contract verdict\n{json.dumps(self.check_output(inp, target).to_dict(), sort_keys=True, default=str)}")
+        return "\n".join(parts) + "\n"
+
+    def compute_spec_hash(self) -> str:
         """Changes whenever the prompt, schemas, rendering, contract or canonical form change."""
         h = hashlib.sha256()
-        h.update(self.system.encode())
+        h.update(self.golden_rendering().encode())
         h.update(json.dumps(self.input_type.model_json_schema(), sort_keys=True).encode())
         h.update(json.dumps(self.output_type.model_json_schema(), sort_keys=True).encode())
-        for fn in [self.render_user, self.canonical_fn, *[c.fn for c in self.checks]]:
+        # The contract's checks judge answers the golden targets may not exercise: their source too.
+        for fn in [self.canonical_fn, *[c.fn for c in self.checks]]:
             try:
                 h.update(inspect.getsource(fn).encode())
             except (OSError, TypeError):

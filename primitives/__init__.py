@@ -18,7 +18,7 @@ A minimal program::
 
 from .contract import Check, Contract, ContractResult, Violation, check
 from .engine import Engine, Run
-from .errors import DesignError, HaltError, ReplayMissError
+from .errors import BackendError, DesignError, HaltError, ReplayMissError
 from .primitive import Backend, Primitive, SLMReply, SLMRequest, canonical_json, input_hash, slm, symbolic
 from .program import (
     Conditional,
@@ -36,7 +36,7 @@ from .store import Cache, Recorder
 from .trace import Trace, TraceRecord
 
 __all__ = [
-    "Backend", "Cache", "Check", "Conditional", "Contract", "ContractResult", "DesignError", "Engine",
+    "Backend", "BackendError", "Cache", "Check", "Conditional", "Contract", "ContractResult", "DesignError", "Engine",
     "Fallback", "ForEach", "HaltError", "Iterate", "Node", "Parallel", "Primitive", "Program", "Recorder",
     "ReplayMissError", "Run", "SLMReply", "SLMRequest", "Sequence", "Step", "Trace", "TraceRecord",
     "Violation", "canonical_json", "check", "input_hash", "slm", "symbolic", "type_mismatches",

@@ -15,8 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .contract import ContractResult, Violation, _jsonable
-from .errors import DesignError, HaltError, ReplayMissError
-from .primitive import Backend, Primitive, SLMReply, input_hash
+from .errors import BackendError, DesignError, HaltError, ReplayMissError
+from .primitive import Backend, Primitive, RenderError, SLMReply, input_hash
 from .program import Conditional, Fallback, ForEach, Iterate, Node, Parallel, Program, Sequence, Step, adapt, as_node
 from .store import Cache, Recorder
 from .trace import Trace, TraceRecord
@@ -47,12 +47,18 @@ class Run:
     trace: Trace
     slm_calls: int = 0
     elapsed_ms: float = 0.0
+    # The backend did not answer (after its own retries): the run stopped, and no
+    # step's contract was judged on that failure.
+    backend_error: BackendError | None = None
+    backend_retries: int = 0  # backend calls repeated after a backend error (not contract retries)
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        return self.error is None and self.backend_error is None
 
     def raise_for_error(self) -> Any:
+        if self.backend_error is not None:
+            raise self.backend_error
         if self.error is not None:
             raise self.error
         return self.output
@@ -65,6 +71,7 @@ class _State:
     level: TraceLevel
     seq: itertools.count = field(default_factory=itertools.count)
     slm_calls: int = 0
+    backend_retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -81,6 +88,10 @@ class Engine:
         trace: ``full`` (inputs and outputs), ``steps`` (no payloads), ``violations``
             (only the steps whose contract failed, no payloads: the cheapest level that
             still shows every problem) or ``off``.
+        backend_retries: how often a backend call that raised is repeated before the
+            run stops with :attr:`Run.backend_error` (separate from a step's contract
+            retries, which feed a violation back to the model).
+        backend_retry_wait_s: the wait before the first backend retry; it doubles per retry.
     """
 
     def __init__(
@@ -92,7 +103,11 @@ class Engine:
         recorder: Recorder | None = None,
         trace: TraceLevel = "full",
         max_workers: int = 4,
+        backend_retries: int = 0,
+        backend_retry_wait_s: float = 0.5,
     ):
+        if backend_retries < 0 or backend_retry_wait_s < 0:
+            raise ValueError("backend_retries and backend_retry_wait_s must be >= 0")
         if trace not in ("full", "steps", "violations", "off"):
             raise ValueError(f"trace must be 'full', 'steps', 'violations' or 'off', got {trace!r}")
         self.backend = backend
@@ -101,6 +116,8 @@ class Engine:
         self.recorder = recorder
         self.trace_level: TraceLevel = trace
         self.max_workers = max_workers
+        self.backend_retries = backend_retries
+        self.backend_retry_wait_s = backend_retry_wait_s
 
     # ------------------------------------------------------------------ API
     def run(self, program: Program | Node | Primitive, inp: Any, *, context: Any = None, run_id: str | None = None) -> Run:
@@ -111,12 +128,14 @@ class Engine:
             inp = root.input_type.model_validate(_jsonable(inp))
         st = _State(context, Trace(run_id or uuid.uuid4().hex[:12]), self.trace_level)
         t0 = time.perf_counter()
+        out, err, backend_err = None, None, None
         try:
             out = self._exec(root, inp, root.label, st, recoverable=False)
-            err = None
         except HaltError as exc:
-            out, err = None, exc
-        return Run(out, err, st.trace, st.slm_calls, (time.perf_counter() - t0) * 1000)
+            err = exc
+        except BackendError as exc:
+            backend_err = exc
+        return Run(out, err, st.trace, st.slm_calls, (time.perf_counter() - t0) * 1000, backend_err, st.backend_retries)
 
     # ------------------------------------------------------------- dispatch
     def _exec(self, node: Node, inp: BaseModel, path: str, st: _State, recoverable: bool) -> BaseModel:
@@ -269,9 +288,7 @@ class Engine:
             # spent (and bounded) those calls.
             with st.lock:
                 st.slm_calls += len(reqs)
-            replies = list(self.backend.complete(reqs))  # type: ignore[union-attr]
-            if len(replies) != len(reqs):
-                raise RuntimeError(f"backend returned {len(replies)} replies for {len(reqs)} requests")
+            replies = self._call_backend(prim, reqs, st)
             for (i, key), reply in zip(todo, replies, strict=True):
                 if self.recorder is not None:
                     # The recording keeps the first answer to a request; an identical
@@ -284,6 +301,52 @@ class Engine:
                     self.cache.put(self._cache_key(key), reply)
                 out[i] = (reply, "call")
         return out  # type: ignore[return-value]
+
+    def _call_backend(self, prim: Primitive, reqs: list[Any], st: _State) -> list[SLMReply]:
+        """One backend call, repeated on a backend error up to ``backend_retries`` times.
+
+        Whatever the backend raises is a :class:`BackendError` here: an exception is
+        not an answer, so no contract is checked on it. Connection errors, timeouts
+        and :class:`BackendError` are retried; any other exception (a bug in the
+        backend) is not, since repeating it would give the same result.
+        """
+        for attempt in range(self.backend_retries + 1):
+            try:
+                replies = list(self.backend.complete(reqs))  # type: ignore[union-attr]
+                if len(replies) != len(reqs):
+                    raise BackendError(f"backend returned {len(replies)} replies for {len(reqs)} requests", primitive=prim.name)
+                bad = [type(r).__name__ for r in replies if not isinstance(getattr(r, "text", None), str)]
+                if bad:
+                    raise BackendError(f"backend returned {bad[0]} where a reply with text was expected", primitive=prim.name)
+                return replies
+            except (HaltError, ReplayMissError, RenderError):
+                raise
+            except Exception as exc:
+                err = exc if isinstance(exc, BackendError) else BackendError(f"backend raised {exc!r}")
+                retry = isinstance(exc, (BackendError, OSError)) and getattr(err, "transient", True)
+                if not retry or attempt == self.backend_retries:
+                    err.primitive = err.primitive or prim.name
+                    err.attempts = attempt + 1
+                    raise err from (None if err is exc else exc)
+                with st.lock:
+                    st.backend_retries += 1
+                time.sleep(self.backend_retry_wait_s * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _record_backend_error(self, st: _State, path: str, prim: Primitive, attempt: int, inp: Any, exc: BackendError, elapsed: float) -> None:
+        """A trace record that says the backend failed: no output, no contract verdict."""
+        exc.path = exc.path or path
+        if st.level == "off":
+            return
+        rec = TraceRecord(
+            seq=0, path=path, primitive=prim.name, kind=prim.kind, attempt=attempt, action="backend_error",
+            input=_trace_safe(inp) if st.level == "full" else None, output=None,
+            contract={"ok": False, "violations": []}, elapsed_ms=round(elapsed * 1000, 4),
+            meta={"backend_error": exc.message, "backend_attempts": exc.attempts},
+        )
+        with st.lock:
+            rec.seq = next(st.seq)
+            st.trace.records.append(rec)
 
     def _check(self, prim: Primitive, inp: BaseModel, raw: Any) -> ContractResult:
         return prim.contract.check(prim.name, prim.output_type, inp, raw, full=self.check_contracts)
@@ -314,6 +377,9 @@ class Engine:
                     res = self._check(prim, cur, raw)
             except (HaltError, ReplayMissError):
                 raise  # a strict-replay miss is a problem with the recording, not with the primitive
+            except BackendError as exc:  # not an answer: no verdict, no contract retry, no fallback
+                self._record_backend_error(st, path, prim, attempt, cur, exc, time.perf_counter() - t0)
+                raise
             except Exception as exc:  # a failing primitive is a (runtime) violation, not a crash
                 res = ContractResult(False, None, [Violation(prim.name, "runtime", "raised", repr(exc), cur)])
             elapsed = time.perf_counter() - t0
@@ -357,7 +423,7 @@ class Engine:
                 for f in futs:
                     try:
                         results.append(f.result())
-                    except HaltError as exc:
+                    except (HaltError, BackendError) as exc:  # the first in branch order, as when sequential
                         first_err = first_err or exc
                         results.append(None)
                 if first_err is not None:
@@ -410,9 +476,12 @@ class Engine:
                     self._slm_complete(prim, [(inputs[i], feedback[i]) for i in pending], st)
                 )
                 failure = None
-            except ReplayMissError:
+            except (ReplayMissError, HaltError):
                 raise
-            except Exception as exc:  # the whole batch failed (backend down, render raised): runtime violation per item
+            except BackendError as exc:  # the backend did not answer: the run stops, no item is judged
+                self._record_backend_error(st, f"{path}[{pending[0]}]", prim, attempt, inputs[pending[0]], exc, time.perf_counter() - t0)
+                raise
+            except Exception as exc:  # the batch could not be sent (a render raised): runtime violation per item
                 answers, failure = [(None, "call")] * len(pending), repr(exc)
             per = (time.perf_counter() - t0) / max(1, len(pending))
             still = []

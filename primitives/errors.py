@@ -53,3 +53,31 @@ class ReplayMissError(RuntimeError):
             f"strict replay: no recorded output for primitive {primitive!r} (input hash {key[:16]}...); "
             "re-record the run or use non-strict replay"
         )
+
+
+class BackendError(RuntimeError):
+    """The backend did not answer: a connection error, a timeout, an HTTP error or a malformed reply.
+
+    A backend failure is never a model answer and never a contract violation:
+    the engine retries it on its own bounded budget (``Engine(backend_retries=)``),
+    then ends the run with :attr:`Run.backend_error` instead of halting a step,
+    so no fallback or recovery treats "the server was down" as "the model was wrong".
+    """
+
+    transient = True  # worth a retry (a subclass for a permanent failure sets False)
+
+    def __init__(self, message: str, *, primitive: str | None = None, path: str | None = None, attempts: int = 1):
+        self.message = message
+        self.primitive = primitive
+        self.path = path
+        self.attempts = attempts
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        who = f" (primitive {self.primitive!r})" if self.primitive else ""
+        tries = f" after {self.attempts} attempt(s)" if self.attempts > 1 else ""
+        return f"backend error{where}{who}{tries}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.path, "primitive": self.primitive, "attempts": self.attempts, "message": self.message}

@@ -37,6 +37,10 @@ def input_hash(primitive: str, inp: Any, feedback: Sequence[str] = (), version: 
     return h.hexdigest()
 
 
+class RenderError(RuntimeError):
+    """A primitive's render function raised while a backend built its prompt."""
+
+
 class SLMRequest:
     """One model call: the structured input (for oracle-style backends) and its rendering.
 
@@ -75,7 +79,12 @@ class SLMRequest:
     @property
     def messages(self) -> list[Message]:
         if self._messages is None:
-            self._messages = self._render() if self._render is not None else []
+            try:
+                self._messages = self._render() if self._render is not None else []
+            except Exception as exc:
+                # Raised inside a backend, but the program's fault: the engine must not
+                # take it for a backend failure (it is a runtime violation of the step).
+                raise RenderError(f"{self.primitive}: render raised {exc!r}") from exc
         return self._messages
 
     def __repr__(self) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from .io import atomic_write_jsonl, read_jsonl
 
 # What the engine did with a step's result.
-ACTIONS = ("accept", "retry", "halt", "fallback", "skip")
+ACTIONS = ("accept", "retry", "halt", "fallback", "skip", "backend_error")
 
 
 @dataclass

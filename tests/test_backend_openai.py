@@ -126,10 +126,12 @@ def test_bad_server_replies_give_located_errors(recorded, mode, needle):
         with pytest.raises(BackendError) as ei:
             b.complete([req])
         assert srv.url in str(ei.value) and "'match_func'" in str(ei.value) and needle in str(ei.value)
-        # Inside the kernel the failure is a contract violation of that step, never a crash or an execution.
-        res = run_solution(sol, Kernel(KernelConfig(retries=1)), lambda i, t: b)
-    assert all(t.halted is not None and t.calls == [] for t in res.turns)
-    assert "HTTP" in json.dumps(res.turns[0].halted) or "reply" in json.dumps(res.turns[0].halted)
+        # Inside the kernel the failure is a backend error of that turn: never a contract
+        # violation (a model answer), a crash or an execution.
+        res = run_solution(sol, Kernel(KernelConfig(retries=1, backend_retries=1, backend_retry_wait_s=0)), lambda i, t: b)
+    assert all(t.backend_error is not None and t.halted is None and t.calls == [] for t in res.turns)
+    assert needle in res.turns[0].backend_error["message"] and res.turns[0].backend_error["attempts"] == 2
+    assert all(r.action == "backend_error" for tr in res.traces for r in tr if r.kind == "slm")
 
 
 def test_unreachable_server():

@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from primitives import (
+    BackendError,
     Check,
     Conditional,
     Contract,
@@ -125,18 +126,41 @@ def test_runtime_exception_in_a_primitive_is_a_violation_not_a_crash():
     assert "missing config" in v.message
 
 
-def test_backend_exception_is_a_runtime_violation():
+def test_backend_exception_is_a_backend_error_not_a_violation():
+    # Finding 1 of issue 13: a dead backend used to become a contract violation of the
+    # step (a "model answer" that failed), and reports blamed the model.
+    class Down:
+        name = "down"
+
+        def __init__(self):
+            self.calls = 0
+
+        def complete(self, requests):
+            self.calls += 1
+            raise ConnectionError("backend unreachable")
+
+    down = Down()
+    run = Engine(down, backend_retries=2, backend_retry_wait_s=0).run(extractor(retries=1), {"text": "x"})
+    assert not run.ok and run.error is None
+    assert isinstance(run.backend_error, BackendError)
+    assert "backend unreachable" in str(run.backend_error) and run.backend_error.attempts == 3
+    assert down.calls == 3 and run.backend_retries == 2  # backend retries only: no contract retry on a non-answer
+    assert [r.action for r in run.trace] == ["backend_error"]
+    assert run.trace.violations() == []
+    with pytest.raises(BackendError):
+        run.raise_for_error()
+
+
+def test_a_backend_error_is_not_caught_by_a_fallback():
     class Down:
         name = "down"
 
         def complete(self, requests):
-            raise ConnectionError("backend unreachable")
+            raise TimeoutError("timed out")
 
-    run = Engine(Down()).run(extractor(retries=1), {"text": "x"})
-    assert not run.ok
-    assert run.error.violations[0].level == "runtime"
-    assert "backend unreachable" in run.error.violations[0].message
-    assert [r.action for r in run.trace] == ["retry", "halt"]
+    sym = symbolic("sym", lambda q: Entities(entities=["fallback answer"]), Query, Entities, Contract())
+    run = Engine(Down()).run(Fallback(extractor(retries=0), Step(sym)), {"text": "x"})
+    assert run.output is None and run.backend_error is not None  # the fallback never stood in for a dead backend
 
 
 def test_all_value_and_semantic_violations_are_reported_together():

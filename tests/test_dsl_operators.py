@@ -441,7 +441,7 @@ def test_iterate_runs_its_body_before_the_first_check():
     assert run.output == Num(v=11) and calls == [10]
 
 
-def test_foreach_batch_whose_backend_fails_is_a_runtime_violation_per_item():
+def test_foreach_batch_whose_backend_fails_stops_the_run_with_a_backend_error():
     class Down:
         name = "down"
 
@@ -456,21 +456,21 @@ def test_foreach_batch_whose_backend_fails_is_a_runtime_violation_per_item():
     items = {"items": [{"name": "a"}, {"name": "b"}]}
 
     backend = Down()
-    run = Engine(backend).run(ForEach(tag, over="items", max_items=3, label="each"), items)
-    assert not run.ok
-    assert run.error.step == "each[0]"
-    assert run.error.violations[0].level == "runtime" and "backend down" in run.error.violations[0].message
-    assert backend.batches == [2, 2]  # both items retried together once
-    assert run.slm_calls == 4  # requests sent are counted even though the backend failed
+    run = Engine(backend, backend_retries=1, backend_retry_wait_s=0).run(ForEach(tag, over="items", max_items=3, label="each"), items)
+    assert not run.ok and run.error is None
+    assert run.backend_error.path == "each[0]" and "backend down" in str(run.backend_error)
+    assert backend.batches == [2, 2]  # the batch was sent again once, as a backend retry (no contract retry)
+    assert run.slm_calls == 2 and run.backend_retries == 1
 
+    # on_item_error="skip" skips items whose answer failed its contract, never items
+    # that got no answer: the run still stops.
     backend = Down()
     run = Engine(backend).run(ForEach(tag, over="items", max_items=3, on_item_error="skip"), items)
-    assert run.ok and run.output.results == [None, None]
-    assert all("backend down" in e for e in run.output.errors)
-    assert [r.action for r in run.trace] == ["retry", "retry", "fallback", "fallback"]
+    assert run.output is None and run.backend_error is not None
+    assert [r.action for r in run.trace] == ["backend_error"]
 
 
-def test_foreach_batch_with_a_wrong_number_of_replies_is_contained():
+def test_foreach_batch_with_a_wrong_number_of_replies_is_a_backend_error():
     class Short:
         name = "short"
 
@@ -479,4 +479,4 @@ def test_foreach_batch_with_a_wrong_number_of_replies_is_contained():
 
     tag = slm("tag", Item, Label, Contract(), render=render)
     run = Engine(Short()).run(ForEach(tag, over="items", max_items=3), {"items": [{"name": "a"}, {"name": "b"}]})
-    assert not run.ok and "backend returned 1 replies for 2 requests" in run.error.violations[0].message
+    assert not run.ok and "backend returned 1 replies for 2 requests" in str(run.backend_error)

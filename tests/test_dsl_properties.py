@@ -3,7 +3,7 @@
 Random programs are built from every operator over a few primitives that,
 depending on a seed and their input, answer correctly, violate their contract
 at any level, return garbage, raise, or (for the SLM backend) fail a whole
-batch. Whatever happens, a run must return (ok or a HaltError, nothing else,
+batch. Whatever happens, a run must return (ok, a HaltError or a BackendError, nothing else,
 never hang) and the backend must never see more requests than the program's
 static bound.
 """
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from primitives import (
+    BackendError,
     Cache,
     Conditional,
     Contract,
@@ -294,6 +295,9 @@ def test_every_run_terminates_within_the_static_slm_bound(spec, seed, v, opts):
     if run.ok:
         assert run.output is not None
         assert S.model_validate(run.output.model_dump())  # well-typed at the root
+    elif run.backend_error is not None:  # the backend raised: the run stopped, no verdict on an answer
+        assert isinstance(run.backend_error, BackendError) and run.error is None
+        assert run.output is None and run.backend_error.path and run.backend_error.primitive
     else:
         assert isinstance(run.error, HaltError)
         assert run.output is None
@@ -317,6 +321,12 @@ def test_every_run_terminates_within_the_static_slm_bound(spec, seed, v, opts):
             raise AssertionError("a budget below the static bound was accepted")
 
 
+def _failure(run: Run) -> tuple:
+    if run.backend_error is not None:
+        return ("backend", run.backend_error.path, str(run.backend_error))
+    return ("halt", run.error.step, run.error.reason)
+
+
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=specs, seed=st.integers(0, 2**16), v=st.integers(0, 96))
 def test_runs_are_deterministic_for_deterministic_primitives(spec, seed, v):
@@ -333,7 +343,7 @@ def test_runs_are_deterministic_for_deterministic_primitives(spec, seed, v):
         if a.ok:
             assert a.output.model_dump() == other.output.model_dump()
         else:
-            assert (a.error.step, a.error.reason) == (other.error.step, other.error.reason)
+            assert _failure(a) == _failure(other)
     assert a.slm_calls == b.slm_calls
 
     def key(r):
@@ -369,6 +379,17 @@ def test_strict_replay_reproduces_any_recorded_run(spec, seed, v):
     assert sorted(map(key, a.trace)) == sorted(map(key, b.trace))
 
 
+class _AlwaysWrong:
+    name = "always-wrong"
+
+    def __init__(self):
+        self.requests = 0
+
+    def complete(self, requests):
+        self.requests += len(requests)
+        return [SLMReply("not json") for _ in requests]
+
+
 def test_the_adversary_exercises_every_failure_mode():
     # Guard against a vacuous property: over a fixed set of programs the
     # adversarial primitives must produce every violation level, halts and
@@ -382,13 +403,17 @@ def test_the_adversary_exercises_every_failure_mode():
         backend = AdversarialBackend(seed)
         run = Engine(backend).run(program, {"v": seed % 97})
         outcomes.add(run.ok)
-        hit_bound |= backend.requests == program.max_slm_calls
+        # A failed batch now stops the run (a backend error), so the full bound is
+        # reached by a backend that answers, always wrongly.
+        wrong = _AlwaysWrong()
+        Engine(wrong).run(program, {"v": seed % 97})
+        hit_bound |= wrong.requests == program.max_slm_calls
         for viol in run.trace.violations():
             seen_levels.add(viol["level"])
             if "could not be evaluated" in viol["message"]:
                 seen_levels.add("fail-closed")
-            if "timed out" in viol["message"]:
-                seen_levels.add("batch-failure")
+        if run.backend_error is not None and "timed out" in str(run.backend_error):
+            seen_levels.add("batch-failure")
     assert seen_levels == {"type", "value", "semantic", "runtime", "fail-closed", "batch-failure"}
     assert outcomes == {True, False}
     assert hit_bound

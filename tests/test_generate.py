@@ -192,7 +192,7 @@ def test_contract_valid_rate_is_computed_from_the_written_targets(gen, tmp_path)
     pools.add(ex(r0, r0["target"]), "train")
     pools.add(ex(r1, bad_target), "train")
     c = cfg(tmp_path / "w", allow_undersized=True)
-    st = write_outputs(c, sols, {s: "train" for s in sols}, pools, [], {}, 0, 0, G.Counter(), 0.0)
+    st = write_outputs(c, sols, {s: "train" for s in sols}, pools, [], {}, 0, 0, G.Counter(), 0.0, out=tmp_path / "w")
     assert st["contract_valid_rate"] == 0.5 and st["primitives"]["get_order"]["train"]["contract_valid_rate"] == 0.5
 
 
@@ -240,3 +240,69 @@ def test_a_user_id_built_from_a_name_follows_the_substituted_name():
         assert v["uid"].startswith(f"{first}_{last}_"), v
         changed += v["uid"] != "ethan_nguyen_7360"
     assert changed > 20  # the names really are substituted, and the id with them
+
+
+# ------------------------------------------------------- the dataset is one unit (issue 13, finding 2)
+def _train_cli(data: Path, tmp_path: Path) -> int:
+    return main(["train", "model=tiny", "primitive=all", f"dataset_dir={data}", f"output_dir={tmp_path / 'train'}"])
+
+
+def test_a_dataset_mixed_from_two_runs_is_refused_by_train_and_validate(gen, tmp_path, capsys):
+    # Finding 2: after a killed generate, decompose/train.jsonl came from seed 1 while
+    # validation.jsonl and stats.json still came from seed 0, and train accepted it.
+    from training.data import read_split
+    from training.validate import _read_rows
+
+    out, _ = gen
+    mixed = tmp_path / "mixed"
+    shutil.copytree(out, mixed)
+    other = tmp_path / "other"
+    generate(cfg(other, seed=1))
+    shutil.copy(other / "decompose" / "train.jsonl", mixed / "decompose" / "train.jsonl")
+    with pytest.raises(UserError, match="mixes files of different runs") as ei:
+        read_split(mixed, "decompose", "train")
+    assert ei.value.where == str(mixed / "decompose" / "train.jsonl")
+    assert _train_cli(mixed, tmp_path) == 2
+    assert "mixes files of different runs" in capsys.readouterr().err
+    shutil.copy(other / "get_order" / "validation.jsonl", mixed / "get_order" / "validation.jsonl")
+    with pytest.raises(UserError, match="mixes files of different runs"):
+        _read_rows(str(mixed), "get_order", None)
+    (mixed / "dataset.json").unlink()  # no manifest: nothing says the files belong together
+    with pytest.raises(UserError, match="not written as one unit"):
+        read_split(mixed, "match_func", "train")
+
+
+def test_train_and_validation_sharing_a_solution_is_refused(gen, tmp_path):
+    from data_gen.unit import MANIFEST, seal
+    from training.data import read_split
+
+    out, _ = gen
+    d = tmp_path / "d"
+    shutil.copytree(out, d)
+    val = (d / "match_func" / "validation.jsonl").read_text().splitlines()
+    with open(d / "match_func" / "train.jsonl", "a") as f:
+        f.write(val[0] + "\n")  # a held-out solution's example, now also trained on
+    with pytest.raises(UserError, match="shares 1 solution"):
+        seal(d, validation_solutions=json.loads((d / MANIFEST).read_text())["validation_solutions"])
+    # A manifest written by hand over the mixed splits: the reader still refuses the row.
+    m = json.loads((d / MANIFEST).read_text())
+    m["files"]["match_func/train.jsonl"] = G.hashlib.sha256((d / "match_func" / "train.jsonl").read_bytes()).hexdigest()
+    (d / MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(UserError, match="is held out for validation .* but appears in train"):
+        read_split(d, "match_func", "train")
+
+
+def test_generate_replaces_the_dataset_as_a_whole_and_refuses_a_non_dataset_folder(gen, tmp_path):
+    out, _ = gen
+    d = tmp_path / "d"
+    shutil.copytree(out, d)
+    (d / "decompose" / "stray.jsonl").write_text("{}\n")  # a file of no run
+    generate(cfg(d, seed=1))
+    assert not (d / "decompose" / "stray.jsonl").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".d.")]  # no staging folder left behind
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="is not a dataset"):
+        generate(cfg(precious))
+    assert (precious / "notes.txt").read_text() == "mine"

@@ -72,3 +72,18 @@ def test_console_entry_point():
     assert proc.returncode == 1
     assert f"ok   {OPENAI}: 4 tools (openai)" in proc.stdout
     assert "parameters.properties.unit.type: unknown type 'temprature'" in proc.stderr
+
+
+def test_check_help_is_help_not_a_file(capsys):
+    # Finding 8: `forethought registry check --help` treated --help as a file.
+    assert cli(["check", "--help"]) == 0
+    assert "usage" in capsys.readouterr().out.lower()
+
+
+def test_json_nested_too_deep_is_a_located_error(tmp_path, capsys):
+    # Finding 8: ~97 levels or deeper gave a RecursionError traceback.
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100000 + "]" * 100000)
+    assert cli(["check", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert f"{p}" in err and "nested deeper than 64 levels" in err

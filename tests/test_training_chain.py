@@ -26,13 +26,20 @@ STEPS = 100
 
 @pytest.fixture(scope="module")
 def memo_data(generated_data, tmp_path_factory) -> Path:
-    """Four train rows, used as the validation split too: a memorisation check, not a generalisation one."""
+    """Four train rows, used as the validation split too: a memorisation check, not a generalisation one.
+
+    The validation copies get their own solution ids: train and validate refuse splits that share a
+    solution (a leak in a real dataset), and here the overlap is the point of the test."""
+    from data_gen.unit import seal
+
     d = tmp_path_factory.mktemp("chain") / "data"
     (d / PRIM).mkdir(parents=True)
-    rows = [line for line in (generated_data / PRIM / "train.jsonl").read_text().splitlines() if line.strip()][:ROWS]
-    for split in ("train", "validation"):
-        (d / PRIM / f"{split}.jsonl").write_text("\n".join(rows) + "\n")
+    rows = [json.loads(line) for line in (generated_data / PRIM / "train.jsonl").read_text().splitlines() if line.strip()][:ROWS]
+    copies = [{**r, "solution_id": f"{r['solution_id']}-memorised-copy"} for r in rows]
+    for split, rs in (("train", rows), ("validation", copies)):
+        (d / PRIM / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
     shutil.copy(generated_data / "stats.json", d / "stats.json")
+    seal(d)
     return d
 
 

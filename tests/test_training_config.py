@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from data_gen.unit import seal
 from forethought.config import CONF_DIR, ConfigError, compose_and_validate, compose_config, validate
 from training.config import PRIMITIVES, TrainConfig
 
@@ -198,6 +199,7 @@ def test_bad_dataset_rows_are_listed_with_file_and_line(tmp_path):
     lines = [json.dumps(r) for r in rows] + ["{not json"]
     (tmp_path / "match_func").mkdir()
     (tmp_path / "match_func" / "train.jsonl").write_text("\n".join(lines) + "\n")
+    seal(tmp_path)  # a hand-made dataset is sealed, so the rows themselves are what is refused
     with pytest.raises(UserError) as exc:
         read_split(tmp_path, "match_func", "train")
     msg = str(exc.value)

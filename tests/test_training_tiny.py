@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 from safetensors.torch import load_file  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
+from data_gen.unit import seal  # noqa: E402
 from forethought.cli import main as forethought_main  # noqa: E402
 from forethought.errors import UserError  # noqa: E402
 from kernel.specs import SPECS  # noqa: E402
@@ -44,6 +45,7 @@ def _copy_data(src: Path, dst: Path, primitives=PRIMITIVES) -> Path:
     shutil.copy(src / "stats.json", dst / "stats.json")
     for p in primitives:
         shutil.copytree(src / p, dst / p)
+    seal(dst)  # a copy of part of a dataset is a new unit (issue 13: train checks the manifest)
     return dst
 
 
@@ -54,6 +56,7 @@ def data_dir(generated_data, tmp_path_factory) -> Path:
     stats = json.loads((d / "stats.json").read_text())
     stats.setdefault("spec_hashes", {p: SPECS[p].spec_hash for p in PRIMITIVES})
     (d / "stats.json").write_text(json.dumps(stats))
+    seal(d)
     rows = [json.loads(x) for x in (d / PRIM / "train.jsonl").read_text().splitlines()]
     assert len(rows) >= 16 and {r["solution_id"] for r in rows} and all(r["primitive"] == PRIM for r in rows)
     return d
@@ -210,14 +213,17 @@ def test_run_folder_records_the_datasets_spec_hash(run_a):
 def test_dataset_spec_hash_is_read_from_stats_json(tmp_path):
     assert dataset_spec_hash(tmp_path, "match_func") is None  # no stats.json
     (tmp_path / "stats.json").write_text(json.dumps({"primitives": {}}))
+    seal(tmp_path)
     assert dataset_spec_hash(tmp_path, "match_func") is None  # stats.json without spec_hashes: recorded as null
     (tmp_path / "stats.json").write_text(json.dumps({"spec_hashes": {"match_func": "abc123"}}))
+    seal(tmp_path)
     assert dataset_spec_hash(tmp_path, "match_func") == "abc123" and dataset_spec_hash(tmp_path, "decompose") is None
 
 
 def test_training_on_data_rendered_by_another_spec_is_refused(data_dir, tmp_path):
     d = _copy_data(data_dir, tmp_path / "stale", primitives=(PRIM,))
     (d / "stats.json").write_text(json.dumps({"spec_hashes": {PRIM: "0" * 16}}))
+    seal(d)
     with pytest.raises(UserError, match=f"{PRIM}: data 0000000000000000, code {SPECS[PRIM].spec_hash}"):
         run(config_from_overrides(overrides(d, tmp_path / "o")))
     assert not (tmp_path / "o").exists(), "refused before anything was built"
@@ -413,6 +419,7 @@ def test_bad_input_found_during_a_run_is_a_located_user_error(data_dir, tmp_path
     # a dataset file that is not UTF-8
     data = _copy_data(data_dir, tmp_path / "d", primitives=(PRIM,))
     (data / PRIM / "train.jsonl").write_bytes(b'{"prompt": "\xff\xfe"}\n\xff\xfe\n')
+    seal(data)
     with pytest.raises(UserError, match="not UTF-8") as exc:
         run(config_from_overrides(overrides(data, tmp_path / "u")))
     assert exc.value.where.endswith("train.jsonl")

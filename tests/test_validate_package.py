@@ -265,3 +265,100 @@ def test_kernel_runs_on_the_bundle_and_the_trace_names_it(tiny_run, tmp_path, ca
         assert r["model"]["backend"] == "hf" and r["model"]["bundle"] == str(tiny_run / "bundle")
         assert r["model"]["adapter"] == r["primitive"]
         assert r["model"]["adapter_sha256"] == digest[r["primitive"]]["files"]["adapter_model.safetensors"]
+
+
+# ------------------------------------------ the bundle is checked against itself (issue 13, findings 3 and 4)
+def _edit_manifest(b: Path, edit) -> None:
+    m = json.loads((b / "manifest.json").read_text())
+    edit(m)
+    (b / "manifest.json").write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("edit, needle", [
+    # Finding 3: smoke=false loaded a bundle whose five gates all failed, with no warning.
+    (lambda m: m.update(smoke=False), "smoke is false but gates.json records failed gates"),
+    (lambda m: m["primitives"]["match_func"]["gate"].update(passed=True, exact_match=1.0), "primitives.match_func.gate: does not match gates.json"),
+    # Finding 3: base.copied=false skipped every base-weight hash.
+    (lambda m: m["base"].update(copied=False), "copied is false but path 'base' is inside the bundle"),
+    (lambda m: m["base"].update(files={}), "lists no base-model files"),
+    (lambda m: m["primitives"]["decompose"].update(adapter_path="../../etc"), "primitives.decompose.adapter_path: path '../../etc' points outside the bundle"),
+    (lambda m: m["tokenizer"].update(path="/tmp"), "tokenizer.path: path '/tmp' points outside the bundle"),
+    # Finding 3: a missing or mistyped field was a KeyError/AttributeError traceback.
+    (lambda m: m["base"].pop("config_sha256"), "manifest field 'base.config_sha256': Field required"),
+    (lambda m: m.update(primitives=[]), "manifest field 'primitives': Input should be a valid dictionary"),
+    (lambda m: m["tokenizer"].update(files="x"), "manifest field 'tokenizer.files'"),
+])
+def test_a_one_field_manifest_edit_is_refused(tiny_run, tmp_path, edit, needle):
+    b = _copy(tiny_run, tmp_path)
+    _edit_manifest(b, edit)
+    with pytest.raises(BundleError) as ei:
+        load_bundle(b, allow_smoke=True)
+    assert needle in str(ei.value) and "manifest.json" in str(ei.value)
+
+
+def test_an_altered_base_weight_is_refused(tiny_run, tmp_path):
+    b = _copy(tiny_run, tmp_path)
+    w = b / "base" / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-1] ^= 0xFF
+    w.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match="sha256 does not match the manifest: the base model file was modified"):
+        load_bundle(b, allow_smoke=True)
+
+
+def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
+    import pickle
+
+    from training.bundle import sha256_file
+
+    b = _copy(tiny_run, tmp_path)
+    f = b / "adapters" / "match_fill" / "adapter_model.safetensors"
+    f.write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
+    # Keep every digest consistent, so only the format check can catch it.
+    digest = sha256_file(f)
+    gates = json.loads((b / "gates.json").read_text())
+    gates["measured"]["adapters"]["match_fill"]["adapter_model.safetensors"] = digest
+    (b / "gates.json").write_text(json.dumps(gates))
+
+    def edit(m):
+        m["primitives"]["match_fill"]["files"]["adapter_model.safetensors"] = digest
+        m["gates"]["sha256"] = sha256_file(b / "gates.json")
+    _edit_manifest(b, edit)
+    with pytest.raises(BundleError, match="not a safetensors file") as ei:
+        load_bundle(b, allow_smoke=True)
+    assert ei.value.where == str(f)
+
+
+def test_an_edited_gates_file_is_refused(tiny_run, tmp_path):
+    b = _copy(tiny_run, tmp_path)
+    g = json.loads((b / "gates.json").read_text())
+    g["primitives"]["decompose"]["passed"] = True
+    (b / "gates.json").write_text(json.dumps(g))
+    with pytest.raises(BundleError, match="the gates file was modified"):
+        load_bundle(b, allow_smoke=True)
+
+
+def test_package_refuses_gates_measured_on_other_adapter_files(tiny_run, tmp_path, capsys):
+    # Finding 4: an adapter retrained after validate was packaged under the old numbers.
+    train = tmp_path / "train"
+    shutil.copytree(tiny_run / "train", train)
+    f = train / "get_order" / "adapter" / "adapter_model.safetensors"
+    f.write_bytes(f.read_bytes()[:-1] + bytes([f.read_bytes()[-1] ^ 1]))  # "retrained"
+    args = ["package", f"train_dir={train}", f"validate_dir={tiny_run / 'validate'}", f"dataset_dir={tiny_run / 'data'}",
+            "allow_failed_gates=true", f"output_dir={tmp_path / 'b'}"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "the gates of ['get_order'] were measured on other adapter files" in err and "gates.json" in err
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("content, needle", [('{"primitives": {"decompose": {"pass', "not valid JSON (truncated?)"),
+                                             ('{"passed": false}', "field 'primitives' is missing"),
+                                             ('{"primitives": {"decompose": {"passed": "yes"}}}', "primitives.decompose.passed")])
+def test_a_broken_gates_file_is_a_located_error(tiny_run, tmp_path, capsys, content, needle):
+    # Finding 7: a truncated gates.json, or one without primitives, was a traceback.
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "gates.json").write_text(content)
+    rc = main(["package", f"train_dir={tiny_run / 'train'}", f"validate_dir={tmp_path / 'v'}", f"output_dir={tmp_path / 'b'}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and str(tmp_path / "v" / "gates.json") in err

@@ -49,10 +49,10 @@ def test_coverage_minimums_default_to_the_requirement_for_the_default_corpus_onl
     assert coverage_minimums(cfg, [str(corpus)]) == (0, 0)  # explicit paths: report only
     assert main(["verify", str(corpus)]) == 0
     assert main(["verify", str(corpus), "min_per_tag=1"]) == 1  # ... unless set explicitly
-    assert "coverage below the configured minimum: pattern prereq_absent_retrieve: 0 < 1" in capsys.readouterr().out
+    assert "coverage below the configured minimum: pattern prereq_absent_retrieve: 0 < 1" in capsys.readouterr().err
     monkeypatch.setattr("data_gen.verify.DEFAULT_SOLUTIONS", corpus)  # a plain `forethought verify` of the default corpus
     assert main(["verify", f"paths=[{corpus}]"]) == 1
-    assert "domain file_system: 1 < 30" in capsys.readouterr().out
+    assert "domain file_system: 1 < 30" in capsys.readouterr().err
 
 
 def test_every_paraphrase_is_replayed(tmp_path):
@@ -197,8 +197,8 @@ def test_not_json_names_line_and_column(tmp_path, capsys):
     p = tmp_path / "bad.json"
     p.write_text('{"id": "x",\n  "domains": [file_system]}')
     rc = main(["verify", str(p)])
-    out = capsys.readouterr().out
-    assert rc == 1
+    out = capsys.readouterr().err
+    assert rc == 2  # bad input (issue 13: one exit-code convention, messages on stderr)
     assert f"FAIL {p}: not valid JSON" in out.replace("\n", "") and "line 2" in out
 
 
@@ -234,3 +234,31 @@ def test_no_two_solutions_are_the_same_template_with_other_values():
             twins.append(f"{f.relative_to(root)} repeats {seen[key]}")
         seen.setdefault(key, str(f.relative_to(root)))
     assert twins == []
+
+
+def test_failure_messages_keep_bracketed_check_names(tmp_path, capsys):
+    # Finding 8: rich markup swallowed "[values_grounded]" in verify's messages.
+    from data_gen.verify import VerifyResult, print_report
+
+    print_report([VerifyResult("x.json", None, False, "turn 1: [value] values_grounded: [values_grounded] bad")], 0.0)
+    assert "[value] values_grounded: [values_grounded] bad" in capsys.readouterr().err
+
+
+def test_a_yaml_alias_bomb_in_a_solution_is_refused_cheaply(tmp_path):
+    # Finding 6: an alias bomb inside a solution's config: grew memory at ~60 MB/s until killed.
+    import time
+
+    bomb = "id: x\nconfig:\n  a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"  {chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(9))
+    p = tmp_path / "bomb.yaml"
+    p.write_text(bomb)
+    t0 = time.monotonic()
+    msg = _verify_one(p)
+    assert "YAML aliases (*a) are not accepted (line 4)" in msg and time.monotonic() - t0 < 2
+
+
+def test_json_nested_too_deep_is_a_located_error(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text('{"id": "x", "config": ' + "[" * 5000 + "]" * 5000 + "}")
+    assert "nested deeper than 64 levels" in _verify_one(p)

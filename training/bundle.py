@@ -25,12 +25,17 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forethought.errors import UserError
 
-FORMAT_VERSION = 2  # 2: model cards hashed, unlisted files refused, no pickles
+FORMAT_VERSION = 3  # 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+GATE_KEYS = ("n", "exact_match", "base_exact_match", "exact_match_no_near_duplicate", "contract_valid_rate", "parse_rate", "threshold",
+             "passed", "decoding")
 
 
 class BundleError(UserError):
@@ -67,6 +72,174 @@ def config_sha256(model_dir: str | Path) -> str:
     """Hash of the model's config.json with keys sorted (its identity, independent of formatting)."""
     cfg = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
     return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+Digests = dict[str, Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]]
+
+
+class GateEntry(_M):
+    n: int
+    exact_match: float
+    base_exact_match: float | None
+    exact_match_no_near_duplicate: float | None
+    contract_valid_rate: float
+    parse_rate: float
+    threshold: float
+    passed: bool
+    decoding: Literal["free", "constrained"]
+
+
+class PrimitiveEntry(_M):
+    adapter_path: str
+    spec_hash: str
+    trained_spec_hash: str | None
+    gate: GateEntry
+    probe_delta: float
+    files: Digests
+
+
+class BaseEntry(_M):
+    name: str
+    profile: str | None
+    path: str
+    copied: bool
+    config_sha256: str
+    model_type: str
+    dtype: str
+    attn_implementation: str
+    files: Digests
+
+
+class TokenizerEntry(_M):
+    path: str
+    files: Digests
+
+
+class GatesEntry(_M):
+    path: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class DecodingEntry(_M):
+    constrained: bool
+
+
+class Manifest(_M):
+    """manifest.json, one schema: a missing, extra or mistyped field is a located error."""
+
+    format_version: int
+    smoke: bool
+    created: str
+    code_version: str
+    base: BaseEntry
+    tokenizer: TokenizerEntry
+    gates: GatesEntry
+    decoding: DecodingEntry  # as the gates were measured (derived from, and checked against, gates.json)
+    primitives: dict[str, PrimitiveEntry]
+
+
+def _parse_manifest(mpath: Path) -> dict[str, Any]:
+    if mpath.stat().st_size > MAX_MANIFEST_BYTES:
+        raise BundleError(f"manifest is larger than {MAX_MANIFEST_BYTES >> 20} MiB", str(mpath))
+    try:
+        m = json.loads(mpath.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise BundleError(f"manifest is not valid JSON: {exc}", str(mpath)) from None
+    if not isinstance(m, dict):
+        raise BundleError("manifest is not a JSON object", str(mpath))
+    if m.get("format_version") != FORMAT_VERSION:
+        raise BundleError(f"format_version {m.get('format_version')!r} is not supported (expected {FORMAT_VERSION}); "
+                          "repackage with this forethought", str(mpath))
+    try:
+        Manifest.model_validate(m)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        field = ".".join(str(x) for x in e["loc"])
+        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise BundleError(f"manifest field {field!r}: {e['msg']}{more}", str(mpath)) from None
+    return m
+
+
+def _inside(root: Path, rel: str, where: str) -> Path:
+    """``root/rel``, refused unless it stays inside the bundle (no absolute path, no .., no link out)."""
+    p = (root / rel).resolve()
+    if Path(rel).is_absolute() or not p.is_relative_to(root.resolve()):
+        raise BundleError(f"path {rel!r} points outside the bundle", where)
+    return p
+
+
+def check_safetensors(path: Path) -> None:
+    """A .safetensors file starts with an 8-byte header length and a JSON header: a pickle does not."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        ok = 2 <= n <= min(size - 8, 100 * 1024 * 1024)
+        if ok:
+            try:
+                ok = isinstance(json.loads(f.read(n)), dict)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                ok = False
+    if not ok:
+        raise BundleError("not a safetensors file (no valid header; a pickle renamed?)", str(path))
+
+
+def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
+    """Gates and smoke are derived from the bundled gates.json, whose digest the manifest records."""
+    g = m["gates"]
+    gpath = _inside(root, g["path"], f"{mpath}: gates.path")
+    if not gpath.is_file():
+        raise BundleError("gates file is missing", str(gpath))
+    if sha256_file(gpath) != g["sha256"]:
+        raise BundleError("sha256 does not match the manifest: the gates file was modified", str(gpath))
+    try:
+        doc = json.loads(gpath.read_bytes())
+        measured = doc["primitives"], doc["measured"]["adapters"]
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, KeyError, TypeError) as exc:
+        raise BundleError(f"not a gates file: {exc!r}", str(gpath)) from None
+    results, digests = measured
+    failed = []
+    for name, p in m["primitives"].items():
+        where = f"{mpath}: primitives.{name}.gate"
+        r = results.get(name) if isinstance(results, dict) else None
+        if not isinstance(r, dict) or {k: r.get(k) for k in GATE_KEYS} != p["gate"]:
+            raise BundleError(f"does not match {g['path']} (the gates that were measured): the manifest was edited", where)
+        if not r.get("passed"):
+            failed.append(name)
+        want = digests.get(name) if isinstance(digests, dict) else None
+        have = {f: p["files"].get(f) for f in (want or {})}
+        if not want or have != want:
+            raise BundleError(f"{g['path']} was measured on other adapter files than the bundled ones", where)
+    if m["decoding"]["constrained"] != (doc.get("decoding") == "constrained"):
+        raise BundleError(f"decoding does not match {g['path']} (the decoding the gates were measured with): the manifest was edited",
+                          f"{mpath}: decoding.constrained")
+    if m["smoke"] != bool(failed):
+        raise BundleError(f"smoke is {str(m['smoke']).lower()} but {g['path']} records "
+                          + (f"failed gates for {failed}" if failed else "no failed gate") + ": the manifest was edited",
+                          f"{mpath}: smoke")
+
+
+def _check_base(root: Path, m: dict[str, Any], mpath: Path) -> Path:
+    """The base weights are always checked by digest: inside the bundle, or external and pinned."""
+    b = m["base"]
+    where = f"{mpath}: base"
+    external = Path(b["path"]).is_absolute()
+    if external == b["copied"]:
+        raise BundleError(f"copied is {str(b['copied']).lower()} but path {b['path']!r} is "
+                          + ("outside" if external else "inside") + " the bundle: the manifest was edited", where)
+    base = Path(b["path"]) if external else _inside(root, b["path"], f"{where}.path")
+    if not (base / "config.json").is_file():
+        raise BundleError("base model not found (config.json missing)", str(base))
+    if not b["files"] or "config.json" not in b["files"]:
+        raise BundleError("lists no base-model files: the base weights would go unchecked", f"{where}.files")
+    if config_sha256(base) != b["config_sha256"]:
+        raise BundleError("base model config hash does not match the manifest: a different base model", str(base / "config.json"))
+    check_files(base, b["files"], "base model")
+    return base
 
 
 @dataclass
@@ -126,15 +299,7 @@ def load_bundle(path: str | Path, *, allow_smoke: bool = False, require: tuple[s
     mpath = root / MANIFEST
     if not mpath.is_file():
         raise BundleError("not a bundle: manifest.json is missing", str(root))
-    try:
-        m = json.loads(mpath.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise BundleError(f"manifest is not valid JSON: {exc.msg} at line {exc.lineno}", str(mpath)) from None
-    for key in ("format_version", "base", "tokenizer", "primitives"):
-        if key not in m:
-            raise BundleError(f"manifest field {key!r} is missing", str(mpath))
-    if m["format_version"] != FORMAT_VERSION:
-        raise BundleError(f"format_version {m['format_version']} is not supported (expected {FORMAT_VERSION})", str(mpath))
+    m = _parse_manifest(mpath)
     b = Bundle(root, m)
     if b.smoke and not allow_smoke:
         failed = [n for n, p in m["primitives"].items() if not p.get("gate", {}).get("passed")]
@@ -158,13 +323,13 @@ def load_bundle(path: str | Path, *, allow_smoke: bool = False, require: tuple[s
         for required in ("adapter_model.safetensors", "README.md"):
             if required not in p.get("files", {}):
                 raise BundleError(f"no {required} listed", where)
-        check_files(root / p["adapter_path"], p["files"], "adapter")
-    check_files(root / m["tokenizer"]["path"], m["tokenizer"].get("files", {}), "tokenizer")
-    base = b.base_dir
-    if not (base / "config.json").is_file():
-        raise BundleError("base model not found (config.json missing)", str(base))
-    if config_sha256(base) != m["base"]["config_sha256"]:
-        raise BundleError("base model config hash does not match the manifest: a different base model", str(base / "config.json"))
-    if m["base"].get("copied"):
-        check_files(base, m["base"].get("files", {}), "base model")
+    _check_gates(root, m, mpath)
+    for name, p in m["primitives"].items():
+        adir = _inside(root, p["adapter_path"], f"{mpath}: primitives.{name}.adapter_path")
+        check_files(adir, p["files"], "adapter")
+    tdir = _inside(root, m["tokenizer"]["path"], f"{mpath}: tokenizer.path")
+    check_files(tdir, m["tokenizer"]["files"], "tokenizer")
+    _check_base(root, m, mpath)
+    for f in sorted(root.rglob("*.safetensors")):
+        check_safetensors(f)
     return b

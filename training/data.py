@@ -34,13 +34,15 @@ def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
     ``forethought generate`` records ``kernel.specs.SPECS[name].spec_hash`` per primitive; training copies it
     into the run folder so validate and package can refuse an adapter trained under another spec.
     """
+    from data_gen.unit import checked_bytes
+
     f = Path(dataset_dir) / "stats.json"
     if not f.is_file():
         return None
     try:
-        stats = json.loads(f.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"stats.json is not valid JSON: {exc.msg} at line {exc.lineno}", str(f)) from None
+        stats = json.loads(checked_bytes(dataset_dir, "stats.json"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise UserError(f"stats.json is not valid JSON: {exc}", str(f)) from None
     hashes = stats.get("spec_hashes") if isinstance(stats, dict) else None
     value = hashes.get(primitive) if isinstance(hashes, dict) else None
     if value is not None and not isinstance(value, str):
@@ -70,6 +72,10 @@ def _check_row(row: Any, primitive: str) -> str | None:
         return "the completion message's role must be 'assistant'"
     if not completion[0]["content"].strip():
         return "empty completion"
+    try:  # every primitive answers in JSON; a completion that is not JSON teaches the model to break its contract
+        json.loads(completion[0]["content"])
+    except (json.JSONDecodeError, RecursionError):
+        return "the completion's content is not JSON (every primitive's target is a JSON object)"
     return None
 
 
@@ -80,10 +86,13 @@ def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required:
         if required:
             raise UserError(f"missing {split} split for primitive {primitive!r} (expected <dataset_dir>/{primitive}/{split}.jsonl)", str(path))
         return None
+    from data_gen.unit import load_manifest, split_problem
+
+    held_out = set(load_manifest(dataset_dir)["validation_solutions"])
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_dataset_text(dataset_dir, f"{primitive}/{split}.jsonl")
     except UnicodeDecodeError as exc:
         raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
     for i, line in enumerate(text.split("\n"), start=1):  # not splitlines(): JSON strings may hold U+2028
@@ -94,7 +103,7 @@ def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required:
         except json.JSONDecodeError as exc:
             errors.append(f"line {i}: not valid JSON ({exc.msg})")
             continue
-        problem = _check_row(row, primitive)
+        problem = _check_row(row, primitive) or split_problem(row, split, held_out)
         if problem:
             errors.append(f"line {i}: {problem}")
             continue
@@ -107,6 +116,16 @@ def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required:
     if not rows:
         raise UserError("no examples", str(path))
     return rows
+
+
+def read_dataset_text(dataset_dir: str | Path, rel: str) -> str:
+    """A dataset file's text, refused unless the dataset's manifest vouches for exactly these bytes."""
+    from data_gen.unit import MAX_FILE_BYTES, checked_bytes
+
+    path = Path(dataset_dir) / rel
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise UserError(f"larger than {MAX_FILE_BYTES >> 20} MiB; split the dataset", str(path))
+    return checked_bytes(dataset_dir, rel).decode("utf-8")
 
 
 def load_splits(dataset_dir: str | Path, primitive: str, *, max_train: int | None = None, max_eval: int | None = None) -> tuple[Dataset, Dataset | None]:

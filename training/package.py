@@ -23,7 +23,7 @@ from forethought.errors import UserError
 from kernel.specs import PRIMITIVE_NAMES, SPECS
 from primitives.io import atomic_write_json, atomic_write_text
 
-from .bundle import FORMAT_VERSION, MANIFEST, BundleError, config_sha256, hash_files
+from .bundle import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, sha256_file
 from .config import BUILT_HERE
 
 PROBE = [{"role": "system", "content": "Answer with JSON."}, {"role": "user", "content": "Task: list the files in the current folder\nTools:\n- ls(a?: boolean): List files."}]
@@ -133,13 +133,14 @@ NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin
 
 
 def package(cfg: PackageConfig) -> Path:
+    from forethought.errors import ensure_output_dir
     from training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
+    from training.provenance import check_measured, read_gates
 
+    ensure_output_dir(Path(cfg.output_dir).parent, "output_dir")  # before loading any model
     gates_path = Path(cfg.validate_dir) / "gates.json"
-    if not gates_path.is_file():
-        raise UserError("no gates.json: run forethought validate first", str(gates_path))
-    gates_summary = json.loads(gates_path.read_text(encoding="utf-8"))
-    gates = gates_summary["primitives"]
+    gates_doc = read_gates(gates_path)
+    gates = gates_doc["primitives"]
     missing = [p for p in PRIMITIVE_NAMES if p not in gates]
     if missing:
         raise UserError(f"gates.json has no result for {missing}", str(gates_path))
@@ -159,6 +160,7 @@ def package(cfg: PackageConfig) -> Path:
         if not m or not m.get("completed"):
             raise UserError(f"the training run of {p!r} did not complete", str(Path(cfg.train_dir) / p))
     trained_hashes = check_spec_hashes(cfg.train_dir, list(PRIMITIVE_NAMES))
+    check_measured(gates_doc, cfg.train_dir, list(PRIMITIVE_NAMES), str(gates_path))  # no stale numbers on new files
     ref = read_base_ref(cfg.train_dir)
     base_src = Path(ref["path"])
     model, tok = load_adapters(cfg.train_dir, list(PRIMITIVE_NAMES))
@@ -174,7 +176,9 @@ def package(cfg: PackageConfig) -> Path:
             shutil.copytree(base_src, tmp / "base")
             base_path, base_files = "base", hash_files(tmp / "base")
         else:
-            base_path, base_files = str(base_src.resolve()), {}
+            # An external base is pinned by the digest of every file, checked at each load.
+            base_path, base_files = str(base_src.resolve()), hash_files(base_src)
+        shutil.copy(gates_path, tmp / "gates.json")  # the loader derives gates and smoke from this file
         tok_dir = tmp / "tokenizer"
         tok.save_pretrained(tok_dir)
         smoke = bool(failed)
@@ -200,8 +204,7 @@ def package(cfg: PackageConfig) -> Path:
                 "adapter_path": f"adapters/{p}",
                 "spec_hash": SPECS[p].spec_hash,
                 "trained_spec_hash": trained_hashes[p],
-                "gate": {k: g.get(k) for k in ("n", "exact_match", "base_exact_match", "exact_match_no_near_duplicate", "contract_valid_rate",
-                                               "parse_rate", "threshold", "passed", "decoding")},
+                "gate": {k: g.get(k) for k in GATE_KEYS},
                 "probe_delta": deltas[p],
             }
             atomic_write_text(dst / "README.md", model_card(p, entry, base_info, stats, smoke))
@@ -214,8 +217,9 @@ def package(cfg: PackageConfig) -> Path:
             "code_version": _version(),
             "base": base_info,
             "tokenizer": {"path": "tokenizer", "files": hash_files(tok_dir)},
+            "gates": {"path": "gates.json", "sha256": sha256_file(tmp / "gates.json")},
             # The decoding the gates were measured with; the kernel's hf backend decodes the same way by default.
-            "decoding": {"constrained": gates_summary.get("decoding") == "constrained"},
+            "decoding": {"constrained": gates_doc.get("decoding") == "constrained"},
             "primitives": prims,
         }
         atomic_write_json(tmp / MANIFEST, manifest)

@@ -139,7 +139,8 @@ def make_rows(primitive: str, n: int, *, seed: int = 0, scale: Literal["small", 
         user, target = _example(primitive, rng, detail)
         rows.append({
             "id": f"{primitive}-{split}-{i:05d}",
-            "solution_id": f"sol-{rng.randint(0, 299):03d}",
+            # validation rows come from other (held-out) solutions, as in a generated dataset
+            "solution_id": f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
             "primitive": primitive,
             "prompt": [{"role": "system", "content": _SYSTEM[primitive]}, {"role": "user", "content": user}],
             "completion": [{"role": "assistant", "content": json.dumps(target, ensure_ascii=False)}],
@@ -162,6 +163,9 @@ def write_dataset(
     for p in primitives:
         atomic_write_jsonl(root / p / "train.jsonl", make_rows(p, n_train, seed=seed, scale=scale, split="train"))
         atomic_write_jsonl(root / p / "validation.jsonl", make_rows(p, n_val, seed=seed, scale=scale, split="validation"))
+    from data_gen.unit import seal
+
+    seal(root)  # one unit, as forethought generate writes it: train and validate check the manifest
     return root
 
 

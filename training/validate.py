@@ -22,6 +22,7 @@ from forethought.errors import UserError
 from kernel.backends.factory import Device, PrimitiveName
 from kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec
 from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
+from training.provenance import measured
 
 # Defaults a little under the paper's fine-tuned exact match (Table 5: 92.8 / 100 / 87.4 / 96.9 / 93.0).
 DEFAULT_THRESHOLDS = {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
@@ -113,30 +114,58 @@ def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], kee
     }
 
 
+def _row_problem(spec: PrimitiveSpec, r: Any) -> str | None:
+    """Why a validation row cannot be scored (named by field), or None."""
+    if not isinstance(r, dict):
+        return f"not a JSON object (got {type(r).__name__})"
+    for k in ("prompt", "target", "input"):
+        if k not in r:
+            return f"field {k!r} is missing"
+    if not isinstance(r["prompt"], list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in r["prompt"]):
+        return "field 'prompt' must be a list of messages with string 'content'"
+    if isinstance(r["input"], str):
+        try:
+            r["input"] = json.loads(r["input"])
+        except (json.JSONDecodeError, RecursionError):
+            return "field 'input' is not valid JSON"
+    try:
+        spec.input_type.model_validate(r["input"])
+    except Exception as exc:
+        return f"field 'input' is not a {spec.input_type.__name__}: {str(exc).splitlines()[0][:200]}"
+    try:
+        spec.target_text(r["target"])
+    except Exception as exc:
+        return f"field 'target' is not a valid {spec.name} target: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    return None
+
+
 def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[dict[str, Any]]:
+    from data_gen.unit import load_manifest, split_problem
+    from training.data import read_dataset_text
+
     path = Path(dataset_dir) / prim / "validation.jsonl"
     if not path.is_file():
         raise UserError(f"no validation split for {prim!r} (run forethought generate)", str(path))
+    held_out = set(load_manifest(dataset_dir)["validation_solutions"])
+    try:
+        text = read_dataset_text(dataset_dir, f"{prim}/validation.jsonl")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
+    spec = SPECS[prim]
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"line {i}: not valid JSON ({exc.msg})", str(path)) from None
-            for k in ("prompt", "target", "input"):
-                if k not in r:
-                    raise UserError(f"line {i}: field {k!r} is missing", str(path))
-            if isinstance(r["input"], str):
-                try:
-                    r["input"] = json.loads(r["input"])
-                except json.JSONDecodeError:
-                    raise UserError(f"line {i}: field 'input' is not valid JSON", str(path)) from None
-            rows.append(r)
-            if limit and len(rows) >= limit:
-                break
+    for i, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise UserError(f"line {i}: not valid JSON ({getattr(exc, 'msg', exc)})", str(path)) from None
+        problem = _row_problem(spec, r) or split_problem(r, "validation", held_out)
+        if problem:
+            raise UserError(f"line {i}: {problem}", str(path))
+        rows.append(r)
+        if limit and len(rows) >= limit:
+            break
     if not rows:
         raise UserError("empty validation split", str(path))
     return rows
@@ -201,6 +230,7 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
         "elapsed_s": round(time.perf_counter() - t0, 2),
+        "measured": measured(cfg.train_dir, prims, cfg.dataset_dir),  # the adapter files these gates hold for (issue 13)
     }
     out = Path(cfg.output_dir)
     atomic_write_json(out / "gates.json", summary)
@@ -296,6 +326,9 @@ def cli(args: list[str]) -> int:
     cfg = load("validate", split_args(args), ValidateConfig)
     if cfg is None:
         return 0
+    from forethought.errors import ensure_output_dir
+
+    ensure_output_dir(cfg.output_dir, "output_dir")  # before decoding, not after it
     console = Console(stderr=True)
     summary = validate_with_progress(cfg, console)
     console.print(gates_markdown(summary))

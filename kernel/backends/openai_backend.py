@@ -7,17 +7,59 @@ concurrently and the server batches them. Only the standard library is used.
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
-import urllib.request
+import socket
+import threading
+import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from primitives import BackendError as _DSLBackendError
 from primitives import SLMReply, SLMRequest
 
+MAX_REPLY_BYTES = 8 * 1024 * 1024  # a chat completion is kilobytes; more is a broken or hostile server
 
-class BackendError(RuntimeError):
+
+class BackendError(_DSLBackendError):
     """A located error from a model server (URL, model, status, what was wrong)."""
+
+
+class PermanentBackendError(BackendError):
+    """A reply that a retry would not change (HTTP 4xx other than 408/429)."""
+
+    transient = False
+
+
+class _Deadline:
+    """Shuts the connection's socket down when the request's total time is up.
+
+    ``timeout`` on a socket bounds each read; a server trickling one byte per
+    second never trips it. Shutting the socket down from a timer wakes any
+    blocked read, so ``timeout_s`` bounds the whole request.
+    """
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float):
+        self.conn, self.expired = conn, False
+        self.timer = threading.Timer(seconds, self._expire)
+        self.timer.daemon = True
+
+    def _expire(self) -> None:
+        self.expired = True
+        sock = self.conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> _Deadline:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.timer.cancel()
 
 
 class OpenAIBackend:
@@ -62,6 +104,39 @@ class OpenAIBackend:
         body.update(self.extra_body)
         return body
 
+    def _send(self, data: bytes, headers: dict[str, str], where: str) -> bytes:
+        """POST ``data``; the reply body, or a located :class:`BackendError`. ``timeout_s`` bounds it all."""
+        u = urllib.parse.urlsplit(self.url)
+        cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        conn = cls(u.hostname or "", u.port, timeout=self.timeout_s)
+        path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        t0 = time.monotonic()
+        with _Deadline(conn, self.timeout_s) as deadline:
+            try:
+                conn.request("POST", path, body=data, headers=headers)
+                r = conn.getresponse()
+                body = r.read(MAX_REPLY_BYTES + 1)
+                if deadline.expired:  # the read returned what it had when the socket was shut down
+                    raise TimeoutError
+                if r.length:  # bytes the server announced but never sent
+                    raise http.client.IncompleteRead(body, r.length)
+            except (OSError, http.client.HTTPException) as exc:
+                if deadline.expired or isinstance(exc, TimeoutError):
+                    raise BackendError(f"{where}: no complete reply within timeout_s={self.timeout_s:g} "
+                                       f"(gave up after {time.monotonic() - t0:.1f} s)") from None
+                if isinstance(exc, http.client.HTTPException):
+                    raise BackendError(f"{where}: protocol error: {type(exc).__name__}: {exc!r}") from None
+                raise BackendError(f"{where}: cannot reach the server: {exc}") from None
+            finally:
+                conn.close()
+        if len(body) > MAX_REPLY_BYTES:
+            raise BackendError(f"{where}: reply is larger than {MAX_REPLY_BYTES} bytes")
+        if r.status >= 400:
+            detail = body[:300].decode(errors="replace")
+            cls_err = BackendError if r.status >= 500 or r.status in (408, 429) else PermanentBackendError
+            raise cls_err(f"{where}: HTTP {r.status}: {detail}")
+        return body
+
     def _post(self, req: SLMRequest) -> SLMReply:
         body = self._body(req)
         data = json.dumps(body).encode()
@@ -69,17 +144,10 @@ class OpenAIBackend:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         where = f"{self.url} (model {body['model']!r})"
-        try:
-            with urllib.request.urlopen(urllib.request.Request(self.url, data=data, headers=headers), timeout=self.timeout_s) as r:
-                raw = r.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode(errors="replace")
-            raise BackendError(f"{where}: HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            raise BackendError(f"{where}: cannot reach the server: {getattr(exc, 'reason', exc)}") from None
+        raw = self._send(data, headers, where)
         try:
             reply = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             raise BackendError(f"{where}: reply is not JSON: {raw[:200]!r}") from None
         try:
             text = reply["choices"][0]["message"]["content"]
@@ -87,7 +155,8 @@ class OpenAIBackend:
             raise BackendError(f"{where}: reply has no choices[0].message.content: {json.dumps(reply)[:200]}") from None
         if not isinstance(text, str):
             raise BackendError(f"{where}: choices[0].message.content is {type(text).__name__}, not text")
-        return SLMReply(text, {"backend": "openai", "model": reply.get("model", body["model"]), "adapter": req.adapter, "url": self.base_url})
+        model = reply.get("model", body["model"]) if isinstance(reply, dict) else body["model"]
+        return SLMReply(text, {"backend": "openai", "model": model, "adapter": req.adapter, "url": self.base_url})
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         if len(requests) <= 1 or self.concurrency <= 1:

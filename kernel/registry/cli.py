@@ -34,6 +34,9 @@ def cli(args: list[str]) -> int:
 def _check(args: list[str]) -> int:
     fmt: str | None = None
     files: list[str] = []
+    if any(a in ("-h", "--help") for a in args):
+        print(USAGE)
+        return 0
     for arg in args:
         key, eq, value = arg.partition("=")
         if eq and key.lstrip("-").isidentifier():  # an override, not a path (paths may hold '=' after a '/')

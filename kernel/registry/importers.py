@@ -152,13 +152,26 @@ def detect_format(data: Any, source: str = "<registry>", *, jsonl: bool = False)
 # -- text --------------------------------------------------------------------
 
 
+def _bounded(data: Any, source: str, check_depth: Any, max_depth: int) -> Any:
+    try:
+        return check_depth(data, source, max_depth)
+    except UserError as exc:
+        raise RegistryError(source, exc.message) from None
+
+
 def _load_text(text: str, source: str) -> tuple[Any, list[int] | None]:
     """Decode JSON, or JSON Lines (one value per non-blank line), with located errors."""
+    from forethought.bounded import MAX_DEPTH, MAX_FILE_BYTES, check_depth
+
     text = text.lstrip("\ufeff")
     if not text.strip():
         raise RegistryError(source, "file is empty")
+    if len(text) > MAX_FILE_BYTES:
+        raise RegistryError(source, f"larger than {MAX_FILE_BYTES >> 20} MiB")
     try:
-        return json.loads(text), None
+        return _bounded(json.loads(text), source, check_depth, MAX_DEPTH), None
+    except RecursionError:
+        raise RegistryError(source, f"nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as whole:
         rows = text.splitlines()
         first = next(i for i, r in enumerate(rows) if r.strip())
@@ -172,7 +185,9 @@ def _load_text(text: str, source: str) -> tuple[Any, list[int] | None]:
         if not row.strip():
             continue
         try:
-            items.append(json.loads(row))
+            items.append(_bounded(json.loads(row), source, check_depth, MAX_DEPTH))
+        except RecursionError:
+            raise RegistryError(source, f"nested deeper than {MAX_DEPTH} levels", line=n) from None
         except json.JSONDecodeError as exc:
             raise RegistryError(source, f"invalid JSON: {exc.msg}", line=n, column=exc.colno) from None
         line_nos.append(n)

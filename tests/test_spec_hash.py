@@ -1,0 +1,59 @@
+"""Spec hash = what the model sees (issue 13, finding 5), and the golden prompts as snapshots.
+
+The snapshots under tests/snapshots/prompts/ are the rendered messages, retry
+messages, target text, canonical form and decoding schema of fixed golden
+inputs (kernel/spec_golden.json). A prompt change fails the snapshot test, so it
+is a visible diff; regenerate with FORETHOUGHT_UPDATE_SNAPSHOTS=1 after checking it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import kernel.specs as specs
+from kernel.specs import PRIMITIVE_NAMES, SPECS
+
+SNAP = Path(__file__).parent / "snapshots" / "prompts"
+
+
+@pytest.mark.parametrize("name", PRIMITIVE_NAMES)
+def test_golden_prompts_match_their_snapshots(name):
+    got = SPECS[name].golden_rendering()
+    f = SNAP / f"{name}.txt"
+    if os.environ.get("FORETHOUGHT_UPDATE_SNAPSHOTS"):
+        f.write_text(got, encoding="utf-8")
+    assert f.is_file(), f"no snapshot {f}; run with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
+    assert got == f.read_text(encoding="utf-8"), (
+        f"the {name} prompt changed (see the diff); its spec hash changed with it, so datasets and adapters made "
+        "before are refused. If intended, regenerate the snapshot with FORETHOUGHT_UPDATE_SNAPSHOTS=1")
+
+
+def test_changing_render_tools_changes_every_affected_spec_hash(monkeypatch):
+    # Finding 5: a new line format in render_tools changed every decompose prompt,
+    # yet all five spec hashes stayed identical (only a few functions' source was hashed).
+    before = {n: SPECS[n].compute_spec_hash() for n in PRIMITIVE_NAMES}
+    assert before == {n: SPECS[n].spec_hash for n in PRIMITIVE_NAMES}
+    original = specs.render_tools
+    monkeypatch.setattr(specs, "render_tools", lambda tools: original(tools).replace("): ", ") -- "))
+    after = {n: SPECS[n].compute_spec_hash() for n in PRIMITIVE_NAMES}
+    changed = {n for n in PRIMITIVE_NAMES if after[n] != before[n]}
+    assert changed == {"decompose", "check_prerequisites", "match_func", "match_fill"}  # every primitive shown tools
+
+
+@pytest.mark.parametrize("part", ["messages", "target_text"])
+def test_messages_and_target_text_are_covered(monkeypatch, part):
+    spec = SPECS["get_order"]
+    before = spec.compute_spec_hash()
+    cls = type(spec)
+    original = getattr(cls, part)
+    monkeypatch.setattr(cls, part, lambda self, *a, **k: _changed(original(self, *a, **k)))
+    assert spec.compute_spec_hash() != before
+
+
+def _changed(v):
+    if isinstance(v, str):
+        return v + " "
+    return [*v[:-1], {**v[-1], "content": v[-1]["content"] + "\n"}]

@@ -1,0 +1,72 @@
+"""What a gates.json measured: the digest of every adapter file it decoded with, and the dataset run.
+
+``validate`` records it; ``package`` refuses gates measured on other files (an
+adapter retrained after validate would otherwise ship under the old numbers),
+and the bundle loader checks the bundled gates against the bundled adapters.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from forethought.errors import UserError
+
+# The adapter files that decide what the model answers.
+MEASURED_FILES = ("adapter_model.safetensors", "adapter_config.json")
+MAX_GATES_BYTES = 64 * 1024 * 1024
+
+
+def adapter_digests(train_dir: str | Path, primitive: str) -> dict[str, str | None]:
+    from training.artifacts import adapter_dir
+    from training.bundle import sha256_file
+
+    d = adapter_dir(train_dir, primitive)
+    return {f: (sha256_file(d / f) if (d / f).is_file() else None) for f in MEASURED_FILES}
+
+
+def measured(train_dir: str | Path, primitives: list[str], dataset_dir: str | Path) -> dict[str, Any]:
+    """The ``measured`` block of gates.json (called by run_validation)."""
+    from data_gen.unit import MANIFEST
+
+    run_id = None
+    f = Path(dataset_dir) / MANIFEST
+    if f.is_file():
+        run_id = json.loads(f.read_text(encoding="utf-8")).get("run_id")
+    return {"adapters": {p: adapter_digests(train_dir, p) for p in primitives}, "dataset_run_id": run_id}
+
+
+def read_gates(path: str | Path) -> dict[str, Any]:
+    """gates.json, parsed and shape-checked; every problem is a located error, never a traceback."""
+    path = Path(path)
+    where = str(path)
+    if not path.is_file():
+        raise UserError("no gates.json: run forethought validate first", where)
+    if path.stat().st_size > MAX_GATES_BYTES:
+        raise UserError(f"larger than {MAX_GATES_BYTES >> 20} MiB: not a gates file", where)
+    try:
+        g = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise UserError(f"not valid JSON (truncated?): {exc}; re-run forethought validate", where) from None
+    if not isinstance(g, dict) or not isinstance(g.get("primitives"), dict):
+        raise UserError("field 'primitives' is missing or not an object; re-run forethought validate", where)
+    for p, r in g["primitives"].items():
+        if not isinstance(r, dict):
+            raise UserError(f"field primitives.{p} is not an object", where)
+        for k, t in (("passed", bool), ("exact_match", (int, float)), ("threshold", (int, float))):
+            if not isinstance(r.get(k), t) or (k != "passed" and isinstance(r.get(k), bool)):
+                raise UserError(f"field primitives.{p}.{k} is missing or not a {'boolean' if t is bool else 'number'}", where)
+    return g
+
+
+def check_measured(gates: dict[str, Any], train_dir: str | Path, primitives: list[str], where: str) -> None:
+    """Refuse gates that were not measured on the adapter files now in ``train_dir``."""
+    recorded = (gates.get("measured") or {}).get("adapters") if isinstance(gates.get("measured"), dict) else None
+    if not isinstance(recorded, dict):
+        raise UserError("gates.json records no digest of the adapters it measured (written by an older forethought); "
+                        "re-run forethought validate", where)
+    stale = [p for p in primitives if recorded.get(p) != adapter_digests(train_dir, p)]
+    if stale:
+        raise UserError(f"the gates of {stale} were measured on other adapter files than those in {train_dir} (retrained "
+                        "after validate?); re-run forethought validate", where)
