@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from forethought.errors import UserError
 from primitives import Cache, Recorder, ReplayMissError
 from primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
+from primitives.trace import capped_rows
 
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
 from .kernel import Kernel, KernelConfig
@@ -54,6 +55,7 @@ class RunConfig(BaseModel):
     cache: bool = False  # reuse the answer to an identical SLM request within the run
     # fail: a turn whose backend did not answer makes the run exit 1; count: exit 0, the turns are listed
     backend_errors: Literal["fail", "count"] = "fail"
+    trace_max_mb: int = Field(64, ge=1)  # trace.jsonl stops here, with a final marker row counting what was left out
 
 
 class _ReplayOnly:
@@ -103,7 +105,7 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     ])
     atomic_write_json(out / "final_state.json", res.final_state)
     rows = [{"turn": i, **r} for i, tr in enumerate(res.traces) for r in tr.to_rows()]
-    atomic_write_jsonl(out / "trace.jsonl", rows)
+    atomic_write_jsonl(out / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
     meta = {"scenario": path, "backend": "replay" if isinstance(factory(0, sol.turns[0]), _ReplayOnly) else cfg.backend.name,
             "cvc": cfg.kernel.cvc}
     bundle = getattr(getattr(factory(0, sol.turns[0]), "bundle", None), "path", None)

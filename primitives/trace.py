@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -41,10 +42,30 @@ class TraceRecord:
         return bool(self.contract.get("ok"))
 
 
+# A trace file stops growing here: a runaway run (or a huge tool result in every step) cannot fill the disk.
+DEFAULT_MAX_TRACE_BYTES = 64 * 1024 * 1024
+
+
+def capped_rows(rows: list[dict[str, Any]], max_bytes: int) -> list[dict[str, Any]]:
+    """``rows`` while their JSON Lines size stays within ``max_bytes``; past that, one final marker row says how
+    many records were left out (so a truncated trace never passes for a complete one)."""
+    out: list[dict[str, Any]] = []
+    size = 0
+    for i, r in enumerate(rows):
+        n = len(json.dumps(r, ensure_ascii=False, default=str).encode()) + 1
+        if size + n > max_bytes:
+            out.append({"truncated": True, "dropped_records": len(rows) - i, "max_bytes": max_bytes})
+            break
+        out.append(r)
+        size += n
+    return out
+
+
 @dataclass
 class Trace:
     run_id: str = ""
     records: list[TraceRecord] = field(default_factory=list)
+    dropped_records: int = 0  # > 0: loaded from a file that was cut at its size cap
 
     def __iter__(self) -> Iterator[TraceRecord]:
         return iter(self.records)
@@ -61,11 +82,13 @@ class Trace:
     def to_rows(self) -> list[dict[str, Any]]:
         return [{"run_id": self.run_id, **r.to_dict()} for r in self.records]
 
-    def write_jsonl(self, path: str | os.PathLike) -> None:
-        atomic_write_jsonl(path, self.to_rows())
+    def write_jsonl(self, path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BYTES) -> None:
+        atomic_write_jsonl(path, capped_rows(self.to_rows(), max_bytes))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Trace:
         rows = read_jsonl(path)
+        marker = rows[-1] if rows and rows[-1].get("truncated") is True else None
+        rows = rows[:-1] if marker else rows
         run_id = rows[0].get("run_id", "") if rows else ""
-        return cls(run_id, [TraceRecord.from_dict(r) for r in rows])
+        return cls(run_id, [TraceRecord.from_dict(r) for r in rows], dropped_records=int(marker["dropped_records"]) if marker else 0)

@@ -442,3 +442,22 @@ def test_a_cached_symbolic_output_is_not_changed_by_whoever_mutates_it():
     first.items.append("mutated")
     second = eng.run(make, {"text": "a"})
     assert second.trace.records[0].source == "cache" and second.output == Bag(items=["a"])
+
+
+def test_a_trace_file_is_cut_at_its_size_cap_and_says_so(tmp_path):
+    from primitives import Program
+    from primitives.trace import Trace, TraceRecord, capped_rows
+
+    rows = [{"i": i, "payload": "x" * 100} for i in range(100)]
+    cut = capped_rows(rows, 2000)
+    assert cut[-1] == {"truncated": True, "dropped_records": 100 - (len(cut) - 1), "max_bytes": 2000}
+    assert sum(len(json.dumps(r)) + 1 for r in cut[:-1]) <= 2000 and len(cut) > 2
+    assert capped_rows(rows, 10**9) == rows  # under the cap: untouched, no marker
+    length = symbolic("length", lambda t: Num(v=len(t.text)), Text, Num, Contract())
+    double = symbolic("double", lambda n: Num(v=2 * n.v), Num, Num, Contract())
+    run = Engine().run(Program(Sequence(length, double)), {"text": "a b c"})
+    path = tmp_path / "t.jsonl"
+    run.trace.write_jsonl(path, max_bytes=len(json.dumps(run.trace.to_rows()[0])) + 1)
+    loaded = Trace.load(path)
+    assert len(loaded) == 1 and loaded.dropped_records == len(run.trace) - 1
+    assert isinstance(loaded.records[0], TraceRecord)

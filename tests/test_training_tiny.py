@@ -496,3 +496,17 @@ def test_cpu_threads_apply_during_training_only(data_dir, tmp_path):
         assert seen == [1] and torch.get_num_threads() == 2, "set while training, restored after"
     finally:
         torch.set_num_threads(1)
+
+
+def test_a_base_record_with_no_adapter_behind_it_does_not_refuse_the_next_run(data_dir, tmp_path):
+    """A failed base load used to leave base.json behind, and the next, correct run was refused."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "base.json").write_text(json.dumps({"profile": "gemma3_12b", "path": "/models/wrong", "model_type": "gemma3"}))
+    res = run(config_from_overrides(overrides(data_dir, out)))[PRIM]
+    assert res.metrics["completed"]
+    assert json.loads((out / "base.json").read_text())["profile"] == "tiny"
+    # once an adapter belongs to it, the record binds: another base is refused
+    (out / "base.json").write_text(json.dumps({"profile": "gemma3_12b", "path": "/models/other", "model_type": "gemma3"}))
+    with pytest.raises(UserError, match="belong to another base"):
+        run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))

@@ -362,3 +362,35 @@ def test_a_broken_gates_file_is_a_located_error(tiny_run, tmp_path, capsys, cont
     rc = main(["package", f"train_dir={tiny_run / 'train'}", f"validate_dir={tmp_path / 'v'}", f"output_dir={tmp_path / 'b'}"])
     err = capsys.readouterr().err
     assert rc == 2 and needle in err and str(tmp_path / "v" / "gates.json") in err
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        (b"5", "not a JSON object"),
+        (b"\xff\xfe not text", "not UTF-8"),
+        (None, "field 'target'"),  # a target the primitive's output type rejects
+        ("input", "field 'input'"),  # an input the primitive's input type rejects
+    ],
+)
+def test_a_bad_validation_row_is_a_located_error(generated_data, tmp_path, line, needle):
+    """Finding 7: validate on such rows gave a traceback; now the file, line and field are named."""
+    from data_gen.unit import seal
+    from forethought.errors import UserError
+    from training.validate import _read_rows
+
+    data = tmp_path / "d"
+    shutil.copytree(generated_data, data)
+    path = data / "match_func" / "validation.jsonl"
+    good = json.loads(path.read_text().splitlines()[0])
+    if line is None:
+        raw = json.dumps({**good, "target": {"tool": 3}}).encode()
+    elif line == "input":
+        raw = json.dumps({**good, "input": json.dumps({"task": "not a task"})}).encode()
+    else:
+        raw = line
+    path.write_bytes(raw + b"\n")
+    seal(data)  # the dataset is one unit again: only the row itself is wrong
+    with pytest.raises(UserError, match=needle) as exc:
+        _read_rows(str(data), "match_func", None)
+    assert exc.value.where == str(path)

@@ -362,6 +362,11 @@ def prepare_base(cfg: TrainConfig) -> BaseRef:
         path = require_local_path(cfg.model)
     ref = BaseRef(profile=cfg.model.profile, path=path, model_type=checkpoint_model_type(path))
     ref_file = out / BASE_REF
+    from training.artifacts import trained_primitives
+
+    if _is_main_process() and ref_file.is_file() and not trained_primitives(out):
+        # No adapter belongs to the recorded base yet (e.g. its load failed): the record binds nothing.
+        ref_file.unlink()
     if ref_file.is_file():
         old = json.loads(ref_file.read_text(encoding="utf-8"))
         if old.get("path") != ref.to_json()["path"] or old.get("profile") != ref.profile:
