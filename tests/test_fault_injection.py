@@ -258,6 +258,48 @@ def test_sigkill_during_generate_never_leaves_a_dataset_train_accepts(tmp_path, 
     read_split(data, "decompose", "train")
 
 
+def test_sigkill_during_train_leaves_no_adapter_that_claims_to_be_done_and_resume_finishes(tmp_path):
+    from training.artifacts import trained_primitives
+
+    data, out = tmp_path / "data", tmp_path / "train"
+    assert main(["generate", *GEN_ARGS, f"data.output_dir={data}"]) == 0
+    args = ["train", "primitive=match_fill", "model=tiny", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={out}",
+            "train=quick", "train.max_steps=40", "train.save_steps=5", "logging=none", "logging.progress=false"]
+    proc = _spawn(args)
+    ckpt = lambda: any((d / "trainer_state.json").is_file() for d in (out / "match_fill" / "checkpoints").glob("checkpoint-*"))  # noqa: E731
+    assert _kill_when(proc, ckpt, limit_s=120), proc.stderr.read().decode()[-2000:]
+    # Nothing claims a finished run: no metrics, no adapter, not listed as trained, so package has nothing to ship.
+    assert not (out / "match_fill" / "metrics.json").exists() and not (out / "match_fill" / "adapter").exists()
+    assert trained_primitives(out) == []
+    # A plain rerun refuses to mix into the half-done run; resume finishes it.
+    assert main(args) == 2
+    assert main([*args, "train.resume=true"]) == 0
+    assert trained_primitives(out) == ["match_fill"]
+    assert json.loads((out / "match_fill" / "metrics.json").read_text())["global_step"] == 40
+
+
+def test_sigkill_during_package_leaves_the_old_bundle_or_none(tiny_pipeline, tmp_path):
+    from training.bundle import load_bundle
+
+    run = tiny_pipeline
+    bundle = tmp_path / "bundle"
+    args = ["package", f"train_dir={run / 'train'}", f"validate_dir={run / 'validate'}", f"dataset_dir={run / 'data'}",
+            f"output_dir={bundle}", "allow_failed_gates=true"]
+    # Killed before the rename: no bundle at all (only a hidden staging folder, which a rerun ignores).
+    proc = _spawn(args)
+    staging = lambda: any(tmp_path.glob(".bundle.*"))  # noqa: E731
+    assert _kill_when(proc, staging, limit_s=120)
+    assert not bundle.exists()
+    assert main(args) == 0
+    before = (bundle / "manifest.json").read_bytes()
+    load_bundle(bundle, allow_smoke=True)
+    # Killed while the new one is being built over it: the complete old bundle stays, never a mix.
+    proc = _spawn(args)
+    assert _kill_when(proc, staging, limit_s=120)
+    assert (bundle / "manifest.json").read_bytes() == before
+    load_bundle(bundle, allow_smoke=True)
+
+
 # ------------------------------------------------ located errors, one exit-code convention
 @pytest.mark.parametrize("command", [
     ["generate", *GEN_ARGS, "data.output_dir={f}"],
