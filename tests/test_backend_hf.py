@@ -221,3 +221,20 @@ def test_an_unknown_adapter_or_primitive_is_a_clear_error(two_adapters):
         backend.complete([SLMRequest("get_order", _In(), prompts[0])])
     with pytest.raises(KeyError, match=r"no adapter named 'decompose_v2'"):
         backend.complete([SLMRequest("decompose", _In(), prompts[0], adapter="decompose_v2")])
+
+
+def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
+    """backend.constrained=null takes the bundle's manifest.decoding; an explicit setting wins."""
+    from types import SimpleNamespace
+
+    import training.bundle
+    from kernel.backends.hf import HFBackend
+
+    def fake_bundle(constrained):
+        return SimpleNamespace(smoke=False, path="b", base_id="base", manifest={"decoding": {"constrained": constrained}},
+                               load_model=lambda device: (SimpleNamespace(peft_config={}), None))
+
+    for recorded in (True, False):
+        monkeypatch.setattr(training.bundle, "load_bundle", lambda path, allow_smoke=False, r=recorded: fake_bundle(r))
+        assert HFBackend.from_bundle("b", device="cpu").constrained is recorded
+        assert HFBackend.from_bundle("b", device="cpu", constrained=not recorded).constrained is (not recorded)

@@ -321,3 +321,23 @@ def test_an_output_path_that_cannot_be_written_is_bad_input_reported_first(tmp_p
     assert rc == 2, err
     assert str(f) in err and "bug in forethought" not in err and "Traceback" not in err
     assert time.monotonic() - t0 < 20  # refused up front
+
+
+def test_the_base_stage_resumes_after_a_kill_and_is_then_reused(tmp_path):
+    data, out = tmp_path / "data", tmp_path / "train"
+    assert main(["generate", *GEN_ARGS, f"data.output_dir={data}"]) == 0
+    args = ["train", "primitive=base", "model=tiny", f"dataset_dir={data}", f"output_dir={out}", "model.pretrain.max_steps=30",
+            "model.pretrain.save_steps=5", "model.pretrain.em_eval_steps=null", "model.tiny.vocab_size=1024", "train.cpu_threads=1",
+            "logging=none", "logging.progress=false"]
+    proc = _spawn(args)
+    ckpt = lambda: any((d / "trainer_state.json").is_file() for d in (out / "base_run" / "checkpoints").glob("checkpoint-*"))  # noqa: E731
+    assert _kill_when(proc, ckpt, limit_s=120), proc.stderr.read().decode()[-2000:]
+    assert not (out / "base").exists(), "no half-trained base is published"
+    assert main(args) == 2  # the stage already started: resume or overwrite, never a silent restart
+    assert main([*args, "train.resume=true"]) == 0
+    m = json.loads((out / "base_run" / "metrics.json").read_text())
+    assert m["global_step"] == 30 and m["resumed_from"].startswith("checkpoint-")
+    assert (out / "base" / "forethought_base.json").is_file()
+    # an adapter run reuses the current base (no second base stage) and trains on it
+    assert main([*args[:1], "primitive=match_fill", *args[2:], "train=quick", "train.max_steps=2"]) == 0
+    assert json.loads((out / "base_run" / "metrics.json").read_text()) == m

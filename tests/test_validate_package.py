@@ -121,8 +121,10 @@ def test_bundle_manifest_and_model_cards(tiny_run):
     m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
     assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
     assert m["base"]["attn_implementation"] == "sdpa" and m["code_version"].startswith("0.")
+    assert m["decoding"] == {"constrained": False}  # the gates' decoding; the hf backend decodes the same way by default
     for p in PRIMITIVE_NAMES:
         e = m["primitives"][p]
+        assert e["gate"]["decoding"] == "free" and "exact_match_no_near_duplicate" in e["gate"]
         assert e["spec_hash"] == SPECS[p].spec_hash and "adapter_model.safetensors" in e["files"]
         assert e["probe_delta"] > 0  # the adapter-applies check ran
         adir = tiny_run / "bundle" / "adapters" / p
