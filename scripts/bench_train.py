@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         f"output_dir={out}",
         "logging=none",
         "train.device=cpu",
+        "model.pretrain=null",  # adapter throughput only: the base stage is measured by scripts/bench_cpu_settings.py
     ]
     if not a.epochs_run:
         ov.append(f"train.max_steps={a.steps}")

@@ -88,6 +88,15 @@ def test_bench_gpu_lora_builds_the_12b_text_shape_on_meta():
     assert model.config.layer_types.count("full_attention") == 8 and model.config.sliding_window == 1024
 
 
+def test_bench_cpu_settings_compares_with_trl_defaults(generated_data, tmp_path):
+    bench = _script("bench_cpu_settings")
+    out = tmp_path / "b.json"
+    assert bench.main(["--data", str(generated_data), "--model", "tiny", "--steps", "1", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["setting"] for r in rows] == list(bench.settings(1536))
+    assert rows[0]["ratio_to_trl_defaults"] == 1.0 and all(r["tokens_per_second"] > 0 for r in rows)
+
+
 def test_bench_train_runs(tmp_path):
     bench = _script("bench_train")
     out = tmp_path / "bench.json"
