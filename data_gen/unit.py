@@ -80,12 +80,9 @@ def load_manifest(root: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise UserError(f"no {MANIFEST}: this dataset was not written as one unit by forethought generate, so its files "
                         f"cannot be shown to belong together (rerun forethought generate; {SEAL_HINT})", where)
-    if path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise UserError(f"larger than {MAX_MANIFEST_BYTES} bytes", where)
-    try:
-        m = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise UserError(f"not valid JSON: {exc}", where) from None
+    from forethought.bounded import read_json_file
+
+    m = read_json_file(path, max_bytes=MAX_MANIFEST_BYTES, hint=f"; rerun forethought generate ({SEAL_HINT})")
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise UserError(f"not a format-{FORMAT} dataset manifest (field 'format')", where)
     files, val, run_id = m.get("files"), m.get("validation_solutions"), m.get("run_id")

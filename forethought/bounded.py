@@ -8,6 +8,7 @@ schema sees it. Every overrun is a located :class:`UserError`.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -54,6 +55,18 @@ def loads_json(text: str | bytes, where: str, *, max_bytes: int = MAX_FILE_BYTES
     except RecursionError:
         raise UserError(f"nested deeper than {max_depth} levels", where) from None
     return check_depth(data, where, max_depth)
+
+
+def read_json_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES, hint: str = "") -> Any:
+    """A JSON file with a size bound (checked before reading) and a depth bound; every problem is a
+    located UserError ending with ``hint`` (what to do about it)."""
+    where = str(path)
+    if path.stat().st_size > max_bytes:
+        raise UserError(f"larger than {max_bytes >> 20} MiB{hint}", where)
+    try:
+        return loads_json(path.read_bytes(), where, max_bytes=max_bytes)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"not valid JSON (truncated?): {exc}{hint}", where) from None
 
 
 def loads_yaml(text: str, where: str, *, max_bytes: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH) -> Any:

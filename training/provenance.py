@@ -43,12 +43,9 @@ def read_gates(path: str | Path) -> dict[str, Any]:
     where = str(path)
     if not path.is_file():
         raise UserError("no gates.json: run forethought validate first", where)
-    if path.stat().st_size > MAX_GATES_BYTES:
-        raise UserError(f"larger than {MAX_GATES_BYTES >> 20} MiB: not a gates file", where)
-    try:
-        g = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise UserError(f"not valid JSON (truncated?): {exc}; re-run forethought validate", where) from None
+    from forethought.bounded import read_json_file
+
+    g = read_json_file(path, max_bytes=MAX_GATES_BYTES, hint="; re-run forethought validate")
     if not isinstance(g, dict) or not isinstance(g.get("primitives"), dict):
         raise UserError("field 'primitives' is missing or not an object; re-run forethought validate", where)
     for p, r in g["primitives"].items():
