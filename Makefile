@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: demo test install lint clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU machines: take the local CPU wheel first so no CUDA build is pulled.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0

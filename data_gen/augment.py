@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kernel.domains import available, load_domain
-from kernel.registry.model import ToolSpec
-from kernel.scenario import RegistryRef, Solution
+from forethought.kernel.domains import available, load_domain
+from forethought.kernel.registry.model import ToolSpec
+from forethought.kernel.scenario import RegistryRef, Solution
 
 SLOT_VALUES_DIR = Path(__file__).resolve().parent / "slot_values"
 

@@ -25,16 +25,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.errors import RunFailed, UserError
-from kernel.backends.factory import BackendConfig, HFBackendConfig, PrimitiveName, make_model_backend
-from kernel.backends.noisy import NoisyOracle
-from kernel.backends.oracle import OracleBackend
-from kernel.grounding import canonical
-from kernel.kernel import Kernel
-from kernel.run import KernelSettings
-from kernel.runner import run_solution
-from kernel.scenario import Solution, load_solution, solution_files
-from kernel.specs import PRIMITIVE_NAMES
-from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_jsonl, atomic_write_text
+from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, PrimitiveName, make_model_backend
+from forethought.kernel.backends.noisy import NoisyOracle
+from forethought.kernel.backends.oracle import OracleBackend
+from forethought.kernel.grounding import canonical
+from forethought.kernel.kernel import Kernel
+from forethought.kernel.run import KernelSettings
+from forethought.kernel.runner import run_solution
+from forethought.kernel.scenario import Solution, load_solution, solution_files
+from forethought.kernel.specs import PRIMITIVE_NAMES
+from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_jsonl, atomic_write_text
 
 from .verify import Divergence, reference_states
 

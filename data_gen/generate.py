@@ -31,11 +31,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
-from kernel.kernel import Kernel, KernelConfig
-from kernel.scenario import Solution, load_solution, solution_files
-from kernel.specs import PRIMITIVE_NAMES, SPECS
-from primitives import SLMReply, SLMRequest
-from primitives.io import atomic_write_json, atomic_write_text
+from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.scenario import Solution, load_solution, solution_files
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
+from forethought.primitives import SLMReply, SLMRequest
+from forethought.primitives.io import atomic_write_json, atomic_write_text
 
 from . import unit
 from .augment import Variant, make_variant

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from forethought.errors import UserError
-from primitives.io import atomic_write_json
+from forethought.primitives.io import atomic_write_json
 
 MANIFEST = "dataset.json"
 FORMAT = 1
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 MAX_FILE_BYTES = 2 * 1024 * 1024 * 1024  # one split file; read whole into memory
 SPLITS = ("train", "validation")
-SEAL_HINT = "python -m data_gen.unit seal DIR seals a hand-made dataset"
+SEAL_HINT = "python -m forethought.data_gen.unit seal DIR seals a hand-made dataset"
 
 
 def _sha256(data: bytes) -> str:
@@ -175,7 +175,7 @@ def commit(tmp: Path, target: str | Path) -> None:
 
 def _main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] != "seal":
-        print("usage: python -m data_gen.unit seal DIR", flush=True)
+        print("usage: python -m forethought.data_gen.unit seal DIR", flush=True)
         return 2
     m = seal(argv[1])
     print(f"sealed {argv[1]}: run {m['run_id']}, {len(m['files'])} files")

@@ -21,12 +21,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forethought.errors import UserError
-from kernel import toolgate
-from kernel.environment import Environment
-from kernel.grounding import canonical
-from kernel.kernel import Kernel, KernelConfig, TurnResult
-from kernel.runner import build_environment, build_registry, oracle_factory, run_solution
-from kernel.scenario import PATTERN_TAGS, Solution, Turn, load_solution, solution_files
+from forethought.kernel import toolgate
+from forethought.kernel.environment import Environment
+from forethought.kernel.grounding import canonical
+from forethought.kernel.kernel import Kernel, KernelConfig, TurnResult
+from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
+from forethought.kernel.scenario import PATTERN_TAGS, Solution, Turn, load_solution, solution_files
 
 DEFAULT_SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 _MISSING = object()

@@ -24,15 +24,15 @@ for _k, _v in (
 # command's argument list (overrides and positional arguments) and returns an
 # exit status.
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "verify": ("data_gen.verify", "cli", "replay worked solutions through the kernel and check them"),
-    "generate": ("data_gen.generate", "cli", "expand verified solutions into the five SFT datasets"),
-    "train": ("training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
-    "validate": ("training.validate", "cli", "exact-match and contract gates per adapter"),
-    "package": ("training.package", "cli", "build a bundle (base + adapters + manifest) for the kernel"),
-    "run": ("kernel.run", "cli", "run a scenario through the kernel with a chosen backend"),
-    "evaluate": ("data_gen.evaluate", "cli", "end-to-end evaluation on held-out scenarios"),
+    "verify": ("forethought.data_gen.verify", "cli", "replay worked solutions through the kernel and check them"),
+    "generate": ("forethought.data_gen.generate", "cli", "expand verified solutions into the five SFT datasets"),
+    "train": ("forethought.training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
+    "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),
+    "package": ("forethought.training.package", "cli", "build a bundle (base + adapters + manifest) for the kernel"),
+    "run": ("forethought.kernel.run", "cli", "run a scenario through the kernel with a chosen backend"),
+    "evaluate": ("forethought.data_gen.evaluate", "cli", "end-to-end evaluation on held-out scenarios"),
     "pipeline": ("forethought.pipeline", "cli", "verify -> generate -> train -> validate -> package -> evaluate"),
-    "registry": ("kernel.registry.cli", "cli", "tool registry utilities: registry check FILE..."),
+    "registry": ("forethought.kernel.registry.cli", "cli", "tool registry utilities: registry check FILE..."),
     "demo-dsl": ("forethought.dsl_demo", "cli", "a two-step DSL program with a contract, a violation and its recovery"),
 }
 # Commands configured by conf/<command>.yaml: their usage line (positional

@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from forethought.errors import UserError
-from primitives import (
+from forethought.primitives import (
     Contract,
     Engine,
     Program,

@@ -33,8 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.config import ConfigError, compose_config, validate
 from forethought.errors import UserError
-from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
-from training.config import BUILT_HERE
+from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
+from forethought.training.config import BUILT_HERE
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("verify", "generate", "base", "train", "validate", "package", "evaluate")
@@ -170,12 +170,12 @@ def _stage_overrides(cfg: PipelineConfig, run: Path) -> dict[str, list[str]]:
 
 
 def _schemas() -> dict[str, type[BaseModel]]:
-    from data_gen.evaluate import EvaluateConfig
-    from data_gen.generate import GenerateConfig
-    from data_gen.verify import VerifyConfig
-    from training.config import TrainConfig
-    from training.package import PackageConfig
-    from training.validate import ValidateConfig
+    from forethought.data_gen.evaluate import EvaluateConfig
+    from forethought.data_gen.generate import GenerateConfig
+    from forethought.data_gen.verify import VerifyConfig
+    from forethought.training.config import TrainConfig
+    from forethought.training.package import PackageConfig
+    from forethought.training.validate import ValidateConfig
 
     return {
         "verify": VerifyConfig, "generate": GenerateConfig, "base": TrainConfig, "train": TrainConfig,
@@ -197,7 +197,7 @@ def build(cfg: PipelineConfig) -> PipelineRun:
             errors += [f"{s}: {e}" for e in exc.errors]
     if "train" in cfg.stages and "train" in configs and configs["train"].model.profile not in BUILT_HERE:
         # A real base model must be on disk before verify and generate spend any time.
-        from training.models import require_local_path
+        from forethought.training.models import require_local_path
 
         try:
             require_local_path(configs["train"].model)
@@ -250,7 +250,7 @@ def build(cfg: PipelineConfig) -> PipelineRun:
 
 # --------------------------------------------------------------- stage runs
 def _verify(c: Any) -> Any:
-    from data_gen.verify import PATTERN_TAGS, coverage, coverage_minimums, verify_paths
+    from forethought.data_gen.verify import PATTERN_TAGS, coverage, coverage_minimums, verify_paths
 
     res = verify_paths(c.paths)
     bad = [r for r in res if not r.ok]
@@ -272,7 +272,7 @@ def _console() -> Any:
 
 
 def _generate(c: Any) -> Any:
-    from data_gen.generate import generate
+    from forethought.data_gen.generate import generate
 
     with _console().status("generate: round 0") as st:
         return generate(c.data, progress=lambda r, counts: st.update(
@@ -280,26 +280,26 @@ def _generate(c: Any) -> Any:
 
 
 def _train(c: Any) -> Any:
-    from training.train import run as train_run
+    from forethought.training.train import run as train_run
 
     results = train_run(c)  # prints its own per-step progress
     return {p: r.metrics for p, r in results.items()}
 
 
 def _validate(c: Any) -> Any:
-    from training.validate import validate_with_progress
+    from forethought.training.validate import validate_with_progress
 
     return validate_with_progress(c, _console())
 
 
 def _package(c: Any) -> Any:
-    from training.package import package
+    from forethought.training.package import package
 
     return str(package(c))
 
 
 def _evaluate(c: Any) -> Any:
-    from data_gen.evaluate import evaluate
+    from forethought.data_gen.evaluate import evaluate
 
     with _console().status("evaluate") as st:
         return evaluate(c, progress=lambda setting, sid: st.update(f"evaluate: {setting}: {sid}"))
@@ -379,7 +379,7 @@ def _combined_loss_png(train_dir: Path, out: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kernel.specs import PRIMITIVE_NAMES
+    from forethought.kernel.specs import PRIMITIVE_NAMES
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
     any_curve = False
@@ -412,7 +412,7 @@ def _learning_curve_png(train_dir: Path, out: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kernel.specs import PRIMITIVE_NAMES
+    from forethought.kernel.specs import PRIMITIVE_NAMES
 
     curves = []
     base = train_dir / "base_run" / "metrics.json"

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from primitives import (
+from forethought.primitives import (
     Backend,
     Check,
     Conditional,
@@ -41,7 +41,7 @@ from primitives import (
     Trace,
     symbolic,
 )
-from primitives.store import Cache
+from forethought.primitives.store import Cache
 
 from . import toolgate
 from .environment import Environment

@@ -16,9 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.errors import UserError
-from primitives import Cache, Recorder, ReplayMissError
-from primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
-from primitives.trace import capped_rows
+from forethought.primitives import Cache, Recorder, ReplayMissError
+from forethought.primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
+from forethought.primitives.trace import capped_rows
 
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
 from .kernel import Kernel, KernelConfig

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from primitives import Backend, Recorder, Trace
-from primitives.store import Cache
+from forethought.primitives import Backend, Recorder, Trace
+from forethought.primitives.store import Cache
 
 from .environment import Environment
 from .kernel import Kernel, ScenarioResult, TurnResult

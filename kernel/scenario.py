@@ -5,7 +5,7 @@ configuration and the user turns. A *worked solution* is a scenario whose
 turns also carry every sub-process decision (unit tasks, order,
 prerequisite checks, function matches, parameter values and their sources),
 the reference calls and state assertions, so that ``forethought verify`` can
-replay it. The JSON Schema is written by ``python -m kernel.scenario``.
+replay it. The JSON Schema is written by ``python -m forethought.kernel.scenario``.
 """
 
 from __future__ import annotations

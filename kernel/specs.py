@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from primitives import Check, Contract, Primitive, slm
-from primitives.primitive import Message, default_parse
+from forethought.primitives import Check, Contract, Primitive, slm
+from forethought.primitives.primitive import Message, default_parse
 
 from .grounding import Haystack, canonical, normalize
 

@@ -12,7 +12,7 @@ import html
 import json
 from typing import Any
 
-from primitives import Trace
+from forethought.primitives import Trace
 
 from .kernel import TurnResult
 

@@ -3,7 +3,7 @@
 A minimal program::
 
     from pydantic import BaseModel
-    from primitives import Contract, Engine, Sequence, Step, check, symbolic
+    from forethought.primitives import Contract, Engine, Sequence, Step, check, symbolic
 
     class Text(BaseModel):
         text: str

@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from trl import SFTConfig, SFTTrainer
 
-    from training import pretrain
-    from training.callbacks import Throughput
-    from training.models import load_model, load_tokenizer
-    from training.train import config_from_overrides
+    from forethought.training import pretrain
+    from forethought.training.callbacks import Throughput
+    from forethought.training.models import load_model, load_tokenizer
+    from forethought.training.train import config_from_overrides
 
     tmp = Path(tempfile.mkdtemp(prefix="ft-bench-cpu-"))
     cfg = config_from_overrides([f"model={a.model}", f"dataset_dir={a.data}", f"output_dir={tmp}", "logging=none"])

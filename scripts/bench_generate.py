@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from data_gen.generate import DataConfig, generate  # noqa: E402
+from forethought.data_gen.generate import DataConfig, generate  # noqa: E402
 
 
 def main() -> None:

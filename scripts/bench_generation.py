@@ -35,11 +35,11 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from kernel.backends.hf import generate
+    from forethought.kernel.backends.hf import generate
 
     if a.base is None:
-        from training.config import TinyShape
-        from training.tiny import build_tiny_base
+        from forethought.training.config import TinyShape
+        from forethought.training.tiny import build_tiny_base
 
         tmp = tempfile.mkdtemp()
         base = build_tiny_base(a.dataset_dir, TinyShape(), 0, Path(tmp) / "base")

@@ -65,7 +65,7 @@ def lora_config():
     """forethought's own LoRA settings (training/config.py defaults), not a copy of them."""
     from peft import LoraConfig
 
-    from training.config import LoraSettings
+    from forethought.training.config import LoraSettings
 
     s = LoraSettings()
     return LoraConfig(r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules), task_type="CAUSAL_LM")
@@ -119,7 +119,7 @@ def make_data(n: int, vocab: int, seed: int, max_prompt: int, max_completion: in
 
 def tokenizer_stub():
     """A small offline tokenizer: the data are pre-tokenized, the trainer only needs pad/eos ids."""
-    from training.tiny import build_tokenizer
+    from forethought.training.tiny import build_tokenizer
 
     return build_tokenizer(["forethought benchmark text"] * 10, 300)
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kernel.kernel import Kernel, KernelConfig  # noqa: E402
-from kernel.runner import oracle_factory, run_solution  # noqa: E402
-from kernel.scenario import load_solution, solution_files  # noqa: E402
+from forethought.kernel.kernel import Kernel, KernelConfig  # noqa: E402
+from forethought.kernel.runner import oracle_factory, run_solution  # noqa: E402
+from forethought.kernel.scenario import load_solution, solution_files  # noqa: E402
 
 
 def main() -> None:

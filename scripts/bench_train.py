@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """CPU training throughput of the tiny profile on a realistic-size fabricated dataset.
 
-Writes a fabricated dataset in the real format (``training.synthetic``, scale
+Writes a fabricated dataset in the real format (``forethought.training.synthetic``, scale
 "realistic": prompts ~150-1700 tokens, completions 10-300), then runs the real
 ``forethought train`` code path and prints tokens/s, seconds/step and wall time.
 
@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from training.synthetic import write_dataset
-    from training.train import config_from_overrides, run
+    from forethought.training.synthetic import write_dataset
+    from forethought.training.train import config_from_overrides, run
 
     tmp = tempfile.mkdtemp(prefix="ft-bench-")
     data = Path(a.data) if a.data else write_dataset(Path(tmp) / "data", n_train=a.n_train, n_val=a.n_val, seed=0, scale="realistic")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import toolgate
-from kernel.domains import Domain
+from forethought.kernel import toolgate
+from forethought.kernel.domains import Domain
 
 
 class Harness:

@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kernel.domains.base import Domain, DomainTool
-from kernel.environment import Environment
-from kernel.kernel import Kernel, TurnResult
-from kernel.registry.model import Prerequisite, Sat, ToolSpec
-from kernel.scratchpad import Scratchpad
-from primitives import SLMReply, SLMRequest
+from forethought.kernel.domains.base import Domain, DomainTool
+from forethought.kernel.environment import Environment
+from forethought.kernel.kernel import Kernel, TurnResult
+from forethought.kernel.registry.model import Prerequisite, Sat, ToolSpec
+from forethought.kernel.scratchpad import Scratchpad
+from forethought.primitives import SLMReply, SLMRequest
 
 KEYS = ["k1", "k2", "k3", "auth", "token"]
 PARAMS = ["name", "count", "flag", "mode", "target", "amount"]

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("llguidance")
 
-from kernel.backends.hf import generate  # noqa: E402
-from kernel.specs import SPECS, DecomposeInput, GetOrderInput, MatchFuncInput, TaskRef, ToolBrief  # noqa: E402
+from forethought.kernel.backends.hf import generate  # noqa: E402
+from forethought.kernel.specs import SPECS, DecomposeInput, GetOrderInput, MatchFuncInput, TaskRef, ToolBrief  # noqa: E402
 
 TOOLS = [ToolBrief(name=n, description=f"{n} tool", params={"x": "string"}, required=["x"]) for n in ("cd", "ls", "mkdir", "grep")]
 
@@ -19,8 +19,8 @@ def model_and_tokenizer():
     import torch
     from transformers import Gemma3ForCausalLM
 
-    from training.config import TinyShape
-    from training.tiny import build_tokenizer, tiny_text_config
+    from forethought.training.config import TinyShape
+    from forethought.training.tiny import build_tokenizer, tiny_text_config
 
     texts = [json.dumps({"tool_name": t.name, "ordered_task_ids": ["t1", "t2"]}) + " Task: list files " for t in TOOLS] * 40
     tok = build_tokenizer(texts, 400)

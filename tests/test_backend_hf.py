@@ -15,8 +15,8 @@ pytest.importorskip("transformers")
 
 from pydantic import BaseModel  # noqa: E402
 
-from kernel.backends import hf  # noqa: E402
-from primitives import SLMRequest  # noqa: E402
+from forethought.kernel.backends import hf  # noqa: E402
+from forethought.primitives import SLMRequest  # noqa: E402
 
 CORPUS = ["stop after 1 stop after 2 stop after 3", "Summarise the request: list the files, then read one.",
           '{"tool_name": "ls", "ordered_task_ids": ["t1", "t2"]}', "A B A B hello world"] * 20
@@ -30,7 +30,7 @@ PLAIN = (  # a template whose turns end in plain text: no end-of-turn token to d
 
 
 def gemma_tokenizer():
-    from training.tiny import build_tokenizer
+    from forethought.training.tiny import build_tokenizer
 
     return build_tokenizer(CORPUS, 320)
 
@@ -55,8 +55,8 @@ def chatml_tokenizer(template: str = CHATML):
 def tiny_model(tok, seed: int = 0, sliding_window: int = 16):
     from transformers import Gemma3ForCausalLM
 
-    from training.config import TinyShape
-    from training.tiny import tiny_text_config
+    from forethought.training.config import TinyShape
+    from forethought.training.tiny import tiny_text_config
 
     shape = TinyShape(hidden_size=64, intermediate_size=128, num_layers=2, sliding_window=sliding_window)
     torch.manual_seed(seed)
@@ -227,14 +227,14 @@ def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
     """backend.constrained=null takes the bundle's manifest.decoding; an explicit setting wins."""
     from types import SimpleNamespace
 
-    import training.bundle
-    from kernel.backends.hf import HFBackend
+    import forethought.training.bundle as bundle_module
+    from forethought.kernel.backends.hf import HFBackend
 
     def fake_bundle(constrained):
         return SimpleNamespace(smoke=False, path="b", base_id="base", manifest={"decoding": {"constrained": constrained}},
                                load_model=lambda device: (SimpleNamespace(peft_config={}), None))
 
     for recorded in (True, False):
-        monkeypatch.setattr(training.bundle, "load_bundle", lambda path, allow_smoke=False, r=recorded: fake_bundle(r))
+        monkeypatch.setattr(bundle_module, "load_bundle", lambda path, allow_smoke=False, r=recorded: fake_bundle(r))
         assert HFBackend.from_bundle("b", device="cpu").constrained is recorded
         assert HFBackend.from_bundle("b", device="cpu", constrained=not recorded).constrained is (not recorded)

@@ -14,11 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kernel.backends.openai_backend import BackendError, OpenAIBackend
-from kernel.kernel import Kernel, KernelConfig
-from kernel.runner import oracle_factory, run_solution
-from kernel.scenario import load_solution
-from primitives import SLMRequest
+from forethought.kernel.backends.openai_backend import BackendError, OpenAIBackend
+from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.runner import oracle_factory, run_solution
+from forethought.kernel.scenario import load_solution
+from forethought.primitives import SLMRequest
 
 FIG1 = "data_gen/solutions/file_system/paper_figure1.json"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel import toolgate
-from kernel.domains import available, load_domain
-from kernel.scratchpad import Scratchpad
+from forethought.kernel import toolgate
+from forethought.kernel.domains import available, load_domain
+from forethought.kernel.scratchpad import Scratchpad
 from tests.domain_harness import Harness
 
 DOM = load_domain("airline")
@@ -297,7 +297,7 @@ def test_tool_names_unique_across_domains():
 
 
 def test_worked_solutions_verify():
-    from data_gen.verify import verify_paths
+    from forethought.data_gen.verify import verify_paths
 
     results = verify_paths([SOLUTIONS])
     assert len(results) >= 36

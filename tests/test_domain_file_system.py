@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kernel.domains import load_domain
-from kernel.environment import Environment
+from forethought.kernel.domains import load_domain
+from forethought.kernel.environment import Environment
 
 FS = load_domain("file_system")
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kernel import toolgate
-from kernel.domains import load_domain
-from kernel.environment import Environment
-from kernel.scratchpad import Scratchpad
+from forethought.kernel import toolgate
+from forethought.kernel.domains import load_domain
+from forethought.kernel.environment import Environment
+from forethought.kernel.scratchpad import Scratchpad
 
 DOM = load_domain("social")
 

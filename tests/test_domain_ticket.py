@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from kernel import toolgate
-from kernel.domains import available, load_domain
-from kernel.environment import Environment
-from kernel.scratchpad import Scratchpad
+from forethought.kernel import toolgate
+from forethought.kernel.domains import available, load_domain
+from forethought.kernel.environment import Environment
+from forethought.kernel.scratchpad import Scratchpad
 
 D = load_domain("ticket")
 
@@ -352,8 +352,8 @@ def test_environment_stage_leaves_world_on_error():
 def test_ticket_solutions_verify_and_slot_values_cover_them():
     from pathlib import Path
 
-    from data_gen.verify import verify_paths
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_paths
+    from forethought.kernel.scenario import load_solution
 
     root = Path(__file__).resolve().parents[1] / "data_gen"
     files = sorted((root / "solutions" / "ticket").glob("*.json"))

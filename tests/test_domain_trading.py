@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel import toolgate
-from kernel.domains import available, load_domain
-from kernel.domains.trading.state import TradingState
-from kernel.scratchpad import Scratchpad
+from forethought.kernel import toolgate
+from forethought.kernel.domains import available, load_domain
+from forethought.kernel.domains.trading.state import TradingState
+from forethought.kernel.scratchpad import Scratchpad
 
 ROOT = Path(__file__).resolve().parent.parent
 D = load_domain("trading")
@@ -282,7 +282,7 @@ def test_slot_values_valid_in_domain_data():
 
 
 def test_trading_solutions_verify():
-    from data_gen.verify import verify_paths
+    from forethought.data_gen.verify import verify_paths
 
     results = verify_paths([ROOT / "data_gen" / "solutions" / "trading"])
     assert len(results) >= 42

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from kernel import toolgate
-from kernel.domains import available, load_domain
-from kernel.domains.travel.state import CreditCard, TravelState
-from kernel.domains.travel.tools import fare, issue_token
-from kernel.environment import Environment
-from kernel.scratchpad import Scratchpad
+from forethought.kernel import toolgate
+from forethought.kernel.domains import available, load_domain
+from forethought.kernel.domains.travel.state import CreditCard, TravelState
+from forethought.kernel.domains.travel.tools import fare, issue_token
+from forethought.kernel.environment import Environment
+from forethought.kernel.scratchpad import Scratchpad
 
 D = load_domain("travel")
 TOKEN = issue_token("cid", "rt", "read_write")
@@ -310,8 +310,8 @@ def test_snapshot_deterministic_and_json():
 
 
 def test_paper_c3_solution_verifies():
-    from data_gen.verify import verify_solution
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_solution
+    from forethought.kernel.scenario import load_solution
 
     res = verify_solution(load_solution(SOLUTIONS / "paper_c3_nearest_airport.json"))
     [call] = res[0].committed_calls
@@ -322,8 +322,8 @@ def test_paper_c3_solution_verifies():
 
 @pytest.mark.parametrize("name", ["paper_d1_example1_business_la_ny", "paper_d2_example2_first_sf_la"])
 def test_paper_d_examples_call_order(name):
-    from data_gen.verify import verify_solution
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_solution
+    from forethought.kernel.scenario import load_solution
 
     res = verify_solution(load_solution(SOLUTIONS / f"{name}.json"))
     tools = [c.tool for c in res[0].committed_calls]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel import toolgate
-from kernel.domains import load_domain
-from kernel.domains.vehicle.state import VehicleState
-from kernel.scratchpad import Scratchpad
-from kernel.specs import tool_brief
+from forethought.kernel import toolgate
+from forethought.kernel.domains import load_domain
+from forethought.kernel.domains.vehicle.state import VehicleState
+from forethought.kernel.scratchpad import Scratchpad
+from forethought.kernel.specs import tool_brief
 
 DOM = load_domain("vehicle")
 LOCKED = {"driver": "locked", "passenger": "locked", "rear_left": "locked", "rear_right": "locked"}
@@ -43,7 +43,7 @@ def written(tool: str, args: dict, result: dict) -> dict:
 # ------------------------------------------------------------------ registry shape
 def test_tool_set_and_unique_names():
     assert len(DOM.tools) >= 14
-    from kernel.domains import available
+    from forethought.kernel.domains import available
 
     for other in available():
         if other != "vehicle":
@@ -377,8 +377,8 @@ SLOT_VALUES = Path(__file__).resolve().parents[1] / "data_gen" / "slot_values" /
 
 
 def test_vehicle_solutions_verify_and_slot_values_cover_them():
-    from data_gen.verify import verify_paths
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_paths
+    from forethought.kernel.scenario import load_solution
 
     assert len(SOLUTIONS) >= 42
     failed = [(r.path, r.error) for r in verify_paths(SOLUTIONS) if not r.ok]

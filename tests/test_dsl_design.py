@@ -8,7 +8,7 @@ from typing import Optional
 import pytest
 from pydantic import BaseModel
 
-from primitives import (
+from forethought.primitives import (
     Conditional,
     Contract,
     DesignError,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from primitives import Trace
+from forethought.primitives import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "dsl.md"
@@ -44,8 +44,7 @@ def test_docs_code_blocks_run_and_print_what_the_doc_shows(tmp_path, monkeypatch
 
 
 def test_docs_list_every_public_name():
-    import primitives
-
+    from forethought import primitives
     text = DOC.read_text(encoding="utf-8")
     missing = [
         n

@@ -8,7 +8,7 @@ import threading
 import pytest
 from pydantic import BaseModel
 
-from primitives import (
+from forethought.primitives import (
     Conditional,
     Contract,
     Engine,

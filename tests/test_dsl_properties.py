@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from primitives import (
+from forethought.primitives import (
     BackendError,
     Cache,
     Conditional,
@@ -40,7 +40,7 @@ from primitives import (
     slm,
     symbolic,
 )
-from primitives.trace import ACTIONS
+from forethought.primitives.trace import ACTIONS
 
 RUN_TIMEOUT_S = 30  # a run that takes longer than this is treated as a hang
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 from pydantic import BaseModel
 
-from primitives import (
+from forethought.primitives import (
     Cache,
     Contract,
     Engine,
@@ -29,7 +29,7 @@ from primitives import (
     slm,
     symbolic,
 )
-from primitives.trace import ACTIONS
+from forethought.primitives.trace import ACTIONS
 
 
 class Text(BaseModel):
@@ -411,7 +411,7 @@ def test_atomic_writes_leave_no_temp_file_and_use_the_normal_file_mode(tmp_path)
     import os
     import stat
 
-    from primitives.io import atomic_write_json
+    from forethought.primitives.io import atomic_write_json
 
     out = atomic_write_json(tmp_path / "sub" / "x.json", {"a": 1})
     assert out.read_text() == '{\n  "a": 1\n}\n'
@@ -445,8 +445,8 @@ def test_a_cached_symbolic_output_is_not_changed_by_whoever_mutates_it():
 
 
 def test_a_trace_file_is_cut_at_its_size_cap_and_says_so(tmp_path):
-    from primitives import Program
-    from primitives.trace import Trace, TraceRecord, capped_rows
+    from forethought.primitives import Program
+    from forethought.primitives.trace import Trace, TraceRecord, capped_rows
 
     rows = [{"i": i, "payload": "x" * 100} for i in range(100)]
     cut = capped_rows(rows, 2000)

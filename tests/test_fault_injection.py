@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from forethought.cli import main
-from kernel.backends.openai_backend import BackendError, OpenAIBackend
-from primitives import SLMRequest
+from forethought.kernel.backends.openai_backend import BackendError, OpenAIBackend
+from forethought.primitives import SLMRequest
 
 FIG1 = "data_gen/solutions/file_system/paper_figure1.json"
 DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
@@ -236,8 +236,8 @@ def _dataset_files(d: Path) -> dict[str, bytes]:
 
 
 def test_sigkill_during_generate_never_leaves_a_dataset_train_accepts(tmp_path, capsys):
-    from training.data import read_split
-    from training.validate import _read_rows
+    from forethought.training.data import read_split
+    from forethought.training.validate import _read_rows
 
     data = tmp_path / "data"
     assert main(["generate", *GEN_ARGS, f"data.output_dir={data}", "data.seed=0"]) == 0
@@ -259,7 +259,7 @@ def test_sigkill_during_generate_never_leaves_a_dataset_train_accepts(tmp_path, 
 
 
 def test_sigkill_during_train_leaves_no_adapter_that_claims_to_be_done_and_resume_finishes(tmp_path):
-    from training.artifacts import trained_primitives
+    from forethought.training.artifacts import trained_primitives
 
     data, out = tmp_path / "data", tmp_path / "train"
     assert main(["generate", *GEN_ARGS, f"data.output_dir={data}"]) == 0
@@ -279,7 +279,7 @@ def test_sigkill_during_train_leaves_no_adapter_that_claims_to_be_done_and_resum
 
 
 def test_sigkill_during_package_leaves_the_old_bundle_or_none(tiny_pipeline, tmp_path):
-    from training.bundle import load_bundle
+    from forethought.training.bundle import load_bundle
 
     run = tiny_pipeline
     bundle = tmp_path / "bundle"

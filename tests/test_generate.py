@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import data_gen.generate as G
-from data_gen.generate import DataConfig, Example, Pools, VariantBug, generate, load_solutions, masker, write_outputs
+import forethought.data_gen.generate as G
+from forethought.data_gen.generate import DataConfig, Example, Pools, VariantBug, generate, load_solutions, masker, write_outputs
 from forethought.cli import main
 from forethought.errors import UserError
-from kernel.specs import PRIMITIVE_NAMES, SPECS
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 
 FIX = Path(__file__).parent / "fixtures" / "solutions"
 SIZES = {"decompose": 40, "get_order": 12, "check_prerequisites": 12, "match_func": 30, "match_fill": 12}
@@ -95,7 +95,7 @@ def test_same_seed_byte_identical_other_seed_differs(gen, tmp_path):
 def test_loadable_with_datasets(gen):
     import datasets
 
-    from data_gen.formats import features
+    from forethought.data_gen.formats import features
 
     out, _ = gen
     for p in PRIMITIVE_NAMES:
@@ -229,8 +229,8 @@ def test_stats_record_the_spec_hashes(gen):
 def test_a_user_id_built_from_a_name_follows_the_substituted_name():
     import random
 
-    from data_gen.augment import substitute_entities
-    from kernel.scenario import load_solution
+    from forethought.data_gen.augment import substitute_entities
+    from forethought.kernel.scenario import load_solution
 
     sol = load_solution("data_gen/solutions/airline/paper_c4_passenger_name.json")  # uid ethan_nguyen_7360
     changed = 0
@@ -250,8 +250,8 @@ def _train_cli(data: Path, tmp_path: Path) -> int:
 def test_a_dataset_mixed_from_two_runs_is_refused_by_train_and_validate(gen, tmp_path, capsys):
     # Finding 2: after a killed generate, decompose/train.jsonl came from seed 1 while
     # validation.jsonl and stats.json still came from seed 0, and train accepted it.
-    from training.data import read_split
-    from training.validate import _read_rows
+    from forethought.training.data import read_split
+    from forethought.training.validate import _read_rows
 
     out, _ = gen
     mixed = tmp_path / "mixed"
@@ -273,8 +273,8 @@ def test_a_dataset_mixed_from_two_runs_is_refused_by_train_and_validate(gen, tmp
 
 
 def test_train_and_validation_sharing_a_solution_is_refused(gen, tmp_path):
-    from data_gen.unit import MANIFEST, seal
-    from training.data import read_split
+    from forethought.data_gen.unit import MANIFEST, seal
+    from forethought.training.data import read_split
 
     out, _ = gen
     d = tmp_path / "d"

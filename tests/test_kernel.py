@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from kernel.backends.oracle import OracleBackend
-from kernel.domains.base import Domain, ToolError
-from kernel.environment import Environment
-from kernel.kernel import Kernel, KernelConfig
-from kernel.registry.model import Prerequisite, Sat
-from kernel.scenario import Turn
-from kernel.scratchpad import Scratchpad
+from forethought.kernel.backends.oracle import OracleBackend
+from forethought.kernel.domains.base import Domain, ToolError
+from forethought.kernel.environment import Environment
+from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.registry.model import Prerequisite, Sat
+from forethought.kernel.scenario import Turn
+from forethought.kernel.scratchpad import Scratchpad
 
 
 class WeatherState(BaseModel):
@@ -296,8 +296,8 @@ def test_static_bound_and_program_structure():
 
 @pytest.mark.parametrize("path", ["data_gen/solutions/file_system/paper_figure1.json"])
 def test_paper_figure1_calls(path):
-    from data_gen.verify import verify_solution
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_solution
+    from forethought.kernel.scenario import load_solution
 
     turns = verify_solution(load_solution(path))
     assert committed(turns[0]) == ["mkdir(dir_name='archive')", "mv(source='report.txt', destination='archive')"]
@@ -342,8 +342,8 @@ PAPER = {
 
 @pytest.mark.parametrize("path", sorted(PAPER))
 def test_paper_worked_examples_make_exactly_the_calls_shown(path):
-    from data_gen.verify import verify_solution
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_solution
+    from forethought.kernel.scenario import load_solution
 
     turn_index, calls = PAPER[path]
     turns = verify_solution(load_solution(path))
@@ -351,8 +351,8 @@ def test_paper_worked_examples_make_exactly_the_calls_shown(path):
 
 
 def test_paper_c3_prerequisite_met_from_persistent_state():
-    from data_gen.verify import verify_solution
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_solution
+    from forethought.kernel.scenario import load_solution
 
     t = verify_solution(load_solution("data_gen/solutions/travel/paper_c3_nearest_airport.json"))[0]
     (tid,) = t.order
@@ -362,9 +362,9 @@ def test_paper_c3_prerequisite_met_from_persistent_state():
 
 
 def test_secret_parameters_are_passed_to_the_tool_but_never_kept_in_the_scratchpad():
-    from data_gen.verify import verify_solution
-    from kernel.domains import load_domain
-    from kernel.scenario import load_solution
+    from forethought.data_gen.verify import verify_solution
+    from forethought.kernel.domains import load_domain
+    from forethought.kernel.scenario import load_solution
 
     spec = load_domain("trading").tools["trading_login"].spec
     assert spec.secret == ["password"] and spec.parameters["properties"]["password"]["writeOnly"] is True

@@ -28,12 +28,12 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel.domains.base import Domain, DomainTool
-from kernel.environment import Environment
-from kernel.kernel import Kernel, KernelConfig
-from kernel.registry.model import ToolSpec
-from kernel.scratchpad import Scratchpad
-from primitives import SLMReply
+from forethought.kernel.domains.base import Domain, DomainTool
+from forethought.kernel.environment import Environment
+from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.registry.model import ToolSpec
+from forethought.kernel.scratchpad import Scratchpad
+from forethought.primitives import SLMReply
 from tests.kernel_fuzz import FuzzState, random_case, run_case
 
 CASES = int(os.environ.get("FORETHOUGHT_FUZZ_CASES", "10000"))

@@ -131,9 +131,9 @@ def test_stage_fingerprints_cover_the_code_and_libraries_they_use(tmp_path):
 
 
 def test_pipeline_evaluate_and_backend_configs_are_typed():
-    from data_gen.evaluate import SETTINGS, EvaluateConfig, SettingName
-    from kernel.backends.factory import PrimitiveName
-    from kernel.specs import PRIMITIVE_NAMES
+    from forethought.data_gen.evaluate import SETTINGS, EvaluateConfig, SettingName
+    from forethought.kernel.backends.factory import PrimitiveName
+    from forethought.kernel.specs import PRIMITIVE_NAMES
 
     assert PrimitiveName.__args__ == PRIMITIVE_NAMES and SettingName.__args__ == SETTINGS
 

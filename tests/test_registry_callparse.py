@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.registry.callparse import (
+from forethought.kernel.registry.callparse import (
     Call,
     CallParseError,
     format_call,

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernel.registry.cli import cli
+from forethought.kernel.registry.cli import cli
 
 FIX = Path(__file__).parent / "fixtures" / "registries"
 REPO = Path(__file__).resolve().parent.parent

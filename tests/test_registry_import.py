@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from jsonschema.validators import Draft202012Validator
 
 from forethought.errors import UserError
-from kernel.registry import Registry, ToolSpec
-from kernel.registry.importers import RegistryError, detect_format, load_registry, parse_registry
+from forethought.kernel.registry import Registry, ToolSpec
+from forethought.kernel.registry.importers import RegistryError, detect_format, load_registry, parse_registry
 
 FIX = Path(__file__).parent / "fixtures" / "registries"
 BROKEN = FIX / "broken"

@@ -7,11 +7,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel.registry import ToolSpec
-from kernel.registry import validate as validate_mod
-from kernel.registry.callparse import parse_call
-from kernel.registry.importers import load_registry
-from kernel.registry.validate import validate_args
+from forethought.kernel.registry import ToolSpec
+from forethought.kernel.registry import validate as validate_mod
+from forethought.kernel.registry.callparse import parse_call
+from forethought.kernel.registry.importers import load_registry
+from forethought.kernel.registry.validate import validate_args
 
 FIX = Path(__file__).parent / "fixtures" / "registries"
 WEATHER = load_registry(FIX / "openai_tools.json")["get_weather"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from forethought.cli import main
-from primitives import Trace
+from forethought.primitives import Trace
 
 FIG1 = "data_gen/solutions/file_system/paper_figure1.json"
 

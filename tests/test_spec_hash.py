@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import kernel.specs as specs
-from kernel.specs import PRIMITIVE_NAMES, SPECS
+import forethought.kernel.specs as specs
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 
 SNAP = Path(__file__).parent / "snapshots" / "prompts"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from training.train import config_from_overrides, run
-from training.validate import ValidateConfig, run_validation
+from forethought.training.train import config_from_overrides, run
+from forethought.training.validate import ValidateConfig, run_validation
 
 PRIM = "match_func"  # short answers after long prompts: the prompt-in-loss case dilutes the answer ~30x
 ROWS = 4
@@ -30,7 +30,7 @@ def memo_data(generated_data, tmp_path_factory) -> Path:
 
     The validation copies get their own solution ids: train and validate refuse splits that share a
     solution (a leak in a real dataset), and here the overlap is the point of the test."""
-    from data_gen.unit import seal
+    from forethought.data_gen.unit import seal
 
     d = tmp_path_factory.mktemp("chain") / "data"
     (d / PRIM).mkdir(parents=True)
@@ -73,7 +73,7 @@ def drop_end_of_turn_from_loss(monkeypatch):
 
     monkeypatch.setattr(sft_trainer.DataCollatorForLanguageModeling, "torch_call", torch_call)
     monkeypatch.setattr(sft_trainer.DataCollatorForLanguageModeling, "end_of_turn_id", None, raising=False)
-    from training import pretrain
+    from forethought.training import pretrain
 
     real_init = pretrain._init
 
@@ -90,7 +90,7 @@ def drop_end_of_turn_from_loss(monkeypatch):
 @pytest.fixture
 def no_stop_tokens(monkeypatch):
     """Break: generation is not told to stop at <end_of_turn> (only at <eos>, which the answers never end with)."""
-    from kernel.backends import hf
+    from forethought.kernel.backends import hf
 
     monkeypatch.setattr(hf, "stop_ids", lambda tokenizer, model=None: [tokenizer.eos_token_id])
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from data_gen.unit import seal
+from forethought.data_gen.unit import seal
 from forethought.config import CONF_DIR, ConfigError, compose_and_validate, compose_config, validate
-from training.config import PRIMITIVES, TrainConfig
+from forethought.training.config import PRIMITIVES, TrainConfig
 
 TRAIN_GROUPS = ("model", "lora", "train", "logging", "launcher")  # the groups conf/train.yaml composes
 
@@ -161,7 +161,7 @@ def test_accelerate_configs_parse_into_launch_environments(name, monkeypatch):
 
 
 def test_cfg_flag_prints_the_resolved_config(capsys):
-    from training.train import cli
+    from forethought.training.train import cli
 
     assert cli(["--cfg", "primitive=get_order", "train=paper"]) == 0
     printed = yaml.safe_load(capsys.readouterr().out)
@@ -170,7 +170,7 @@ def test_cfg_flag_prints_the_resolved_config(capsys):
 
 def test_unknown_flag_and_positional_are_user_errors():
     from forethought.errors import UserError
-    from training.train import cli
+    from forethought.training.train import cli
 
     with pytest.raises(UserError, match="--resume"):
         cli(["--resume"])
@@ -190,8 +190,8 @@ def test_bad_dataset_rows_are_listed_with_file_and_line(tmp_path):
     import json
 
     from forethought.errors import UserError
-    from training.data import read_split
-    from training.synthetic import make_rows
+    from forethought.training.data import read_split
+    from forethought.training.synthetic import make_rows
 
     rows = make_rows("match_func", 4)
     rows[1]["completion"] = [{"role": "user", "content": "{}"}]

@@ -25,18 +25,18 @@ from safetensors.torch import load_file  # noqa: E402
 from forethought.cli import main as forethought_main  # noqa: E402
 from forethought.config import ConfigError  # noqa: E402
 from forethought.errors import UserError  # noqa: E402
-from training import artifacts  # noqa: E402
-from training.config import LoraSettings  # noqa: E402
-from training.models import (  # noqa: E402
+from forethought.training import artifacts  # noqa: E402
+from forethought.training.config import LoraSettings  # noqa: E402
+from forethought.training.models import (  # noqa: E402
     AdapterTargetError,
     check_adapter_targets,
     load_model,
     lora_config,
     text_model_prefix,
 )
-from training.synthetic import write_dataset  # noqa: E402
-from training.tiny import build_tokenizer, corpus_files, corpus_texts  # noqa: E402
-from training.train import config_from_overrides, run  # noqa: E402
+from forethought.training.synthetic import write_dataset  # noqa: E402
+from forethought.training.tiny import build_tokenizer, corpus_files, corpus_texts  # noqa: E402
+from forethought.training.train import config_from_overrides, run  # noqa: E402
 
 NON_TEXT = ("vision_tower", "multi_modal_projector")
 

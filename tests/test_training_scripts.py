@@ -107,7 +107,7 @@ def test_bench_train_runs(tmp_path):
 
 def test_two_process_training_with_accelerate_on_cpu(tmp_path):
     """`accelerate launch --multi_gpu --num_processes 2` runs DDP on CPU; only rank 0 writes the run folder."""
-    from training.synthetic import write_dataset
+    from forethought.training.synthetic import write_dataset
 
     data = write_dataset(tmp_path / "data", n_train=16, n_val=4, primitives=("match_func",))
     out = tmp_path / "out"
@@ -131,8 +131,8 @@ def test_two_process_training_with_accelerate_on_cpu(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_tiny_profile_trains_in_bf16_on_gpu(tmp_path):
-    from training.synthetic import write_dataset
-    from training.train import config_from_overrides, run
+    from forethought.training.synthetic import write_dataset
+    from forethought.training.train import config_from_overrides, run
 
     data = write_dataset(tmp_path / "data", n_train=16, n_val=4, primitives=("match_func",))
     cfg = config_from_overrides([

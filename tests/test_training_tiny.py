@@ -24,14 +24,14 @@ torch = pytest.importorskip("torch")
 from safetensors.torch import load_file  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
-from data_gen.unit import seal  # noqa: E402
+from forethought.data_gen.unit import seal  # noqa: E402
 from forethought.cli import main as forethought_main  # noqa: E402
 from forethought.errors import UserError  # noqa: E402
-from kernel.specs import SPECS  # noqa: E402
-from training import artifacts  # noqa: E402
-from training.config import PRIMITIVES  # noqa: E402
-from training.data import dataset_spec_hash  # noqa: E402
-from training.train import config_from_overrides, run  # noqa: E402
+from forethought.kernel.specs import SPECS  # noqa: E402
+from forethought.training import artifacts  # noqa: E402
+from forethought.training.config import PRIMITIVES  # noqa: E402
+from forethought.training.data import dataset_spec_hash  # noqa: E402
+from forethought.training.train import config_from_overrides, run  # noqa: E402
 
 STEPS = 4
 PRIM = "match_fill"  # the primitive of the single-adapter runs: real match_fill prompts are short (~170 tokens), so steps are cheap

@@ -10,10 +10,10 @@ import pytest
 
 from forethought.cli import main
 from forethought.config import ConfigError, compose_and_validate
-from kernel.specs import PRIMITIVE_NAMES, SPECS
-from training.bundle import BundleError, load_bundle
-from training.package import PackageConfig
-from training.validate import ValidateConfig, score
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
+from forethought.training.bundle import BundleError, load_bundle
+from forethought.training.package import PackageConfig
+from forethought.training.validate import ValidateConfig, score
 
 FIX = Path(__file__).parent / "fixtures" / "solutions"
 
@@ -25,7 +25,7 @@ def tiny_run(tiny_pipeline):
 
 
 def _rows(spec, outputs):
-    from kernel.specs import MatchFuncInput, TaskRef, ToolBrief
+    from forethought.kernel.specs import MatchFuncInput, TaskRef, ToolBrief
 
     inp = MatchFuncInput(task=TaskRef(id="t1", text="list files"), tools=[ToolBrief(name="ls"), ToolBrief(name="cd")])
     return [{"id": str(i), "input": inp.model_dump(mode="json"), "target": {"tool_name": "ls"}} for i in range(len(outputs))], outputs
@@ -69,8 +69,8 @@ def perfect_decoder(generated_data, monkeypatch):
 
     Returns the set of (primitive, row index) pairs to answer wrongly instead.
     """
-    import kernel.backends.hf as hf
-    import training.artifacts as artifacts
+    import forethought.kernel.backends.hf as hf
+    import forethought.training.artifacts as artifacts
 
     answers = {}
     for p in PRIMITIVE_NAMES:
@@ -116,7 +116,7 @@ def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, c
 
 
 def test_bundle_manifest_and_model_cards(tiny_run):
-    from training.bundle import hash_files
+    from forethought.training.bundle import hash_files
 
     m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
     assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
@@ -161,8 +161,8 @@ def _train_copy(tiny_run, tmp_path) -> Path:
 def test_adapter_that_does_not_change_the_output_is_refused(tiny_run):
     import torch
 
-    from training.artifacts import load_adapters
-    from training.package import adapter_applies
+    from forethought.training.artifacts import load_adapters
+    from forethought.training.package import adapter_applies
 
     names = ["match_func", "get_order"]
     model, tok = load_adapters(tiny_run / "train", names)
@@ -311,7 +311,7 @@ def test_an_altered_base_weight_is_refused(tiny_run, tmp_path):
 def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
     import pickle
 
-    from training.bundle import sha256_file
+    from forethought.training.bundle import sha256_file
 
     b = _copy(tiny_run, tmp_path)
     f = b / "adapters" / "match_fill" / "adapter_model.safetensors"
@@ -377,9 +377,9 @@ def test_a_broken_gates_file_is_a_located_error(tiny_run, tmp_path, capsys, cont
 )
 def test_a_bad_validation_row_is_a_located_error(generated_data, tmp_path, line, needle):
     """Finding 7: validate on such rows gave a traceback; now the file, line and field are named."""
-    from data_gen.unit import seal
+    from forethought.data_gen.unit import seal
     from forethought.errors import UserError
-    from training.validate import _read_rows
+    from forethought.training.validate import _read_rows
 
     data = tmp_path / "d"
     shutil.copytree(generated_data, data)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from data_gen.verify import VerifyConfig, coverage_minimums, tau_over_s_conflicts, verify_paths, verify_solution
+from forethought.data_gen.verify import VerifyConfig, coverage_minimums, tau_over_s_conflicts, verify_paths, verify_solution
 from forethought.cli import main
-from kernel.runner import build_environment, build_registry
-from kernel.scenario import json_schema, load_solution
+from forethought.kernel.runner import build_environment, build_registry
+from forethought.kernel.scenario import json_schema, load_solution
 
 FIG1 = Path("data_gen/solutions/file_system/paper_figure1.json")
 
@@ -50,7 +50,7 @@ def test_coverage_minimums_default_to_the_requirement_for_the_default_corpus_onl
     assert main(["verify", str(corpus)]) == 0
     assert main(["verify", str(corpus), "min_per_tag=1"]) == 1  # ... unless set explicitly
     assert "coverage below the configured minimum: pattern prereq_absent_retrieve: 0 < 1" in capsys.readouterr().err
-    monkeypatch.setattr("data_gen.verify.DEFAULT_SOLUTIONS", corpus)  # a plain `forethought verify` of the default corpus
+    monkeypatch.setattr("forethought.data_gen.verify.DEFAULT_SOLUTIONS", corpus)  # a plain `forethought verify` of the default corpus
     assert main(["verify", f"paths=[{corpus}]"]) == 1
     assert "domain file_system: 1 < 30" in capsys.readouterr().err
 
@@ -124,7 +124,7 @@ def test_extra_tool_schemas_are_validated(tmp_path, schema, needle):
 
 def test_shipped_schema_is_current_and_describes_every_field():
     shipped = json.loads(Path("data_gen/solutions/schema.json").read_text())
-    assert shipped == json_schema(), "stale: run python -m kernel.scenario > data_gen/solutions/schema.json"
+    assert shipped == json_schema(), "stale: run python -m forethought.kernel.scenario > data_gen/solutions/schema.json"
     ours = {"Solution", "Turn", "TaskAnn", "PrereqAnn", "ProposedTaskAnn", "BindingAnn", "StateAssertion", "RefCall", "SlotDef", "RegistryRef"}
     defs = {k: v for k, v in shipped["$defs"].items() if k in ours} | {"Solution": shipped}
     assert set(defs) == ours
@@ -238,7 +238,7 @@ def test_no_two_solutions_are_the_same_template_with_other_values():
 
 def test_failure_messages_keep_bracketed_check_names(tmp_path, capsys):
     # Finding 8: rich markup swallowed "[values_grounded]" in verify's messages.
-    from data_gen.verify import VerifyResult, print_report
+    from forethought.data_gen.verify import VerifyResult, print_report
 
     print_report([VerifyResult("x.json", None, False, "turn 1: [value] values_grounded: [values_grounded] bad")], 0.0)
     assert "[value] values_grounded: [values_grounded] bad" in capsys.readouterr().err

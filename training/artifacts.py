@@ -3,7 +3,7 @@
 This is the API later commands (validate, package, the kernel's local backend)
 use; they should not re-derive paths themselves::
 
-    from training.artifacts import load_adapters, stop_token_ids
+    from forethought.training.artifacts import load_adapters, stop_token_ids
 
     model, tok = load_adapters("runs/train")          # every trained primitive
     model.set_adapter("match_func")                   # switch primitive
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forethought.errors import UserError
-from training.config import PRIMITIVES
+from forethought.training.config import PRIMITIVES
 
 if TYPE_CHECKING:
     import torch
@@ -72,7 +72,7 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
     """
     import sys
 
-    from kernel.specs import SPECS
+    from forethought.kernel.specs import SPECS
 
     out: dict[str, str | None] = {}
     for p in primitives:
@@ -120,7 +120,7 @@ def load_base(
     attn_implementation: str = "sdpa",
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The base model (eval mode) and its tokenizer, exactly as the adapters were trained on."""
-    from training.models import load_model, load_tokenizer
+    from forethought.training.models import load_model, load_tokenizer
 
     ref = read_base_ref(output_dir)
     path = Path(ref["path"])
@@ -145,7 +145,7 @@ def load_adapters(
     """
     from peft import PeftModel
 
-    from training.models import check_saved_adapter, text_model_prefix
+    from forethought.training.models import check_saved_adapter, text_model_prefix
 
     names = primitives or trained_primitives(output_dir)
     if not names:
@@ -157,7 +157,7 @@ def load_adapters(
         model, tok = load_base(output_dir, device=device, dtype=dtype)
         tokenizer = tokenizer or tok
     elif tokenizer is None:
-        from training.models import load_tokenizer
+        from forethought.training.models import load_tokenizer
 
         tokenizer = load_tokenizer(base_path(output_dir))
     prefix = text_model_prefix(model)
@@ -174,6 +174,6 @@ def load_adapters(
 def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
     """Generation must stop on the chat template's end-of-turn token as well as eos (Gemma ends turns with
     ``<end_of_turn>``). The same derivation the kernel's hf backend decodes with."""
-    from kernel.backends.hf import stop_ids
+    from forethought.kernel.backends.hf import stop_ids
 
     return stop_ids(tokenizer)

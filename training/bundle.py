@@ -277,7 +277,7 @@ class Bundle:
         import torch
         from peft import PeftModel
 
-        from training.models import load_model, load_tokenizer
+        from forethought.training.models import load_model, load_tokenizer
 
         dtype = torch.bfloat16 if (device != "cpu" or self.manifest["base"].get("dtype") == "bfloat16") else torch.float32
         model = load_model(self.base_dir, dtype=dtype, attn_implementation=self.manifest["base"].get("attn_implementation", "sdpa"), device=device)
@@ -293,7 +293,7 @@ class Bundle:
 
 def load_bundle(path: str | Path, *, allow_smoke: bool = False, require: tuple[str, ...] | None = None) -> Bundle:
     """Open and check a bundle; every refusal names the file and what is wrong."""
-    from kernel.specs import PRIMITIVE_NAMES, SPECS
+    from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 
     root = Path(path)
     mpath = root / MANIFEST

@@ -154,9 +154,9 @@ class ExactMatchCurve(TrainerCallback):
         self.history: list[dict[str, Any]] = []
 
     def measure(self, model: Any, step: int) -> dict[str, float]:
-        from kernel.backends.hf import generate
-        from kernel.specs import SPECS
-        from training.validate import score
+        from forethought.kernel.backends.hf import generate
+        from forethought.kernel.specs import SPECS
+        from forethought.training.validate import score
 
         was_training = model.training
         side = self.tokenizer.padding_side

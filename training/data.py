@@ -31,10 +31,10 @@ def split_path(dataset_dir: str | Path, primitive: str, split: str) -> Path:
 def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
     """The spec hash the dataset's prompts were rendered with (``stats.json`` ``spec_hashes``), or None if not recorded.
 
-    ``forethought generate`` records ``kernel.specs.SPECS[name].spec_hash`` per primitive; training copies it
+    ``forethought generate`` records ``forethought.kernel.specs.SPECS[name].spec_hash`` per primitive; training copies it
     into the run folder so validate and package can refuse an adapter trained under another spec.
     """
-    from data_gen.unit import checked_bytes
+    from forethought.data_gen.unit import checked_bytes
 
     f = Path(dataset_dir) / "stats.json"
     if not f.is_file():
@@ -86,7 +86,7 @@ def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required:
         if required:
             raise UserError(f"missing {split} split for primitive {primitive!r} (expected <dataset_dir>/{primitive}/{split}.jsonl)", str(path))
         return None
-    from data_gen.unit import load_manifest, split_problem
+    from forethought.data_gen.unit import load_manifest, split_problem
 
     held_out = set(load_manifest(dataset_dir)["validation_solutions"])
     rows: list[dict[str, Any]] = []
@@ -120,7 +120,7 @@ def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required:
 
 def read_dataset_text(dataset_dir: str | Path, rel: str) -> str:
     """A dataset file's text, refused unless the dataset's manifest vouches for exactly these bytes."""
-    from data_gen.unit import MAX_FILE_BYTES, checked_bytes
+    from forethought.data_gen.unit import MAX_FILE_BYTES, checked_bytes
 
     path = Path(dataset_dir) / rel
     if path.stat().st_size > MAX_FILE_BYTES:

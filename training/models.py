@@ -4,7 +4,7 @@ Two profiles:
 
 ``tiny``
     A random ``Gemma3ForCausalLM`` + offline BPE tokenizer, built once per output
-    folder (:mod:`training.tiny`) and loaded from ``<output_dir>/base``.
+    folder (:mod:`forethought.training.tiny`) and loaded from ``<output_dir>/base``.
 ``gemma3_12b``
     Gemma-3-12B from a local folder (``model.path``). Its checkpoint is multimodal
     (``model_type: gemma3``), so it is loaded with ``AutoModelForCausalLM`` (which
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from peft import LoraConfig
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from training.config import LoraSettings, ModelConfig
+    from forethought.training.config import LoraSettings, ModelConfig
 
 # Sub-modules of a multimodal checkpoint that must never carry an adapter.
 NON_TEXT_PARTS = ("vision_tower", "multi_modal_projector", "vision_model", "audio_tower")
@@ -163,7 +163,7 @@ def fsdp_enabled() -> bool:
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
     from transformers import AutoTokenizer
 
-    from training.tiny import gemma3_chat_template
+    from forethought.training.tiny import gemma3_chat_template
 
     tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     if not getattr(tok, "chat_template", None):

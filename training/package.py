@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.errors import UserError
-from kernel.specs import PRIMITIVE_NAMES, SPECS
-from primitives.io import atomic_write_json, atomic_write_text
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
+from forethought.primitives.io import atomic_write_json, atomic_write_text
 
 from .bundle import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, sha256_file
 from .config import BUILT_HERE
@@ -134,8 +134,8 @@ NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin
 
 def package(cfg: PackageConfig) -> Path:
     from forethought.errors import ensure_output_dir
-    from training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
-    from training.provenance import check_measured, read_gates
+    from forethought.training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
+    from forethought.training.provenance import check_measured, read_gates
 
     ensure_output_dir(Path(cfg.output_dir).parent, "output_dir")  # before loading any model
     gates_path = Path(cfg.validate_dir) / "gates.json"

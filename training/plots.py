@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from primitives.io import atomic_write_bytes
+from forethought.primitives.io import atomic_write_bytes
 
 
 def loss_series(log_history: list[dict[str, Any]]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:

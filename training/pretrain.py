@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forethought.errors import UserError
-from primitives.io import atomic_write_json, atomic_write_text
-from training.config import PRIMITIVES
-from training.tiny import BASE_MANIFEST, base_fingerprint, build_tiny_base
+from forethought.primitives.io import atomic_write_json, atomic_write_text
+from forethought.training.config import PRIMITIVES
+from forethought.training.tiny import BASE_MANIFEST, base_fingerprint, build_tiny_base
 
 if TYPE_CHECKING:
-    from training.config import TrainConfig
+    from forethought.training.config import TrainConfig
 
 PRETRAIN_VERSION = 1  # bump when the base stage's recipe changes
 
@@ -76,7 +76,7 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
     """Every primitive's train rows (capped per primitive), shuffled with the seed. Never a validation row.
 
     A dataset folder holding only some primitives (a user's own, or the chain test's) gives a base of those."""
-    from training.data import read_split
+    from forethought.training.data import read_split
 
     assert cfg.model.pretrain is not None
     cap = cfg.model.pretrain.max_examples_per_primitive
@@ -149,7 +149,7 @@ def _init(cfg: TrainConfig, run: Path) -> Path:
 def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
     from trl import SFTConfig
 
-    from training.train import _checkpointing_kwargs
+    from forethought.training.train import _checkpointing_kwargs
 
     s = cfg.model.pretrain
     assert s is not None
@@ -198,10 +198,10 @@ def pretrain(cfg: TrainConfig) -> Path:
     from omegaconf import OmegaConf
     from trl import SFTTrainer
 
-    from training.callbacks import ExactMatchCurve, RichProgress, Throughput
-    from training.models import load_model, load_tokenizer, resolve_device
-    from training.plots import plot_em, plot_loss
-    from training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
+    from forethought.training.callbacks import ExactMatchCurve, RichProgress, Throughput
+    from forethought.training.models import load_model, load_tokenizer, resolve_device
+    from forethought.training.plots import plot_em, plot_loss
+    from forethought.training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
 
     s = cfg.model.pretrain
     assert s is not None
@@ -221,7 +221,7 @@ def pretrain(cfg: TrainConfig) -> Path:
             )
         import yaml
 
-        from training.train import _diff
+        from forethought.training.train import _diff
 
         old = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) if (run / "config.yaml").is_file() else config
         diffs = [d for d in _diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")]

@@ -19,8 +19,8 @@ MAX_GATES_BYTES = 64 * 1024 * 1024
 
 
 def adapter_digests(train_dir: str | Path, primitive: str) -> dict[str, str | None]:
-    from training.artifacts import adapter_dir
-    from training.bundle import sha256_file
+    from forethought.training.artifacts import adapter_dir
+    from forethought.training.bundle import sha256_file
 
     d = adapter_dir(train_dir, primitive)
     return {f: (sha256_file(d / f) if (d / f).is_file() else None) for f in MEASURED_FILES}
@@ -28,7 +28,7 @@ def adapter_digests(train_dir: str | Path, primitive: str) -> dict[str, str | No
 
 def measured(train_dir: str | Path, primitives: list[str], dataset_dir: str | Path) -> dict[str, Any]:
     """The ``measured`` block of gates.json (called by run_validation)."""
-    from data_gen.unit import MANIFEST
+    from forethought.data_gen.unit import MANIFEST
 
     run_id = None
     f = Path(dataset_dir) / MANIFEST

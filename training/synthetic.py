@@ -18,7 +18,7 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
-from primitives.io import atomic_write_jsonl
+from forethought.primitives.io import atomic_write_jsonl
 
 PRIMITIVES = ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
 
@@ -163,7 +163,7 @@ def write_dataset(
     for p in primitives:
         atomic_write_jsonl(root / p / "train.jsonl", make_rows(p, n_train, seed=seed, scale=scale, split="train"))
         atomic_write_jsonl(root / p / "validation.jsonl", make_rows(p, n_val, seed=seed, scale=scale, split="validation"))
-    from data_gen.unit import seal
+    from forethought.data_gen.unit import seal
 
     seal(root)  # one unit, as forethought generate writes it: train and validate check the manifest
     return root

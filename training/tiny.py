@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forethought.errors import UserError
-from primitives.io import atomic_write_json
+from forethought.primitives.io import atomic_write_json
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
-    from training.config import TinyShape
+    from forethought.training.config import TinyShape
 
 # Gemma's special tokens, in Gemma's order for the first four ids (pad 0, eos 1, bos 2, unk 3).
 SPECIAL_TOKENS = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
@@ -54,7 +54,7 @@ def _message_text(messages: Any) -> Iterator[str]:
 
 def corpus_files(dataset_dir: str | Path) -> list[Path]:
     """The train splits the tokenizer is built from: every ``<dataset_dir>/*/train.jsonl``, sorted."""
-    from training.config import PRIMITIVES
+    from forethought.training.config import PRIMITIVES
 
     root = Path(dataset_dir)
     return [root / p / "train.jsonl" for p in PRIMITIVES if (root / p / "train.jsonl").is_file()]

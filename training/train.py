@@ -22,7 +22,7 @@ Output (``output_dir``, default ``runs/train``)::
         wandb/                offline wandb run (logging=wandb_offline)
 
 The Python API used by later commands to load the result is in
-:mod:`training.artifacts`.
+:mod:`forethought.training.artifacts`.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from typing import Any
 
 from forethought.commands import Args, load, split_args
 from forethought.errors import UserError
-from primitives.io import atomic_write_json, atomic_write_text
-from training.config import BUILT_HERE, PRIMITIVES, TrainConfig
+from forethought.primitives.io import atomic_write_json, atomic_write_text
+from forethought.training.config import BUILT_HERE, PRIMITIVES, TrainConfig
 
 BASE_REF = "base.json"
 STOP_TOKENS = ["<eos>", "<end_of_turn>"]
@@ -267,7 +267,7 @@ def _cpu_threads(cfg: TrainConfig) -> Iterator[None]:
         return
     import torch
 
-    from training.models import resolve_device
+    from forethought.training.models import resolve_device
 
     if resolve_device(cfg.train.device) != "cpu":
         yield
@@ -285,7 +285,7 @@ def _preflight(cfg: TrainConfig) -> None:
 
     With ``primitive=all`` a bad row in the last dataset fails here, not after four adapters.
     """
-    from training.data import read_split, split_path
+    from forethought.training.data import read_split, split_path
 
     missing = [str(split_path(cfg.dataset_dir, p, "train")) for p in cfg.primitives() if not split_path(cfg.dataset_dir, p, "train").is_file()]
     if missing:
@@ -295,8 +295,8 @@ def _preflight(cfg: TrainConfig) -> None:
     for p in cfg.primitives():
         read_split(cfg.dataset_dir, p, "train", limit=cfg.train.max_train_examples)
         read_split(cfg.dataset_dir, p, "validation", required=False, limit=cfg.train.max_eval_examples)
-    from kernel.specs import SPECS
-    from training.data import dataset_spec_hash
+    from forethought.kernel.specs import SPECS
+    from forethought.training.data import dataset_spec_hash
 
     stale = [(p, h) for p in cfg.primitives() if (h := dataset_spec_hash(cfg.dataset_dir, p)) is not None and h != SPECS[p].spec_hash]
     if stale:
@@ -306,11 +306,11 @@ def _preflight(cfg: TrainConfig) -> None:
             + "): validate and package would refuse these adapters; regenerate the data with `forethought generate`",
             str(Path(cfg.dataset_dir) / "stats.json"),
         )
-    from training.models import check_attention_available, resolve_device
+    from forethought.training.models import check_attention_available, resolve_device
 
     check_attention_available(cfg.model.attn_implementation, resolve_device(cfg.train.device))
     if cfg.model.profile == "gemma3_12b":
-        from training.models import require_local_path
+        from forethought.training.models import require_local_path
 
         require_local_path(cfg.model)
 
@@ -322,7 +322,7 @@ def _clear_outputs(cfg: TrainConfig) -> None:
     """``train.overwrite=true``: remove what an earlier run left, only where it is recognisably ours."""
     import shutil
 
-    from training import pretrain
+    from forethought.training import pretrain
 
     out = Path(cfg.output_dir)
     for p in cfg.primitives():
@@ -351,18 +351,18 @@ def _is_main_process() -> bool:
 
 def prepare_base(cfg: TrainConfig) -> BaseRef:
     """Build and pretrain (tiny, small) or locate (gemma3_12b) the shared base, and record it in ``<output_dir>/base.json``."""
-    from training.models import checkpoint_model_type, require_local_path
+    from forethought.training.models import checkpoint_model_type, require_local_path
 
     out = Path(cfg.output_dir)
     if cfg.model.profile in BUILT_HERE:
-        from training import pretrain
+        from forethought.training import pretrain
 
         path = pretrain.prepare(cfg)
     else:
         path = require_local_path(cfg.model)
     ref = BaseRef(profile=cfg.model.profile, path=path, model_type=checkpoint_model_type(path))
     ref_file = out / BASE_REF
-    from training.artifacts import trained_primitives
+    from forethought.training.artifacts import trained_primitives
 
     if _is_main_process() and ref_file.is_file() and not trained_primitives(out):
         # No adapter belongs to the recorded base yet (e.g. its load failed): the record binds nothing.
@@ -415,7 +415,7 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
 
 
 def _run_state(cfg: TrainConfig, primitive: str, base: BaseRef) -> dict[str, Any]:
-    from training.data import dataset_spec_hash, file_sha256, split_path
+    from forethought.training.data import dataset_spec_hash, file_sha256, split_path
 
     return {
         "dataset": {
@@ -642,9 +642,9 @@ def train_primitive(
     from omegaconf import OmegaConf
     from trl import SFTTrainer
 
-    from training.callbacks import RichProgress, Throughput
-    from training.data import load_splits
-    from training.models import (
+    from forethought.training.callbacks import RichProgress, Throughput
+    from forethought.training.data import load_splits
+    from forethought.training.models import (
         check_adapter_targets,
         check_saved_adapter,
         load_model,
@@ -653,7 +653,7 @@ def train_primitive(
         resolve_device,
         resolve_dtype,
     )
-    from training.plots import plot_loss
+    from forethought.training.plots import plot_loss
 
     if not sys.stderr.isatty():
         datasets.disable_progress_bars()
@@ -676,8 +676,8 @@ def train_primitive(
         cbs.append(RichProgress(primitive))
     curve = None
     if cfg.train.em_eval_steps and eval_ds is not None:
-        from training.callbacks import ExactMatchCurve
-        from training.pretrain import em_rows
+        from forethought.training.callbacks import ExactMatchCurve
+        from forethought.training.pretrain import em_rows
 
         curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed), cfg.train.em_eval_steps)
         cbs.append(curve)
@@ -788,7 +788,7 @@ def train_primitive(
     if main:
         plot_loss(history, run_dir / "loss.png", f"{primitive} ({cfg.model.profile}, {cfg.train.preset})")
         if curve and curve.history:
-            from training.plots import plot_em
+            from forethought.training.plots import plot_em
 
             plot_em(curve.history, run_dir / "exact_match.png", f"{primitive}: exact match on a fixed validation subset")
         atomic_write_json(run_dir / "metrics.json", metrics)

@@ -19,10 +19,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
-from kernel.backends.factory import Device, PrimitiveName
-from kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec
-from primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
-from training.provenance import measured
+from forethought.kernel.backends.factory import Device, PrimitiveName
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec
+from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
+from forethought.training.provenance import measured
 
 # Defaults a little under the paper's fine-tuned exact match (Table 5: 92.8 / 100 / 87.4 / 96.9 / 93.0).
 DEFAULT_THRESHOLDS = {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
@@ -140,8 +140,8 @@ def _row_problem(spec: PrimitiveSpec, r: Any) -> str | None:
 
 
 def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[dict[str, Any]]:
-    from data_gen.unit import load_manifest, split_problem
-    from training.data import read_dataset_text
+    from forethought.data_gen.unit import load_manifest, split_problem
+    from forethought.training.data import read_dataset_text
 
     path = Path(dataset_dir) / prim / "validation.jsonl"
     if not path.is_file():
@@ -172,8 +172,8 @@ def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[dict[str,
 
 
 def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None) -> dict[str, Any]:
-    from kernel.backends.hf import BASE, generate, pick_device
-    from training.artifacts import check_spec_hashes, load_adapters
+    from forethought.kernel.backends.hf import BASE, generate, pick_device
+    from forethought.training.artifacts import check_spec_hashes, load_adapters
 
     prims = cfg.selected()
     trained_hashes = check_spec_hashes(cfg.train_dir, prims)  # before any decoding: a stale adapter is refused

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from primitives import SLMReply, SLMRequest
+from forethought.primitives import SLMReply, SLMRequest
 
 BASE = "__base__"  # generate with every adapter disabled
 
@@ -184,7 +184,7 @@ class HFBackend:
     def from_bundle(cls, path: str | Path, *, device: str = "auto", batch_size: int = 16, max_new_tokens: int = 384,
                     constrained: bool | None = None, allow_smoke: bool = False) -> HFBackend:
         """``constrained=None`` decodes as the bundle's gates were measured (its manifest's ``decoding``)."""
-        from training.bundle import load_bundle
+        from forethought.training.bundle import load_bundle
 
         bundle = load_bundle(path, allow_smoke=allow_smoke)
         if bundle.smoke:

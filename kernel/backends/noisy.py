@@ -15,7 +15,7 @@ import json
 import random
 from typing import Any
 
-from primitives import SLMReply, SLMRequest
+from forethought.primitives import SLMReply, SLMRequest
 
 
 class NoisyOracle:

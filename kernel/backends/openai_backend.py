@@ -16,8 +16,8 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from primitives import BackendError as _DSLBackendError
-from primitives import SLMReply, SLMRequest
+from forethought.primitives import BackendError as _DSLBackendError
+from forethought.primitives import SLMReply, SLMRequest
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # a chat completion is kilobytes; more is a broken or hostile server
 

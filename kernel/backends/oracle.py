@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from primitives import SLMReply, SLMRequest
+from forethought.primitives import SLMReply, SLMRequest
 
 from ..scenario import TaskAnn, Turn
 
