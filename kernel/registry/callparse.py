@@ -5,7 +5,14 @@ they are parsed with ``ast.parse(..., mode="eval")`` and only literal nodes
 are accepted (strings, numbers, True/False/None, lists, tuples, sets, dicts,
 a sign before a number). Anything else (a call or a name inside an
 argument, attribute access, operators, f-strings, lambdas, comprehensions,
-positional arguments) raises :class:`CallParseError` with its position.
+``*``/``**`` unpacking) raises :class:`CallParseError` with its position.
+
+Positional arguments (``sort('final_report.pdf')``, as 40 of BFCL's 1,142
+multi-turn ground-truth calls are written) bind to parameter names in the
+order of the tool's signature, given as ``signatures`` (tool name ->
+parameter names in order; :attr:`Registry.signatures` is one). Without a
+signature for the called tool they are an error, since a name cannot be
+guessed.
 
 Values come back JSON-like: tuples and sets become lists (a tool's
 parameters are JSON Schema, where both are arrays), dict keys must be
@@ -21,6 +28,7 @@ import keyword
 import math
 import tokenize
 import unicodedata
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 MAX_TEXT = 100_000  # longer input is refused before parsing
@@ -50,35 +58,38 @@ class CallParseError(ValueError):
 # -- parsing ---------------------------------------------------------------
 
 
-def parse_call(text: str) -> Call:
-    """Parse one call, e.g. ``mod.f(x=-1.5, tags=['a'])``."""
+Signatures = Mapping[str, Sequence[str]]
+
+
+def parse_call(text: str, signatures: Signatures | None = None) -> Call:
+    """Parse one call, e.g. ``mod.f(x=-1.5, tags=['a'])``; positional arguments need ``signatures``."""
     src = _Source(text)
     body = src.parse()
     if not isinstance(body, ast.Call):
         raise src.error(body, f"expected a call like name(arg=value), got {_describe(body)}")
-    return src.call(body)
+    return src.call(body, signatures)
 
 
-def parse_calls(source: str | list[str]) -> list[Call]:
+def parse_calls(source: str | list[str], signatures: Signatures | None = None) -> list[Call]:
     """Parse one call, a list of calls ``[f(a=1), g(b='x')]``, or a list of call strings.
 
     The list of strings may be a Python list (BFCL's ground-truth form) or
     the text of one, e.g. ``["cd(folder='document')", "ls()"]``.
     """
     if isinstance(source, list):
-        return [_element_call(s, i) for i, s in enumerate(source)]
+        return [_element_call(s, i, signatures) for i, s in enumerate(source)]
     src = _Source(source)
     body = src.parse()
     if isinstance(body, ast.Call):
-        return [src.call(body)]
+        return [src.call(body, signatures)]
     if not isinstance(body, (ast.List, ast.Tuple)):
         raise src.error(body, f"expected a call or a list of calls, got {_describe(body)}")
     if body.elts and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in body.elts):
-        return [_element_call(e.value, i) for i, e in enumerate(body.elts)]  # type: ignore[attr-defined]
+        return [_element_call(e.value, i, signatures) for i, e in enumerate(body.elts)]  # type: ignore[attr-defined]
     for e in body.elts:
         if not isinstance(e, ast.Call):
             raise src.error(e, f"a list of calls may hold only calls (or only call strings), got {_describe(e)}")
-    return [src.call(e) for e in body.elts]  # type: ignore[arg-type]
+    return [src.call(e, signatures) for e in body.elts]  # type: ignore[arg-type]
 
 
 def parse_literal(text: str) -> Any:
@@ -87,11 +98,11 @@ def parse_literal(text: str) -> Any:
     return src.value(src.parse(), "value", 0)
 
 
-def _element_call(text: Any, index: int) -> Call:
+def _element_call(text: Any, index: int, signatures: Signatures | None) -> Call:
     if not isinstance(text, str):
         raise CallParseError(f"call #{index}: expected a call string, got {type(text).__name__}")
     try:
-        return parse_call(text)
+        return parse_call(text, signatures)
     except CallParseError as exc:
         raise CallParseError(f"call #{index}: {exc.message}", exc.text, exc.line, exc.column) from None
 
@@ -139,24 +150,43 @@ class _Source:
         col = len(raw.encode()[: getattr(node, "col_offset", 0)].decode(errors="ignore"))
         return CallParseError(message, self.text, *self._where(line, col))
 
-    def call(self, node: ast.Call) -> Call:
+    def call(self, node: ast.Call, signatures: Signatures | None = None) -> Call:
         name = _dotted_name(node.func)
         if name is None:
             base = node.func
             while isinstance(base, ast.Attribute):
                 base = base.value
             raise self.error(base, f"the called name must be a (dotted) identifier, found {_describe(base)}")
-        if node.args:
-            raise self.error(node.args[0], "positional arguments are not allowed; write name=value")
-        args: dict[str, Any] = {}
+        args = self.positional(node, name, signatures)
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.error(kw, "**mapping arguments are not allowed; write name=value")
             arg = kw.arg[len(_KW_PREFIX) :] if kw.arg.startswith(_KW_PREFIX) else kw.arg
             if arg in args:  # the parser leaves this to the compiler
-                raise self.error(kw, f"argument {arg!r} is repeated")
+                how = "given positionally and by name" if arg in list(args)[: len(node.args)] else "repeated"
+                raise self.error(kw, f"argument {arg!r} is {how}")
             args[arg] = self.value(kw.value, f"argument {arg!r}", 0)
         return Call(name, args)
+
+    def positional(self, node: ast.Call, name: str, signatures: Signatures | None) -> dict[str, Any]:
+        """Positional arguments bound to the first parameter names of ``name``'s signature."""
+        if not node.args:
+            return {}
+        if signatures is None:
+            raise self.error(node.args[0], "positional arguments are not allowed; write name=value")
+        starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
+        if starred is not None:
+            raise self.error(starred, "*unpacking arguments is not allowed; write name=value")
+        params = signatures.get(name)
+        if params is None:
+            raise self.error(node.args[0], f"positional arguments need the signature of {name!r}, an unknown tool")
+        params = list(params)
+        if len(node.args) > len(params):
+            takes = f"{len(params)} ({', '.join(params)})" if params else "none"
+            raise self.error(
+                node.args[len(params)], f"{name} takes at most {takes} positional arguments, got {len(node.args)}"
+            )
+        return {p: self.value(a, f"argument {p!r}", 0) for p, a in zip(params, node.args, strict=False)}
 
     def value(self, node: ast.expr, what: str, depth: int) -> Any:
         if depth > MAX_DEPTH:

@@ -1,8 +1,9 @@
 """``forethought registry check FILE... [fmt=openai|mcp|bfcl]``: import registry files and report.
 
-Every file is checked and reported (``ok`` lines on stdout, located errors
-on stderr) before the exit status is decided: 0 when all imported, 1 when
-any failed, 2 for a usage error.
+Every file is checked and reported (``ok`` lines on stdout, each followed by
+the importer's notes, located errors on stderr) before the exit status is
+decided: 0 when all imported, 1 when any failed, 2 for a usage error. A note
+(an MCP field we do not know, an assumed side effect) does not fail a file.
 """
 
 from __future__ import annotations
@@ -66,6 +67,27 @@ def _check(args: list[str]) -> int:
             continue
         kinds = sorted({t.source for t in reg}) or [fmt or "-"]
         print(f"ok   {path}: {len(reg)} tool{'s' if len(reg) != 1 else ''} ({', '.join(kinds)})")
+        for line in _note_lines(path, reg):
+            print(line)
     ok = len(files) - failed
     print(f"{len(files)} file{'s' if len(files) != 1 else ''} checked: {ok} ok, {failed} failed")
     return 1 if failed else 0
+
+
+_SHOWN = 5  # tool names listed per note before "..."
+
+
+def _note_lines(path: str, reg: object) -> list[str]:
+    """One line per distinct note, naming the tools it applies to (a server's 14 tools share one)."""
+    by_note: dict[str, list[str]] = {}
+    for tool in reg:  # type: ignore[attr-defined]
+        for note in tool.notes:
+            by_note.setdefault(note, []).append(tool.name)
+    lines = []
+    for note, names in by_note.items():
+        if len(names) == 1:
+            lines.append(f"note {path}: tool {names[0]!r}: {note}")
+        else:
+            shown = ", ".join(map(repr, names[:_SHOWN])) + (", ..." if len(names) > _SHOWN else "")
+            lines.append(f"note {path}: {len(names)} tools ({shown}): {note}")
+    return lines

@@ -14,9 +14,19 @@ Accepted shapes:
   (see :mod:`.prose_constraints`).
 
 The format is detected from the content unless ``fmt`` is given. Nothing is
-dropped unnoticed: a field is either mapped, or deliberately ignored because
-it only affects display (listed in ``_IGNORED`` with the reason), or it is an
-error. Every error is a :class:`RegistryError` located as
+dropped unnoticed: a field is either mapped, or deliberately ignored (listed
+in ``_IGNORED`` with the reason), or it is an error, except in MCP: the
+protocol adds tool fields from one spec revision to the next (``execution``
+in 2025-11-25), so a field of an MCP tool we do not know is ignored with a
+note on the ToolSpec (``ToolSpec.notes``, shown by ``forethought registry
+check``) rather than a reason to refuse the server's tools. It is still an
+error where the object is no MCP tool at all (no name or inputSchema): a file
+of another format is best told by its unknown fields.
+
+Side effects: an MCP tool has them unless ``readOnlyHint`` is true, the
+spec's default (a tool without annotations is not read-only, and
+destructive); a BFCL function has them as :mod:`.bfcl_side_effects` says for
+BFCL's 8 multi-turn classes, and is assumed to have them otherwise. Every error is a :class:`RegistryError` located as
 ``FILE: [line N: ]tool #I 'NAME': FIELD: what``, where ``#I`` is the tool's
 0-based position in its list and ``line N`` the JSON Lines line.
 """
@@ -31,6 +41,7 @@ from pydantic import ValidationError
 
 from forethought.errors import UserError
 
+from .bfcl_side_effects import BFCL_SIDE_EFFECTS
 from .model import ToolSpec
 from .prose_constraints import add_prose_constraints
 from .registry import Registry
@@ -47,11 +58,20 @@ _MAPPED = {
 # Fields understood but not carried, and why that loses nothing the kernel uses.
 _IGNORED = {
     "openai": {"strict": "constrained decoding on OpenAI's side; the kernel validates every call anyway"},
-    "mcp": {"title": "display name", "icons": "display icons", "_meta": "protocol metadata"},
+    "mcp": {
+        "title": "display name",
+        "icons": "display icons",
+        "_meta": "protocol metadata",
+        # 2025-11-25: whether a call may or must run as an MCP task. The kernel makes plain
+        # calls, which "forbidden" and "optional" allow; "required" gets a note.
+        "execution": "task support; the kernel makes plain calls",
+    },
     "bfcl": {},
 }
 _FIELDS = {f: _MAPPED[f] | set(_IGNORED[f]) for f in FORMATS}
-_MCP_ANNOTATIONS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+# The spec's ToolAnnotations hints and their defaults (MCP 2025-06-18 and 2025-11-25).
+_MCP_HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+_MCP_ANNOTATIONS = {"title", *_MCP_HINT_DEFAULTS}
 _SHAPES = {
     "openai": "a list of tools or an object with 'tools' or 'functions'",
     "mcp": "an MCP tools/list result",
@@ -287,9 +307,14 @@ def _tool(raw: Any, fmt: str, loc: _Loc) -> ToolSpec:
     name = fn.get("name")
     if isinstance(name, str) and name.strip() == name != "":
         loc.name = name
+    notes: list[str] = []
     # Unknown fields first: in a file of the wrong format they say more than a missing name.
-    for key in fn:
-        if key not in _FIELDS[fmt]:
+    unknown = [key for key in fn if key not in _FIELDS[fmt]]
+    looks_like_mcp_tool = loc.name is not None and "inputSchema" in fn
+    for key in unknown:
+        if fmt == "mcp" and looks_like_mcp_tool:
+            notes.append(f"{key}: unknown MCP tool field{suggest(key, _FIELDS[fmt])} (a newer spec?), ignored")
+        else:
             raise loc.error(key, f"unknown {fmt} tool field{suggest(key, _FIELDS[fmt])}")
     if "name" not in fn:
         raise loc.error("name", "missing")
@@ -317,7 +342,17 @@ def _tool(raw: Any, fmt: str, loc: _Loc) -> ToolSpec:
         raise loc.error(exc.path, exc.message) from None
     if fmt == "bfcl":
         add_prose_constraints(params)
-    side_effect = _mcp_side_effect(fn.get("annotations"), loc) if fmt == "mcp" else False
+    hints: dict[str, bool] = {}
+    if fmt == "mcp":
+        hints = _mcp_hints(fn.get("annotations"), loc, notes)
+        side_effect = not hints["readOnlyHint"]
+        _mcp_execution_note(fn.get("execution"), notes)
+    elif fmt == "bfcl":
+        side_effect = BFCL_SIDE_EFFECTS.get(name, True)
+        if name not in BFCL_SIDE_EFFECTS:
+            notes.append("side effects: not one of BFCL's multi-turn functions, so assumed to have them")
+    else:
+        side_effect = False
     try:
         return ToolSpec(
             name=name,
@@ -326,7 +361,7 @@ def _tool(raw: Any, fmt: str, loc: _Loc) -> ToolSpec:
             output_schema=output,
             side_effect=side_effect,
             source=fmt,
-        )
+        ).record_import(hints=hints, notes=notes)
     except ValidationError as exc:  # the checks above should have caught it; still locate it
         first = exc.errors()[0]
         raise loc.error(".".join(map(str, first["loc"])) or None, first["msg"]) from None
@@ -348,21 +383,36 @@ def _openai_function(raw: dict, loc: _Loc) -> dict:
     return fn
 
 
-def _mcp_side_effect(annotations: Any, loc: _Loc) -> bool:
-    """MCP's hints: readOnlyHint true means no side effects; without hints, assume none (ToolSpec's default).
+def _mcp_hints(annotations: Any, loc: _Loc, notes: list[str]) -> dict[str, bool]:
+    """MCP's four behaviour hints: the tool's values over the spec's defaults.
 
-    idempotentHint and openWorldHint have no ToolSpec counterpart; they are
-    checked for shape and otherwise only advisory, as the MCP spec says.
+    The spec's defaults make a tool without annotations not read-only,
+    destructive, not idempotent and open-world. An annotation we do not know
+    is noted and ignored (later spec revisions may add some), unless it is a
+    near miss of a known hint (``readOnly``): a misspelt hint is a server bug
+    that would silently flip the side-effect flag.
     """
+    hints = dict(_MCP_HINT_DEFAULTS)
     if annotations is None:
-        return False
+        return hints
     if not isinstance(annotations, dict):
         raise loc.error("annotations", f"expected an object, got {type_name(annotations)}")
     for key, value in annotations.items():
         if key not in _MCP_ANNOTATIONS:
-            raise loc.error(f"annotations.{key}", f"unknown MCP tool annotation{suggest(key, _MCP_ANNOTATIONS)}")
-        if key != "title" and not isinstance(value, bool):
+            hint = suggest(key, _MCP_ANNOTATIONS)
+            if hint:
+                raise loc.error(f"annotations.{key}", f"unknown MCP tool annotation{hint}")
+            notes.append(f"annotations.{key}: unknown MCP tool annotation, ignored")
+        elif key == "title":
+            continue  # display only
+        elif not isinstance(value, bool):
             raise loc.error(f"annotations.{key}", f"expected true or false, got {value!r}")
-    if "readOnlyHint" in annotations:
-        return not annotations["readOnlyHint"]
-    return bool(annotations.get("destructiveHint", False))
+        else:
+            hints[key] = value
+    return hints
+
+
+def _mcp_execution_note(execution: Any, notes: list[str]) -> None:
+    """A tool that must run as an MCP task cannot be called the way the kernel calls tools; say so."""
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        notes.append("execution.taskSupport: 'required' (the server refuses plain calls, which the kernel makes)")

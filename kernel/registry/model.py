@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 SatOp = Literal["truthy", "not_null", "eq", "ne", "in", "gt", "gte", "lt", "lte"]
 
@@ -50,6 +50,28 @@ class ToolSpec(BaseModel):
     secret: list[str] = Field(default_factory=list)
     domain: str | None = None
     source: str = "internal"  # internal | openai | mcp | bfcl | domain
+    # What an importer found out, not what a registry file declares: private attributes, so that
+    # they stay out of the model's fields and so out of the solution-file schema generated from it
+    # (data_gen/solutions/schema.json). Set with record_import().
+    _hints: dict[str, bool] = PrivateAttr(default_factory=dict)
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    def record_import(self, *, hints: dict[str, bool], notes: list[str]) -> ToolSpec:
+        self._hints, self._notes = dict(hints), list(notes)
+        return self
+
+    @property
+    def hints(self) -> dict[str, bool]:
+        """MCP's behaviour hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint) as the
+        server sent them over the spec's defaults; empty for other sources. Advisory, as the spec
+        says; the kernel acts on side_effect, which an MCP import sets to "not readOnlyHint"."""
+        return dict(self._hints)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the importer noticed and did not act on (a field it does not know, an assumed
+        flag), for ``forethought registry check`` to show."""
+        return list(self._notes)
 
     @field_validator("name")
     @classmethod

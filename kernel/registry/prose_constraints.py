@@ -8,6 +8,14 @@ is left alone: several mentions that disagree, a value that does not fit the
 property's type or enum, an open-ended phrase ("Default is the current
 directory."), or a keyword the schema already has. "Default is None" only
 says the parameter is optional, so it adds nothing.
+
+BFCL's multi-turn docs (bfcl-eval 2026.3.23) state their enums in three
+colon-introduced forms, 12 parameters in the 8 classes' docs:
+``[Enum]: ["START", "STOP"]``, ``[Enum]: USD, RMB, EUR`` (items may hold
+spaces: "Sunset Valley") and ``Options are: economy, business, first.`` /
+``Here are the options: read_write, read, write``. An array parameter's
+enum constrains its items (``lockDoors(door=[...])``). A nullable property
+(``type: [X, "null"]``) keeps ``None`` in its enum, as the schema allowed it.
 """
 
 from __future__ import annotations
@@ -31,6 +39,16 @@ _INTRO = (
 )
 _ENUM = re.compile(
     rf"\b{_INTRO}\s*:?\s*(?:(?P<brackets>{_BRACKETS})|(?P<items>(?:{_ITEM})(?:{_SEP}(?:{_ITEM}))+){_END})", re.I
+)
+# After a colon the list is plainly a list, so an item may be several words
+# ("Sunset Valley", "Hong Kong"); items are separated by commas only.
+_COLON_INTRO = r"(?:\[enum\]|(?:here\s+are\s+)?the\s+options(?:\s+are)?|options\s+are)\s*:"
+_PHRASE = r"[A-Za-z0-9_][\w\-]*(?: (?!(?:or|and)\b)[\w\-]+)*"  # "b or c" is not one item
+_COLON_ITEM = rf"'[^'\n]*'|\"[^\"\n]*\"|{_PHRASE}"
+_COLON_ENUM = re.compile(
+    rf"(?:^|(?<=\s)|(?<=\W)){_COLON_INTRO}\s*(?:(?P<brackets>{_BRACKETS})"
+    rf"|(?P<items>(?:{_COLON_ITEM})(?:\s*,\s*(?:or\s+|and\s+)?(?:{_COLON_ITEM}))+)){_END}",
+    re.I,
 )
 _DEFAULT = re.compile(
     rf"\bdefaults?(?:\s+value)?\s*(?:\s+is|\s+to|:|=)\s*"
@@ -57,10 +75,19 @@ def _one(prop: dict) -> None:
     if not isinstance(text, str):
         return
     kind = _main_type(prop)
-    if "enum" not in prop and kind in ("string", "integer", "number", "boolean", None):
-        values = _agreed([_enum_values(m, kind) for m in _ENUM.finditer(text)])
-        if values and len(values) > 1 and all(_fits(prop, v) for v in values):
-            prop["enum"] = values
+    items = prop.get("items")
+    # An array of scalars: the stated values are what each item may be.
+    target = items if kind == "array" and isinstance(items, dict) else prop
+    item_kind = _main_type(target)
+    if "enum" not in target and item_kind in ("string", "integer", "number", "boolean", None):
+        found = [_enum_values(m, item_kind) for m in _ENUM.finditer(text)]
+        found += [_colon_enum_values(m, item_kind) for m in _COLON_ENUM.finditer(text)]
+        values = _agreed(found)
+        if values and len(values) > 1 and all(_fits(target, v) for v in values):
+            types = target.get("type")
+            if isinstance(types, list) and "null" in types and None not in values:
+                values = [*values, None]
+            target["enum"] = values
     if "default" not in prop:
         value = _agreed([_default_value(m.group("val"), kind) for m in _DEFAULT.finditer(text)])
         if value is not None and _fits(prop, value):
@@ -100,6 +127,14 @@ def _enum_values(m: re.Match, kind: str | None) -> list[Any] | None:
         return None
     out = [_scalar(i, kind) for i in items]
     return None if any(v is None for v in out) else out
+
+
+def _colon_enum_values(m: re.Match, kind: str | None) -> list[Any] | None:
+    if m.group("brackets"):
+        return _enum_values(m, kind)
+    raw = [i.strip() for i in re.split(r"\s*,\s*(?:or\s+|and\s+)?", m.group("items"))]
+    out = [_scalar(i, kind) if i[0] in "'\"" or kind != "string" else i for i in raw]
+    return None if any(v is None for v in out) or len(set(map(repr, out))) != len(out) else out
 
 
 def _default_value(raw: str, kind: str | None) -> Any:

@@ -47,6 +47,11 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    @property
+    def signatures(self) -> dict[str, list[str]]:
+        """Tool name -> parameter names in declared order, for binding positional call arguments."""
+        return self.derived("signatures", lambda reg: {t.name: t.param_names for t in reg})
+
     def subset(self, names: Iterable[str], *, name: str | None = None) -> Registry:
         return Registry((self._tools[n] for n in names), name=name or self.name)
 

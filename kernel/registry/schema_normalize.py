@@ -8,7 +8,9 @@ What "normalised" means here:
   ``Optional[X]``) and OpenAPI's ``nullable: true`` become ``type: [X, "null"]``
   (with ``None`` added to an ``enum``);
 * BFCL's Python-ish type names (``dict``, ``float``, ``tuple``, ``any`` ...) are
-  mapped to JSON Schema ones when the dialect is ``"bfcl"``;
+  mapped to JSON Schema ones when the dialect is ``"bfcl"``, and its
+  ``"default": "None"`` (Python's None written as text) becomes a null
+  default on a nullable type;
 * draft-07 list-form ``items`` becomes ``prefixItems`` unless the schema
   declares an older draft;
 * unknown keywords are an error rather than being passed on and then ignored
@@ -233,6 +235,12 @@ class _Normalizer:
             else:
                 raise SchemaPathError(at, f"unknown JSON Schema keyword {key!r}{suggest(key, KNOWN_KEYWORDS)}")
         self._check_required_declared(out, path)
+        if self.dialect == "bfcl" and out.get("default") == "None":
+            # BFCL writes a Python signature's defaults as text; "None" is the
+            # default None, so the parameter also accepts null (it is what an
+            # omitted argument means to the function).
+            out["default"] = None
+            nullable = True
         if nullable:
             _make_nullable(out)
         return _collapse_optional(out)
