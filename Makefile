@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml setup.py
 	# CPU machines: take the local CPU wheel first so no CUDA build is pulled.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# BFCL multi-turn: the package's own classes, data and checker without its ~150 dependencies
+	# (provider SDKs, a CUDA torch); the multi-turn path imports only mpmath and filelock.
+	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath==1.4.1
 	touch $(STAMP)
 
 install: $(STAMP)
