@@ -47,8 +47,5 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def subset(self, names: Iterable[str], *, name: str | None = None) -> Registry:
-        return Registry((self._tools[n] for n in names), name=name or self.name)
-
     def merged(self, other: Registry, *, name: str | None = None) -> Registry:
         return Registry(list(self) + [t for t in other if t.name not in self], name=name or self.name)
