@@ -252,15 +252,11 @@ def test_send_certificate():
 
 
 # ------------------------------------------------------------ registry facts
-def test_side_effects_and_prerequisite_sources():
+def test_side_effects():
     specs = {n: t.spec for n, t in DOM.tools.items()}
     assert len(specs) >= 10
     reads = {"get_user_details", "get_reservation_details", "search_direct_flight", "get_flight_status", "list_all_airports_airline"}
     assert {n for n, s in specs.items() if not s.side_effect} == reads
-    written = {k for s in specs.values() for k in s.writes}
-    for s in specs.values():  # every prerequisite can be established by some tool (check_prerequisites needs one)
-        for p in s.prerequisites:
-            assert p.key in written, (s.name, p.key)
 
 
 def test_prerequisites_drive_toolgate():

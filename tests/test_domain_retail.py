@@ -175,16 +175,12 @@ def test_modify_user_address():
     fails(s, "modify_user_address", "not found", user_id="nobody_1", address1="1 A", city="X", state="IN", zip="46214")
 
 
-def test_side_effects_and_prerequisite_sources():
+def test_side_effects():
     specs = {n: t.spec for n, t in DOM.tools.items()}
     assert len(specs) >= 10
     reads = {"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details_retail", "get_order_details_retail",
              "get_product_details", "list_all_product_types"}
     assert {n for n, s in specs.items() if not s.side_effect} == reads
-    written = {k for s in specs.values() for k in s.writes}
-    for s in specs.values():
-        for p in s.prerequisites:
-            assert p.key in written, (s.name, p.key)
     changes = [s for s in specs.values() if s.side_effect]
     assert all(s.prerequisites[0].key == "retail_user_identified" for s in changes)
 

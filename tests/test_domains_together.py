@@ -1,7 +1,7 @@
 """Checks across the domains, parametrised over every folder under kernel/domains/ (a new domain is covered by
 adding its folder): each is discovered and loads, no tool name is defined by two domains, all of them build one
-environment, and each has worked solutions and a test file that replays them. A domain that fails to load fails
-these tests; none is skipped."""
+environment, every prerequisite can be established by one of the domain's tools, and each has worked solutions
+and a test file that replays them. A domain that fails to load fails these tests; none is skipped."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ def test_tool_names_unique_across_domains(name):
         if other != name:
             clash = mine & set(load_domain(other).tools)  # a domain that does not load raises here: a failure
             assert not clash, f"tools {sorted(clash)} are defined by both {name!r} and {other!r}"
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_every_prerequisite_can_be_established_by_a_tool_of_its_domain(name):
+    specs = [t.spec for t in load_domain(name).tools.values()]
+    written = {key for s in specs for key in s.writes}
+    # check_prerequisites can only ever satisfy a prerequisite that some tool writes into the scratchpad
+    unreachable = [(s.name, p.key) for s in specs for p in s.prerequisites if p.key not in written]
+    assert not unreachable, unreachable
 
 
 def test_all_domains_build_one_environment():
