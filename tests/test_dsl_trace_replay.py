@@ -31,29 +31,7 @@ from forethought.primitives import (
     symbolic,
 )
 from forethought.primitives.trace import Action
-
-
-class Text(BaseModel):
-    text: str
-
-
-class Num(BaseModel):
-    v: int
-
-
-class Item(BaseModel):
-    name: str
-
-
-class Label(BaseModel):
-    label: str
-
-
-def render(inp, feedback):
-    msgs = [{"role": "user", "content": json.dumps(inp.model_dump(), sort_keys=True)}]
-    if feedback:
-        msgs.append({"role": "user", "content": "Rejected: " + " | ".join(feedback)})
-    return msgs
+from tests.dsl_helpers import Item, Label, Num, Text, render
 
 
 class CountingBackend:
