@@ -6,6 +6,13 @@ with :meth:`Domain.tool` (schema from the signature and docstring, ToolGate
 prerequisites, scratchpad writes, semantic postconditions), an initial-state
 loader and a JSON snapshot for state comparison. Domains are deterministic:
 no real file system, network or clock.
+
+What several domains share lives here too: :func:`find` (an entity by id, or
+the "not found" ToolError), :func:`status_is` (a status postcondition) and
+:class:`MergedOverReferenceData` (entity tables merged over reference data).
+A new folder is picked up by tests/test_domains_together.py, which also asks
+for worked solutions in data_gen/solutions/<name>/ and a
+tests/test_domain_<name>.py that replays them.
 """
 
 from __future__ import annotations
