@@ -218,7 +218,3 @@ def _user_loc(loc: tuple[Any, ...], data: Any) -> list[Any]:
         out.append(p)
         cur = None
     return out
-
-
-def load_config(command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR) -> T:
-    return compose_and_validate(command, overrides, schema, conf_dir=conf_dir)[1]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from forethought.primitives import Backend, Recorder, Trace
 from forethought.primitives.store import Cache
@@ -96,9 +95,3 @@ def oracle_factory(sol: Solution) -> BackendFactory:
     from .backends.oracle import OracleBackend
 
     return lambda i, turn: OracleBackend(turn, sol.id)
-
-
-def call_string(tool: str, args: dict[str, Any]) -> str:
-    from .registry.callparse import format_call
-
-    return format_call(tool, args)

@@ -6,12 +6,12 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .io import atomic_write_jsonl, read_jsonl
 
-# What the engine did with a step's result.
-ACTIONS = ("accept", "retry", "halt", "fallback", "skip", "backend_error")
+# What the engine did with a step's result; the tests hold every recorded action to this type.
+Action = Literal["accept", "retry", "halt", "fallback", "skip", "backend_error"]
 
 
 @dataclass
@@ -21,7 +21,7 @@ class TraceRecord:
     primitive: str
     kind: str  # symbolic | slm
     attempt: int
-    action: str  # one of ACTIONS
+    action: Action
     input: Any
     output: Any
     contract: dict[str, Any]  # {"ok": bool, "violations": [...]}

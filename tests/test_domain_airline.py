@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from forethought.kernel import toolgate
-from forethought.kernel.domains import available, load_domain
+from forethought.kernel.domains import load_domain
 from forethought.kernel.scratchpad import Scratchpad
-from tests.domain_harness import Harness
+from tests.domain_harness import Harness, assert_solution_verifies, solution_paths
 
 DOM = load_domain("airline")
-SOLUTIONS = Path(__file__).resolve().parents[1] / "data_gen" / "solutions" / "airline"
 
 SCENARIO = {
     "users": {
@@ -46,12 +44,8 @@ SCENARIO = {
 }
 
 
-def state():
-    return DOM.load_state(json.loads(json.dumps(SCENARIO)))
-
-
-_H = Harness(DOM)
-call, fails, writes = _H.call, _H.fails, _H.writes
+_H = Harness(DOM, SCENARIO)
+state, call, fails, writes = _H.state, _H.call, _H.fails, _H.writes
 
 
 # ------------------------------------------------------------------ state
@@ -258,15 +252,11 @@ def test_send_certificate():
 
 
 # ------------------------------------------------------------ registry facts
-def test_side_effects_and_prerequisite_sources():
+def test_side_effects():
     specs = {n: t.spec for n, t in DOM.tools.items()}
     assert len(specs) >= 10
     reads = {"get_user_details", "get_reservation_details", "search_direct_flight", "get_flight_status", "list_all_airports_airline"}
     assert {n for n, s in specs.items() if not s.side_effect} == reads
-    written = {k for s in specs.values() for k in s.writes}
-    for s in specs.values():  # every prerequisite can be established by some tool (check_prerequisites needs one)
-        for p in s.prerequisites:
-            assert p.key in written, (s.name, p.key)
 
 
 def test_prerequisites_drive_toolgate():
@@ -284,22 +274,7 @@ def test_prerequisites_drive_toolgate():
     assert toolgate.check(DOM.tools["update_reservation_flights"].spec.prerequisites[1], S) == "not_met"
 
 
-def test_tool_names_unique_across_domains():
-    mine = set(DOM.tools)
-    for name in available():
-        if name == "airline":
-            continue
-        try:
-            other = load_domain(name)
-        except Exception:  # another domain being broken is not this domain's failure
-            continue
-        assert not mine & set(other.tools), (name, mine & set(other.tools))
-
-
-def test_worked_solutions_verify():
-    from forethought.data_gen.verify import verify_paths
-
-    results = verify_paths([SOLUTIONS])
-    assert len(results) >= 36
-    bad = [f"{r.path}: {r.error}" for r in results if not r.ok]
-    assert not bad, bad
+# ------------------------------------------------------------------ worked solutions
+@pytest.mark.parametrize("path", solution_paths("airline", at_least=36), ids=lambda p: p.stem)
+def test_worked_solution_verifies(path):
+    assert_solution_verifies(path)

@@ -8,6 +8,7 @@ import pytest
 
 from forethought.kernel.domains import load_domain
 from forethought.kernel.environment import Environment
+from tests.domain_harness import assert_solution_verifies, solution_paths
 
 FS = load_domain("file_system")
 
@@ -336,3 +337,9 @@ def test_initial_state_validation():
     with pytest.raises(ValueError):
         FS.load_state({"root": {}, "extra": 1})
     assert FS.snapshot(FS.load_state({})) == {"root": {"type": "dir", "children": {}}, "cwd": []}
+
+
+# ------------------------------------------------------------------ worked solutions
+@pytest.mark.parametrize("path", solution_paths("file_system", at_least=42), ids=lambda p: p.stem)
+def test_worked_solution_verifies(path):
+    assert_solution_verifies(path)

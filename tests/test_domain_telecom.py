@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from forethought.kernel import toolgate
-from forethought.kernel.domains import available, load_domain
+from forethought.kernel.domains import load_domain
 from forethought.kernel.scratchpad import Scratchpad
-from tests.domain_harness import Harness
+from tests.domain_harness import Harness, assert_solution_verifies, solution_paths
 
 DOM = load_domain("telecom")
-SOLUTIONS = Path(__file__).resolve().parents[1] / "data_gen" / "solutions" / "telecom"
 
 SCENARIO = {
     "customers": {
@@ -33,12 +31,8 @@ SCENARIO = {
 }
 
 
-def state():
-    return DOM.load_state(json.loads(json.dumps(SCENARIO)))
-
-
-_H = Harness(DOM)
-call, fails, writes = _H.call, _H.fails, _H.writes
+_H = Harness(DOM, SCENARIO)
+state, call, fails, writes = _H.state, _H.call, _H.fails, _H.writes
 
 
 def test_defaults_merge_and_links():
@@ -171,16 +165,12 @@ def test_device_tools():
     fails(s, "toggle_airplane_mode", "not found", line_id="L-000")
 
 
-def test_side_effects_and_prerequisite_sources():
+def test_side_effects():
     specs = {n: t.spec for n, t in DOM.tools.items()}
     assert len(specs) >= 10
     reads = {"get_customer_by_phone", "get_details_by_id", "get_data_usage", "list_available_plans",
              "get_bills_for_customer", "run_speed_test"}
     assert {n for n, s in specs.items() if not s.side_effect} == reads
-    written = {k for s in specs.values() for k in s.writes}
-    for s in specs.values():
-        for p in s.prerequisites:
-            assert p.key in written, (s.name, p.key)
 
 
 def test_prerequisites_drive_toolgate():
@@ -198,22 +188,7 @@ def test_prerequisites_drive_toolgate():
     assert toolgate.check(resume, S) == "met"
 
 
-def test_tool_names_unique_across_domains():
-    mine = set(DOM.tools)
-    for name in available():
-        if name == "telecom":
-            continue
-        try:
-            other = load_domain(name)
-        except Exception:
-            continue
-        assert not mine & set(other.tools), (name, mine & set(other.tools))
-
-
-def test_worked_solutions_verify():
-    from forethought.data_gen.verify import verify_paths
-
-    results = verify_paths([SOLUTIONS])
-    assert len(results) >= 36
-    bad = [f"{r.path}: {r.error}" for r in results if not r.ok]
-    assert not bad, bad
+# ------------------------------------------------------------------ worked solutions
+@pytest.mark.parametrize("path", solution_paths("telecom", at_least=36), ids=lambda p: p.stem)
+def test_worked_solution_verifies(path):
+    assert_solution_verifies(path)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from forethought.kernel import toolgate
-from forethought.kernel.domains import available, load_domain
+from forethought.kernel.domains import load_domain
 from forethought.kernel.environment import Environment
 from forethought.kernel.scratchpad import Scratchpad
+from tests.domain_harness import assert_solution_verifies, solution_paths
 
 D = load_domain("ticket")
 
@@ -44,7 +46,7 @@ def post_ok(name, args, result, state):
 
 
 # ------------------------------------------------------------------ registry
-def test_tools_registered_and_unique_across_domains():
+def test_tools_registered():
     expected = {
         "ticket_login",
         "ticket_get_login_status",
@@ -62,7 +64,6 @@ def test_tools_registered_and_unique_across_domains():
         "escalate_ticket",
     }
     assert set(D.tools) == expected
-    Environment(list(available()))  # raises if any tool name is defined twice
 
 
 def test_schemas_from_signatures():
@@ -349,17 +350,11 @@ def test_environment_stage_leaves_world_on_error():
 
 
 # ------------------------------------------------------------------ worked solutions
-def test_ticket_solutions_verify_and_slot_values_cover_them():
-    from pathlib import Path
-
-    from forethought.data_gen.verify import verify_paths
+def test_slot_values_and_paraphrases_cover_the_ticket_solutions():
     from forethought.kernel.scenario import load_solution
 
     root = Path(__file__).resolve().parents[1] / "data_gen"
-    files = sorted((root / "solutions" / "ticket").glob("*.json"))
-    assert len(files) >= 42
-    failed = [(r.path, r.error) for r in verify_paths(files) if not r.ok]
-    assert not failed
+    files = solution_paths("ticket", at_least=42)
     vals = json.loads((root / "slot_values" / "ticket.json").read_text())
     for k, v in vals.items():
         assert len(v) >= 8 and len(set(map(json.dumps, v))) == len(v), k
@@ -374,3 +369,9 @@ def test_ticket_solutions_verify_and_slot_values_cover_them():
         for i, turn in enumerate(sol.turns):
             assert len(turn.paraphrases) >= 2, f"{f.name} turn {i}: needs >= 2 paraphrases"
     assert cross >= 4
+
+
+# ------------------------------------------------------------------ worked solutions
+@pytest.mark.parametrize("path", solution_paths("ticket", at_least=42), ids=lambda p: p.stem)
+def test_worked_solution_verifies(path):
+    assert_solution_verifies(path)

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from forethought.kernel import toolgate
-from forethought.kernel.domains import available, load_domain
+from forethought.kernel.domains import load_domain
 from forethought.kernel.domains.trading.state import TradingState
 from forethought.kernel.scratchpad import Scratchpad
+from tests.domain_harness import assert_solution_verifies, solution_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 D = load_domain("trading")
@@ -36,21 +37,12 @@ def assert_error_unchanged(state: TradingState, name: str, needle: str, /, **arg
 
 
 # ------------------------------------------------------------------ registry
-def test_registry_shape_and_unique_names():
+def test_registry_shape():
     assert len(D.tools) >= 14
     for name, t in D.tools.items():
         assert t.spec.domain == "trading" and t.spec.description, name
         for p in t.spec.parameters["properties"].values():
             assert p.get("description"), f"{name}: undocumented parameter"
-    seen: dict[str, str] = {}
-    for dom in available():
-        try:
-            other = load_domain(dom)
-        except Exception:  # another domain being written may not import yet; uniqueness is checked among the rest
-            continue
-        for name in other.tools:
-            assert name not in seen, f"tool {name!r} defined by {seen[name]!r} and {dom!r}"
-            seen[name] = dom
 
 
 def test_side_effect_flags():
@@ -281,9 +273,7 @@ def test_slot_values_valid_in_domain_data():
     assert max(vals["order_number"]) < 9000  # solutions with existing orders start the counter at 9000
 
 
-def test_trading_solutions_verify():
-    from forethought.data_gen.verify import verify_paths
-
-    results = verify_paths([ROOT / "data_gen" / "solutions" / "trading"])
-    assert len(results) >= 42
-    assert [r.error for r in results if not r.ok] == []
+# ------------------------------------------------------------------ worked solutions
+@pytest.mark.parametrize("path", solution_paths("trading", at_least=42), ids=lambda p: p.stem)
+def test_worked_solution_verifies(path):
+    assert_solution_verifies(path)

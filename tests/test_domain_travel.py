@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from forethought.kernel import toolgate
-from forethought.kernel.domains import available, load_domain
+from forethought.kernel.domains import load_domain
 from forethought.kernel.domains.travel.state import CreditCard, TravelState
 from forethought.kernel.domains.travel.tools import fare, issue_token
 from forethought.kernel.environment import Environment
 from forethought.kernel.scratchpad import Scratchpad
+from tests.domain_harness import assert_solution_verifies, solution_paths
 
 D = load_domain("travel")
 TOKEN = issue_token("cid", "rt", "read_write")
@@ -57,15 +58,13 @@ def book(state: TravelState, **kw):
 
 
 # ------------------------------------------------------------- registry
-def test_registry_shape_and_unique_names():
+def test_registry_shape():
     assert len(D.tools) >= 12
     specs = {n: t.spec for n, t in D.tools.items()}
     assert specs["get_nearest_airport_by_city"].required == ["city"]
     assert specs["book_flight"].required == ["access_token", "card_id", "travel_date", "travel_from", "travel_to",
                                              "travel_class"]
     assert specs["get_flight_cost"].parameters["properties"]["travel_class"]["enum"] == ["economy", "business", "first"]
-    # Every domain together: tool names must not clash.
-    Environment(list(available()))
 
 
 def test_prerequisites_writes_and_side_effects():
@@ -334,3 +333,9 @@ def test_paper_d_examples_call_order(name):
                                           "authenticate_travel", "get_flight_cost", "book_flight"],
     }[name]
     assert tools == expected
+
+
+# ------------------------------------------------------------------ worked solutions
+@pytest.mark.parametrize("path", solution_paths("travel", at_least=42), ids=lambda p: p.stem)
+def test_worked_solution_verifies(path):
+    assert_solution_verifies(path)

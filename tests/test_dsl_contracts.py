@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 from pydantic import BaseModel
@@ -19,13 +18,13 @@ from forethought.primitives import (
     HaltError,
     Iterate,
     Sequence,
-    SLMReply,
     Step,
     Violation,
     check,
     slm,
     symbolic,
 )
+from tests.dsl_helpers import Item, Num, ScriptedBackend, render
 
 
 class Query(BaseModel):
@@ -34,35 +33,6 @@ class Query(BaseModel):
 
 class Entities(BaseModel):
     entities: list[str]
-
-
-class Num(BaseModel):
-    v: int
-
-
-class Item(BaseModel):
-    name: str
-
-
-def render(inp, feedback):
-    msgs = [{"role": "user", "content": json.dumps(inp.model_dump(), sort_keys=True)}]
-    if feedback:
-        msgs.append({"role": "user", "content": "Fix these problems: " + " | ".join(feedback)})
-    return msgs
-
-
-class ScriptedBackend:
-    name = "scripted"
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.requests: list = []
-        self.lock = threading.Lock()
-
-    def complete(self, requests):
-        with self.lock:
-            self.requests.extend(requests)
-        return [SLMReply(self.answer(r), {"backend": self.name, "model": "script-v1"}) for r in requests]
 
 
 # Value: extracted entities must appear in the source text.

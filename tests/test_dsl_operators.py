@@ -25,14 +25,7 @@ from forethought.primitives import (
     slm,
     symbolic,
 )
-
-
-class Num(BaseModel):
-    v: int
-
-
-class Text(BaseModel):
-    text: str
+from tests.dsl_helpers import Item, Label, Num, ScriptedBackend, Text, render
 
 
 class Words(BaseModel):
@@ -44,46 +37,11 @@ class Count(BaseModel):
     n: int
 
 
-class Item(BaseModel):
-    name: str
-
-
 class Items(BaseModel):
     items: list[Item]
 
 
-class Label(BaseModel):
-    label: str
-
-
 NONNEG = Contract(value=[check("non_negative")(lambda i, o: o.v >= 0 or f"v={o.v} is negative")])
-
-
-def render(inp, feedback):
-    msgs = [{"role": "user", "content": json.dumps(inp.model_dump(), sort_keys=True)}]
-    if feedback:
-        msgs.append({"role": "user", "content": "Your previous answer was rejected: " + " | ".join(feedback)})
-    return msgs
-
-
-class ScriptedBackend:
-    """Answers each request with ``answer(request)``; logs every batch it receives."""
-
-    name = "scripted"
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.batches: list[list] = []
-        self.lock = threading.Lock()
-
-    def complete(self, requests):
-        with self.lock:
-            self.batches.append(list(requests))
-        return [SLMReply(self.answer(r), {"backend": self.name}) for r in requests]
-
-    @property
-    def n_requests(self) -> int:
-        return sum(len(b) for b in self.batches)
 
 
 # ------------------------------------------------------------------ Sequence

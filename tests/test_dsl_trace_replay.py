@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import get_args
 
 import pytest
 from pydantic import BaseModel
@@ -29,30 +30,8 @@ from forethought.primitives import (
     slm,
     symbolic,
 )
-from forethought.primitives.trace import ACTIONS
-
-
-class Text(BaseModel):
-    text: str
-
-
-class Num(BaseModel):
-    v: int
-
-
-class Item(BaseModel):
-    name: str
-
-
-class Label(BaseModel):
-    label: str
-
-
-def render(inp, feedback):
-    msgs = [{"role": "user", "content": json.dumps(inp.model_dump(), sort_keys=True)}]
-    if feedback:
-        msgs.append({"role": "user", "content": "Rejected: " + " | ".join(feedback)})
-    return msgs
+from forethought.primitives.trace import Action
+from tests.dsl_helpers import Item, Label, Num, Text, render
 
 
 class CountingBackend:
@@ -129,7 +108,7 @@ def test_trace_records_every_invocation_with_identity_io_contract_time_and_model
     assert len(run.trace) > 5
     assert [r.seq for r in run.trace] == list(range(len(run.trace)))
     for r in run.trace:
-        assert r.action in ACTIONS
+        assert r.action in get_args(Action)
         assert r.kind in ("symbolic", "slm")
         assert r.input is not None and "ok" in r.contract and r.elapsed_ms >= 0
         if r.kind == "slm":

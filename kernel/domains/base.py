@@ -6,6 +6,13 @@ with :meth:`Domain.tool` (schema from the signature and docstring, ToolGate
 prerequisites, scratchpad writes, semantic postconditions), an initial-state
 loader and a JSON snapshot for state comparison. Domains are deterministic:
 no real file system, network or clock.
+
+What several domains share lives here too: :func:`find` (an entity by id, or
+the "not found" ToolError), :func:`status_is` (a status postcondition) and
+:class:`MergedOverReferenceData` (entity tables merged over reference data).
+A new folder is picked up by tests/test_domains_together.py, which also asks
+for worked solutions in data_gen/solutions/<name>/ and a
+tests/test_domain_<name>.py that replays them.
 """
 
 from __future__ import annotations
@@ -14,16 +21,17 @@ import inspect
 import pickle
 import re
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, ValidationError, create_model, model_validator
 
 from ..registry.model import Prerequisite, Sat, ToolSpec
 from ..registry.registry import Registry
 
 PostCheck = Callable[[dict[str, Any], dict[str, Any], Any], "str | None"]
+V = TypeVar("V")
 
 
 class ToolError(Exception):
@@ -123,16 +131,55 @@ def schema_from_signature(fn: Callable[..., Any], descriptions: dict[str, str]) 
     return schema
 
 
-def merge_over_defaults(data: Any, factories: dict[str, Callable[[], dict[str, Any]]]) -> Any:
-    """For a state validator (mode="before"): entity dictionaries given in the input are merged
-    over the domain's reference data, so an initial state lists only what it adds or changes."""
-    if not isinstance(data, dict):
-        return data
-    out = dict(data)
-    for key, factory in factories.items():
-        if key in out and isinstance(out[key], dict):
-            out[key] = {**factory(), **out[key]}
-    return out
+def find(table: Mapping[Any, V], key: Any, what: str) -> V:
+    """``table[key]``, or the ToolError every domain gives for an id it does not hold: ``<what> <key!r> not found``."""
+    found = table.get(key)
+    if found is None:
+        raise ToolError(f"{what} {key!r} not found")
+    return found
+
+
+def status_is(table: str, id_param: str, status: str, what: str, *, name: str, quote: bool = False) -> PostCheck:
+    """A postcondition: the entity that the ``id_param`` argument names in ``state.<table>`` has ``status`` now.
+
+    The message names it as ``<what> <id> is not <status>`` (``quote``: the id as its repr); ``name`` is the
+    check's name in a report that it could not be evaluated."""
+
+    def check(args: dict[str, Any], result: dict[str, Any], state: Any) -> str | None:
+        key = args[id_param]
+        entity = getattr(state, table).get(key)
+        if entity is None or entity.status != status:
+            return f"{what} {key!r} is not {status}" if quote else f"{what} {key} is not {status}"
+        return None
+
+    check.__name__ = name
+    return check
+
+
+class MergedOverReferenceData(BaseModel):
+    """A domain state whose entity tables, the fields named in ``merged_tables``, start from the domain's
+    reference data (those fields' default factories): a table given in the input is merged over that data,
+    so an initial state lists only what it adds or changes."""
+
+    merged_tables: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        bad = [k for k in cls.merged_tables if k not in cls.model_fields or cls.model_fields[k].default_factory is None]
+        if bad:
+            raise TypeError(f"{cls.__name__}.merged_tables names {bad}: not fields with reference data (a default_factory)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_over_reference_data(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for key in cls.merged_tables:
+            if key in out and isinstance(out[key], dict):
+                out[key] = {**cls.model_fields[key].default_factory(), **out[key]}
+        return out
 
 
 class Domain:

@@ -52,8 +52,5 @@ class Registry:
         """Tool name -> parameter names in declared order, for binding positional call arguments."""
         return self.derived("signatures", lambda reg: {t.name: t.param_names for t in reg})
 
-    def subset(self, names: Iterable[str], *, name: str | None = None) -> Registry:
-        return Registry((self._tools[n] for n in names), name=name or self.name)
-
     def merged(self, other: Registry, *, name: str | None = None) -> Registry:
         return Registry(list(self) + [t for t in other if t.name not in self], name=name or self.name)

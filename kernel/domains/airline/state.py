@@ -17,11 +17,11 @@ seats per cabin.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..base import merge_over_defaults
+from ..base import MergedOverReferenceData
 
 Cabin = Literal["basic_economy", "economy", "business"]
 CABINS: tuple[str, ...] = ("basic_economy", "economy", "business")
@@ -182,15 +182,8 @@ def default_reservations() -> dict[str, Reservation]:
     }
 
 
-_MERGED = {
-    "airports": default_airports,
-    "flights": default_flights,
-    "users": default_users,
-    "reservations": default_reservations,
-}
-
-
-class AirlineState(_M):
+class AirlineState(_M, MergedOverReferenceData):
+    merged_tables = ("airports", "flights", "users", "reservations")
     current_time: str = "2024-05-15T15:00:00"
     airports: dict[str, Airport] = Field(default_factory=default_airports)
     flights: dict[str, Flight] = Field(default_factory=default_flights)
@@ -198,11 +191,6 @@ class AirlineState(_M):
     reservations: dict[str, Reservation] = Field(default_factory=default_reservations)
     certificates_issued: int = 0  # numbers the certificate payment methods
     bookings_made: int = 0  # numbers new reservations
-
-    @model_validator(mode="before")
-    @classmethod
-    def _merge_defaults(cls, data: Any) -> Any:
-        return merge_over_defaults(data, _MERGED)
 
     @model_validator(mode="after")
     def _references(self) -> AirlineState:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...registry.model import Prerequisite, Sat
-from ..base import Domain, ToolError
+from ..base import Domain, ToolError, find, status_is
 from .state import CABINS, AirlineState, Passenger, Payment, PaymentMethod, Reservation, Segment, User
 
 DOMAIN = Domain(
@@ -127,16 +127,11 @@ def _date(value: Any, what: str = "date") -> str:
 
 
 def _user(state: AirlineState, user_id: str) -> User:
-    u = state.users.get(user_id)
-    if u is None:
-        raise ToolError(f"user {user_id!r} not found")
-    return u
+    return find(state.users, user_id, "user")
 
 
 def _reservation(state: AirlineState, reservation_id: str, active: bool = True) -> Reservation:
-    r = state.reservations.get(reservation_id)
-    if r is None:
-        raise ToolError(f"reservation {reservation_id!r} not found")
+    r = find(state.reservations, reservation_id, "reservation")
     if active and r.status != "active":
         raise ToolError(f"reservation {reservation_id} is {r.status}")
     return r
@@ -236,9 +231,7 @@ def _segments(
         except ValidationError:
             raise ToolError(f"invalid flight {f!r}: give flight_number and date") from None
         _date(choice.date)
-        fl = state.flights.get(choice.flight_number)
-        if fl is None:
-            raise ToolError(f"flight {choice.flight_number!r} not found")
+        fl = find(state.flights, choice.flight_number, "flight")
         fd = fl.dates.get(choice.date)
         if fd is None:
             raise ToolError(f"flight {choice.flight_number} does not operate on {choice.date}")
@@ -338,11 +331,7 @@ def _post_cabin(args, result, state) -> str | None:
     return None
 
 
-def _post_cancelled(args, result, state) -> str | None:
-    r = state.reservations.get(args["reservation_id"])
-    if r is None or r.status != "cancelled":
-        return f"reservation {args['reservation_id']!r} is not cancelled"
-    return None
+_post_cancelled = status_is("reservations", "reservation_id", "cancelled", "reservation", name="_post_cancelled", quote=True)
 
 
 def _post_booked(args, result, state) -> str | None:
@@ -435,9 +424,7 @@ def get_flight_status(state: AirlineState, flight_number: str, date: str) -> dic
         date: The date of the flight, YYYY-MM-DD.
     """
     _date(date)
-    fl = state.flights.get(flight_number)
-    if fl is None:
-        raise ToolError(f"flight {flight_number!r} not found")
+    fl = find(state.flights, flight_number, "flight")
     fd = fl.dates.get(date)
     if fd is None:
         raise ToolError(f"flight {flight_number} does not operate on {date}")

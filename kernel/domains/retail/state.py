@@ -16,11 +16,11 @@ a payment history was paid in full with its user's first payment method.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..base import merge_over_defaults
+from ..base import MergedOverReferenceData
 
 OrderStatus = Literal["pending", "processed", "delivered", "cancelled", "return requested", "exchange requested"]
 
@@ -136,18 +136,11 @@ def default_orders() -> dict[str, Order]:
     }
 
 
-_MERGED = {"products": default_products, "users": default_users, "orders": default_orders}
-
-
-class RetailState(_M):
+class RetailState(_M, MergedOverReferenceData):
+    merged_tables = ("products", "users", "orders")
     products: dict[str, Product] = Field(default_factory=default_products)
     users: dict[str, User] = Field(default_factory=default_users)
     orders: dict[str, Order] = Field(default_factory=default_orders)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _merge_defaults(cls, data: Any) -> Any:
-        return merge_over_defaults(data, _MERGED)
 
     @model_validator(mode="after")
     def _complete(self) -> RetailState:

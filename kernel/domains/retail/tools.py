@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any, Literal
 
 from ...registry.model import Prerequisite, Sat
-from ..base import Domain, ToolError
+from ..base import Domain, ToolError, find, status_is
 from .state import Address, Order, OrderItem, RetailState, Transaction, User
 
 DOMAIN = Domain(
@@ -59,17 +59,11 @@ ORDER_WRITES = {
 
 # ----------------------------------------------------------------- helpers
 def _user(db: RetailState, user_id: str) -> User:
-    u = db.users.get(user_id)
-    if u is None:
-        raise ToolError(f"user {user_id!r} not found")
-    return u
+    return find(db.users, user_id, "user")
 
 
 def _order(db: RetailState, order_id: str) -> Order:
-    o = db.orders.get(order_id)
-    if o is None:
-        raise ToolError(f"order {order_id!r} not found")
-    return o
+    return find(db.orders, order_id, "order")
 
 
 def _status(o: Order, order_id: str, want: str, action: str) -> None:
@@ -135,6 +129,20 @@ def _settle(user: User, payment_method_id: Any, amount: float) -> None:
         pm.balance = round((pm.balance or 0.0) - amount, 2)
 
 
+def _swap_and_settle(
+    db: RetailState, o: Order, order_id: str, item_ids: Any, new_item_ids: Any, payment_method_id: Any
+) -> tuple[list[OrderItem], float]:
+    """An item swap (modified or exchanged order alike): validated, its price difference charged to or refunded
+    on the payment method and recorded in the order's payment history; returns the new items and the difference."""
+    user = db.users[o.user_id]
+    new_items, diff = _swap(db, o, order_id, item_ids, new_item_ids)
+    _settle(user, payment_method_id, diff)
+    if diff:
+        o.payment_history.append(Transaction(transaction_type="payment" if diff > 0 else "refund", amount=abs(diff),
+                                             payment_method_id=payment_method_id))
+    return new_items, diff
+
+
 def _refund_target(user: User, o: Order, payment_method_id: Any) -> None:
     original = {t.payment_method_id for t in o.payment_history if t.transaction_type == "payment"}
     pm = user.payment_methods.get(payment_method_id) if isinstance(payment_method_id, str) else None
@@ -175,14 +183,7 @@ def _order_view(db: RetailState, order_id: str) -> dict:
 
 # ---------------------------------------------------- semantic postconditions
 def _post_status(status: str):
-    def check(args, result, state) -> str | None:
-        o = state.orders.get(args["order_id"])
-        if o is None or o.status != status:
-            return f"order {args['order_id']} is not {status}"
-        return None
-
-    check.__name__ = f"order_{status.replace(' ', '_')}"
-    return check
+    return status_is("orders", "order_id", status, "order", name=f"order_{status.replace(' ', '_')}")
 
 
 def _post_items(args, result, state) -> str | None:
@@ -285,9 +286,7 @@ def get_product_details(db: RetailState, product_id: str) -> dict:
     Args:
         product_id: The product id, such as 'P-1001'.
     """
-    prod = db.products.get(product_id)
-    if prod is None:
-        raise ToolError(f"product {product_id!r} not found")
+    prod = find(db.products, product_id, "product")
     variants = [{"item_id": k, "options": dict(v.options), "price": v.price, "available": v.available}
                 for k, v in prod.variants.items()]
     return {"product_id": product_id, "name": prod.name, "variants": variants,
@@ -358,12 +357,7 @@ def modify_pending_order_items(
     """
     o = _order(db, order_id)
     _status(o, order_id, "pending", "modified")
-    user = db.users[o.user_id]
-    new_items, diff = _swap(db, o, order_id, item_ids, new_item_ids)
-    _settle(user, payment_method_id, diff)
-    if diff:
-        o.payment_history.append(Transaction(transaction_type="payment" if diff > 0 else "refund", amount=abs(diff),
-                                             payment_method_id=payment_method_id))
+    new_items, diff = _swap_and_settle(db, o, order_id, item_ids, new_item_ids, payment_method_id)
     replaced = _items_in_order(o, order_id, item_ids)
     for old, new in zip(replaced, new_items, strict=True):
         o.items[o.items.index(old)] = new
@@ -444,12 +438,7 @@ def exchange_delivered_order_items(
     """
     o = _order(db, order_id)
     _status(o, order_id, "delivered", "exchanged")
-    user = db.users[o.user_id]
-    _, diff = _swap(db, o, order_id, item_ids, new_item_ids)
-    _settle(user, payment_method_id, diff)
-    if diff:
-        o.payment_history.append(Transaction(transaction_type="payment" if diff > 0 else "refund", amount=abs(diff),
-                                             payment_method_id=payment_method_id))
+    _, diff = _swap_and_settle(db, o, order_id, item_ids, new_item_ids, payment_method_id)
     o.status, o.exchange_items, o.exchange_new_items = "exchange requested", list(item_ids), list(new_item_ids)
     return {**_order_view(db, order_id), "price_difference": diff}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...registry.model import Prerequisite, Sat
-from ..base import Domain, ToolError
+from ..base import Domain, ToolError, find
 from .state import Comment, Message, MessagingState, PostingState, SocialState, Tweet
 
 DOMAIN = Domain(
@@ -442,9 +442,7 @@ def get_user_id(state: SocialState, user: str) -> dict:
     Args:
         user: The user's name, e.g. 'Alice'.
     """
-    uid = state.messaging.user_map.get(user)
-    if uid is None:
-        raise ToolError(f"user {user!r} not found")
+    uid = find(state.messaging.user_map, user, "user")
     return {"user": user, "user_id": uid}
 
 
@@ -511,9 +509,7 @@ def add_contact(state: SocialState, user_name: str) -> dict:
     """
     me = _message_user(state)
     m = state.messaging
-    uid = m.user_map.get(user_name)
-    if uid is None:
-        raise ToolError(f"user {user_name!r} not found")
+    uid = find(m.user_map, user_name, "user")
     if uid == me:
         raise ToolError("you cannot add yourself as a contact")
     cur = m.contacts.get(me, [])

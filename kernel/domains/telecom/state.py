@@ -12,11 +12,11 @@ merged over the defaults (a key given there replaces the default entry).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..base import merge_over_defaults
+from ..base import MergedOverReferenceData
 
 
 class _M(BaseModel):
@@ -119,15 +119,8 @@ def default_bills() -> dict[str, Bill]:
     }
 
 
-_MERGED = {
-    "plans": default_plans,
-    "customers": default_customers,
-    "lines": default_lines,
-    "bills": default_bills,
-}
-
-
-class TelecomState(_M):
+class TelecomState(_M, MergedOverReferenceData):
+    merged_tables = ("plans", "customers", "lines", "bills")
     current_date: str = "2025-02-15"
     plans: dict[str, Plan] = Field(default_factory=default_plans)
     customers: dict[str, Customer] = Field(default_factory=default_customers)
@@ -135,11 +128,6 @@ class TelecomState(_M):
     bills: dict[str, Bill] = Field(default_factory=default_bills)
     charges: list[Charge] = Field(default_factory=list)
     payment_requests: list[str] = Field(default_factory=list)  # bill ids, in the order they were requested
-
-    @model_validator(mode="before")
-    @classmethod
-    def _merge_defaults(cls, data: Any) -> Any:
-        return merge_over_defaults(data, _MERGED)
 
     @model_validator(mode="after")
     def _references(self) -> TelecomState:

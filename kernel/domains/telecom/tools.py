@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from ...registry.model import Prerequisite, Sat
-from ..base import Domain, ToolError
+from ..base import Domain, ToolError, find, status_is
 from .state import Charge, Customer, Line, TelecomState
 
 DOMAIN = Domain(
@@ -56,17 +56,11 @@ def _digits(phone: Any) -> str:
 
 
 def _customer(state: TelecomState, customer_id: str) -> Customer:
-    c = state.customers.get(customer_id)
-    if c is None:
-        raise ToolError(f"customer {customer_id!r} not found")
-    return c
+    return find(state.customers, customer_id, "customer")
 
 
 def _line(state: TelecomState, line_id: str) -> Line:
-    line = state.lines.get(line_id)
-    if line is None:
-        raise ToolError(f"line {line_id!r} not found")
-    return line
+    return find(state.lines, line_id, "line")
 
 
 def _owned(state: TelecomState, customer_id: str, line_id: str) -> Line:
@@ -126,14 +120,7 @@ def _post_roaming(value: bool):
 
 
 def _post_status(status: str):
-    def check(args, result, state) -> str | None:
-        line = state.lines.get(args["line_id"])
-        if line is None or line.status != status:
-            return f"line {args['line_id']} is not {status}"
-        return None
-
-    check.__name__ = f"line_{status}"
-    return check
+    return status_is("lines", "line_id", status, "line", name=f"line_{status}")
 
 
 def _post_refuel(args, result, state) -> str | None:
@@ -143,11 +130,7 @@ def _post_refuel(args, result, state) -> str | None:
     return None
 
 
-def _post_paid(args, result, state) -> str | None:
-    bill = state.bills.get(args["bill_id"])
-    if bill is None or bill.status != "paid":
-        return f"bill {args['bill_id']} is not paid"
-    return None
+_post_paid = status_is("bills", "bill_id", "paid", "bill", name="_post_paid")
 
 
 # -------------------------------------------------------------- identification

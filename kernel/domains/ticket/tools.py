@@ -43,7 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...registry.model import Prerequisite, Sat
-from ..base import Domain, ToolError
+from ..base import Domain, ToolError, status_is
 from .state import EDITABLE_FIELDS, STAFF_ROLES, Status, Ticket, TicketComment, TicketState
 
 DOMAIN = Domain(
@@ -99,6 +99,11 @@ def _ticket(state: TicketState, ticket_id: int) -> Ticket:
     return t
 
 
+def _status_among(t: Ticket, allowed: tuple[str, ...], done: str) -> None:
+    if t.status not in allowed:
+        raise ToolError(f"Ticket {t.id} is {t.status}; only {' or '.join(allowed)} tickets can be {done}.")
+
+
 def _text(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ToolError(f"{name} must be a non-empty string.")
@@ -139,12 +144,7 @@ def _post_created(args: dict, result: Any, state: TicketState) -> str | None:
 
 
 def _status_is(status: str):
-    def check(args: dict, result: Any, state: TicketState) -> str | None:
-        t = state.tickets.get(args["ticket_id"])
-        return None if t is not None and t.status == status else f"ticket {args['ticket_id']} is not {status}"
-
-    check.__name__ = f"status_is_{status.lower().replace(' ', '_')}"
-    return check
+    return status_is("tickets", "ticket_id", status, "ticket", name=f"status_is_{status.lower().replace(' ', '_')}")
 
 
 def _post_resolution(args: dict, result: Any, state: TicketState) -> str | None:
@@ -331,8 +331,7 @@ def resolve_ticket(state: TicketState, ticket_id: int, resolution: str) -> dict:
     _need_staff(state)
     t = _ticket(state, ticket_id)
     _text("resolution", resolution)
-    if t.status not in ("Open", "In Progress"):
-        raise ToolError(f"Ticket {ticket_id} is {t.status}; only Open or In Progress tickets can be resolved.")
+    _status_among(t, ("Open", "In Progress"), "resolved")
     t.status = "Resolved"
     t.resolution = resolution
     return {"id": t.id, "status": t.status, "resolution": resolution}
@@ -390,8 +389,7 @@ def reopen_ticket(state: TicketState, ticket_id: int) -> dict:
     """
     _need_login(state)
     t = _ticket(state, ticket_id)
-    if t.status not in ("Resolved", "Closed"):
-        raise ToolError(f"Ticket {ticket_id} is {t.status}; only Resolved or Closed tickets can be reopened.")
+    _status_among(t, ("Resolved", "Closed"), "reopened")
     t.status = "Open"
     t.resolution = None
     return {"id": t.id, "status": t.status}
@@ -415,8 +413,7 @@ def assign_ticket(state: TicketState, ticket_id: int, assignee: str) -> dict:
     who = state.users.get(assignee)
     if who is None or who.role not in STAFF_ROLES:
         raise ToolError(f"Cannot assign to {assignee!r}: not a support agent.")
-    if t.status not in ("Open", "In Progress"):
-        raise ToolError(f"Ticket {ticket_id} is {t.status}; only Open or In Progress tickets can be assigned.")
+    _status_among(t, ("Open", "In Progress"), "assigned")
     t.assignee = assignee
     t.status = "In Progress"
     return {"id": t.id, "status": t.status, "assignee": assignee}
@@ -458,8 +455,7 @@ def escalate_ticket(state: TicketState, ticket_id: int) -> dict:
     """
     _need_login(state)
     t = _ticket(state, ticket_id)
-    if t.status not in ("Open", "In Progress"):
-        raise ToolError(f"Ticket {ticket_id} is {t.status}; only Open or In Progress tickets can be escalated.")
+    _status_among(t, ("Open", "In Progress"), "escalated")
     if t.escalated:
         raise ToolError(f"Ticket {ticket_id} is already escalated.")
     t.escalated = True

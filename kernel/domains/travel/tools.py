@@ -19,7 +19,7 @@ import re
 from typing import Literal
 
 from ...registry.model import Prerequisite, Sat
-from ..base import Domain, ToolError
+from ..base import Domain, ToolError, status_is
 from .state import Booking, CreditCard, Insurance, SupportCase, TravelState
 
 DOMAIN = Domain(
@@ -165,11 +165,7 @@ def _post_booking_recorded(args, result, state) -> str | None:
     return None
 
 
-def _post_cancelled(args, result, state) -> str | None:
-    b = state.bookings.get(args["booking_id"])
-    if b is None or b.status != "cancelled":
-        return f"booking {args['booking_id']!r} is not cancelled"
-    return None
+_post_cancelled = status_is("bookings", "booking_id", "cancelled", "booking", name="_post_cancelled", quote=True)
 
 
 def _post_card_registered(args, result, state) -> str | None:

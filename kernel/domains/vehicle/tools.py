@@ -367,6 +367,15 @@ def _has_reading(args: dict, result: dict, staged: object) -> str | None:
     return None
 
 
+def _weather_report(source: str, online: bool, state: VehicleState) -> dict:
+    """What either weather service reports: the temperature, or none while that service is offline."""
+    return {
+        "source": source,
+        "outsideTemperature": state.weather.outside_temperature if online else None,
+        "unit": "celsius",
+    }
+
+
 @tool(
     writes={"outside_temperature": "result.outsideTemperature"},
     post=[_has_reading],
@@ -374,12 +383,7 @@ def _has_reading(args: dict, result: dict, staged: object) -> str | None:
 )
 def get_outside_temperature_from_google(state: VehicleState) -> dict:
     """Get the outside temperature (celsius) at the car's location from Google weather."""
-    w = state.weather
-    return {
-        "source": "google",
-        "outsideTemperature": w.outside_temperature if w.google_online else None,
-        "unit": "celsius",
-    }
+    return _weather_report("google", state.weather.google_online, state)
 
 
 @tool(
@@ -389,12 +393,7 @@ def get_outside_temperature_from_google(state: VehicleState) -> dict:
 )
 def get_outside_temperature_from_weather_com(state: VehicleState) -> dict:
     """Get the outside temperature (celsius) at the car's location from weather.com."""
-    w = state.weather
-    return {
-        "source": "weather.com",
-        "outsideTemperature": w.outside_temperature if w.weather_com_online else None,
-        "unit": "celsius",
-    }
+    return _weather_report("weather.com", state.weather.weather_com_online, state)
 
 
 # ---------------------------------------------------------------- navigation, trips
