@@ -29,7 +29,7 @@ from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, 
 from forethought.kernel.backends.noisy import NoisyOracle
 from forethought.kernel.backends.oracle import OracleBackend
 from forethought.kernel.grounding import canonical
-from forethought.kernel.kernel import Kernel
+from forethought.kernel.program import Kernel
 from forethought.kernel.run import KernelSettings
 from forethought.kernel.runner import run_solution
 from forethought.kernel.scenario import Solution, load_solution, solution_files

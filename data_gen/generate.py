@@ -31,7 +31,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
-from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig
 from forethought.kernel.scenario import Solution, load_solution, solution_files
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 from forethought.primitives import SLMReply, SLMRequest

@@ -24,7 +24,8 @@ from forethought.errors import UserError
 from forethought.kernel import toolgate
 from forethought.kernel.environment import Environment
 from forethought.kernel.grounding import canonical
-from forethought.kernel.kernel import Kernel, KernelConfig, TurnResult
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig, TurnResult
 from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
 from forethought.kernel.scenario import PATTERN_TAGS, Solution, Turn, load_solution, solution_files
 

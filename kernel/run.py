@@ -21,7 +21,8 @@ from forethought.primitives.io import atomic_write_json, atomic_write_jsonl, ato
 from forethought.primitives.trace import capped_rows
 
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
-from .kernel import Kernel, KernelConfig
+from .program import Kernel
+from .records import KernelConfig
 from .runner import run_solution
 from .scenario import load_solution
 from .trace_html import render_html

@@ -8,7 +8,8 @@ from forethought.primitives import Backend, Recorder, Trace
 from forethought.primitives.store import Cache
 
 from .environment import Environment
-from .kernel import Kernel, ScenarioResult, TurnResult
+from .program import Kernel
+from .records import ScenarioResult, TurnResult
 from .registry import Registry
 from .scenario import Solution, Turn
 from .scratchpad import Scratchpad
@@ -65,7 +66,7 @@ def run_solution(
     """Execute every turn; the scratchpad and the world persist across turns."""
     env = build_environment(sol)
     registry = build_registry(sol, env)
-    S = Scratchpad(sol.config)
+    scratchpad = Scratchpad(sol.config)
     results: list[TurnResult] = []
     traces: list[Trace] = []
     for i, turn in enumerate(sol.turns):
@@ -74,10 +75,10 @@ def run_solution(
         res, tr = kernel.run_turn(
             user=turn.user,
             env=env,
-            scratchpad=S,
+            scratchpad=scratchpad,
             registry=registry,
             backend=backend_for(i, turn),
-            context=turn.context,
+            turn_context=turn.context,
             config=turn.config,
             index=i,
             trace=trace,

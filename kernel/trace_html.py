@@ -14,7 +14,7 @@ from typing import Any
 
 from forethought.primitives import Trace
 
-from .kernel import TurnResult
+from .records import TurnResult
 
 CSS = """
 body{font-family:system-ui,-apple-system,sans-serif;margin:2em;color:#222;max-width:1100px}

@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 
 from forethought.kernel.domains.base import Domain, DomainTool
 from forethought.kernel.environment import Environment
-from forethought.kernel.kernel import Kernel, TurnResult
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import TurnResult
 from forethought.kernel.registry.model import Prerequisite, Sat, ToolSpec
 from forethought.kernel.scratchpad import Scratchpad
 from forethought.primitives import SLMReply, SLMRequest
@@ -467,7 +468,7 @@ def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict
     env2.states["fuzz"] = world_before.model_copy(deep=True)
     registry2 = env2.registry(exclude=case.unregistered)
     replay = ReplayBackend(log, [t.model_dump(mode="json") for t in kept], res.order)
-    res2, _ = kernel.run_turn(user=text, env=env2, scratchpad=S2, registry=registry2, backend=replay, context=ctx, index=i, trace=trace)
+    res2, _ = kernel.run_turn(user=text, env=env2, scratchpad=S2, registry=registry2, backend=replay, turn_context=ctx, index=i, trace=trace)
     where = f"turn {i}: INV-R without the failed task {victim} ({res.outcomes[victim].status}; removed {sorted(removed)})"
     problems = []
     if replay.unmatched:
@@ -514,7 +515,7 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", coun
         log_before = len(env.states["fuzz"].log)
         probe.invocations = []
         backend.log = []
-        res, _ = kernel.run_turn(user=text, env=env, scratchpad=S, registry=registry, backend=backend, context=ctx, index=i, trace=trace)
+        res, _ = kernel.run_turn(user=text, env=env, scratchpad=S, registry=registry, backend=backend, turn_context=ctx, index=i, trace=trace)
         results.append(res)
         problems += [f"turn {i}: {v}" for v in res.invariant_violations]
         if not keys_before <= S.keys():  # INV-S across the whole turn

@@ -15,7 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from forethought.kernel.backends.openai_backend import BackendError, OpenAIBackend
-from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig
 from forethought.kernel.runner import oracle_factory, run_solution
 from forethought.kernel.scenario import load_solution
 from forethought.primitives import SLMRequest

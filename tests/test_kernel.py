@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 from forethought.kernel.backends.oracle import OracleBackend
 from forethought.kernel.domains.base import Domain, ToolError
 from forethought.kernel.environment import Environment
-from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig
 from forethought.kernel.registry.model import Prerequisite, Sat
 from forethought.kernel.scenario import Turn
 from forethought.kernel.scratchpad import Scratchpad
@@ -114,7 +115,7 @@ def run(turn: dict[str, Any], *, cvc: bool = True, config: dict[str, Any] | None
     S = S if S is not None else Scratchpad(config or {})
     t = Turn.model_validate(turn)
     k = Kernel(KernelConfig(cvc=cvc, strict_invariants=True))
-    res, trace = k.run_turn(user=t.user, env=env, scratchpad=S, registry=env.registry(), backend=OracleBackend(t, "test"), context=t.context)
+    res, trace = k.run_turn(user=t.user, env=env, scratchpad=S, registry=env.registry(), backend=OracleBackend(t, "test"), turn_context=t.context)
     return res, trace, env, S
 
 

@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 
 from forethought.kernel.domains.base import Domain, DomainTool
 from forethought.kernel.environment import Environment
-from forethought.kernel.kernel import Kernel, KernelConfig
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig
 from forethought.kernel.registry.model import ToolSpec
 from forethought.kernel.scratchpad import Scratchpad
 from forethought.primitives import SLMReply
@@ -111,7 +112,7 @@ def _one_tool_turn(task_params: dict, context: dict, state: dict, kernel: Kernel
         "match_fill": {"values": {"name": None}},
     })
     res, _ = kernel.run_turn(user="greet them", env=env, scratchpad=Scratchpad(state), registry=env.registry(),
-                             backend=backend, context=context, trace="off")
+                             backend=backend, turn_context=context, trace="off")
     return res
 
 
@@ -122,7 +123,7 @@ def test_lookup_prefers_the_turn_context_over_a_stale_scratchpad_value():
 
 def test_a_null_from_decompose_does_not_hide_the_turn_context():
     """Fuzz finding (INV-L): decompose stating a parameter as null must leave it unbound, so Lookup still finds the
-    turn context's value before S. tau_for merges the task's parameters over the context, null included, so the
-    stale scratchpad value is used instead."""
+    turn context's value before S. The bug: TurnState.task_context (then tau_for) merged the task's parameters over
+    the context, null included, so the stale scratchpad value was used instead."""
     res = _one_tool_turn({"name": None}, {"name": "blue"}, {"name": "stale"})
     assert [(c.tool, c.arguments) for c in res.committed_calls] == [("greet", {"name": "blue"})], res.calls

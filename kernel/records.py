@@ -1,0 +1,279 @@
+"""The kernel's data: its configuration, the records a turn produces, the values its steps pass on,
+and the turn context the symbolic steps share.
+
+Three kinds of models live here:
+
+- **Records** (``PrereqRecord``, ``BindingRecord``, ``CallRecord``, ``TaskOutcome``, ``TurnResult``):
+  what a turn decided and did. They are what callers, the trace view and the tests read.
+- **Step values** (``TurnIn`` … ``TurnSummary``): the typed inputs and outputs of the program's
+  symbolic steps (``kernel/plan_steps.py``, ``kernel/task_steps.py``), checked at every composition
+  edge by the DSL and recorded in the trace.
+- **The turn context** (:class:`TurnState`): the services of one turn and the records under construction;
+  see its docstring for what lives there and why.
+
+The paper's symbols are named in comments where a field implements one: S the scratchpad, τ the
+turn context, Ω the registry, C the configuration, M = Params(f) the parameters a tool needs,
+B the bindings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forethought.primitives import Trace
+
+from .environment import Environment
+from .registry import Registry
+from .scratchpad import Scratchpad
+from .specs import GetOrderInput, MatchFuncInput, ProposedTask, TaskRef, ToolBrief, UnitTask
+
+Status = Literal[
+    "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error"
+]
+
+
+# ------------------------------------------------------------------ config
+@dataclass(frozen=True)
+class KernelConfig:
+    cvc: bool = True  # contracts, prerequisite checks, ToolGate gates and recovery
+    retries: int = 2  # per SLM step, with the violation fed back
+    max_tasks: int = 12  # declared fan-out: tasks per turn
+    max_prereqs: int = 4  # prerequisites checked per task
+    max_candidates: int = 3  # matched tool + declared alternatives tried
+    state_view: int = 24  # scratchpad entries shown to primitives (most recent)
+    strict_invariants: bool = False  # raise on an invariant violation (tests) instead of recording it
+    # Engine-level output-contract checks; None follows ``cvc``. (cvc=True with
+    # check_contracts=False isolates the cost of checking, for the benchmark.)
+    check_contracts: bool | None = None
+    # A model call that raised (server down, timeout, malformed reply) is repeated this
+    # often, waiting backend_retry_wait_s, doubling; separate from the contract retries.
+    backend_retries: int = 2
+    backend_retry_wait_s: float = 0.5
+
+
+class InvariantError(AssertionError):
+    pass
+
+
+# ------------------------------------------------------------------ records
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PrereqRecord(_Model):
+    key: str
+    outcome: Literal["met", "not_met", "absent"]
+    retrieval: ProposedTask | None = None
+    recheck: Literal["met", "not_met"] | None = None
+    remediation: ProposedTask | None = None
+
+
+class BindingRecord(_Model):
+    value: Any = None
+    # Where the value came from: "tau" the turn context τ, "S" the scratchpad, "fill" match_fill.
+    # These strings are data (the trace view colours by them), so they keep the paper's letters.
+    source: Literal["tau", "S", "fill", "missing"]
+    consulted: list[str] = Field(default_factory=list)
+
+
+class CallRecord(_Model):
+    task_id: str
+    purpose: Literal["task", "retrieval"] = "task"
+    tool: str
+    arguments: dict[str, Any]
+    result: Any = None
+    committed: bool = False
+    rejected: list[str] = Field(default_factory=list)  # pre/postcondition failures
+
+
+class TaskOutcome(_Model):
+    task_id: str
+    status: Status
+    tool: str | None = None
+    reason: str = ""
+    remediation: ProposedTask | None = None
+    blocked_key: str | None = None
+    missing: list[str] = Field(default_factory=list)
+
+
+class TurnResult(_Model):
+    index: int
+    user: str
+    tasks: list[UnitTask] = Field(default_factory=list)
+    order: list[str] = Field(default_factory=list)
+    matches: dict[str, str | None] = Field(default_factory=dict)
+    prerequisites: dict[str, list[PrereqRecord]] = Field(default_factory=dict)
+    bindings: dict[str, dict[str, BindingRecord]] = Field(default_factory=dict)
+    outcomes: dict[str, TaskOutcome] = Field(default_factory=dict)
+    calls: list[CallRecord] = Field(default_factory=list)
+    halted: dict[str, Any] | None = None
+    # The backend did not answer (after its retries): the turn stopped there; nothing in it
+    # after that point was decided by a model.
+    backend_error: dict[str, Any] | None = None
+    backend_retries: int = 0
+    scratchpad: dict[str, Any] = Field(default_factory=dict)
+    invariant_violations: list[str] = Field(default_factory=list)
+    slm_calls: int = 0
+
+    @property
+    def committed_calls(self) -> list[CallRecord]:
+        return [c for c in self.calls if c.committed]
+
+
+@dataclass
+class ScenarioResult:
+    solution_id: str
+    turns: list[TurnResult]
+    traces: list[Trace]
+    final_state: dict[str, Any]
+
+
+# ------------------------------------------------------------- step values
+class TurnIn(_Model):
+    user: str
+    config: dict[str, Any] = Field(default_factory=dict)  # configuration C given with this turn
+
+
+class ScratchpadInit(_Model):
+    user: str
+    written: dict[str, Any] = Field(default_factory=dict)  # S's values for C's keys, read back after the write
+
+
+class Batches(_Model):
+    batches: list[GetOrderInput]
+    cycle: list[str] | None = None
+
+
+class MatchBatch(_Model):
+    items: list[MatchFuncInput]
+
+
+class TaskCursor(_Model):
+    """One task on its way through prerequisites, matching and execution."""
+
+    task_id: str
+    status: Status = "pending"
+    matched_tool: str | None = None  # match_func's answer for this task (None: no tool matches)
+    candidates: list[str] = Field(default_factory=list)  # the matched tool, then its declared alternatives
+    candidate: int = 0  # index into candidates: the tool being tried
+    parameters: list[str] = Field(default_factory=list)  # M = Params(f) of the tool being tried
+    bindings: dict[str, BindingRecord] = Field(default_factory=dict)  # B: a value (or "missing") per parameter
+    missing: list[str] = Field(default_factory=list)
+    lookups: dict[str, list[str]] = Field(default_factory=dict)  # param -> sources consulted, in order
+    # ToolGate verdicts of the last execution attempt ("tool: pre|post: reason"), so the trace shows
+    # why a call was not committed and the next candidate tried.
+    toolgate: list[str] = Field(default_factory=list)
+
+
+class TaskList(_Model):
+    tasks: list[TaskCursor]
+
+
+class PrereqCursor(_Model):
+    task_id: str
+    index: int
+    key: str
+    outcome: Literal["met", "not_met", "absent", "skipped"] | None = None
+
+
+class PrereqList(_Model):
+    prereqs: list[PrereqCursor]
+
+
+class TurnSummary(_Model):
+    tasks: int
+    executed: int
+
+
+# ------------------------------------------------------------ turn context
+@dataclass
+class TurnState:
+    """What the symbolic steps of one turn share (the engine passes it to every step as context).
+
+    Per-task values flow through the steps' inputs and outputs (:class:`TaskCursor`,
+    :class:`PrereqCursor`). What lives here, and why:
+
+    - **services**: the configuration, the environment, the scratchpad S, the registry Ω and its tool
+      briefs, the user's request and the turn context τ. Every step may use them; S and the world
+      are the state the paper's algorithm updates.
+    - **the turn's plan**: the tasks decompose produced, the dependency layers and the order. The
+      steps after the ``get_order`` and ``match_func`` batches receive only the batches' results,
+      so the layers and order those results belong to are kept here.
+    - **records**: what the turn decided and did (matches, prerequisite records, bindings, outcomes,
+      calls, invariant violations), written as the steps go so that a turn that halts half-way still
+      reports everything up to that point. Steps read records back only for decisions across tasks
+      or prerequisites: a task's dependencies' outcomes, and whether an earlier prerequisite already
+      blocked the task.
+    - **cursors held across a step whose output cannot carry them**: an SLM step's input and output
+      are fixed by its spec (they are the model's prompt and answer), so the cursor before it is
+      kept in ``pending_prerequisite`` / ``pending_task`` for the step after it; a ForEach returns
+      only its items' results, so the task cursor before the prerequisite loop is kept in
+      ``current_task``.
+    - **the INV-S monitor**: the scratchpad keys seen at the last task boundary.
+    """
+
+    config: KernelConfig
+    env: Environment
+    scratchpad: Scratchpad  # S
+    registry: Registry  # Ω
+    tool_briefs: list[ToolBrief]  # Register(Ω): what the primitives are shown of each tool
+    user: str  # the request ι
+    turn_context: dict[str, Any]  # τ
+    index: int = 0
+    # the turn's plan
+    tasks: dict[str, UnitTask] = field(default_factory=dict)
+    layers: list[list[str]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    # records
+    matches: dict[str, str | None] = field(default_factory=dict)
+    prerequisites: dict[str, list[PrereqRecord]] = field(default_factory=dict)
+    bindings: dict[str, dict[str, BindingRecord]] = field(default_factory=dict)
+    outcomes: dict[str, TaskOutcome] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    # cursors held across a step whose output cannot carry them
+    current_task: TaskCursor | None = None
+    pending_prerequisite: PrereqCursor | None = None
+    pending_task: TaskCursor | None = None
+    # INV-S monitor
+    keys_seen: set[str] = field(default_factory=set)
+
+    # -- invariants ---------------------------------------------------------
+    def violate(self, message: str) -> None:
+        self.violations.append(message)
+        if self.config.strict_invariants:
+            raise InvariantError(message)
+
+    def check_monotone(self, where: str) -> None:
+        keys = self.scratchpad.keys()
+        lost = self.keys_seen - keys
+        if lost:
+            self.violate(f"INV-S at {where}: scratchpad keys removed: {sorted(lost)}")
+        self.keys_seen = keys
+
+    # -- helpers -------------------------------------------------------------
+    def task_context(self, task_id: str) -> dict[str, Any]:
+        """τ for one task: the values decompose grounded in the request, then the turn's context."""
+        task = self.tasks.get(task_id)
+        out = dict(self.turn_context)
+        if task is not None:
+            # A null from decompose means "not stated": it must not hide the context's value (INV-L).
+            out.update({k: v for k, v in task.parameters.items() if v is not None})
+        return out
+
+    def view(self) -> dict[str, Any]:
+        return self.scratchpad.view(self.config.state_view)
+
+    def task_ref(self, task_id: str, with_tool: bool = False) -> TaskRef:
+        task = self.tasks[task_id]
+        return TaskRef(id=task.id, text=task.text, tool_name=task.tool_name if with_tool else None)
+
+    def outcome(self, task_id: str, status: Status, **details: Any) -> None:
+        self.outcomes[task_id] = TaskOutcome(task_id=task_id, status=status, **details)
+
+    def record_bindings(self, cursor: TaskCursor) -> None:
+        """Record the bindings of the tool being tried (the last candidate's are what the turn reports)."""
+        self.bindings[cursor.task_id] = dict(cursor.bindings)

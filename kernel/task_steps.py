@@ -1,0 +1,328 @@
+"""The kernel's per-task symbolic steps: prerequisites, function and parameter matching, execution.
+
+Paper Algorithm 2 lines 10–39 (the task loop: SP4 Check-Prerequisites, SP5 Match-Funcs-and-Params
+and the guarded Execute). Each public function is one step of the program in ``kernel/program.py``
+and has that step's name. A task's values travel on its :class:`TaskCursor` (matched tool,
+candidates, the parameters M and bindings B of the tool being tried), a prerequisite's on its
+:class:`PrereqCursor`; the :class:`~forethought.kernel.records.TurnState` holds the services, the records
+and the cursors an SLM step or a ForEach cannot carry (see its docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import toolgate
+from .records import BindingRecord, CallRecord, PrereqCursor, PrereqList, PrereqRecord, TaskCursor, TurnState
+from .scratchpad import Scratchpad
+from .specs import CheckPrereqInput, CheckPrereqOutput, MatchFillInput, MatchFillOutput, ProposedTask, tool_brief
+
+
+def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad) -> BindingRecord:
+    """Lookup(m, τ, S) (line 31): τ first, then S, else missing (INV-L). None counts as unbound."""
+    consulted = ["tau"]
+    if turn_context.get(name) is not None:
+        return BindingRecord(value=turn_context[name], source="tau", consulted=consulted)
+    consulted.append("S")
+    if scratchpad.get(name) is not None:
+        return BindingRecord(value=scratchpad.get(name), source="S", consulted=consulted)
+    return BindingRecord(value=None, source="missing", consulted=consulted)
+
+
+# ------------------------------------------------------------ prerequisites
+def begin_task(task: TaskCursor, turn: TurnState) -> PrereqList:
+    """GetPrereqs(t) (line 12): the prerequisites of the tool decompose proposed for the task."""
+    turn.check_monotone(f"task {task.task_id} start")
+    turn.current_task = task  # the prerequisites ForEach returns only its items' results
+    turn.prerequisites.setdefault(task.task_id, [])
+    turn.bindings.setdefault(task.task_id, {})
+    if not turn.config.cvc:
+        return PrereqList(prereqs=[])
+    # A task whose dependency did not execute is skipped: it needs that task's result or effect
+    # (deleting "the original" after a failed copy must not happen). Independent tasks go on (INV-R).
+    unit = turn.tasks[task.task_id]
+    failed = [d for d in unit.depends_on if d in turn.tasks and turn.outcomes.get(d) is not None
+              and turn.outcomes[d].status != "executed"]
+    if failed:
+        turn.outcome(task.task_id, "skipped", tool=unit.tool_name,
+                     reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed))
+        return PrereqList(prereqs=[])
+    spec = turn.registry.get(unit.tool_name)
+    keys = [p.key for p in spec.prerequisites][: turn.config.max_prereqs] if spec else []
+    return PrereqList(prereqs=[PrereqCursor(task_id=task.task_id, index=i, key=k) for i, k in enumerate(keys)])
+
+
+def _prerequisite_spec(turn: TurnState, prerequisite: PrereqCursor):
+    spec = turn.registry.get(turn.tasks[prerequisite.task_id].tool_name)
+    return next(q for q in spec.prerequisites if q.key == prerequisite.key)  # type: ignore[union-attr]
+
+
+def _record_of(turn: TurnState, prerequisite: PrereqCursor) -> PrereqRecord:
+    """The record check_prerequisite appended for this prerequisite (the task's latest)."""
+    return turn.prerequisites[prerequisite.task_id][-1]
+
+
+def check_prerequisite(prerequisite: PrereqCursor, turn: TurnState) -> PrereqCursor:
+    """r <- Check(p, S) ∈ {Met, ¬Met, Absent} (line 13)."""
+    if turn.outcomes.get(prerequisite.task_id) is not None:  # already blocked by an earlier prerequisite
+        return prerequisite.model_copy(update={"outcome": "skipped"})
+    outcome = toolgate.check(_prerequisite_spec(turn, prerequisite), turn.scratchpad)
+    turn.prerequisites[prerequisite.task_id].append(PrereqRecord(key=prerequisite.key, outcome=outcome))  # type: ignore[arg-type]
+    return prerequisite.model_copy(update={"outcome": outcome})
+
+
+def prepare_prerequisite_question(prerequisite: PrereqCursor, turn: TurnState) -> CheckPrereqInput:
+    """The input of check_prerequisites: TaskToCheck(p) when Absent (line 15), TaskToMeet(p) when ¬Met (line 20).
+
+    Runs as the steps "prepare_retrieval" and "prepare_remediation"."""
+    turn.pending_prerequisite = prerequisite  # the model's answer cannot carry the cursor
+    requirement = _prerequisite_spec(turn, prerequisite)
+    return CheckPrereqInput(
+        task=turn.task_ref(prerequisite.task_id, with_tool=True),
+        key=prerequisite.key,
+        outcome=prerequisite.outcome,  # type: ignore[arg-type]
+        current=turn.scratchpad.get(prerequisite.key) if prerequisite.outcome == "not_met" else None,
+        requirement=toolgate.describe(requirement),
+        context=turn.task_context(prerequisite.task_id),
+        state=turn.view(),
+        tools=turn.tool_briefs,
+    )
+
+
+def _recheck(turn: TurnState, prerequisite: PrereqCursor, record: PrereqRecord) -> PrereqCursor:
+    """S <- S ∪ {p -> v} (line 16; None if nothing was retrieved, so Absent fires once: INV-T); re-check (line 17)."""
+    if prerequisite.key not in turn.scratchpad:
+        turn.scratchpad.set(prerequisite.key, None, "retrieval")
+    outcome = toolgate.check(_prerequisite_spec(turn, prerequisite), turn.scratchpad)
+    record.recheck = outcome  # type: ignore[assignment]
+    return prerequisite.model_copy(update={"outcome": outcome})
+
+
+def execute_retrieval(answer: CheckPrereqOutput, turn: TurnState) -> PrereqCursor:
+    """v <- Execute(TaskToCheck(p)) (line 15), then write and re-check (lines 16-17)."""
+    prerequisite = turn.pending_prerequisite
+    assert prerequisite is not None
+    record = _record_of(turn, prerequisite)
+    record.retrieval = answer.task
+    if answer.task is not None:
+        _run_proposed(turn, prerequisite.task_id, answer.task)
+    return _recheck(turn, prerequisite, record)
+
+
+def retrieval_failed(prerequisite: PrereqCursor, turn: TurnState) -> PrereqCursor:
+    """No retrieval task could be proposed: write and re-check all the same (lines 16-17)."""
+    return _recheck(turn, prerequisite, _record_of(turn, prerequisite))
+
+
+def emit_blocked(answer: CheckPrereqOutput, turn: TurnState) -> PrereqCursor:
+    """t' <- TaskToMeet(p); report Blocked(t') (lines 20-21): the task is abandoned (INV-R)."""
+    prerequisite = turn.pending_prerequisite
+    assert prerequisite is not None
+    _record_of(turn, prerequisite).remediation = answer.task
+    turn.outcome(
+        prerequisite.task_id,
+        "blocked",
+        tool=turn.tasks[prerequisite.task_id].tool_name,
+        reason=f"prerequisite {prerequisite.key!r} not met",
+        remediation=answer.task,
+        blocked_key=prerequisite.key,
+    )
+    return prerequisite.model_copy(update={"outcome": "not_met"})
+
+
+def block_without_remedy(prerequisite: PrereqCursor, turn: TurnState) -> PrereqCursor:
+    """¬Met and no remediation could be proposed: report Blocked all the same (line 21)."""
+    turn.outcome(
+        prerequisite.task_id,
+        "blocked",
+        tool=turn.tasks[prerequisite.task_id].tool_name,
+        reason=f"prerequisite {prerequisite.key!r} not met; no remediation could be proposed",
+        blocked_key=prerequisite.key,
+    )
+    return prerequisite
+
+
+def after_prerequisites(checked: BaseModel, turn: TurnState) -> TaskCursor:
+    """The task goes on to matching unless a prerequisite blocked it or a dependency failed."""
+    task = turn.current_task
+    assert task is not None
+    done = turn.outcomes.get(task.task_id)  # blocked by a prerequisite, or skipped
+    return task.model_copy(update={"status": done.status if done is not None else "ready"})
+
+
+# ------------------------------------------------- functions and parameters
+def resolve_function(task: TaskCursor, turn: TurnState) -> TaskCursor:
+    """f <- MatchFunc(t, Ω) (line 25); f = ⊥ reports MissingFunction (lines 26-27)."""
+    tool = task.matched_tool
+    if tool is None or tool not in turn.registry:
+        why = "no registry tool matches this task" if tool is None else f"matched tool {tool!r} is not registered"
+        turn.outcome(task.task_id, "missing_function", reason=why)
+        return task.model_copy(update={"status": "missing_function"})
+    candidates = [tool]
+    if turn.config.cvc:
+        candidates += [a for a in turn.registry[tool].alternatives if a in turn.registry and a != tool]
+    return task.model_copy(update={"status": "trying", "candidate": 0, "candidates": candidates[: turn.config.max_candidates]})
+
+
+def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
+    """M <- Params(f); B <- ∅ (line 29); for each m ∈ M: Lookup(m, τ, S) (lines 30-31, INV-L)."""
+    tool = task.candidates[task.candidate]
+    spec = turn.registry[tool]
+    unit = turn.tasks[task.task_id]
+    task_context = turn.task_context(task.task_id)
+    # Required parameters, plus optional ones the decomposition stated explicitly.
+    parameters = list(spec.required) + [
+        p for p in spec.param_names if p not in spec.required and unit.parameters.get(p) is not None
+    ]
+    if not turn.config.cvc:  # unchecked: whatever decompose produced is passed on, plus lookups for required ones
+        parameters += [p for p in unit.parameters if p not in parameters]
+    bindings = {m: lookup(m, task_context, turn.scratchpad) for m in parameters}
+    looked_up = task.model_copy(update={
+        "parameters": parameters,
+        "bindings": bindings,
+        "missing": [m for m, r in bindings.items() if r.source == "missing"],
+        "lookups": {m: r.consulted for m, r in bindings.items()},
+    })
+    turn.record_bindings(looked_up)
+    return looked_up
+
+
+def tau_before_scratchpad(task: TaskCursor, looked_up: TaskCursor) -> str | None:
+    """Contract "tau_before_S" on lookup_params (INV-L): every lookup consulted τ before S."""
+    bad = {m: c for m, c in looked_up.lookups.items() if c[:1] != ["tau"]}
+    return f"tau was not consulted first for {bad}" if bad else None
+
+
+def prepare_fill(task: TaskCursor, turn: TurnState) -> MatchFillInput:
+    """The input of match_fill: TaskToGet(m) for the parameters still missing (line 33)."""
+    tool = task.candidates[task.candidate]
+    turn.pending_task = task  # the model's answer cannot carry the cursor
+    return MatchFillInput(
+        task=turn.task_ref(task.task_id, with_tool=True),
+        tool=turn.registry.derived("brief_map", lambda r: {t.name: tool_brief(t) for t in r})[tool],
+        missing=list(task.missing),
+        bound={m: r.value for m, r in task.bindings.items() if r.source != "missing"},
+        context=turn.task_context(task.task_id),
+        state=turn.view(),
+    )
+
+
+def apply_fill(answer: MatchFillOutput, turn: TurnState) -> TaskCursor:
+    """v <- Execute(TaskToGet(m)) (line 33); S <- S ∪ {m -> v}, written even if ⊥ (line 34, INV-S)."""
+    task = turn.pending_task
+    assert task is not None
+    bindings = dict(task.bindings)
+    still_missing = []
+    for name, record in task.bindings.items():
+        if record.source != "missing":
+            continue
+        value = answer.values.get(name)
+        bindings[name] = BindingRecord(
+            value=value, source="fill" if value is not None else "missing", consulted=record.consulted + ["fill"]
+        )
+        turn.scratchpad.set(name, value, "fill")
+        if value is None:
+            still_missing.append(name)
+    filled = task.model_copy(update={"bindings": bindings, "missing": still_missing})
+    turn.record_bindings(filled)
+    return filled
+
+
+def fill_failed(task: TaskCursor, turn: TurnState) -> TaskCursor:
+    """match_fill gave no valid answer: the missing parameters stay unbound (line 35 reports them)."""
+    bindings = dict(task.bindings)
+    for name in task.missing:
+        bindings[name] = BindingRecord(value=None, source="missing", consulted=task.bindings[name].consulted + ["fill"])
+    unfilled = task.model_copy(update={"bindings": bindings})
+    turn.record_bindings(unfilled)
+    return unfilled
+
+
+# ---------------------------------------------------------------- execution
+def guard_execute(task: TaskCursor, turn: TurnState) -> TaskCursor:
+    """if dom(B) = M then Execute(f, B) (line 39, INV-E), through the ToolGate pre/postconditions.
+
+    An unbound parameter reports MissingParam (line 35); a rejected call tries the next candidate."""
+    tid = task.task_id
+    tool = task.candidates[task.candidate]
+    bindings, parameters = task.bindings, task.parameters
+    unbound = [m for m in parameters if bindings.get(m) is None or bindings[m].source == "missing"]
+    if unbound and turn.config.cvc:
+        turn.outcome(tid, "missing_param", tool=tool, reason=f"no value for {unbound}", missing=unbound)
+        return task.model_copy(update={"status": "missing_param"})
+    arguments = {m: bindings[m].value for m in parameters if m in bindings and bindings[m].source != "missing"}
+    if turn.config.cvc and set(arguments) != set(parameters):
+        turn.violate(f"INV-E: {tool} would execute with {sorted(arguments)} but needs {sorted(parameters)}")
+        turn.outcome(tid, "missing_param", tool=tool, reason="execution guard", missing=sorted(set(parameters) - set(arguments)))
+        return task.model_copy(update={"status": "missing_param"})
+    calls_before = len(turn.calls)
+    ok, reasons = _execute(turn, tid, "task", tool, arguments)
+    if ok:
+        turn.outcome(tid, "executed", tool=tool)
+        return task.model_copy(update={"status": "executed", "toolgate": []})
+    gate = [f"{tool}: {r}" for c in turn.calls[calls_before:] for r in c.rejected] or [f"{tool}: {r}" for r in reasons]
+    if task.candidate + 1 < len(task.candidates):
+        return task.model_copy(update={"status": "trying", "candidate": task.candidate + 1, "toolgate": gate})
+    turn.outcome(tid, "tool_failed", tool=tool, reason="; ".join(reasons))
+    return task.model_copy(update={"status": "tool_failed", "toolgate": gate})
+
+
+def _execute(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, list[str]]:
+    """Precondition, the call on a copy of the world, postcondition; only then commit and write S."""
+    spec = turn.registry.get(tool)
+    if spec is None:  # never execute an unregistered tool
+        return False, [f"tool {tool!r} is not registered"]
+    if turn.config.cvc:
+        pre = toolgate.precondition(spec, arguments, turn.scratchpad)
+        if pre:
+            turn.calls.append(CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments,  # type: ignore[arg-type]
+                                         rejected=["pre: " + e for e in pre]))
+            return False, pre
+    result, staged = turn.env.stage(tool, arguments)
+    record = CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments, result=result)  # type: ignore[arg-type]
+    turn.calls.append(record)
+    if turn.config.cvc:
+        post = toolgate.postcondition(spec, turn.env.tool(tool), arguments, result, staged)
+        if post:
+            record.rejected = ["post: " + e for e in post]
+            return False, post
+    elif isinstance(result, dict) and "error" in result:
+        staged = None  # the tool itself failed: nothing happened in the world
+    if staged is not None:
+        turn.env.commit(tool, staged)
+        record.committed = True
+    returned = result if isinstance(result, dict) else {}
+    for key, value in toolgate.writes(spec, arguments, returned).items():
+        turn.scratchpad.set(key, value, f"call:{tool}")
+    return True, []
+
+
+def _run_proposed(turn: TurnState, task_id: str, proposed: ProposedTask) -> None:
+    """Execute a retrieval task proposed by check_prerequisites (no further model calls: bounded)."""
+    spec = turn.registry.get(proposed.tool_name)
+    if spec is None:
+        return
+    context = {**turn.task_context(task_id), **{k: v for k, v in proposed.parameters.items() if v is not None}}
+    arguments = {}
+    for name in spec.required:
+        found = lookup(name, context, turn.scratchpad)
+        if found.source == "missing":
+            turn.calls.append(CallRecord(task_id=task_id, purpose="retrieval", tool=spec.name, arguments=arguments,
+                                         rejected=[f"pre: no value for {name!r}"]))
+            return
+        arguments[name] = found.value
+    for name, value in proposed.parameters.items():
+        if name in spec.param_names and name not in arguments and value is not None:
+            arguments[name] = value
+    _execute(turn, task_id, "retrieval", spec.name, arguments)
+
+
+def end_task(task: TaskCursor, turn: TurnState) -> TaskCursor:
+    """Every task ends with an outcome; S lost no key during it (INV-S)."""
+    if task.task_id not in turn.outcomes:
+        turn.outcome(task.task_id, task.status if task.status not in ("pending", "ready", "trying") else "error",
+                     reason="ended without an outcome")
+    turn.check_monotone(f"task {task.task_id} end")
+    return task
