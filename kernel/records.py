@@ -52,6 +52,9 @@ class KernelConfig:
     # often, waiting backend_retry_wait_s, doubling; separate from the contract retries.
     backend_retries: int = 2
     backend_retry_wait_s: float = 0.5
+    # Imported registries (OpenAI, MCP, BFCL): an output-schema mismatch rejects the call instead of
+    # being recorded as a warning. Our own domains' schemas are always enforced.
+    strict_output_schema: bool = False
 
 
 class InvariantError(AssertionError):
@@ -87,6 +90,8 @@ class CallRecord(_Model):
     result: Any = None
     committed: bool = False
     rejected: list[str] = Field(default_factory=list)  # pre/postcondition failures
+    # postcondition findings that did not block the commit (an imported registry's output schema)
+    warnings: list[str] = Field(default_factory=list)
 
 
 class TaskOutcome(_Model):

@@ -38,6 +38,7 @@ class KernelSettings(BaseModel):
     state_view: int = Field(24, ge=1)
     backend_retries: int = Field(2, ge=0, le=10)  # a model call that raised is repeated (not a contract retry)
     backend_retry_wait_s: float = Field(0.5, ge=0, le=60)  # first wait; doubles per retry
+    strict_output_schema: bool = False  # imported registries: an output-schema mismatch rejects the call
 
     def build(self) -> KernelConfig:
         return KernelConfig(**self.model_dump())

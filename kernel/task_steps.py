@@ -284,17 +284,18 @@ def _execute(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: 
     record = CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments, result=result)  # type: ignore[arg-type]
     turn.calls.append(record)
     if turn.config.cvc:
-        post = toolgate.postcondition(spec, turn.env.tool(tool), arguments, result, staged)
+        post = toolgate.postcondition(spec, turn.env.tool(tool), arguments, result, staged,
+                                      strict_output_schema=turn.config.strict_output_schema)
+        record.warnings = ["post: " + w for w in post.warnings]
         if post:
             record.rejected = ["post: " + e for e in post]
-            return False, post
-    elif isinstance(result, dict) and "error" in result:
+            return False, list(post)
+    elif toolgate.is_error(result):
         staged = None  # the tool itself failed: nothing happened in the world
     if staged is not None:
         turn.env.commit(tool, staged)
         record.committed = True
-    returned = result if isinstance(result, dict) else {}
-    for key, value in toolgate.writes(spec, arguments, returned).items():
+    for key, value in toolgate.writes(spec, arguments, toolgate.as_result_object(result)).items():
         turn.scratchpad.set(key, value, f"call:{tool}")
     return True, []
 

@@ -2,9 +2,11 @@
 
 Precondition: the arguments are valid against the tool's schema and every
 prerequisite fact the tool declares is present and satisfied in S.
-Postcondition: the result is not an error, matches the declared output
+Postcondition: the result is not an error (``{"error": ...}``), matches the declared output
 schema, and passes the tool's semantic checks. Contracts fail closed: a
-condition that cannot be evaluated counts as violated.
+condition that cannot be evaluated counts as violated. A result that is not an object
+(None, a list, a string) is checked and written as ``{"result": value}``; for imported
+registries a schema mismatch is a warning unless ``strict_output_schema`` is set.
 """
 
 from __future__ import annotations
@@ -90,18 +92,54 @@ def _output_validator(schema_json: str):
     return cls(schema)
 
 
-def postcondition(spec: ToolSpec, tool: DomainTool | None, args: dict[str, Any], result: Any, state: Any) -> list[str]:
+# Registries imported from another format (OpenAI, MCP, BFCL) describe results that nobody checked
+# against the tools: BFCL's send_message docs promise `message_id` while the class returns `new_id`.
+# For those, an output-schema mismatch is a warning by default (KernelConfig.strict_output_schema
+# makes it a rejection); our own domains' hand-written schemas stay strict.
+IMPORTED_SOURCES = frozenset({"openai", "mcp", "bfcl"})
+
+
+def as_result_object(result: Any) -> dict[str, Any]:
+    """The object a postcondition and the scratchpad see: a dict as it is, anything else under ``result``.
+
+    Real tools return None (BFCL's ``cd`` on some paths, ``mkdir``) or lists (``ls``); wrapping
+    them keeps the value rather than rejecting every call that does not return an object."""
+    return result if isinstance(result, dict) else {"result": result}
+
+
+def is_error(result: Any) -> bool:
+    """A tool that reports ``{"error": ...}`` failed: nothing it staged is committed."""
+    return isinstance(result, dict) and "error" in result
+
+
+class PostconditionReport(list):
+    """The rejections (a non-empty report means the call is not committed), plus ``warnings``:
+    findings recorded in the trace that let the call stand."""
+
+    def __init__(self, rejected: list[str], warnings: list[str]):
+        super().__init__(rejected)
+        self.warnings = warnings
+
+
+def postcondition(spec: ToolSpec, tool: DomainTool | None, args: dict[str, Any], result: Any, state: Any,
+                  *, strict_output_schema: bool = False) -> PostconditionReport:
+    """Check a staged call's result. ``result`` is the tool's raw return value."""
+    if is_error(result):
+        return PostconditionReport([f"tool reported an error: {result['error']}"], [])
+    obj = as_result_object(result)
     errors: list[str] = []
-    if not isinstance(result, dict):
-        return [f"result is not an object: {type(result).__name__}"]
-    if "error" in result:
-        return [f"tool reported an error: {result['error']}"]
+    schema_errors: list[str] = []
     if spec.output_schema is not None:
         try:
             v = _output_validator(json.dumps(spec.output_schema, sort_keys=True))
-            errors += [f"result{''.join(f'[{p!r}]' for p in e.path)}: {e.message}" for e in v.iter_errors(result)]
+            schema_errors = [f"result{''.join(f'[{p!r}]' for p in e.path)}: {e.message}" for e in v.iter_errors(obj)]
         except Exception as exc:
             errors.append(f"output schema could not be evaluated: {exc!r}")
+    warnings: list[str] = []
+    if spec.source in IMPORTED_SOURCES and not strict_output_schema:
+        warnings = [f"{e} (output schema of an imported registry: not enforced)" for e in schema_errors]
+    else:
+        errors += schema_errors
     for check_fn in tool.post if tool is not None else []:
         try:
             msg = check_fn(args, result, state)
@@ -109,7 +147,7 @@ def postcondition(spec: ToolSpec, tool: DomainTool | None, args: dict[str, Any],
             msg = f"postcondition {getattr(check_fn, '__name__', 'check')} could not be evaluated: {exc!r}"
         if msg:
             errors.append(msg if isinstance(msg, str) else f"postcondition {getattr(check_fn, '__name__', 'check')} failed")
-    return errors
+    return PostconditionReport(errors, warnings)
 
 
 def resolve_path(obj: Any, path: str) -> Any:

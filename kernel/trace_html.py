@@ -82,6 +82,8 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         out.append("<div class='box'><b>Calls</b><table><tr><th>task</th><th>call</th><th>committed</th><th>result / rejection</th></tr>")
         for c in calls:
             res = "; ".join(c.rejected) if c.rejected else json.dumps(c.result, ensure_ascii=False, default=str)[:300]
+            if c.warnings:  # findings that did not block the commit (an imported registry's output schema)
+                res += " — warning: " + "; ".join(c.warnings)
             out.append(f"<tr><td>{_e(c.task_id)} ({_e(c.purpose)})</td><td><code>{_e(_call(c.tool, c.arguments))}</code></td>"
                        f"<td class='{'ok' if c.committed else 'bad'}'>{'✓' if c.committed else '✗'}</td><td>{_e(res)}</td></tr>")
         out.append("</table></div>")
