@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
 from forethought.errors import UserError
 from forethought.kernel.kernel import Kernel, KernelConfig
 from forethought.kernel.scenario import Solution, load_solution, solution_files
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, default_sizes, derived_specs, per_primitive
 from forethought.primitives import SLMReply, SLMRequest
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
@@ -42,7 +42,6 @@ from .augment import Variant, make_variant
 from .formats import card_front_matter
 from .verify import Divergence, verify_solution
 
-PAPER_SIZES = {"decompose": 6910, "get_order": 2000, "check_prerequisites": 4867, "match_func": 1600, "match_fill": 1125}
 CODE_VERSION = "generate-v1"
 
 
@@ -64,7 +63,8 @@ class DataConfig(BaseModel):
     solutions: list[str]
     output_dir: str
     seed: int = 0
-    sizes: dict[str, int] = Field(default_factory=lambda: dict(PAPER_SIZES))
+    # examples per primitive; a registered primitive not named gets its spec's default_size (kernel/specs.py)
+    sizes: dict[PrimitiveName, NonNegativeInt] = Field(default_factory=default_sizes)
     validation_fraction: float = Field(0.1, gt=0, lt=1)
     variations: VariationConfig = Field(default_factory=VariationConfig)
     allow_skip_unverifiable: bool = False
@@ -75,13 +75,7 @@ class DataConfig(BaseModel):
     @field_validator("sizes")
     @classmethod
     def _sizes(cls, v: dict[str, int]) -> dict[str, int]:
-        unknown = [k for k in v if k not in PRIMITIVE_NAMES]
-        if unknown:
-            raise ValueError(f"unknown primitives {unknown}; expected {list(PRIMITIVE_NAMES)}")
-        bad = [k for k, n in v.items() if not isinstance(n, int) or n < 0]
-        if bad:
-            raise ValueError(f"sizes must be non-negative integers: {bad}")
-        return {k: v.get(k, 0) for k in PRIMITIVE_NAMES}
+        return per_primitive(v, lambda spec: spec.default_size)
 
 
 class GenerateConfig(BaseModel):

@@ -1,0 +1,109 @@
+"""kernel/specs.py is the registry: per-primitive behaviour lives on each PrimitiveSpec (issue 14)."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import pytest
+
+from forethought.kernel.backends.noisy import NoisyOracle
+from forethought.kernel.backends.oracle import OracleBackend
+from forethought.kernel.scenario import Turn
+from forethought.kernel.specs import (
+    MAX_TASKS,
+    PRIMITIVE_NAMES,
+    SPECS,
+    DecomposeInput,
+    ToolBrief,
+    default_sizes,
+    default_thresholds,
+    get_spec,
+    register_spec,
+    registered,
+)
+from forethought.primitives import SLMRequest
+
+def _like_match_func(name, **changes):
+    """A copy of match_func under another name (its golden cases copied, so it can be registered)."""
+    spec = SPECS["match_func"]
+    golden = tuple({"input": i.model_dump(mode="json"), "target": t.model_dump(mode="json")} for i, t in spec.golden())
+    return replace(spec, name=name, golden_cases=golden, **changes)
+
+
+TOOLS = [ToolBrief(name="ls"), ToolBrief(name="cd", params={"folder": "string"}, required=["folder"])]
+TURN = Turn.model_validate({
+    "user": "go to docs and list it",
+    "tasks": [{"id": "t1", "text": "cd docs", "tool": "cd", "parameters": {"folder": "docs"}},
+              {"id": "t2", "text": "list", "tool": "ls", "depends_on": ["t1"]}],
+    "order": ["t1", "t2"], "calls": ["cd(folder='docs')", "ls()"],
+})
+
+
+def test_the_five_primitives_are_registered_in_order_and_names_are_live():
+    assert PRIMITIVE_NAMES == ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
+    assert tuple(PRIMITIVE_NAMES) == tuple(SPECS) and "decompose" in PRIMITIVE_NAMES and len(PRIMITIVE_NAMES) == 5
+    toy = _like_match_func("toy_probe")
+    with registered(toy):
+        assert PRIMITIVE_NAMES[-1] == "toy_probe" and len(PRIMITIVE_NAMES) == 6
+        assert default_sizes()["toy_probe"] == toy.default_size
+    assert "toy_probe" not in PRIMITIVE_NAMES
+
+
+def test_defaults_come_from_the_specs():
+    # The paper's Table 4 sizes and gates a little under its Table 5 exact match.
+    assert default_sizes() == {"decompose": 6910, "get_order": 2000, "check_prerequisites": 4867, "match_func": 1600, "match_fill": 1125}
+    assert default_thresholds() == {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
+
+
+def test_decompose_schema_bounds_tasks_by_the_configured_fan_out():
+    spec, inp = SPECS["decompose"], DecomposeInput(user="u", tools=TOOLS)
+    assert spec.decoding_schema(inp)["properties"]["tasks"]["maxItems"] == MAX_TASKS
+    assert spec.decoding_schema(inp, max_tasks=3)["properties"]["tasks"]["maxItems"] == 3
+    prim = spec.primitive(max_tasks=5)
+    assert prim.request(inp).json_schema["properties"]["tasks"]["maxItems"] == 5
+
+
+def test_the_oracle_answers_through_the_spec_and_refuses_an_unknown_primitive():
+    oracle = OracleBackend(TURN, "t")
+    ans = oracle.answer("decompose", DecomposeInput(user=TURN.user, tools=TOOLS))
+    assert [t["id"] for t in ans["tasks"]] == ["t1", "t2"] and ans["tasks"][1]["depends_on"] == ["t1"]
+    with pytest.raises(KeyError, match="unknown primitive 'decompos'"):
+        oracle.answer("decompos", None)
+
+
+def test_noisy_oracle_injects_only_declared_kinds_and_refuses_what_it_cannot_corrupt():
+    inp = DecomposeInput(user=TURN.user, tools=TOOLS)
+    noisy = NoisyOracle(OracleBackend(TURN, "t"), {"decompose": 1.0}, random.Random(0))
+    req = SLMRequest("decompose", inp, [], adapter="decompose")
+    for _ in range(40):
+        (rep,) = noisy.complete([req])
+        assert rep.model["injected"] in (*SPECS["decompose"].noise_kinds, "truncated_json", "empty")
+    # An unknown primitive, or one whose spec declares no noise kinds, is an error, never a silent "{}".
+    with pytest.raises(KeyError, match="unknown primitive 'toy'"):
+        NoisyOracle(OracleBackend(TURN, "t"), {"toy": 0.5}, random.Random(0))
+    quiet = _like_match_func("quiet", noise_kinds=(), corrupt=None)
+    with registered(quiet):
+        with pytest.raises(ValueError, match="cannot corrupt 'quiet'"):
+            NoisyOracle(OracleBackend(TURN, "t"), {"quiet": 0.5}, random.Random(0))
+        NoisyOracle(OracleBackend(TURN, "t"), {"quiet": 0.0}, random.Random(0))  # never corrupted: fine
+
+
+def test_a_bad_spec_is_refused_with_every_problem():
+    bad = replace(SPECS["match_func"], name="all", default_size=-1, gate_threshold=1.5, corrupt=None)
+    with pytest.raises(ValueError) as ei:
+        register_spec(bad)
+    msg = str(ei.value)
+    assert "reserved" in msg and "default_size" in msg and "gate_threshold" in msg and "noise_kinds and corrupt" in msg
+    with pytest.raises(ValueError, match="already registered"):
+        register_spec(replace(SPECS["match_func"], name="decompose"))
+    with pytest.raises(ValueError, match="no golden cases"):
+        register_spec(replace(SPECS["match_func"], name="ungolden"))
+    assert "ungolden" not in SPECS and get_spec("match_func") is SPECS["match_func"]
+
+
+def test_decoding_schemas_are_json():
+    for name in PRIMITIVE_NAMES:
+        for inp, _ in SPECS[name].golden():
+            json.dumps(SPECS[name].decoding_schema(inp))
