@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validat
 from forethought.errors import UserError
 from forethought.kernel.kernel import Kernel, KernelConfig
 from forethought.kernel.scenario import Solution, load_solution, solution_files
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, default_sizes, derived_specs, per_primitive
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, default_sizes, per_primitive
 from forethought.primitives import SLMReply, SLMRequest
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 

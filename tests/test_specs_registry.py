@@ -107,3 +107,66 @@ def test_decoding_schemas_are_json():
     for name in PRIMITIVE_NAMES:
         for inp, _ in SPECS[name].golden():
             json.dumps(SPECS[name].decoding_schema(inp))
+
+
+# ------------------------------------------------------------ config tables
+def test_conf_tables_name_registered_primitives_with_their_spec_defaults():
+    """The conf tables are a visible copy of the specs' defaults (so `data.sizes.decompose=N` is an override)."""
+    import yaml
+
+    from forethought.config import CONF_DIR
+
+    sizes = yaml.safe_load((CONF_DIR / "data" / "default.yaml").read_text())["sizes"]
+    thresholds = yaml.safe_load((CONF_DIR / "validate.yaml").read_text())["thresholds"]
+    assert sizes == {p: default_sizes()[p] for p in sizes} and set(sizes) <= set(PRIMITIVE_NAMES)
+    assert thresholds == {p: default_thresholds()[p] for p in thresholds} and set(thresholds) <= set(PRIMITIVE_NAMES)
+
+
+def test_a_conf_table_naming_an_unknown_primitive_is_a_located_error(tmp_path):
+    import shutil
+
+    from forethought.config import CONF_DIR, ConfigError, compose_and_validate
+    from forethought.data_gen.generate import GenerateConfig
+
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    f = conf / "data" / "default.yaml"
+    f.write_text(f.read_text().replace("  match_fill: 1125", "  match_fil: 1125"))
+    with pytest.raises(ConfigError) as ei:
+        compose_and_validate("generate", [], GenerateConfig, conf_dir=conf)
+    msg = str(ei.value)
+    assert "conf/data/default.yaml: sizes.match_fil: not a registered primitive (did you mean 'match_fill'?)" in msg
+    assert "data.sizes.match_fil.[key]: Input should be 'decompose'" in msg  # and the schema's own error
+
+
+def test_a_size_or_threshold_not_named_is_the_specs_default_never_zero():
+    from forethought.data_gen.generate import DataConfig
+    from forethought.training.validate import ValidateConfig
+
+    d = DataConfig(solutions=["x"], output_dir="y", sizes={"decompose": 5})
+    assert d.sizes == {**default_sizes(), "decompose": 5} and list(d.sizes) == list(PRIMITIVE_NAMES)
+    v = ValidateConfig(thresholds={"get_order": 0.5})
+    assert v.thresholds == {**default_thresholds(), "get_order": 0.5}
+    toy = _like_match_func("toy_probe", default_size=7, gate_threshold=0.25)
+    with registered(toy):
+        assert DataConfig(solutions=["x"], output_dir="y").sizes["toy_probe"] == 7
+        assert ValidateConfig().thresholds["toy_probe"] == 0.25 and ValidateConfig(primitives="toy_probe").selected() == ["toy_probe"]
+
+
+def test_config_types_accept_exactly_the_registered_names():
+    from pydantic import ValidationError
+
+    from forethought.config import load_config
+    from forethought.training.config import TrainConfig
+
+    assert load_config("train", ["primitive=base"], TrainConfig).primitives() == []
+    with pytest.raises(Exception) as ei:
+        load_config("train", ["primitive=toy_probe"], TrainConfig)
+    assert "primitive: Input should be 'decompose', 'get_order', 'check_prerequisites', 'match_func', 'match_fill', 'all' or 'base'" in str(ei.value)
+    with registered(_like_match_func("toy_probe")):
+        assert load_config("train", ["primitive=toy_probe"], TrainConfig).primitives() == ["toy_probe"]
+        assert load_config("train", [], TrainConfig).primitives()[-1] == "toy_probe"  # primitive=all
+    from forethought.data_gen.generate import DataConfig
+
+    with pytest.raises(ValidationError):
+        DataConfig(solutions=["x"], output_dir="y", sizes={"toy_probe": 1})
