@@ -958,6 +958,36 @@ def get_spec(name: str) -> PrimitiveSpec:
         raise KeyError(f"unknown primitive {name!r}; expected one of {list(SPECS)}") from None
 
 
+# ------------------------------------------------- the task-graph checks, once
+# decompose's ids_consistent and get_order's permutation_of_batch checks are the one implementation of these
+# rules: worked solutions (kernel/scenario.py) and verify (data_gen/verify.py) ask them too, so an annotation
+# is held to exactly what the contract holds a model's answer to.
+@dataclass(frozen=True)
+class _Tasks:
+    tasks: Sequence[Any]
+
+
+@dataclass(frozen=True)
+class _Id:
+    id: str
+
+
+@dataclass(frozen=True)
+class _Order:
+    ordered_task_ids: Sequence[str]
+
+
+def task_ids_problem(tasks: Sequence[Any]) -> str | None:
+    """Unique ids, dependencies on known ids only, none on itself: decompose's ``ids_consistent`` check on
+    any tasks with ``id`` and ``depends_on`` (a decomposition, or a worked solution's annotated tasks)."""
+    return _dec_ids(None, _Tasks(tasks))  # type: ignore[arg-type]  # the check reads only out.tasks
+
+
+def permutation_problem(ids: Sequence[str], order: Sequence[str]) -> str | None:
+    """``order`` holds exactly ``ids``, each once: get_order's ``permutation_of_batch`` check on plain ids."""
+    return _order_perm(_Tasks([_Id(i) for i in ids]), _Order(order))  # type: ignore[arg-type]
+
+
 def derived_specs(source: str) -> list[PrimitiveSpec]:
     """The registered primitives whose decision points are taken at ``source``'s."""
     return [s for s in SPECS.values() if s.derived_from is not None and s.derived_from.source == source]

@@ -170,3 +170,23 @@ def test_config_types_accept_exactly_the_registered_names():
 
     with pytest.raises(ValidationError):
         DataConfig(solutions=["x"], output_dir="y", sizes={"toy_probe": 1})
+
+
+# --------------------------------------------------- task-graph checks, once
+def test_annotations_and_answers_are_held_to_the_same_task_graph_checks():
+    from forethought.data_gen.verify import Divergence, static_checks
+    from forethought.kernel.scenario import Solution
+    from forethought.kernel.specs import DecomposeOutput, GetOrderInput, GetOrderOutput, TaskRef, permutation_problem, task_ids_problem
+
+    tasks = [{"id": "t1", "text": "a", "tool_name": None, "depends_on": ["t1"]}]
+    contract = SPECS["decompose"].check_output(DecomposeInput(user="u", tools=TOOLS), DecomposeOutput.model_validate({"tasks": tasks}))
+    assert contract.violations[0].message == task_ids_problem(contract.output.tasks) == "task t1 depends on itself"
+    with pytest.raises(ValueError, match="task t1 depends on itself"):
+        Turn.model_validate({"user": "u", "tasks": [{"id": "t1", "text": "a", "tool": None, "depends_on": ["t1"]}], "order": ["t1"], "calls": []})
+    batch = GetOrderInput(user="u", tasks=[TaskRef(id="t1", text="a"), TaskRef(id="t2", text="b")])
+    verdict = SPECS["get_order"].check_output(batch, GetOrderOutput(ordered_task_ids=["t2"]))
+    assert verdict.violations[0].message == permutation_problem(["t1", "t2"], ["t2"])
+    sol = Solution.model_validate({"id": "s", "domains": ["file_system"], "turns": [TURN.model_dump() | {"order": ["t2"]}]})
+    with pytest.raises(Divergence) as ei:
+        static_checks(sol, tags=False)
+    assert ei.value.step == "get_order" and ei.value.message == "order " + permutation_problem(["t1", "t2"], ["t2"])
