@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
 from forethought.errors import UserError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
 from forethought.kernel.scenario import Solution, load_solution, solution_files
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, default_sizes, derived_specs, per_primitive
 from forethought.primitives import SLMReply, SLMRequest
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
@@ -43,7 +43,6 @@ from .augment import Variant, make_variant
 from .formats import card_front_matter
 from .verify import Divergence, verify_solution
 
-PAPER_SIZES = {"decompose": 6910, "get_order": 2000, "check_prerequisites": 4867, "match_func": 1600, "match_fill": 1125}
 CODE_VERSION = "generate-v1"
 
 
@@ -65,7 +64,8 @@ class DataConfig(BaseModel):
     solutions: list[str]
     output_dir: str
     seed: int = 0
-    sizes: dict[str, int] = Field(default_factory=lambda: dict(PAPER_SIZES))
+    # examples per primitive; a registered primitive not named gets its spec's default_size (kernel/specs.py)
+    sizes: dict[PrimitiveName, NonNegativeInt] = Field(default_factory=default_sizes)
     validation_fraction: float = Field(0.1, gt=0, lt=1)
     variations: VariationConfig = Field(default_factory=VariationConfig)
     allow_skip_unverifiable: bool = False
@@ -76,13 +76,7 @@ class DataConfig(BaseModel):
     @field_validator("sizes")
     @classmethod
     def _sizes(cls, v: dict[str, int]) -> dict[str, int]:
-        unknown = [k for k in v if k not in PRIMITIVE_NAMES]
-        if unknown:
-            raise ValueError(f"unknown primitives {unknown}; expected {list(PRIMITIVE_NAMES)}")
-        bad = [k for k, n in v.items() if not isinstance(n, int) or n < 0]
-        if bad:
-            raise ValueError(f"sizes must be non-negative integers: {bad}")
-        return {k: v.get(k, 0) for k in PRIMITIVE_NAMES}
+        return per_primitive(v, lambda spec: spec.default_size)
 
 
 class GenerateConfig(BaseModel):
@@ -122,7 +116,8 @@ class Example:
 
 
 class _Recorder:
-    """Wraps the oracle: keeps every (primitive, input, reply) it answers."""
+    """Wraps the oracle: keeps every (primitive, input, reply) it answers, and the decision points of the
+    primitives derived from it (a spec's ``derived_from``: its input made from this one, answered by the oracle)."""
 
     name = "oracle"
 
@@ -134,6 +129,10 @@ class _Recorder:
         replies = self.inner.complete(requests)
         for r, rep in zip(requests, replies, strict=False):
             self.sink.append((r.primitive, r.input, rep.text))
+            for d in derived_specs(r.primitive):
+                assert d.derived_from is not None
+                inp = d.derived_from.make_input(r.input)
+                self.sink.append((d.name, inp, json.dumps(self.inner.answer(d.name, inp), ensure_ascii=False)))
         return replies
 
 
@@ -168,17 +167,6 @@ def masker(values: Any) -> Any:
     return mask
 
 
-def _shuffle_order_input(inp: Any, target_ids: list[str], rng: random.Random) -> Any:
-    """get_order's batch in a random order that is never the target order (copying the input never wins)."""
-    tasks = list(inp.tasks)
-    if len(tasks) < 2:
-        return inp
-    rng.shuffle(tasks)
-    if [t.id for t in tasks] == list(target_ids):
-        tasks = tasks[1:] + tasks[:1]
-    return inp.model_copy(update={"tasks": tasks})
-
-
 def examples_from(
     sol_id: str,
     records: list[tuple[str, Any, str]],
@@ -188,25 +176,27 @@ def examples_from(
     rng: random.Random | None = None,
     slot_values: Any = (),
 ) -> tuple[list[Example], Counter]:
-    """Render the recorded decision points as examples. ``rng`` shuffles get_order's batches (always, when given);
-    ``slot_values`` are this replay's entity values, masked for the near-duplicate check."""
+    """Render the recorded decision points as examples, by each primitive's spec and its generation rules
+    (kernel/specs.py). ``rng`` presents inputs in a shuffled order where the spec asks for it (get_order's
+    batches; always, when given); ``slot_values`` are this replay's entity values, masked for the near-duplicate check."""
     out, dropped = [], Counter()
     mask = masker(slot_values)
     for prim, inp, text in records:
         if wanted is not None and prim not in wanted:
             continue  # that primitive's quota is already full: don't render it
-        if variant is not None and (variant.permuted or variant.renamed) and prim == "decompose":
-            # The same request would get another task order / other ids: decompose targets stay canonical.
-            dropped[(prim, "decompose_of_reordered_or_renamed_variant")] += 1
-            continue
         spec = SPECS[prim]
+        rules = spec.generation
+        if variant is not None and any(getattr(variant, change) for change in rules.drop_variants):
+            # The same input would get another, equally right target (decompose: another task order / other ids).
+            dropped[(prim, f"{prim}_of_{'_or_'.join(sorted(rules.drop_variants))}_variant")] += 1
+            continue
         try:
             raw = json.loads(text)
         except json.JSONDecodeError:
             dropped[(prim, "unparseable_target")] += 1
             continue
-        if prim == "get_order" and rng is not None and isinstance(raw, dict) and isinstance(raw.get("ordered_task_ids"), list):
-            inp = _shuffle_order_input(inp, raw["ordered_task_ids"], rng)
+        if rules.shuffle_input is not None and rng is not None:
+            inp = rules.shuffle_input(inp, raw, rng)
         res = spec.check_output(inp, raw)
         if not res.ok:
             dropped[(prim, "target_violates_contract")] += 1

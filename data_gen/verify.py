@@ -28,6 +28,7 @@ from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
 from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
 from forethought.kernel.scenario import PATTERN_TAGS, Solution, Turn, load_solution, solution_files
+from forethought.kernel.specs import permutation_problem
 
 DEFAULT_SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 _MISSING = object()
@@ -77,10 +78,11 @@ def static_checks(sol: Solution, *, tags: bool = True) -> None:
     for i, turn in enumerate(sol.turns):
         if not turn.annotated or turn.order is None or turn.calls is None:
             raise Divergence(i, "annotations", "a worked solution needs tasks, order and calls on every turn")
-        # Unique ids and known dependencies are checked when the Turn is loaded (kernel/scenario.py).
-        ids = [t.id for t in turn.tasks or []]
-        if turn.halt is None and sorted(turn.order) != sorted(ids):
-            raise Divergence(i, "get_order", f"order {turn.order} is not a permutation of the task ids {ids}")
+        # Unique ids and known dependencies are checked when the Turn is loaded (kernel/scenario.py); the
+        # order of a turn that runs is held to get_order's permutation check (one implementation, kernel/specs.py).
+        problem = permutation_problem([t.id for t in turn.tasks or []], turn.order) if turn.halt is None else None
+        if problem:
+            raise Divergence(i, "get_order", f"order {problem}")
     if tags:
         _check_tags(sol)
 

@@ -66,8 +66,47 @@ def _compose(command: str, overrides: list[str], conf_dir: Path, return_hydra_co
         return compose(config_name=command, overrides=overrides, return_hydra_config=return_hydra_config)
 
 
+# Per-primitive tables in conf/, per command: (files, key in them). Their keys must be registered
+# primitives (kernel/specs.py); a registered primitive a table does not name takes its spec's default.
+PRIMITIVE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "generate": (("data/*.yaml", "sizes"),),
+    "validate": (("validate.yaml", "thresholds"),),
+    "evaluate": (("evaluate.yaml", "noise.rates"),),
+}
+
+
+def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]:
+    """Every key of ``command``'s per-primitive conf tables that is not a registered primitive, located
+    by file and key (the schema would report it too, but not which file to fix)."""
+    from forethought.kernel.specs import SPECS
+
+    errors = []
+    for pattern, key in PRIMITIVE_TABLES.get(command, ()):
+        for f in sorted(conf_dir.glob(pattern)):
+            where = f"conf/{f.relative_to(conf_dir).as_posix()}"
+            try:
+                node = OmegaConf.select(OmegaConf.load(f), key, default=None)
+            except Exception as exc:  # a file Hydra cannot read either: reported by the composition
+                errors.append(f"{where}: cannot read it: {str(exc).splitlines()[0]}")
+                continue
+            if node is None:
+                continue
+            if not isinstance(node, DictConfig):
+                errors.append(f"{where}: {key}: must map primitive names to values, got {OmegaConf.to_container(node) if not isinstance(node, (str, int, float)) else node!r}")
+                continue
+            for name in node.keys():
+                if name not in SPECS:
+                    hint = difflib.get_close_matches(str(name), list(SPECS), n=1)
+                    errors.append(
+                        f"{where}: {key}.{name}: not a registered primitive" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                        + f"; registered: {', '.join(SPECS)}"
+                    )
+    return errors
+
+
 def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tuple[list[str], list[str]]:
-    """Check every ``key=value`` override against the composed config.
+    """Check every ``key=value`` override against the composed config, and the conf's per-primitive tables
+    against the registry.
 
     Returns ``(errors, kept)``: one error per unknown key (with a suggestion) and
     the overrides that remain once the unknown ones are left out.
@@ -84,6 +123,7 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as exc:  # malformed override syntax
         raise ConfigError(source, [f"cannot parse overrides: {exc}"]) from None
+    errors += primitive_table_errors(command, conf_dir)
     groups = config_groups(conf_dir)
     # A group option that does not exist is reported with the available ones, and left out so
     # that the rest still composes and every other error is listed too (Hydra stops at it).

@@ -526,7 +526,9 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     if _combined_loss_png(run / "train", run / "loss_curves.png"):
         L += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
         L += ["| primitive | steps | final train loss | eval loss | tokens/s | wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        for p in ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill"):
+        from forethought.kernel.specs import PRIMITIVE_NAMES
+
+        for p in PRIMITIVE_NAMES:
             f = run / "train" / p / "metrics.json"
             if f.is_file():
                 m = json.loads(f.read_text())

@@ -1,30 +1,42 @@
-"""The five SLM primitives of the kernel, each defined once.
+"""The SLM primitives of the kernel, each defined once: this module is their registry.
 
-For every primitive this module holds its input and output schema, its
-system prompt and input rendering, its output contract, and the canonical
-form used for exact match. Data generation renders training examples only
-through these specs; training, validation and the kernel use the same ones.
+For every primitive its :class:`PrimitiveSpec` holds the input and output
+schema, the system prompt and input rendering, the output contract, the
+canonical form used for exact match, the decoding schema, the oracle's answer
+from a worked solution's annotation, the errors the noisy oracle injects, the
+generation rules, the default dataset size and the gate threshold. Data
+generation renders training examples only through these specs; training,
+validation, packaging, evaluation and the kernel use the same ones, and every
+list or table of primitive names (config types, conf tables, reports) is read
+from :data:`SPECS` or checked against it. docs/primitives.md says how to add one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
+import itertools
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import random
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Sequence as SequenceABC
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from forethought.primitives import Check, Contract, Primitive, slm
 from forethought.primitives.primitive import Message, default_parse
 
 from .grounding import Haystack, canonical, normalize
 
-PRIMITIVE_NAMES = ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
+# The declared fan-out of a turn (KernelConfig.max_tasks' default): decompose's decoding schema bounds its task list by it.
+MAX_TASKS = 12
 
 
 # ----------------------------------------------------------------- shared models
@@ -99,6 +111,39 @@ def _golden() -> dict[str, list[dict[str, Any]]]:
 
 
 @dataclass(frozen=True)
+class Annotation:
+    """One annotated turn of a worked solution (kernel/scenario.py's Turn), as a spec's oracle reads it."""
+
+    turn: Any
+    tasks: dict[str, Any]  # task id -> its TaskAnn
+
+    @classmethod
+    def of(cls, turn: Any) -> Annotation:
+        return cls(turn, {t.id: t for t in turn.tasks or []})
+
+
+@dataclass(frozen=True)
+class GenerationRules:
+    """How ``forethought generate`` (data_gen/generate.py) turns this primitive's decision points into examples."""
+
+    # Variant changes (data_gen/augment.py's Variant flags "permuted", "renamed") after which the same
+    # input would have another, equally right target: examples of such variants are not written.
+    drop_variants: frozenset[str] = frozenset()
+    # (input, target, rng) -> the input presented in another order, so that copying the input never wins.
+    shuffle_input: Callable[[Any, Any, random.Random], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Decision points taken at another primitive's: every input of ``source`` the kernel asks the oracle
+    during a replay gives one input of this primitive (``make_input``), answered by this spec's oracle.
+    For a primitive whose kernel step does not run during replays (yet); see docs/primitives.md."""
+
+    source: str
+    make_input: Callable[[Any], BaseModel]
+
+
+@dataclass(frozen=True)
 class PrimitiveSpec:
     name: str
     system: str
@@ -107,6 +152,20 @@ class PrimitiveSpec:
     render_user: Callable[[Any], str]
     checks: tuple[Check, ...]
     canonical_fn: Callable[[Any], Any]
+    # (input, max_tasks) -> the output's JSON schema specialised to the input, for constrained decoding.
+    decoding: Callable[[Any, int], dict[str, Any]]
+    # (input, annotation) -> the answer the annotations give (the oracle backend, and so every training target).
+    oracle: Callable[[Any, Annotation], dict[str, Any]]
+    default_size: int  # examples generated when data.sizes does not name the primitive
+    gate_threshold: float  # exact-match gate when validate's thresholds do not name it
+    # The noisy oracle's errors: ``corrupt(answer, rng, tool_names)`` changes the parsed answer in place by one
+    # error typical of the primitive and returns its kind, one of ``noise_kinds``.
+    noise_kinds: tuple[str, ...] = ()
+    corrupt: Callable[[dict[str, Any], random.Random, list[str]], str] | None = None
+    generation: GenerationRules = field(default_factory=GenerationRules)
+    derived_from: Derivation | None = None
+    # Golden inputs and targets ({"input", "target"}) for a spec that kernel/spec_golden.json does not list.
+    golden_cases: tuple[dict[str, Any], ...] = ()
 
     def messages(self, inp: BaseModel, feedback: Sequence[str] = ()) -> list[Message]:
         msgs: list[Message] = [
@@ -154,6 +213,10 @@ class PrimitiveSpec:
         inp_m = inp if isinstance(inp, self.input_type) else self.input_type.model_validate(inp)
         return self.contract().check(self.name, self.output_type, inp_m, output)
 
+    def oracle_answer(self, inp: BaseModel, annotation: Annotation) -> dict[str, Any]:
+        """What the worked solution's annotations answer for this input."""
+        return self.oracle(inp, annotation)
+
     @property
     def spec_hash(self) -> str:
         """What the model sees and how its answer is judged, hashed (cached; see :meth:`compute_spec_hash`)."""
@@ -162,8 +225,11 @@ class PrimitiveSpec:
         return _SPEC_HASHES[self.name]
 
     def golden(self) -> list[tuple[BaseModel, BaseModel]]:
-        """Fixed inputs and targets (kernel/spec_golden.json) whose rendering the spec hash covers."""
-        return [(self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in _golden()[self.name]]
+        """Fixed inputs and targets (kernel/spec_golden.json, else ``golden_cases``) whose rendering the spec hash covers."""
+        cases = _golden().get(self.name) or list(self.golden_cases)
+        if not cases:
+            raise ValueError(f"primitive {self.name!r} has no golden cases (kernel/spec_golden.json or PrimitiveSpec.golden_cases)")
+        return [(self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in cases]
 
     def golden_rendering(self) -> str:
         """Everything the model sees and is trained to answer for the golden inputs, as text.
@@ -199,16 +265,17 @@ class PrimitiveSpec:
                 h.update(getattr(fn, "__qualname__", repr(fn)).encode())
         return h.hexdigest()[:16]
 
-    def decoding_schema(self, inp: BaseModel) -> dict[str, Any]:
+    def decoding_schema(self, inp: BaseModel, *, max_tasks: int = MAX_TASKS) -> dict[str, Any]:
         """The output schema specialised to this input, for constrained decoding.
 
         Names the model must copy (registered tools, batch task ids, the
         missing parameters) become enums or fixed keys, and free strings get a
-        length bound, so decoding cannot produce them wrongly.
+        length bound, so decoding cannot produce them wrongly. ``max_tasks`` is
+        the kernel's declared fan-out (KernelConfig.max_tasks).
         """
-        return _decoding_schema(self.name, inp)
+        return self.decoding(inp, max_tasks)
 
-    def primitive(self, *, adapter: str | None = None) -> Primitive:
+    def primitive(self, *, adapter: str | None = None, max_tasks: int = MAX_TASKS) -> Primitive:
         return slm(
             self.name,
             self.input_type,
@@ -216,10 +283,30 @@ class PrimitiveSpec:
             self.contract(),
             render=self.messages,
             parse=self.parse,
-            json_schema=self.decoding_schema,
+            json_schema=functools.partial(self.decoding_schema, max_tasks=max_tasks),
             adapter=adapter or self.name,
             version=self.spec_hash,
         )
+
+
+_STR = {"type": "string", "maxLength": 160}
+_ANY_VALUE = {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+                        {"type": "array", "items": {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}]}, "maxItems": 8}]}
+
+
+def _tool_enum(tools: Sequence[ToolBrief], nullable: bool) -> dict[str, Any]:
+    names: list[Any] = [t.name for t in tools]
+    return {"enum": names + ([None] if nullable else [])}
+
+
+def _params_object(tool: ToolBrief | None) -> dict[str, Any]:
+    if tool is None:
+        return {"type": "object", "properties": {}, "additionalProperties": False}
+    return {"type": "object", "properties": {p: _ANY_VALUE for p in tool.params}, "additionalProperties": False}
+
+
+def _hallucinated(rng: random.Random) -> str:
+    return "hallucinated-" + str(rng.randint(100, 999))
 
 
 def _grounded_params(tool: ToolBrief | None, params: dict[str, Any], hay: Haystack, enums: dict[str, list[str]]) -> str | None:
@@ -324,6 +411,54 @@ def _dec_canon(out: DecomposeOutput) -> Any:
     ]
 
 
+def _dec_schema(inp: DecomposeInput, max_tasks: int) -> dict[str, Any]:
+    item = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "maxLength": 12},
+            "text": _STR,
+            "tool_name": _tool_enum(inp.tools, True),
+            "depends_on": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 8},
+            "parameters": {"type": "object", "additionalProperties": _ANY_VALUE},
+        },
+        "required": ["id", "text", "tool_name", "depends_on", "parameters"],
+        "additionalProperties": False,
+    }
+    # No more tasks than the kernel's declared fan-out: a longer decomposition halts the turn anyway.
+    return {"type": "object", "properties": {"tasks": {"type": "array", "items": item, "maxItems": max_tasks}}, "required": ["tasks"], "additionalProperties": False}
+
+
+def _dec_oracle(inp: DecomposeInput, ann: Annotation) -> dict[str, Any]:
+    return {
+        "tasks": [
+            {"id": t.id, "text": t.text, "tool_name": t.tool, "depends_on": list(t.depends_on), "parameters": dict(t.parameters)}
+            for t in ann.turn.tasks or []
+        ]
+    }
+
+
+def _dec_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> str:
+    tasks = ans.get("tasks", [])
+    kind = rng.choice(["drop_task", "wrong_tool", "hallucinated_value", "cycle"])
+    if kind == "drop_task" and tasks:
+        tasks.pop(rng.randrange(len(tasks)))
+    elif kind == "wrong_tool" and tasks:
+        t = rng.choice(tasks)
+        t["tool_name"] = rng.choice([x for x in tools if x != t.get("tool_name")] or ["unknown_tool"])
+    elif kind == "hallucinated_value" and tasks:
+        t = rng.choice(tasks)
+        if t.get("parameters"):
+            k = rng.choice(sorted(t["parameters"]))
+            t["parameters"][k] = _hallucinated(rng)
+        else:
+            kind = "drop_task"
+            tasks.remove(t)
+    elif kind == "cycle" and len(tasks) >= 2:
+        tasks[0]["depends_on"] = sorted(set(tasks[0].get("depends_on", [])) | {tasks[-1]["id"]})
+        tasks[-1]["depends_on"] = sorted(set(tasks[-1].get("depends_on", [])) | {tasks[0]["id"]})
+    return kind
+
+
 DECOMPOSE = PrimitiveSpec(
     name="decompose",
     system=(
@@ -343,6 +478,14 @@ DECOMPOSE = PrimitiveSpec(
         Check("covers_request", "semantic", _dec_cover),
     ),
     canonical_fn=_dec_canon,
+    decoding=_dec_schema,
+    oracle=_dec_oracle,
+    default_size=6910,  # the paper's Table 4
+    gate_threshold=0.90,  # a little under the paper's fine-tuned exact match (Table 5: 92.8)
+    noise_kinds=("drop_task", "wrong_tool", "hallucinated_value", "cycle"),
+    corrupt=_dec_corrupt,
+    # The same request would get another task order / other ids: decompose targets stay canonical.
+    generation=GenerationRules(drop_variants=frozenset({"permuted", "renamed"})),
 )
 
 
@@ -371,6 +514,44 @@ def _order_perm(inp: GetOrderInput, out: GetOrderOutput) -> str | None:
     return None
 
 
+def _order_schema(inp: GetOrderInput, max_tasks: int) -> dict[str, Any]:
+    ids = [t.id for t in inp.tasks]
+    if len(ids) <= 5:  # every permutation spelled out: the output is a permutation by construction
+        order: dict[str, Any] = {"anyOf": [{"const": list(p)} for p in itertools.permutations(ids)]}
+    else:  # too many to list: right ids and length, uniqueness left to the contract
+        order = {"type": "array", "items": {"enum": ids}, "minItems": len(ids), "maxItems": len(ids)}
+    return {"type": "object", "properties": {"ordered_task_ids": order}, "required": ["ordered_task_ids"], "additionalProperties": False}
+
+
+def _order_oracle(inp: GetOrderInput, ann: Annotation) -> dict[str, Any]:
+    pos = {tid: i for i, tid in enumerate(ann.turn.order or [])}
+    ids = [t.id for t in inp.tasks]
+    return {"ordered_task_ids": sorted(ids, key=lambda t: (pos.get(t, len(pos)), ids.index(t)))}
+
+
+def _order_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> str:
+    ids = ans.get("ordered_task_ids", [])
+    if len(ids) >= 2 and rng.random() < 0.5:
+        i, j = rng.sample(range(len(ids)), 2)
+        ids[i], ids[j] = ids[j], ids[i]
+        return "swapped"
+    ans["ordered_task_ids"] = ids[:-1]
+    return "dropped_id"
+
+
+def _order_shuffle(inp: GetOrderInput, target: Any, rng: random.Random) -> GetOrderInput:
+    """The batch in a random order that is never the target order (copying the input never wins)."""
+    if not isinstance(target, dict) or not isinstance(target.get("ordered_task_ids"), list):
+        return inp
+    tasks = list(inp.tasks)
+    if len(tasks) < 2:
+        return inp
+    rng.shuffle(tasks)
+    if [t.id for t in tasks] == list(target["ordered_task_ids"]):
+        tasks = tasks[1:] + tasks[:1]
+    return inp.model_copy(update={"tasks": tasks})
+
+
 GET_ORDER = PrimitiveSpec(
     name="get_order",
     system=(
@@ -383,6 +564,13 @@ GET_ORDER = PrimitiveSpec(
     render_user=_render_order,
     checks=(Check("permutation_of_batch", "value", _order_perm),),
     canonical_fn=lambda out: list(out.ordered_task_ids),
+    decoding=_order_schema,
+    oracle=_order_oracle,
+    default_size=2000,
+    gate_threshold=0.98,  # Table 5: 100
+    noise_kinds=("swapped", "dropped_id"),
+    corrupt=_order_corrupt,
+    generation=GenerationRules(shuffle_input=_order_shuffle),
 )
 
 
@@ -438,6 +626,31 @@ def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | Non
     return _grounded_params(tool, out.task.parameters, hay, _enums(tool))
 
 
+def _prereq_schema(inp: CheckPrereqInput, max_tasks: int) -> dict[str, Any]:
+    writers = [t for t in inp.tools if inp.key in t.writes] or list(inp.tools)
+    task = {"anyOf": [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": _params_object(t)},
+                       "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]}
+    return {"type": "object", "properties": {"task": {"anyOf": [task, {"type": "null"}]}}, "required": ["task"], "additionalProperties": False}
+
+
+def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
+    t = ann.tasks.get(inp.task.id)
+    for p in t.prerequisites if t is not None else []:
+        if p.key != inp.key:
+            continue
+        task = p.retrieval if inp.outcome == "absent" else p.remediation
+        return {"task": task.model_dump(mode="json") if task is not None else None}
+    return {"task": None}
+
+
+def _prereq_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> str:
+    if ans.get("task") is None or rng.random() < 0.4:
+        ans["task"] = {"tool_name": rng.choice(tools or ["x"]), "parameters": {}}
+        return "wrong_tool"
+    ans["task"] = None
+    return "null"
+
+
 CHECK_PREREQUISITES = PrimitiveSpec(
     name="check_prerequisites",
     system=(
@@ -454,6 +667,12 @@ CHECK_PREREQUISITES = PrimitiveSpec(
         Check("values_grounded", "value", _prereq_grounded),
     ),
     canonical_fn=lambda out: None if out.task is None else {"tool_name": out.task.tool_name, "parameters": normalize(out.task.parameters)},
+    decoding=_prereq_schema,
+    oracle=_prereq_oracle,
+    default_size=4867,
+    gate_threshold=0.85,  # Table 5: 87.4
+    noise_kinds=("wrong_tool", "null"),
+    corrupt=_prereq_corrupt,
 )
 
 
@@ -479,6 +698,26 @@ def _match_registered(inp: MatchFuncInput, out: MatchFuncOutput) -> str | None:
     return None
 
 
+def _match_schema(inp: MatchFuncInput, max_tasks: int) -> dict[str, Any]:
+    return {"type": "object", "properties": {"tool_name": _tool_enum(inp.tools, True)}, "required": ["tool_name"], "additionalProperties": False}
+
+
+def _match_oracle(inp: MatchFuncInput, ann: Annotation) -> dict[str, Any]:
+    t = ann.tasks.get(inp.task.id)
+    return {"tool_name": t.match if t is not None else None}
+
+
+def _match_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> str:
+    kind = rng.choice(["wrong_tool", "unregistered_tool", "null"])
+    cur = ans.get("tool_name")
+    ans["tool_name"] = {
+        "wrong_tool": rng.choice([x for x in tools if x != cur] or [None]),
+        "unregistered_tool": (cur or "tool") + "_v2",
+        "null": None,
+    }[kind]
+    return kind
+
+
 MATCH_FUNC = PrimitiveSpec(
     name="match_func",
     system=(
@@ -490,6 +729,12 @@ MATCH_FUNC = PrimitiveSpec(
     render_user=_render_match,
     checks=(Check("tool_registered", "value", _match_registered),),
     canonical_fn=lambda out: out.tool_name,
+    decoding=_match_schema,
+    oracle=_match_oracle,
+    default_size=1600,
+    gate_threshold=0.95,  # Table 5: 96.9
+    noise_kinds=("wrong_tool", "unregistered_tool", "null"),
+    corrupt=_match_corrupt,
 )
 
 
@@ -535,6 +780,48 @@ def _fill_grounded(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
     return _grounded_params(inp.tool, {k: v for k, v in out.values.items() if v is not None}, hay, _enums(inp.tool))
 
 
+def _fill_schema(inp: MatchFillInput, max_tasks: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"values": {"type": "object", "properties": {m: _ANY_VALUE for m in inp.missing},
+                                  "required": list(inp.missing), "additionalProperties": False}},
+        "required": ["values"],
+        "additionalProperties": False,
+    }
+
+
+def _fill_oracle(inp: MatchFillInput, ann: Annotation) -> dict[str, Any]:
+    # fill_from "S:<key>" reads the scratchpad in the input, so replays re-derive values that depend on it.
+    t = ann.tasks.get(inp.task.id)
+    values: dict[str, Any] = {}
+    for m in inp.missing:
+        b = t.bindings.get(m) if t is not None else None
+        v = None
+        if b is not None and b.source == "fill":
+            ff = b.fill_from or "literal"
+            if ff.startswith("S:"):
+                v = inp.state.get(ff[2:])
+            elif ff.startswith("tau:"):
+                v = inp.context.get(ff[4:])
+            else:
+                v = b.value
+        values[m] = v
+    return {"values": values}
+
+
+def _fill_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> str:
+    vals = ans.get("values", {})
+    kind = rng.choice(["hallucinated_value", "null", "extra_key"])
+    if kind == "extra_key" or not vals:
+        vals["unrequested_param"] = "x"
+        kind = "extra_key"
+    elif kind == "null":
+        vals[rng.choice(sorted(vals))] = None
+    else:
+        vals[rng.choice(sorted(vals))] = _hallucinated(rng)
+    return kind
+
+
 MATCH_FILL = PrimitiveSpec(
     name="match_fill",
     system=(
@@ -550,12 +837,118 @@ MATCH_FILL = PrimitiveSpec(
         Check("values_grounded", "value", _fill_grounded),
     ),
     canonical_fn=lambda out: normalize(out.values),
+    decoding=_fill_schema,
+    oracle=_fill_oracle,
+    default_size=1125,
+    gate_threshold=0.90,  # Table 5: 93.0
+    noise_kinds=("hallucinated_value", "null", "extra_key"),
+    corrupt=_fill_corrupt,
 )
 
 
-SPECS: dict[str, PrimitiveSpec] = {
-    s.name: s for s in (DECOMPOSE, GET_ORDER, CHECK_PREREQUISITES, MATCH_FUNC, MATCH_FILL)
-}
+# -------------------------------------------------------------------- registry
+# Every registered primitive, in registration order (the order of reports and tables). Read it live:
+# register_spec adds to this very dict, so a registered primitive is seen by every module that imported it.
+SPECS: dict[str, PrimitiveSpec] = {}
+
+# Words that a config may use where it names primitives ("primitive=all", "primitive=base").
+RESERVED_NAMES = ("all", "base")
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class _RegisteredNames(SequenceABC):
+    """The registered primitive names, read live from :data:`SPECS` (a tuple-like, read-only view)."""
+
+    def __getitem__(self, i: Any) -> Any:
+        return tuple(SPECS)[i]
+
+    def __len__(self) -> int:
+        return len(SPECS)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(SPECS))
+
+    def __contains__(self, name: object) -> bool:
+        return name in SPECS
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, list, _RegisteredNames)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # it changes with the registry
+
+    def __repr__(self) -> str:
+        return repr(tuple(SPECS))
+
+
+PRIMITIVE_NAMES: Sequence[str] = _RegisteredNames()
+
+
+def _spec_problems(spec: PrimitiveSpec) -> list[str]:
+    problems = []
+    if not isinstance(spec.name, str) or not _NAME.fullmatch(spec.name):
+        problems.append(f"name {spec.name!r} must be lower-case letters, digits and underscores, starting with a letter")
+    elif spec.name in RESERVED_NAMES:
+        problems.append(f"name {spec.name!r} is reserved (configs say primitive={spec.name})")
+    elif spec.name in SPECS and SPECS[spec.name] is not spec:
+        problems.append(f"a primitive named {spec.name!r} is already registered")
+    for attr in ("input_type", "output_type"):
+        t = getattr(spec, attr)
+        if not (isinstance(t, type) and issubclass(t, BaseModel)):
+            problems.append(f"{attr} must be a pydantic model class, got {t!r}")
+    for attr in ("render_user", "canonical_fn", "decoding", "oracle"):
+        if not callable(getattr(spec, attr)):
+            problems.append(f"{attr} must be callable")
+    if isinstance(spec.default_size, bool) or not isinstance(spec.default_size, int) or spec.default_size < 0:
+        problems.append(f"default_size must be a non-negative integer, got {spec.default_size!r}")
+    if isinstance(spec.gate_threshold, bool) or not isinstance(spec.gate_threshold, (int, float)) or not 0 <= spec.gate_threshold <= 1:
+        problems.append(f"gate_threshold must be a number in [0, 1], got {spec.gate_threshold!r}")
+    if bool(spec.noise_kinds) != (spec.corrupt is not None):
+        problems.append("noise_kinds and corrupt go together: declare both (the noisy oracle's errors) or neither")
+    unknown_drop = sorted(set(spec.generation.drop_variants) - {"permuted", "renamed"})
+    if unknown_drop:
+        problems.append(f"generation.drop_variants names unknown variant changes {unknown_drop} (known: permuted, renamed)")
+    if spec.derived_from is not None and spec.derived_from.source not in SPECS:
+        problems.append(f"derived_from names {spec.derived_from.source!r}, which is not a registered primitive")
+    if not problems and not (_golden().get(spec.name) or spec.golden_cases):
+        problems.append("no golden cases: list some in kernel/spec_golden.json or PrimitiveSpec.golden_cases (the spec hash covers their rendering)")
+    return problems
+
+
+def register_spec(spec: PrimitiveSpec) -> PrimitiveSpec:
+    """Add a primitive to the registry: data generation, training, validation, packaging and the backends
+    then know it (docs/primitives.md). Raises ValueError listing every problem of the spec."""
+    problems = _spec_problems(spec)
+    if problems:
+        raise ValueError(f"cannot register primitive {getattr(spec, 'name', spec)!r}: " + "; ".join(problems))
+    _SPEC_HASHES.pop(spec.name, None)
+    SPECS[spec.name] = spec
+    return spec
+
+
+def unregister_spec(name: str) -> None:
+    """Remove a registered primitive (for tests); another primitive derived from it must go first."""
+    get_spec(name)
+    users = [s.name for s in SPECS.values() if s.derived_from is not None and s.derived_from.source == name]
+    if users:
+        raise ValueError(f"cannot unregister {name!r}: {users} derive their decision points from it")
+    del SPECS[name]
+    _SPEC_HASHES.pop(name, None)
+
+
+@contextlib.contextmanager
+def registered(spec: PrimitiveSpec) -> Iterator[PrimitiveSpec]:
+    """``with registered(spec):`` the primitive is registered inside the block only."""
+    register_spec(spec)
+    try:
+        yield spec
+    finally:
+        unregister_spec(spec.name)
+
+
+for _spec in (DECOMPOSE, GET_ORDER, CHECK_PREREQUISITES, MATCH_FUNC, MATCH_FILL):
+    register_spec(_spec)
 
 
 def get_spec(name: str) -> PrimitiveSpec:
@@ -563,6 +956,83 @@ def get_spec(name: str) -> PrimitiveSpec:
         return SPECS[name]
     except KeyError:
         raise KeyError(f"unknown primitive {name!r}; expected one of {list(SPECS)}") from None
+
+
+# ------------------------------------------------- the task-graph checks, once
+# decompose's ids_consistent and get_order's permutation_of_batch checks are the one implementation of these
+# rules: worked solutions (kernel/scenario.py) and verify (data_gen/verify.py) ask them too, so an annotation
+# is held to exactly what the contract holds a model's answer to.
+@dataclass(frozen=True)
+class _Tasks:
+    tasks: Sequence[Any]
+
+
+@dataclass(frozen=True)
+class _Id:
+    id: str
+
+
+@dataclass(frozen=True)
+class _Order:
+    ordered_task_ids: Sequence[str]
+
+
+def task_ids_problem(tasks: Sequence[Any]) -> str | None:
+    """Unique ids, dependencies on known ids only, none on itself: decompose's ``ids_consistent`` check on
+    any tasks with ``id`` and ``depends_on`` (a decomposition, or a worked solution's annotated tasks)."""
+    return _dec_ids(None, _Tasks(tasks))  # type: ignore[arg-type]  # the check reads only out.tasks
+
+
+def permutation_problem(ids: Sequence[str], order: Sequence[str]) -> str | None:
+    """``order`` holds exactly ``ids``, each once: get_order's ``permutation_of_batch`` check on plain ids."""
+    return _order_perm(_Tasks([_Id(i) for i in ids]), _Order(order))  # type: ignore[arg-type]
+
+
+def derived_specs(source: str) -> list[PrimitiveSpec]:
+    """The registered primitives whose decision points are taken at ``source``'s."""
+    return [s for s in SPECS.values() if s.derived_from is not None and s.derived_from.source == source]
+
+
+# ------------------------------------------------------- names in config types
+def _one_of(names: Sequence[str]) -> str:
+    """The list of choices as pydantic words a Literal's: 'a', 'b' or 'c'."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def name_validator(*extra: str) -> Callable[[str], str]:
+    """A validator accepting a registered primitive's name (or one of ``extra``), checked against the registry
+    when the config is validated, with a Literal's error (so a misspelt name lists the choices)."""
+
+    def check(v: str) -> str:
+        if v in SPECS or v in extra:
+            return v
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": _one_of([*SPECS, *extra])})
+
+    return check
+
+
+# The name of a registered primitive, as a config type (keys of per-primitive tables, lists of primitives).
+PrimitiveName = Annotated[str, AfterValidator(name_validator())]
+
+V = TypeVar("V")
+
+
+def per_primitive(table: Mapping[str, V], default: Callable[[PrimitiveSpec], V]) -> dict[str, V]:
+    """A per-primitive config table completed from the registry: every registered primitive, in registry order;
+    one the table does not name takes ``default(spec)`` (its spec's declared value, never an implicit 0).
+    The table's keys are validated as :data:`PrimitiveName` before this is called."""
+    return {n: table[n] if n in table else default(s) for n, s in SPECS.items()}
+
+
+def default_sizes() -> dict[str, int]:
+    """Examples per primitive when data.sizes names none (the paper's Table 4 for the five)."""
+    return {n: s.default_size for n, s in SPECS.items()}
+
+
+def default_thresholds() -> dict[str, float]:
+    """Exact-match gates per primitive when validate's thresholds name none."""
+    return {n: s.gate_threshold for n, s in SPECS.items()}
 
 
 def _short_type(schema: dict[str, Any]) -> str:
@@ -604,61 +1074,3 @@ def _make_brief(spec: Any) -> ToolBrief:
         required=list(spec.parameters.get("required", [])),
         writes=sorted(spec.writes),
     )
-
-
-_STR = {"type": "string", "maxLength": 160}
-_ANY_VALUE = {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
-                        {"type": "array", "items": {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}]}, "maxItems": 8}]}
-
-
-def _tool_enum(tools: Sequence[ToolBrief], nullable: bool) -> dict[str, Any]:
-    names: list[Any] = [t.name for t in tools]
-    return {"enum": names + ([None] if nullable else [])}
-
-
-def _params_object(tool: ToolBrief | None) -> dict[str, Any]:
-    if tool is None:
-        return {"type": "object", "properties": {}, "additionalProperties": False}
-    return {"type": "object", "properties": {p: _ANY_VALUE for p in tool.params}, "additionalProperties": False}
-
-
-def _decoding_schema(name: str, inp: Any) -> dict[str, Any]:
-    if name == "match_func":
-        return {"type": "object", "properties": {"tool_name": _tool_enum(inp.tools, True)}, "required": ["tool_name"], "additionalProperties": False}
-    if name == "get_order":
-        ids = [t.id for t in inp.tasks]
-        if len(ids) <= 5:  # every permutation spelled out: the output is a permutation by construction
-            import itertools
-
-            order: dict[str, Any] = {"anyOf": [{"const": list(p)} for p in itertools.permutations(ids)]}
-        else:  # too many to list: right ids and length, uniqueness left to the contract
-            order = {"type": "array", "items": {"enum": ids}, "minItems": len(ids), "maxItems": len(ids)}
-        return {"type": "object", "properties": {"ordered_task_ids": order}, "required": ["ordered_task_ids"], "additionalProperties": False}
-    if name == "match_fill":
-        return {
-            "type": "object",
-            "properties": {"values": {"type": "object", "properties": {m: _ANY_VALUE for m in inp.missing},
-                                      "required": list(inp.missing), "additionalProperties": False}},
-            "required": ["values"],
-            "additionalProperties": False,
-        }
-    if name == "check_prerequisites":
-        writers = [t for t in inp.tools if inp.key in t.writes] or list(inp.tools)
-        task = {"anyOf": [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": _params_object(t)},
-                           "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]}
-        return {"type": "object", "properties": {"task": {"anyOf": [task, {"type": "null"}]}}, "required": ["task"], "additionalProperties": False}
-    if name == "decompose":
-        item = {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string", "maxLength": 12},
-                "text": _STR,
-                "tool_name": _tool_enum(inp.tools, True),
-                "depends_on": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 8},
-                "parameters": {"type": "object", "additionalProperties": _ANY_VALUE},
-            },
-            "required": ["id", "text", "tool_name", "depends_on", "parameters"],
-            "additionalProperties": False,
-        }
-        return {"type": "object", "properties": {"tasks": {"type": "array", "items": item, "maxItems": 12}}, "required": ["tasks"], "additionalProperties": False}
-    raise KeyError(name)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """CPU training throughput of the tiny profile on a realistic-size fabricated dataset.
 
-Writes a fabricated dataset in the real format (``forethought.training.synthetic``, scale
-"realistic": prompts ~150-1700 tokens, completions 10-300), then runs the real
+Writes a fabricated dataset in the real format, rendered through the specs (``forethought.training.synthetic``, scale
+"realistic": prompts of a few hundred to ~1,500 tokens), then runs the real
 ``forethought train`` code path and prints tokens/s, seconds/step and wall time.
 
     python scripts/bench_train.py                       # 40 steps of match_func, train=quick settings

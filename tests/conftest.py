@@ -13,7 +13,16 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 FIXTURE_SOLUTIONS = Path(__file__).parent / "fixtures" / "solutions"
-TINY_SIZES = "{decompose:24,get_order:12,check_prerequisites:12,match_func:24,match_fill:12}"
+
+
+def sizes_override(**sizes: int) -> str:
+    """``data.sizes`` for every registered primitive: 12 examples, or the number given for it."""
+    from forethought.kernel.specs import PRIMITIVE_NAMES
+
+    return "{" + ",".join(f"{p}:{sizes.get(p, 12)}" for p in PRIMITIVE_NAMES) + "}"
+
+
+TINY_SIZES = sizes_override(decompose=24, match_func=24)
 # `forethought generate` on the fixture solutions with small per-primitive sizes (about a second).
 TINY_GENERATE = [f"data.solutions=[{FIXTURE_SOLUTIONS}]", f"data.sizes={TINY_SIZES}", "data.workers=1", "data.validation_fraction=0.25"]
 
@@ -51,7 +60,7 @@ def generated_data(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("generated") / "data"
     # match_fill (short prompts) gets 18 train examples: the tiny training tests train it for a few steps
-    sizes = TINY_SIZES.replace("match_fill:12", "match_fill:24")
+    sizes = sizes_override(decompose=24, match_func=24, match_fill=24)
     assert main(["generate", *TINY_GENERATE, f"data.sizes={sizes}", f"data.output_dir={out}"]) == 0
     return out
 

@@ -182,7 +182,10 @@ def test_unbacked_tag(tmp_path):
         (lambda d: d["turns"][0]["tasks"][0]["bindings"]["dir_name"].update(source="cache"), "turns.0.tasks.0.bindings.dir_name.source"),
         (lambda d: d["turns"][0]["calls"].__setitem__(0, "ls(a=__import__(1))"), "turns.0: Value error, calls[0] 'ls(a=__import__(1))' is not a call"),
         (lambda d: d["turns"][0]["order"].append("t99"), "order names unknown task ids ['t99']"),
-        (lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t7"), "depends on unknown task ids ['t7']"),
+        # decompose's ids_consistent check, the one implementation of the task-graph rules (kernel/specs.py)
+        (lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t7"), "turns.0: Value error, task t2 depends on unknown ids ['t7']"),
+        (lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t2"), "turns.0: Value error, task t2 depends on itself"),
+        (lambda d: d["turns"][0]["tasks"][1].update(id="t1"), "turns.0: Value error, task ids are not unique"),
     ],
 )
 def test_malformed_files_name_the_field(tmp_path, mutate, needle):

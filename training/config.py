@@ -7,15 +7,18 @@ listed with all the others before anything runs. This module imports no torch.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-PRIMITIVES = ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
+from forethought.kernel.specs import PRIMITIVE_NAMES, RESERVED_NAMES, PrimitiveName, name_validator
+
+# The registered primitives (kernel/specs.py), read live: one adapter each.
+PRIMITIVES = PRIMITIVE_NAMES
 # Model profiles whose base is built (and pretrained) here, on the dataset's train splits; the
 # others load a user's pretrained checkpoint from model.path.
 BUILT_HERE = ("tiny", "small")
-PrimitiveName = Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill"]
+__all__ = ["PRIMITIVES", "PrimitiveName", "TrainConfig"]
 
 # Attention kernels that keep packed / padding-free sequences apart by reading the
 # per-sequence boundaries. Eager attention materialises a dense block-diagonal mask and
@@ -249,7 +252,7 @@ class LoggingSettings(_Strict):
 class TrainConfig(_Strict):
     # base: only the base stage (built-here profiles: pretrain the base; gemma3_12b: record the checkpoint);
     # all: the base stage (reused when unchanged) and then the five adapters.
-    primitive: Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill", "all", "base"]
+    primitive: Annotated[str, AfterValidator(name_validator(*RESERVED_NAMES))]
     dataset_dir: str = "runs/data"
     output_dir: str = "runs/train"
     seed: int = 0

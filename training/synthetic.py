@@ -1,14 +1,20 @@
-"""Fabricated SFT datasets in the real on-disk format, for tests and benchmarks.
+"""Fabricated SFT datasets in the real on-disk format, rendered through the primitives' specs, for tests and benchmarks.
 
 The real datasets come from ``forethought generate``; this module writes files of
 the same shape (``<dir>/<primitive>/{train,validation}.jsonl``, trl's
 conversational prompt-completion format plus ``id``/``solution_id``/``primitive``/
-``target``) so that training can be exercised and timed without them. The
-content is plausible but random: it is not training data for a useful model.
+``target``/``input``) so that training can be exercised and timed without them.
+Every row is one of the spec's golden cases (kernel/spec_golden.json) with
+random distractor tools added to its tool list and random words added to its
+request, rendered by the spec (``messages`` and ``target_text``): the prompts
+are the ones the model sees and each target is a valid output of its
+primitive that passes its contract. It is not training data for a useful model
+(a few cases, varied only in what does not change the answer). Every registered
+primitive is covered, a sixth one included, with no edit here.
 
-``scale="small"`` gives short prompts (tests); ``scale="realistic"`` gives
-prompts of roughly 150-1500 tokens and completions of 10-300 tokens, like the
-paper's Appendix E examples.
+``scale="small"`` gives short prompts (tests); ``scale="realistic"`` adds many
+distractor tools with long descriptions and long requests, for prompts of a few
+hundred to about 1,500 tokens, like generated data.
 """
 
 from __future__ import annotations
@@ -18,133 +24,72 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec, ToolBrief
 from forethought.primitives.io import atomic_write_jsonl
-
-PRIMITIVES = ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
-
-_TOOLS = [
-    ("enable_roaming", "Enable international roaming on a mobile line.", ["line_id"]),
-    ("refuel_data", "Add mobile data (in GB) to a line.", ["line_id", "gb_amount"]),
-    ("get_customer_by_phone", "Look up a customer by phone number.", ["phone_number"]),
-    ("run_speed_test", "Run a network speed test on the device.", []),
-    ("toggle_airplane_mode", "Turn airplane mode on or off.", ["on"]),
-    ("set_navigation", "Set the navigation destination of the car.", ["destination"]),
-    ("spotify.play", "Play an artist for a number of minutes.", ["artist", "duration"]),
-    ("cd", "Change the current working directory.", ["folder"]),
-    ("mv", "Move or rename a file.", ["source", "destination"]),
-    ("cat", "Print the contents of a file.", ["file_name"]),
-    ("exchange_delivered_order_items", "Exchange items of a delivered order.", ["order_id", "item_ids", "new_item_ids", "payment_method_id"]),
-    ("get_order_details", "Get the status and items of an order.", ["order_id"]),
-    ("send_message", "Send a message to a user.", ["receiver_id", "message"]),
-    ("get_stock_info", "Get the price and volume of a stock.", ["symbol"]),
-    ("place_order", "Place a buy or sell order.", ["symbol", "amount", "price", "order_type"]),
-    ("book_flight", "Book a flight between two airports.", ["travel_from", "travel_to", "travel_date", "travel_class"]),
-    ("lock_doors", "Lock or unlock the car doors.", ["unlock", "door"]),
-    ("start_engine", "Start the car engine.", ["ignition_mode"]),
-]
 
 _WORDS = (
     "please then after that finishes also make sure the my current order line account file folder report "
     "data plan roaming trip car music artist minutes destination price stock message friend receipt budget "
     "weekly summary new old backup document release notes flight airport seat window before once done"
 ).split()
-
-_SYSTEM = {
-    "decompose": "You break a user request into atomic unit tasks. Each task calls exactly one tool of the registry. "
-    "Identify dependencies between tasks (a task that needs another's result lists it in depends_on). Ground every "
-    "parameter in the user request, the environment configuration or the prior conversation; never invent values. "
-    'Answer with one JSON object {"tasks": [...], "config_keys": {...}} and nothing else.',
-    "get_order": "You are given a batch of mutually independent ready tasks. Output a total ordering of exactly the "
-    "given task ids that best fits the user's workflow. Invent no ids and no dependencies. Answer with one JSON "
-    'object {"ordered_task_ids": [...]} and nothing else.',
-    "check_prerequisites": "A prerequisite key of a tool is absent (missing from the scratchpad) or not_met (present "
-    "but its predicate is false). Propose at most one unit task that would advance the check toward met, or null "
-    'when no task can. Answer with one JSON object {"task": ...} and nothing else.',
-    "match_func": "Given one unit task and a tool registry, choose at most one tool whose name matches the registry "
-    'exactly. Return null if none applies. Answer with one JSON object {"tool_name": ...} and nothing else.',
-    "match_fill": "Propose values only for the missing required parameters, grounded in the task text, the turn "
-    "context or the scratchpad. If a value must come from state, read it from the scratchpad rather than inventing "
-    'it. Answer with one JSON object {"values": {...}} and nothing else.',
-}
+_TYPES = ("string", "number", "boolean", "list[string]", "enum[low|high]")
 
 
 def _sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(n))
 
 
-def _registry(rng: random.Random, k: int, detail: bool) -> list[dict[str, Any]]:
-    tools = rng.sample(_TOOLS, k=min(k, len(_TOOLS)))
-    out = []
-    for name, desc, params in tools:
-        entry: dict[str, Any] = {"name": name, "description": desc, "required": params}
-        if detail:
-            entry["parameters"] = {p: {"type": rng.choice(["string", "integer", "array", "boolean"]), "description": _sentence(rng, rng.randint(4, 12))} for p in params}
-        out.append(entry)
-    return out
+def _distractor(rng: random.Random, taken: set[str], detail: bool) -> ToolBrief:
+    """A tool no target names (its name is fresh), so adding it changes no answer and breaks no contract."""
+    while True:
+        name = "_".join(rng.sample(_WORDS, 2)) + f"_{rng.randint(10, 99)}"
+        if name not in taken:
+            taken.add(name)
+            break
+    params = {f"{rng.choice(_WORDS)}_{i}": rng.choice(_TYPES) for i in range(rng.randint(0, 5 if detail else 2))}
+    return ToolBrief(name=name, description=_sentence(rng, rng.randint(8, 16) if detail else rng.randint(3, 6)).capitalize() + ".",
+                     params=params, required=[p for p in params if rng.random() < 0.5])
 
 
-def _value(rng: random.Random, param: str) -> Any:
-    if param in ("duration", "gb_amount", "amount"):
-        return rng.randint(1, 50)
-    if param in ("on", "unlock"):
-        return rng.random() < 0.5
-    if param.endswith("_ids"):
-        return [f"I-{rng.randint(100, 999)}" for _ in range(rng.randint(1, 3))]
-    return rng.choice(["L-555", "New York", "Marvin Gaye", "document", "release_notes.txt", "NVDA", "O-1042", "JFK", "driver", "START"])
-
-
-def _example(primitive: str, rng: random.Random, detail: bool) -> tuple[str, dict[str, Any]]:
-    reg = _registry(rng, rng.randint(3, 8) if not detail else rng.randint(6, 18), detail)
-    request = _sentence(rng, rng.randint(8, 30) if detail else rng.randint(5, 12))
-    if primitive == "decompose":
-        n = rng.randint(1, 4 if detail else 2)
-        tasks = []
-        for i in range(n):
-            tool = rng.choice(reg)
-            tasks.append({
-                "id": f"t{i + 1}",
-                "tool_name": tool["name"],
-                "depends_on": [f"t{i}"] if i and rng.random() < 0.5 else [],
-                "parameters": {p: _value(rng, p) for p in tool["required"]},
-            })
-        target = {"tasks": tasks, "config_keys": {}}
-        user = {"request": request, "registry": reg, "environment": {"user_id": f"U{rng.randint(1, 99)}"}}
-        if detail:
-            user["history"] = [_sentence(rng, rng.randint(10, 40)) for _ in range(rng.randint(0, 4))]
-    elif primitive == "get_order":
-        ids = [f"s{rng.randint(1, 9)}{i}" for i in range(rng.randint(2, 5))]
-        target = {"ordered_task_ids": rng.sample(ids, len(ids))}
-        user = {"request": request, "ready_tasks": [{"id": i, "description": _sentence(rng, rng.randint(3, 8))} for i in ids]}
-    elif primitive == "check_prerequisites":
-        tool = rng.choice(reg)
-        target = {"task": None if rng.random() < 0.2 else {"tool_name": tool["name"], "parameters": {p: _value(rng, p) for p in tool["required"]}}}
-        user = {"key": rng.choice(["destination_set", "engine_on", "logged_in", "roaming_enabled"]), "outcome": rng.choice(["absent", "not_met"]), "main_task": request, "registry": reg}
-    elif primitive == "match_func":
-        tool = rng.choice(reg)
-        target = {"tool_name": None if rng.random() < 0.1 else tool["name"]}
-        user = {"task": request, "registry": reg}
-    else:  # match_fill
-        tool = rng.choice([t for t in reg if t["required"]] or reg)
-        missing = tool["required"][: rng.randint(1, max(1, len(tool["required"])))]
-        target = {"values": {p: _value(rng, p) for p in missing}}
-        user = {"task": request, "tool": tool, "missing": missing, "turn_context": {"note": _sentence(rng, 6)}, "scratchpad": {p: _value(rng, p) for p in missing}}
-    return json.dumps(user, ensure_ascii=False), target
+def _vary(spec: PrimitiveSpec, rng: random.Random, detail: bool) -> tuple[Any, Any]:
+    """One golden case of the spec, with distractor tools and a longer request; returns (input, target)."""
+    inp, target = rng.choice(spec.golden())
+    update: dict[str, Any] = {}
+    tools = getattr(inp, "tools", None)
+    if isinstance(tools, list) and all(isinstance(t, ToolBrief) for t in tools):
+        taken = {t.name for t in tools}
+        extra = [_distractor(rng, taken, detail) for _ in range(rng.randint(6, 18) if detail else rng.randint(1, 4))]
+        mixed = [*tools, *extra]
+        rng.shuffle(mixed)
+        update["tools"] = mixed
+    context = getattr(inp, "context", None)
+    if isinstance(context, dict):
+        # Extra context entries under fresh keys: a value grounded in the context stays grounded.
+        notes = {f"note_{k}": _sentence(rng, rng.randint(3, 12) if detail else rng.randint(1, 4)) for k in range(rng.randint(1, 4))}
+        update["context"] = {**context, **{k: v for k, v in notes.items() if k not in context}}
+    user = getattr(inp, "user", None)
+    if isinstance(user, str):
+        # Words appended to the request: every value the target grounds in it is still there.
+        update["user"] = user + " " + _sentence(rng, rng.randint(20, 120) if detail else rng.randint(2, 8))
+    return inp.model_copy(update=update), target
 
 
 def make_rows(primitive: str, n: int, *, seed: int = 0, scale: Literal["small", "realistic"] = "small", split: str = "train") -> list[dict[str, Any]]:
+    spec = SPECS[primitive]
     rng = random.Random(f"{seed}:{primitive}:{split}")
     detail = scale == "realistic"
     rows = []
     for i in range(n):
-        user, target = _example(primitive, rng, detail)
+        inp, target = _vary(spec, rng, detail)
         rows.append({
             "id": f"{primitive}-{split}-{i:05d}",
             # validation rows come from other (held-out) solutions, as in a generated dataset
             "solution_id": f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
             "primitive": primitive,
-            "prompt": [{"role": "system", "content": _SYSTEM[primitive]}, {"role": "user", "content": user}],
-            "completion": [{"role": "assistant", "content": json.dumps(target, ensure_ascii=False)}],
-            "target": target,
+            "prompt": spec.messages(inp),
+            "completion": [{"role": "assistant", "content": spec.target_text(target)}],
+            "target": target.model_dump(mode="json"),
+            "input": json.dumps(inp.model_dump(mode="json"), ensure_ascii=False),
         })
     return rows
 
@@ -156,11 +101,11 @@ def write_dataset(
     n_val: int = 8,
     seed: int = 0,
     scale: Literal["small", "realistic"] = "small",
-    primitives: tuple[str, ...] = PRIMITIVES,
+    primitives: tuple[str, ...] | None = None,
 ) -> Path:
-    """Write ``<root>/<primitive>/{train,validation}.jsonl`` for each primitive and return ``root``."""
+    """Write ``<root>/<primitive>/{train,validation}.jsonl`` for each primitive (default: every registered one) and return ``root``."""
     root = Path(root)
-    for p in primitives:
+    for p in primitives if primitives is not None else tuple(PRIMITIVE_NAMES):
         atomic_write_jsonl(root / p / "train.jsonl", make_rows(p, n_train, seed=seed, scale=scale, split="train"))
         atomic_write_jsonl(root / p / "validation.jsonl", make_rows(p, n_val, seed=seed, scale=scale, split="validation"))
     from forethought.data_gen.unit import seal

@@ -19,13 +19,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
-from forethought.kernel.backends.factory import Device, PrimitiveName
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec
+from forethought.kernel.backends.factory import Device
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, PrimitiveSpec, default_thresholds, per_primitive
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 from forethought.training.provenance import measured
-
-# Defaults a little under the paper's fine-tuned exact match (Table 5: 92.8 / 100 / 87.4 / 96.9 / 93.0).
-DEFAULT_THRESHOLDS = {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
 
 
 def _all_or_names(v: object) -> object:
@@ -58,16 +55,14 @@ class ValidateConfig(BaseModel):
     # so format errors and decision errors can be told apart.
     constrained: bool = False
     compare_decoding: bool = True
-    # exact-match rates in [0, 1]; primitives not named keep their default
-    thresholds: dict[PrimitiveName, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    # exact-match rates in [0, 1]; a primitive not named keeps its spec's gate_threshold (kernel/specs.py)
+    thresholds: dict[PrimitiveName, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=default_thresholds)
     examples_per_failure: int = Field(3, ge=0)
 
     @field_validator("thresholds")
     @classmethod
     def _thr(cls, v: dict[str, float]) -> dict[str, float]:
-        out = dict(DEFAULT_THRESHOLDS)
-        out.update(v)
-        return out
+        return per_primitive(v, lambda spec: spec.gate_threshold)
 
     def selected(self) -> list[str]:
         return [n for n in PRIMITIVE_NAMES if n in self.primitives]  # canonical order, no duplicates

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..scenario import Solution
+from ..specs import PrimitiveName  # a registered primitive's name, checked against the registry
 
-# The five SLM primitives, as a type for config keys and lists (equal to kernel.specs.PRIMITIVE_NAMES; a test checks).
-PrimitiveName = Literal["decompose", "get_order", "check_prerequisites", "match_func", "match_fill"]
+__all__ = ["BackendConfig", "Device", "PrimitiveName", "backend_factory", "make_model_backend"]
 
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 

@@ -3,10 +3,11 @@
 Used by ``forethought evaluate`` to show how the contract-and-control layer
 turns primitive error rates into end-to-end accuracy. Each answer is
 corrupted independently with the primitive's rate, by an error typical of
-that primitive; some are detectable by its contract (malformed JSON, an
-unregistered tool, an ungrounded value, a non-permutation), others are not
-(a wrong but registered tool, a swapped order). Retries draw new errors
-independently — an assumption of the simulation, stated in the report.
+that primitive (its spec's ``corrupt`` and ``noise_kinds``, kernel/specs.py);
+some are detectable by its contract (malformed JSON, an unregistered tool, an
+ungrounded value, a non-permutation), others are not (a wrong but registered
+tool, a swapped order). Retries draw new errors independently — an
+assumption of the simulation, stated in the report.
 """
 
 from __future__ import annotations
@@ -17,11 +18,23 @@ from typing import Any
 
 from forethought.primitives import SLMReply, SLMRequest
 
+from ..specs import PrimitiveSpec, get_spec
+
+
+def _noisy_spec(primitive: str) -> PrimitiveSpec:
+    spec = get_spec(primitive)  # an unknown primitive: KeyError naming the registered ones
+    if spec.corrupt is None:
+        raise ValueError(f"the noisy oracle cannot corrupt {primitive!r}: its spec declares no noise kinds (PrimitiveSpec.corrupt)")
+    return spec
+
 
 class NoisyOracle:
     name = "oracle+noise"
 
     def __init__(self, inner: Any, rates: dict[str, float], rng: random.Random):
+        for p, rate in rates.items():
+            if rate > 0:
+                _noisy_spec(p)  # refused now, not at the first injected error
         self.inner = inner
         self.rates = rates
         self.rng = rng
@@ -47,6 +60,7 @@ class NoisyOracle:
         return [t.name for t in tools]
 
     def _corrupt(self, req: SLMRequest, text: str) -> tuple[str, str]:
+        spec = _noisy_spec(req.primitive)
         rng = self.rng
         if rng.random() < 0.15:
             return text[: max(0, len(text) // 2)], "truncated_json"
@@ -54,60 +68,8 @@ class NoisyOracle:
             ans = json.loads(text)
         except json.JSONDecodeError:
             return "", "empty"
-        p = req.primitive
-        tools = self._tools(req)
-        if p == "decompose":
-            tasks = ans.get("tasks", [])
-            kind = rng.choice(["drop_task", "wrong_tool", "hallucinated_value", "cycle"])
-            if kind == "drop_task" and tasks:
-                tasks.pop(rng.randrange(len(tasks)))
-            elif kind == "wrong_tool" and tasks:
-                t = rng.choice(tasks)
-                t["tool_name"] = rng.choice([x for x in tools if x != t.get("tool_name")] or ["unknown_tool"])
-            elif kind == "hallucinated_value" and tasks:
-                t = rng.choice(tasks)
-                if t.get("parameters"):
-                    k = rng.choice(sorted(t["parameters"]))
-                    t["parameters"][k] = "hallucinated-" + str(rng.randint(100, 999))
-                else:
-                    kind = "drop_task"
-                    tasks.remove(t)
-            elif kind == "cycle" and len(tasks) >= 2:
-                tasks[0]["depends_on"] = sorted(set(tasks[0].get("depends_on", [])) | {tasks[-1]["id"]})
-                tasks[-1]["depends_on"] = sorted(set(tasks[-1].get("depends_on", [])) | {tasks[0]["id"]})
-            return json.dumps(ans), kind
-        if p == "get_order":
-            ids = ans.get("ordered_task_ids", [])
-            if len(ids) >= 2 and rng.random() < 0.5:
-                i, j = rng.sample(range(len(ids)), 2)
-                ids[i], ids[j] = ids[j], ids[i]
-                return json.dumps(ans), "swapped"
-            ans["ordered_task_ids"] = ids[:-1]
-            return json.dumps(ans), "dropped_id"
-        if p == "match_func":
-            kind = rng.choice(["wrong_tool", "unregistered_tool", "null"])
-            cur = ans.get("tool_name")
-            ans["tool_name"] = {
-                "wrong_tool": rng.choice([x for x in tools if x != cur] or [None]),
-                "unregistered_tool": (cur or "tool") + "_v2",
-                "null": None,
-            }[kind]
-            return json.dumps(ans), kind
-        if p == "match_fill":
-            vals = ans.get("values", {})
-            kind = rng.choice(["hallucinated_value", "null", "extra_key"])
-            if kind == "extra_key" or not vals:
-                vals["unrequested_param"] = "x"
-                kind = "extra_key"
-            elif kind == "null":
-                vals[rng.choice(sorted(vals))] = None
-            else:
-                vals[rng.choice(sorted(vals))] = "hallucinated-" + str(rng.randint(100, 999))
-            return json.dumps(ans), kind
-        if p == "check_prerequisites":
-            if ans.get("task") is None or rng.random() < 0.4:
-                ans["task"] = {"tool_name": rng.choice(tools or ["x"]), "parameters": {}}
-                return json.dumps(ans), "wrong_tool"
-            ans["task"] = None
-            return json.dumps(ans), "null"
-        return "{}", "empty"
+        assert spec.corrupt is not None
+        kind = spec.corrupt(ans, rng, self._tools(req))
+        if kind not in spec.noise_kinds:
+            raise ValueError(f"{req.primitive}'s corrupt() returned {kind!r}, not one of its noise_kinds {list(spec.noise_kinds)}")
+        return json.dumps(ans), kind

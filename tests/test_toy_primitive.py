@@ -1,0 +1,140 @@
+"""A sixth primitive, registered in the test and nowhere else, goes through the whole chain (issue 14).
+
+``count_tasks`` answers how many unit tasks a request asks for. Its spec is
+the only thing written for it: its oracle reads the answer from the
+annotation every worked solution already carries (the turn's tasks), and
+its decision points are taken at decompose's (``derived_from``), so the
+solutions, the conf files and the code of generate, train, validate,
+package and the hf backend are untouched. The "kernel step" is the
+kernel's SLM step for it, run by the engine with the packaged bundle's hf
+backend. Everything is tiny (random base, two training steps per adapter: the first, in warmup, has learning rate 0).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from forethought.kernel.specs import (
+    MAX_TASKS,
+    PRIMITIVE_NAMES,
+    SPECS,
+    Derivation,
+    PrimitiveSpec,
+    registered,
+)
+from forethought.primitives import Check
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("llguidance")
+
+FIX = Path(__file__).parent / "fixtures" / "solutions"
+
+
+class CountTasksInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user: str
+
+
+class CountTasksOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    count: int
+
+
+def _within_fan_out(inp: CountTasksInput, out: CountTasksOutput) -> str | None:
+    return None if 0 <= out.count <= MAX_TASKS else f"count {out.count} is outside 0..{MAX_TASKS}"
+
+
+def _corrupt(ans: dict, rng, tools: list[str]) -> str:
+    ans["count"] = ans.get("count", 0) + rng.choice([-1, 1])
+    return "off_by_one"
+
+
+COUNT_TASKS = PrimitiveSpec(
+    name="count_tasks",
+    system='Count the unit tasks the request asks for (one tool call each). Answer with JSON: {"count": n}.',
+    input_type=CountTasksInput,
+    output_type=CountTasksOutput,
+    render_user=lambda x: f"Request: {x.user}",
+    checks=(Check("within_fan_out", "value", _within_fan_out),),
+    canonical_fn=lambda out: out.count,
+    decoding=lambda inp, max_tasks: {
+        "type": "object", "properties": {"count": {"type": "integer", "minimum": 0, "maximum": max_tasks}},
+        "required": ["count"], "additionalProperties": False,
+    },
+    oracle=lambda inp, ann: {"count": len(ann.turn.tasks or [])},
+    default_size=8,
+    gate_threshold=0.5,
+    noise_kinds=("off_by_one",),
+    corrupt=_corrupt,
+    derived_from=Derivation("decompose", lambda d: CountTasksInput(user=d.user)),
+    golden_cases=({"input": {"user": "Go to the archive folder and list it"}, "target": {"count": 2}},),
+)
+
+
+@pytest.fixture()
+def toy():
+    with registered(COUNT_TASKS) as spec:
+        yield spec
+    assert "count_tasks" not in SPECS
+
+
+def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kernel(toy, tmp_path, one_torch_thread):
+    from forethought.data_gen.generate import DataConfig, generate
+    from forethought.kernel.backends.hf import HFBackend
+    from forethought.primitives import Engine, Program, Step
+    from forethought.training.bundle import load_bundle
+    from forethought.training.package import PackageConfig, package
+    from forethought.training.train import config_from_overrides, run
+    from forethought.training.validate import ValidateConfig, run_validation
+
+    assert PRIMITIVE_NAMES[-1] == "count_tasks" and len(PRIMITIVE_NAMES) == 6
+    data, train, gates_dir, bundle_dir = (tmp_path / d for d in ("data", "train", "validate", "bundle"))
+
+    # generate: no size named for count_tasks -> its spec's default_size (8), like every other here
+    sizes = {p: 8 for p in PRIMITIVE_NAMES if p != "count_tasks"}
+    stats = generate(DataConfig(solutions=[str(FIX)], output_dir=str(data), sizes=sizes, validation_fraction=0.25, workers=1))
+    toy_stats = stats["primitives"]["count_tasks"]
+    assert toy_stats["requested"] == 8 and toy_stats["train"]["examples"] >= 1 and toy_stats["validation"]["examples"] >= 1
+    assert stats["spec_hashes"]["count_tasks"] == toy.spec_hash
+    rows = [json.loads(x) for s in ("train", "validation") for x in (data / "count_tasks" / f"{s}.jsonl").read_text().splitlines()]
+    for r in rows:  # rendered by the spec, answered by its oracle from the annotation
+        assert r["prompt"] == toy.messages(CountTasksInput.model_validate_json(r["input"]))
+        assert r["completion"][0]["content"] == toy.target_text(r["target"]) and 1 <= r["target"]["count"] <= MAX_TASKS
+
+    # train: one adapter per registered primitive, the toy's among them
+    cfg = config_from_overrides([
+        "primitive=all", "model=tiny", "model.pretrain=null", "model.tiny.vocab_size=1024", "train=quick", "train.max_steps=2",
+        "train.max_eval_examples=2", "train.em_eval_steps=null", "train.eval_strategy=no",
+        "logging=none", "logging.progress=false", f"dataset_dir={data}", f"output_dir={train}",
+    ])
+    results = run(cfg)
+    assert set(PRIMITIVE_NAMES) <= set(results) and results["count_tasks"].metrics["global_step"] == 2
+
+    # validate: the toy's gate uses its spec's threshold, its contract and exact-match rule
+    vcfg = ValidateConfig(train_dir=str(train), dataset_dir=str(data), output_dir=str(gates_dir), max_examples=2, max_new_tokens=8,
+                          base_comparison=False, compare_decoding=False, constrained=True, device="cpu")
+    gates = run_validation(vcfg)
+    g = gates["primitives"]["count_tasks"]
+    assert g["threshold"] == 0.5 and g["spec_hash"] == toy.spec_hash and g["n"] == 2
+    assert g["parse_rate"] == 1.0 and g["contract_valid_rate"] == 1.0  # constrained decoding by the spec's decoding schema
+    assert "| count_tasks |" in (gates_dir / "gates.md").read_text()
+
+    # package: a smoke bundle (a one-step random model fails gates) holding the toy's adapter
+    package(PackageConfig(train_dir=str(train), validate_dir=str(gates_dir), dataset_dir=str(data), output_dir=str(bundle_dir),
+                          allow_failed_gates=True))
+    bundle = load_bundle(bundle_dir, allow_smoke=True)
+    assert bundle.manifest["primitives"]["count_tasks"]["spec_hash"] == toy.spec_hash
+
+    # kernel: the kernel's SLM step for the toy, run by the engine with the bundle's hf backend
+    backend = HFBackend.from_bundle(bundle_dir, device="cpu", allow_smoke=True, max_new_tokens=16)
+    assert backend.constrained  # decoded as its gates were measured
+    program = Program(Step(toy.primitive(), retries=0), name="count_tasks_step")
+    result = Engine(backend, trace="full").run(program, CountTasksInput(user="Copy report.txt to backup and then delete it"))
+    assert result.error is None and isinstance(result.output, CountTasksOutput) and 0 <= result.output.count <= MAX_TASKS
+    (call,) = [r for r in result.trace if r.kind == "slm"]
+    assert call.primitive == "count_tasks" and call.contract["ok"]
