@@ -101,7 +101,7 @@ def build_program(cfg: KernelConfig) -> Program:
         Works for any PrimitiveSpec; a spec used at two places (check_prerequisites) gets one
         primitive, since the program keys its cache and replay recordings by primitive name."""
         if spec.name not in primitives:
-            primitives[spec.name] = spec.primitive()
+            primitives[spec.name] = spec.primitive(max_tasks=cfg.max_tasks)  # decompose's schema bounds its list by the fan-out
         return Step(primitives[spec.name], retries=cfg.retries, label=label or spec.name)
 
     # One primitive per name, used by every branch that keeps its input (labels tell the uses apart).

@@ -28,7 +28,7 @@ from forethought.primitives import Trace
 from .environment import Environment
 from .registry import Registry
 from .scratchpad import Scratchpad
-from .specs import GetOrderInput, MatchFuncInput, ProposedTask, TaskRef, ToolBrief, UnitTask
+from .specs import MAX_TASKS, GetOrderInput, MatchFuncInput, ProposedTask, TaskRef, ToolBrief, UnitTask
 
 Status = Literal[
     "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error"
@@ -40,7 +40,7 @@ Status = Literal[
 class KernelConfig:
     cvc: bool = True  # contracts, prerequisite checks, ToolGate gates and recovery
     retries: int = 2  # per SLM step, with the violation fed back
-    max_tasks: int = 12  # declared fan-out: tasks per turn
+    max_tasks: int = MAX_TASKS  # declared fan-out: tasks per turn (also bounds decompose's decoding schema)
     max_prereqs: int = 4  # prerequisites checked per task
     max_candidates: int = 3  # matched tool + declared alternatives tried
     state_view: int = 24  # scratchpad entries shown to primitives (most recent)

@@ -23,6 +23,7 @@ from forethought.primitives.trace import capped_rows
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
 from .program import Kernel
 from .records import KernelConfig
+from .specs import MAX_TASKS
 from .runner import run_solution
 from .scenario import load_solution
 from .trace_html import render_html
@@ -32,7 +33,7 @@ class KernelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     cvc: bool = True
     retries: int = Field(2, ge=0)
-    max_tasks: int = Field(12, ge=1)
+    max_tasks: int = Field(MAX_TASKS, ge=1)
     max_prereqs: int = Field(4, ge=1)
     max_candidates: int = Field(3, ge=1)
     state_view: int = Field(24, ge=1)
