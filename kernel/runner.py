@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from forethought.errors import UserError
 from forethought.primitives import Backend, Recorder, Trace
 from forethought.primitives.store import Cache
 
+from .backends.oracle import OracleBackend
 from .environment import Environment
 from .kernel import Kernel, ScenarioResult, TurnResult
 from .registry import Registry
+from .registry.callparse import format_call
 from .scenario import Solution, Turn
 from .scratchpad import Scratchpad
 
@@ -21,14 +24,10 @@ def build_environment(sol: Solution) -> Environment:
     try:
         return Environment(sol.domains, sol.initial_state)
     except (KeyError, ValueError) as exc:
-        from forethought.errors import UserError
-
         raise UserError(str(exc.args[0] if exc.args else exc), f"{sol.source_file or sol.id}: initial_state/domains") from None
 
 
 def build_registry(sol: Solution, env: Environment) -> Registry:
-    from forethought.errors import UserError
-
     ref = sol.registry
     where = f"{sol.source_file or sol.id}: registry"
     domains = ref.domains or sol.domains
@@ -93,12 +92,8 @@ def run_solution(
 
 
 def oracle_factory(sol: Solution) -> BackendFactory:
-    from .backends.oracle import OracleBackend
-
     return lambda i, turn: OracleBackend(turn, sol.id)
 
 
 def call_string(tool: str, args: dict[str, Any]) -> str:
-    from .registry.callparse import format_call
-
     return format_call(tool, args)

@@ -662,3 +662,8 @@ def _decoding_schema(name: str, inp: Any) -> dict[str, Any]:
         }
         return {"type": "object", "properties": {"tasks": {"type": "array", "items": item, "maxItems": 12}}, "required": ["tasks"], "additionalProperties": False}
     raise KeyError(name)
+
+
+def spec_hashes() -> dict[str, str]:
+    """Each primitive's current spec hash, in canonical order: what a bundle's adapters must have been trained under."""
+    return {name: SPECS[name].spec_hash for name in PRIMITIVE_NAMES}

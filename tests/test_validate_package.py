@@ -10,8 +10,8 @@ import pytest
 
 from forethought.cli import main
 from forethought.config import ConfigError, compose_and_validate
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
-from forethought.training.bundle import BundleError, load_bundle
+from forethought.bundle.manifest import BundleError, load_bundle
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, spec_hashes
 from forethought.training.package import PackageConfig
 from forethought.training.validate import ValidateConfig, score
 
@@ -116,7 +116,7 @@ def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, c
 
 
 def test_bundle_manifest_and_model_cards(tiny_run):
-    from forethought.training.bundle import hash_files
+    from forethought.bundle.manifest import hash_files
 
     m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
     assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
@@ -141,7 +141,7 @@ def test_tampered_model_card_is_refused(tiny_run, tmp_path):
     card = b / "adapters" / "decompose" / "README.md"
     card.write_text(card.read_text().replace("FAILED", "passed"))
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert str(card) in str(ei.value) and "sha256 does not match" in str(ei.value)
 
 
@@ -149,7 +149,7 @@ def test_unlisted_file_in_the_bundle_is_refused(tiny_run, tmp_path):
     b = _copy(tiny_run, tmp_path)
     shutil.copy(tiny_run / "train" / "match_func" / "adapter" / "training_args.bin", b / "adapters" / "match_func")
     with pytest.raises(BundleError, match="adapter file training_args.bin is not listed in the manifest"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def _train_copy(tiny_run, tmp_path) -> Path:
@@ -220,8 +220,8 @@ def _copy(tiny_run, tmp_path) -> Path:
 
 def test_smoke_bundle_is_refused_unless_allowed(tiny_run):
     with pytest.raises(BundleError, match="marked smoke"):
-        load_bundle(tiny_run / "bundle")
-    assert load_bundle(tiny_run / "bundle", allow_smoke=True).smoke
+        load_bundle(tiny_run / "bundle", spec_hashes())
+    assert load_bundle(tiny_run / "bundle", spec_hashes(), allow_smoke=True).smoke
 
 
 def test_tampered_adapter_is_refused(tiny_run, tmp_path):
@@ -231,7 +231,7 @@ def test_tampered_adapter_is_refused(tiny_run, tmp_path):
     data[-1] ^= 0xFF
     f.write_bytes(bytes(data))
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert str(f) in str(ei.value) and "sha256 does not match" in str(ei.value)
 
 
@@ -241,7 +241,7 @@ def test_changed_spec_is_refused(tiny_run, tmp_path):
     m["primitives"]["decompose"]["spec_hash"] = "0" * 16  # trained against another prompt/contract
     (b / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(BundleError, match="primitives.decompose: spec hash 0000000000000000 differs"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_missing_adapter_is_refused(tiny_run, tmp_path):
@@ -250,7 +250,7 @@ def test_missing_adapter_is_refused(tiny_run, tmp_path):
     del m["primitives"]["get_order"]
     (b / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(BundleError, match=r"primitives \['get_order'\] are missing"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_kernel_runs_on_the_bundle_and_the_trace_names_it(tiny_run, tmp_path, capsys):
@@ -294,7 +294,7 @@ def test_a_one_field_manifest_edit_is_refused(tiny_run, tmp_path, edit, needle):
     b = _copy(tiny_run, tmp_path)
     _edit_manifest(b, edit)
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert needle in str(ei.value) and "manifest.json" in str(ei.value)
 
 
@@ -305,13 +305,13 @@ def test_an_altered_base_weight_is_refused(tiny_run, tmp_path):
     data[-1] ^= 0xFF
     w.write_bytes(bytes(data))
     with pytest.raises(BundleError, match="sha256 does not match the manifest: the base model file was modified"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
     import pickle
 
-    from forethought.training.bundle import sha256_file
+    from forethought.bundle.manifest import sha256_file
 
     b = _copy(tiny_run, tmp_path)
     f = b / "adapters" / "match_fill" / "adapter_model.safetensors"
@@ -327,7 +327,7 @@ def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
         m["gates"]["sha256"] = sha256_file(b / "gates.json")
     _edit_manifest(b, edit)
     with pytest.raises(BundleError, match="not a safetensors file") as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert ei.value.where == str(f)
 
 
@@ -337,7 +337,7 @@ def test_an_edited_gates_file_is_refused(tiny_run, tmp_path):
     g["primitives"]["decompose"]["passed"] = True
     (b / "gates.json").write_text(json.dumps(g))
     with pytest.raises(BundleError, match="the gates file was modified"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_package_refuses_gates_measured_on_other_adapter_files(tiny_run, tmp_path, capsys):

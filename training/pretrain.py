@@ -199,7 +199,8 @@ def pretrain(cfg: TrainConfig) -> Path:
     from trl import SFTTrainer
 
     from forethought.training.callbacks import ExactMatchCurve, RichProgress, Throughput
-    from forethought.training.models import load_model, load_tokenizer, resolve_device
+    from forethought.bundle.models import load_model, load_tokenizer
+    from forethought.training.models import resolve_device
     from forethought.training.plots import plot_em, plot_loss
     from forethought.training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
 
