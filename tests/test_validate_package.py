@@ -25,10 +25,14 @@ def tiny_run(tiny_pipeline):
 
 
 def _rows(spec, outputs):
+    from forethought.data_gen.row import DatasetRow
     from forethought.kernel.specs import MatchFuncInput, TaskRef, ToolBrief
 
     inp = MatchFuncInput(task=TaskRef(id="t1", text="list files"), tools=[ToolBrief(name="ls"), ToolBrief(name="cd")])
-    return [{"id": str(i), "input": inp.model_dump(mode="json"), "target": {"tool_name": "ls"}} for i in range(len(outputs))], outputs
+    rows = [DatasetRow(id=str(i), solution_id="s", primitive=spec.name, prompt=spec.messages(inp),
+                       completion=[{"role": "assistant", "content": '{"tool_name": "ls"}'}], target={"tool_name": "ls"},
+                       input=inp.model_dump_json(), near_duplicate_across_split=False) for i in range(len(outputs))]
+    return rows, outputs
 
 
 def test_gate_scoring_on_controlled_outputs():
@@ -371,8 +375,10 @@ def test_a_broken_gates_file_is_a_located_error(tiny_run, tmp_path, capsys, cont
     [
         (b"5", "not a JSON object"),
         (b"\xff\xfe not text", "not UTF-8"),
-        (None, "field 'target'"),  # a target the primitive's output type rejects
-        ("input", "field 'input'"),  # an input the primitive's input type rejects
+        (None, "field 'target' is not the completion's JSON"),  # trained on one answer, judged on another
+        ("target", "field 'target' is not a valid match_func target"),  # a target the primitive's output type rejects
+        ("input", "field 'input' is not a MatchFuncInput"),  # an input the primitive's input type rejects
+        ("row", "field 'near_duplicate_across_split' is missing"),  # not a dataset row
     ],
 )
 def test_a_bad_validation_row_is_a_located_error(generated_data, tmp_path, line, needle):
@@ -387,6 +393,10 @@ def test_a_bad_validation_row_is_a_located_error(generated_data, tmp_path, line,
     good = json.loads(path.read_text().splitlines()[0])
     if line is None:
         raw = json.dumps({**good, "target": {"tool": 3}}).encode()
+    elif line == "target":
+        raw = json.dumps({**good, "target": {"tool": 3}, "completion": [{"role": "assistant", "content": '{"tool": 3}'}]}).encode()
+    elif line == "row":
+        raw = json.dumps({k: v for k, v in good.items() if k != "near_duplicate_across_split"}).encode()
     elif line == "input":
         raw = json.dumps({**good, "input": json.dumps({"task": "not a task"})}).encode()
     else:

@@ -1,9 +1,8 @@
 """Fabricated SFT datasets in the real on-disk format, for tests and benchmarks.
 
 The real datasets come from ``forethought generate``; this module writes files of
-the same shape (``<dir>/<primitive>/{train,validation}.jsonl``, trl's
-conversational prompt-completion format plus ``id``/``solution_id``/``primitive``/
-``target``) so that training can be exercised and timed without them. The
+the same shape (``<dir>/<primitive>/{train,validation}.jsonl``, one
+:class:`~forethought.data_gen.row.DatasetRow` per line) so that training can be exercised and timed without them. The
 content is plausible but random: it is not training data for a useful model.
 
 ``scale="small"`` gives short prompts (tests); ``scale="realistic"`` gives
@@ -18,6 +17,7 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
+from forethought.data_gen.row import DatasetRow
 from forethought.primitives.io import atomic_write_jsonl
 
 PRIMITIVES = ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
@@ -137,15 +137,17 @@ def make_rows(primitive: str, n: int, *, seed: int = 0, scale: Literal["small", 
     rows = []
     for i in range(n):
         user, target = _example(primitive, rng, detail)
-        rows.append({
-            "id": f"{primitive}-{split}-{i:05d}",
+        rows.append(DatasetRow(
+            id=f"{primitive}-{split}-{i:05d}",
             # validation rows come from other (held-out) solutions, as in a generated dataset
-            "solution_id": f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
-            "primitive": primitive,
-            "prompt": [{"role": "system", "content": _SYSTEM[primitive]}, {"role": "user", "content": user}],
-            "completion": [{"role": "assistant", "content": json.dumps(target, ensure_ascii=False)}],
-            "target": target,
-        })
+            solution_id=f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
+            primitive=primitive,
+            prompt=[{"role": "system", "content": _SYSTEM[primitive]}, {"role": "user", "content": user}],
+            completion=[{"role": "assistant", "content": json.dumps(target, ensure_ascii=False)}],
+            target=target,
+            input=user,  # the user message is the structured input's JSON, as it is rendered
+            near_duplicate_across_split=False,
+        ).model_dump(mode="json"))
     return rows
 
 
