@@ -40,7 +40,8 @@ from forethought.primitives.io import atomic_write_json, atomic_write_text
 
 from . import unit
 from .augment import Variant, make_variant
-from .formats import card_front_matter
+from .formats import card_front_matter, field_list
+from .row import DatasetRow
 from .verify import Divergence, verify_solution
 
 CODE_VERSION = "generate-v1"
@@ -103,16 +104,17 @@ class Example:
         h = hashlib.sha1((self.key + "\x00" + self.completion[0]["content"]).encode()).hexdigest()[:16]
         return f"{self.primitive}-{h}"
 
-    def row(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "solution_id": self.solution_id,
-            "primitive": self.primitive,
-            "prompt": self.prompt,
-            "completion": self.completion,
-            "target": self.target,
-            "input": json.dumps(self.input, ensure_ascii=False),  # key order matters: it is rendering order
-        }
+    def row(self, near_duplicate_across_split: bool) -> DatasetRow:
+        return DatasetRow(
+            id=self.id,
+            solution_id=self.solution_id,
+            primitive=self.primitive,
+            prompt=self.prompt,
+            completion=self.completion,
+            target=self.target,
+            input=json.dumps(self.input, ensure_ascii=False),  # key order matters: it is rendering order
+            near_duplicate_across_split=near_duplicate_across_split,
+        )
 
 
 class _Recorder:
@@ -490,11 +492,8 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
         for split in ("train", "validation"):
             rows = sorted(pools.rows[(prim, split)], key=lambda e: e.id)
             by_split[split] = rows
-            text = "".join(
-                json.dumps(e.row() | {"near_duplicate_across_split": e.masked in masked["validation" if split == "train" else "train"]}, ensure_ascii=False)
-                + "\n"
-                for e in rows
-            )
+            other = masked["validation" if split == "train" else "train"]
+            text = "".join(e.row(e.masked in other).line() + "\n" for e in rows)
             atomic_write_text(out / prim / f"{split}.jsonl", text)
             ok = sum(spec.check_output(e.input, e.target).ok for e in rows)  # every written target, checked again
             checked, valid = checked + len(rows), valid + ok
@@ -564,12 +563,13 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         + ", ".join(f"`{p}`" for p in cfg.solutions)
         + f" (seed {cfg.seed}, {stats['solutions']} solutions, {len(stats['validation_solutions'])} held out for validation).",
         "",
-        "Each line is trl's conversational prompt-completion format plus `id`, `solution_id`, `primitive`, "
-        "`target` (the completion's JSON as an object) and `input` (the primitive's structured input as a JSON "
-        "string, from which the prompt is rendered by its spec; validation uses it for contract checks). Load a "
+        "Each line is one row (`forethought.data_gen.row.DatasetRow`): trl's conversational prompt-completion "
+        "format plus metadata. Load a "
         'primitive with `datasets.load_dataset("<this folder>/<primitive>")`, or with '
-        '`datasets.load_dataset("json", data_files={...}, features=data_gen.formats.features())` '
+        '`datasets.load_dataset("json", data_files={...}, features=forethought.data_gen.formats.features())` '
         "(the target's free-form mappings need the `Json` feature across splits).",
+        "",
+        field_list(),
         "",
         "Every example is a decision point of a worked solution replayed through the kernel with the oracle "
         "backend after variation (entities, paraphrases, task ids, task order, registry subsets with near-miss "

@@ -111,11 +111,8 @@ def checked_bytes(root: str | Path, rel: str) -> bytes:
     return data
 
 
-def split_problem(row: dict[str, Any], split: str, held_out: set[str]) -> str | None:
-    """Why a row is on the wrong side of the train/validation split, or None."""
-    sid = row.get("solution_id")
-    if not isinstance(sid, str):
-        return None  # rows without a solution id cannot share one
+def split_problem(sid: str, split: str, held_out: set[str]) -> str | None:
+    """Why a row of solution ``sid`` is on the wrong side of the train/validation split, or None."""
     if split == "train" and sid in held_out:
         return f"solution {sid!r} is held out for validation ({MANIFEST} validation_solutions) but appears in train"
     if split == "validation" and sid not in held_out:

@@ -217,8 +217,8 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     built_here = configs["base"].model.profile in BUILT_HERE
     # The pretrained base (built-here profiles) is the base stage's output and the train stage's input.
     base_outputs = [train_out / "base.json"] + ([train_out / "base", train_out / "base_run" / "metrics.json"] if built_here else [])
-    # The hf backend (bundle loading: training/bundle.py -> training/models.py -> training/tiny.py's chat template).
-    bundle_code = ["training/bundle.py", "training/models.py", "training/tiny.py"]
+    # The hf backend loads the bundle, its base and tokenizer with forethought/bundle (the training stages use it too).
+    bundle_code = ["forethought/bundle"]
     eval_libs = MODEL_LIBS if any(x.startswith("bundle") for x in configs["evaluate"].settings) else ()
     pr.stages = {
         "verify": Stage("verify", configs["verify"], sol, [], code_kernel + ["data_gen/verify.py"], lambda: _verify(configs["verify"])),
@@ -226,18 +226,18 @@ def build(cfg: PipelineConfig) -> PipelineRun:
             "generate", configs["generate"], [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
             [run / "data" / "stats.json"], code_kernel + ["data_gen"], lambda: _generate(configs["generate"]),
         ),
-        "base": Stage("base", configs["base"], [run / "data"], base_outputs, ["training", "kernel/specs.py"], lambda: _train(configs["base"]),
+        "base": Stage("base", configs["base"], [run / "data"], base_outputs, ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"], lambda: _train(configs["base"]),
                       libs=TRAIN_LIBS),
-        "train": Stage("train", configs["train"], [run / "data", *base_outputs[1:2]], train_outputs, ["training", "kernel/specs.py"],
+        "train": Stage("train", configs["train"], [run / "data", *base_outputs[1:2]], train_outputs, ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"],
                        lambda: _train(configs["train"]), libs=TRAIN_LIBS),
         "validate": Stage(
             "validate", configs["validate"], [run / "train", run / "data"], [run / "validate" / "gates.json"],
-            ["training", "kernel/specs.py", "kernel/backends/hf.py", "kernel/backends/constrained.py"], lambda: _validate(configs["validate"]),
+            ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py", "kernel/backends/hf.py", "kernel/backends/constrained.py"], lambda: _validate(configs["validate"]),
             libs=MODEL_LIBS,
         ),
         "package": Stage(
             "package", configs["package"], [run / "train", run / "validate" / "gates.json", run / "data" / "stats.json"],
-            [run / "bundle" / "manifest.json"], ["training", "kernel/specs.py"], lambda: _package(configs["package"]), libs=MODEL_LIBS,
+            [run / "bundle" / "manifest.json"], ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"], lambda: _package(configs["package"]), libs=MODEL_LIBS,
         ),
         "evaluate": Stage(
             "evaluate", configs["evaluate"], [run / "bundle", run / "data" / "stats.json"] + sol, [run / "evaluate" / "results.json"],

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from forethought.errors import UserError
 from forethought.primitives import Backend, Recorder, Trace
 from forethought.primitives.store import Cache
 
+from .backends.oracle import OracleBackend
 from .environment import Environment
 from .program import Kernel
 from .records import ScenarioResult, TurnResult
@@ -21,14 +23,10 @@ def build_environment(sol: Solution) -> Environment:
     try:
         return Environment(sol.domains, sol.initial_state)
     except (KeyError, ValueError) as exc:
-        from forethought.errors import UserError
-
         raise UserError(str(exc.args[0] if exc.args else exc), f"{sol.source_file or sol.id}: initial_state/domains") from None
 
 
 def build_registry(sol: Solution, env: Environment) -> Registry:
-    from forethought.errors import UserError
-
     ref = sol.registry
     where = f"{sol.source_file or sol.id}: registry"
     domains = ref.domains or sol.domains
@@ -93,6 +91,4 @@ def run_solution(
 
 
 def oracle_factory(sol: Solution) -> BackendFactory:
-    from .backends.oracle import OracleBackend
-
     return lambda i, turn: OracleBackend(turn, sol.id)

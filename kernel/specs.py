@@ -1074,3 +1074,8 @@ def _make_brief(spec: Any) -> ToolBrief:
         required=list(spec.parameters.get("required", [])),
         writes=sorted(spec.writes),
     )
+
+
+def spec_hashes() -> dict[str, str]:
+    """Each primitive's current spec hash, in canonical order: what a bundle's adapters must have been trained under."""
+    return {name: SPECS[name].spec_hash for name in PRIMITIVE_NAMES}

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from forethought.training import pretrain
     from forethought.training.callbacks import Throughput
-    from forethought.training.models import load_model, load_tokenizer
+    from forethought.bundle.models import load_model, load_tokenizer
     from forethought.training.train import config_from_overrides
 
     tmp = Path(tempfile.mkdtemp(prefix="ft-bench-cpu-"))

@@ -11,7 +11,6 @@ token, so every example runs to --max-new-tokens: this measures the decoding loo
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -35,6 +34,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from forethought.data_gen.row import read_rows
     from forethought.kernel.backends.hf import generate
 
     if a.base is None:
@@ -49,8 +49,8 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(base)
     print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params, torch threads {torch.get_num_threads()}")
     for prim in a.primitives.split(","):
-        rows = [json.loads(x) for x in open(Path(a.dataset_dir) / prim / "validation.jsonl")][: a.examples]
-        msgs = [r["prompt"] for r in rows]
+        rows = read_rows(a.dataset_dir, prim, "validation", limit=a.examples)
+        msgs = [r.prompt_messages() for r in rows]
         for bs in [int(x) for x in a.batch_sizes.split(",")]:
             generate(model, tok, msgs[:bs], adapter=None, batch_size=bs, max_new_tokens=4)  # warm-up
             times = []

@@ -227,7 +227,6 @@ def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
     """backend.constrained=null takes the bundle's manifest.decoding; an explicit setting wins."""
     from types import SimpleNamespace
 
-    import forethought.training.bundle as bundle_module
     from forethought.kernel.backends.hf import HFBackend
 
     def fake_bundle(constrained):
@@ -235,6 +234,6 @@ def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
                                load_model=lambda device: (SimpleNamespace(peft_config={}), None))
 
     for recorded in (True, False):
-        monkeypatch.setattr(bundle_module, "load_bundle", lambda path, allow_smoke=False, r=recorded: fake_bundle(r))
+        monkeypatch.setattr(hf, "load_bundle", lambda path, spec_hashes, allow_smoke=False, r=recorded: fake_bundle(r))
         assert HFBackend.from_bundle("b", device="cpu").constrained is recorded
         assert HFBackend.from_bundle("b", device="cpu", constrained=not recorded).constrained is (not recorded)

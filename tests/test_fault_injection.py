@@ -279,7 +279,8 @@ def test_sigkill_during_train_leaves_no_adapter_that_claims_to_be_done_and_resum
 
 
 def test_sigkill_during_package_leaves_the_old_bundle_or_none(tiny_pipeline, tmp_path):
-    from forethought.training.bundle import load_bundle
+    from forethought.bundle.manifest import load_bundle
+    from forethought.kernel.specs import spec_hashes
 
     run = tiny_pipeline
     bundle = tmp_path / "bundle"
@@ -292,12 +293,12 @@ def test_sigkill_during_package_leaves_the_old_bundle_or_none(tiny_pipeline, tmp
     assert not bundle.exists()
     assert main(args) == 0
     before = (bundle / "manifest.json").read_bytes()
-    load_bundle(bundle, allow_smoke=True)
+    load_bundle(bundle, spec_hashes(), allow_smoke=True)
     # Killed while the new one is being built over it: the complete old bundle stays, never a mix.
     proc = _spawn(args)
     assert _kill_when(proc, staging, limit_s=120)
     assert (bundle / "manifest.json").read_bytes() == before
-    load_bundle(bundle, allow_smoke=True)
+    load_bundle(bundle, spec_hashes(), allow_smoke=True)
 
 
 # ------------------------------------------------ located errors, one exit-code convention

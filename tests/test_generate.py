@@ -186,7 +186,9 @@ def test_contract_valid_rate_is_computed_from_the_written_targets(gen, tmp_path)
     assert stats["contract_valid_rate"] == 1.0
     sols, _ = load_solutions([str(FIX)], False)
     r0, r1 = rows(out, "get_order", "train")[:2]
-    ex = lambda r, target: Example("get_order", r["solution_id"], r["prompt"], r["completion"], target, json.dumps(r["prompt"]), (), json.loads(r["input"]))  # noqa: E731
+    # A row's completion is its target's JSON (the row model refuses anything else), so the bad target is the completion too.
+    ex = lambda r, target: Example("get_order", r["solution_id"], r["prompt"], [{"role": "assistant", "content": json.dumps(target)}],  # noqa: E731
+                                   target, json.dumps(r["prompt"]), (), json.loads(r["input"]))
     bad_target = {"ordered_task_ids": ["nope"] + r1["target"]["ordered_task_ids"]}  # not a permutation of the batch
     pools = Pools({(p, s): 10 for p in PRIMITIVE_NAMES for s in ("train", "validation")})
     pools.add(ex(r0, r0["target"]), "train")

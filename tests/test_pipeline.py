@@ -118,14 +118,16 @@ def test_stage_fingerprints_cover_the_code_and_libraries_they_use(tmp_path):
 
     pr = _stub_pipeline(tmp_path, ["train"])
     ev = pr.stages["evaluate"]
-    assert {"training/bundle.py", "training/models.py"} <= set(ev.code)  # the hf backend loads the bundle through them
+    assert "forethought/bundle" in ev.code  # the hf backend loads the bundle, base and tokenizer through it
     versions = {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__, "trl": trl.__version__}
     train = input_manifest(pr.stages["train"].inputs, pr.stages["train"].code, pr.stages["train"].libs)
     assert {k: train[f"python-package:{k}"] for k in versions} == versions
     for name in ("validate", "package", "evaluate"):
         st = pr.stages[name]
         assert {"torch", "transformers", "peft"} <= set(st.libs), name
-    assert "training/models.py" in input_manifest([], ev.code)
+    assert {"forethought/bundle/manifest.py", "forethought/bundle/models.py"} <= set(input_manifest([], ev.code))
+    for name in ("base", "train", "validate", "package"):  # training loads its base and adapters through it too
+        assert "forethought/bundle/models.py" in input_manifest([], pr.stages[name].code), name
     outs = {str(o.relative_to(tmp_path)) for o in pr.stages["train"].outputs}
     assert {"train/base.json", "train/match_fill/adapter", "train/decompose/metrics.json"} <= outs
 

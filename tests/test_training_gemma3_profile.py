@@ -27,13 +27,8 @@ from forethought.config import ConfigError  # noqa: E402
 from forethought.errors import UserError  # noqa: E402
 from forethought.training import artifacts  # noqa: E402
 from forethought.training.config import LoraSettings  # noqa: E402
-from forethought.training.models import (  # noqa: E402
-    AdapterTargetError,
-    check_adapter_targets,
-    load_model,
-    lora_config,
-    text_model_prefix,
-)
+from forethought.training.models import check_adapter_targets, lora_config  # noqa: E402
+from forethought.bundle.models import AdapterTargetError, load_model, text_model_prefix  # noqa: E402
 from forethought.training.synthetic import write_dataset  # noqa: E402
 from forethought.training.tiny import build_tokenizer, corpus_files, corpus_texts  # noqa: E402
 from forethought.training.train import config_from_overrides, run  # noqa: E402

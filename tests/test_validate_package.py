@@ -10,8 +10,8 @@ import pytest
 
 from forethought.cli import main
 from forethought.config import ConfigError, compose_and_validate
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
-from forethought.training.bundle import BundleError, load_bundle
+from forethought.bundle.manifest import BundleError, load_bundle
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, spec_hashes
 from forethought.training.package import PackageConfig
 from forethought.training.validate import ValidateConfig, score
 
@@ -25,10 +25,14 @@ def tiny_run(tiny_pipeline):
 
 
 def _rows(spec, outputs):
+    from forethought.data_gen.row import DatasetRow
     from forethought.kernel.specs import MatchFuncInput, TaskRef, ToolBrief
 
     inp = MatchFuncInput(task=TaskRef(id="t1", text="list files"), tools=[ToolBrief(name="ls"), ToolBrief(name="cd")])
-    return [{"id": str(i), "input": inp.model_dump(mode="json"), "target": {"tool_name": "ls"}} for i in range(len(outputs))], outputs
+    rows = [DatasetRow(id=str(i), solution_id="s", primitive=spec.name, prompt=spec.messages(inp),
+                       completion=[{"role": "assistant", "content": '{"tool_name": "ls"}'}], target={"tool_name": "ls"},
+                       input=inp.model_dump_json(), near_duplicate_across_split=False) for i in range(len(outputs))]
+    return rows, outputs
 
 
 def test_gate_scoring_on_controlled_outputs():
@@ -116,7 +120,7 @@ def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, c
 
 
 def test_bundle_manifest_and_model_cards(tiny_run):
-    from forethought.training.bundle import hash_files
+    from forethought.bundle.manifest import hash_files
 
     m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
     assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
@@ -141,7 +145,7 @@ def test_tampered_model_card_is_refused(tiny_run, tmp_path):
     card = b / "adapters" / "decompose" / "README.md"
     card.write_text(card.read_text().replace("FAILED", "passed"))
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert str(card) in str(ei.value) and "sha256 does not match" in str(ei.value)
 
 
@@ -149,7 +153,7 @@ def test_unlisted_file_in_the_bundle_is_refused(tiny_run, tmp_path):
     b = _copy(tiny_run, tmp_path)
     shutil.copy(tiny_run / "train" / "match_func" / "adapter" / "training_args.bin", b / "adapters" / "match_func")
     with pytest.raises(BundleError, match="adapter file training_args.bin is not listed in the manifest"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def _train_copy(tiny_run, tmp_path) -> Path:
@@ -220,8 +224,8 @@ def _copy(tiny_run, tmp_path) -> Path:
 
 def test_smoke_bundle_is_refused_unless_allowed(tiny_run):
     with pytest.raises(BundleError, match="marked smoke"):
-        load_bundle(tiny_run / "bundle")
-    assert load_bundle(tiny_run / "bundle", allow_smoke=True).smoke
+        load_bundle(tiny_run / "bundle", spec_hashes())
+    assert load_bundle(tiny_run / "bundle", spec_hashes(), allow_smoke=True).smoke
 
 
 def test_tampered_adapter_is_refused(tiny_run, tmp_path):
@@ -231,7 +235,7 @@ def test_tampered_adapter_is_refused(tiny_run, tmp_path):
     data[-1] ^= 0xFF
     f.write_bytes(bytes(data))
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert str(f) in str(ei.value) and "sha256 does not match" in str(ei.value)
 
 
@@ -241,7 +245,7 @@ def test_changed_spec_is_refused(tiny_run, tmp_path):
     m["primitives"]["decompose"]["spec_hash"] = "0" * 16  # trained against another prompt/contract
     (b / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(BundleError, match="primitives.decompose: spec hash 0000000000000000 differs"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_missing_adapter_is_refused(tiny_run, tmp_path):
@@ -250,7 +254,7 @@ def test_missing_adapter_is_refused(tiny_run, tmp_path):
     del m["primitives"]["get_order"]
     (b / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(BundleError, match=r"primitives \['get_order'\] are missing"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_kernel_runs_on_the_bundle_and_the_trace_names_it(tiny_run, tmp_path, capsys):
@@ -294,7 +298,7 @@ def test_a_one_field_manifest_edit_is_refused(tiny_run, tmp_path, edit, needle):
     b = _copy(tiny_run, tmp_path)
     _edit_manifest(b, edit)
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert needle in str(ei.value) and "manifest.json" in str(ei.value)
 
 
@@ -305,13 +309,13 @@ def test_an_altered_base_weight_is_refused(tiny_run, tmp_path):
     data[-1] ^= 0xFF
     w.write_bytes(bytes(data))
     with pytest.raises(BundleError, match="sha256 does not match the manifest: the base model file was modified"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
     import pickle
 
-    from forethought.training.bundle import sha256_file
+    from forethought.bundle.manifest import sha256_file
 
     b = _copy(tiny_run, tmp_path)
     f = b / "adapters" / "match_fill" / "adapter_model.safetensors"
@@ -327,7 +331,7 @@ def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
         m["gates"]["sha256"] = sha256_file(b / "gates.json")
     _edit_manifest(b, edit)
     with pytest.raises(BundleError, match="not a safetensors file") as ei:
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
     assert ei.value.where == str(f)
 
 
@@ -337,7 +341,7 @@ def test_an_edited_gates_file_is_refused(tiny_run, tmp_path):
     g["primitives"]["decompose"]["passed"] = True
     (b / "gates.json").write_text(json.dumps(g))
     with pytest.raises(BundleError, match="the gates file was modified"):
-        load_bundle(b, allow_smoke=True)
+        load_bundle(b, spec_hashes(), allow_smoke=True)
 
 
 def test_package_refuses_gates_measured_on_other_adapter_files(tiny_run, tmp_path, capsys):
@@ -371,8 +375,10 @@ def test_a_broken_gates_file_is_a_located_error(tiny_run, tmp_path, capsys, cont
     [
         (b"5", "not a JSON object"),
         (b"\xff\xfe not text", "not UTF-8"),
-        (None, "field 'target'"),  # a target the primitive's output type rejects
-        ("input", "field 'input'"),  # an input the primitive's input type rejects
+        (None, "field 'target' is not the completion's JSON"),  # trained on one answer, judged on another
+        ("target", "field 'target' is not a valid match_func target"),  # a target the primitive's output type rejects
+        ("input", "field 'input' is not a MatchFuncInput"),  # an input the primitive's input type rejects
+        ("row", "field 'near_duplicate_across_split' is missing"),  # not a dataset row
     ],
 )
 def test_a_bad_validation_row_is_a_located_error(generated_data, tmp_path, line, needle):
@@ -387,6 +393,10 @@ def test_a_bad_validation_row_is_a_located_error(generated_data, tmp_path, line,
     good = json.loads(path.read_text().splitlines()[0])
     if line is None:
         raw = json.dumps({**good, "target": {"tool": 3}}).encode()
+    elif line == "target":
+        raw = json.dumps({**good, "target": {"tool": 3}, "completion": [{"role": "assistant", "content": '{"tool": 3}'}]}).encode()
+    elif line == "row":
+        raw = json.dumps({k: v for k, v in good.items() if k != "near_duplicate_across_split"}).encode()
     elif line == "input":
         raw = json.dumps({**good, "input": json.dumps({"task": "not a task"})}).encode()
     else:

@@ -1,7 +1,9 @@
 """Loading what ``forethought train`` wrote: one base model + one named LoRA adapter per primitive.
 
 This is the API later commands (validate, package, the kernel's local backend)
-use; they should not re-derive paths themselves::
+use; they should not re-derive paths themselves. It reads the trainer's run folder, so it belongs to
+training; loading the base, tokenizer and adapters themselves is :mod:`forethought.bundle.models`,
+which the kernel's hf backend uses too::
 
     from forethought.training.artifacts import load_adapters, stop_token_ids
 
@@ -19,10 +21,14 @@ run completed.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forethought.bundle.models import check_saved_adapter, load_model, load_tokenizer, text_model_prefix
 from forethought.errors import UserError
+from forethought.kernel.backends.hf import stop_ids
+from forethought.kernel.specs import SPECS
 from forethought.training.config import PRIMITIVES
 
 if TYPE_CHECKING:
@@ -70,10 +76,6 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
 
     Returns primitive -> recorded hash (None: not recorded, so provenance is unknown; a warning is printed).
     """
-    import sys
-
-    from forethought.kernel.specs import SPECS
-
     out: dict[str, str | None] = {}
     for p in primitives:
         current = SPECS[p].spec_hash
@@ -120,8 +122,6 @@ def load_base(
     attn_implementation: str = "sdpa",
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """The base model (eval mode) and its tokenizer, exactly as the adapters were trained on."""
-    from forethought.training.models import load_model, load_tokenizer
-
     ref = read_base_ref(output_dir)
     path = Path(ref["path"])
     model = load_model(path, dtype=dtype or _default_dtype(ref["profile"], device), attn_implementation=attn_implementation, device=device)
@@ -143,9 +143,7 @@ def load_adapters(
     ``primitives`` defaults to every completed run. Each adapter's keys are
     checked to lie inside the language model before it is loaded.
     """
-    from peft import PeftModel
-
-    from forethought.training.models import check_saved_adapter, text_model_prefix
+    from peft import PeftModel  # lazily: peft pulls in torch and transformers
 
     names = primitives or trained_primitives(output_dir)
     if not names:
@@ -157,8 +155,6 @@ def load_adapters(
         model, tok = load_base(output_dir, device=device, dtype=dtype)
         tokenizer = tokenizer or tok
     elif tokenizer is None:
-        from forethought.training.models import load_tokenizer
-
         tokenizer = load_tokenizer(base_path(output_dir))
     prefix = text_model_prefix(model)
     for p in names:
@@ -174,6 +170,4 @@ def load_adapters(
 def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
     """Generation must stop on the chat template's end-of-turn token as well as eos (Gemma ends turns with
     ``<end_of_turn>``). The same derivation the kernel's hf backend decodes with."""
-    from forethought.kernel.backends.hf import stop_ids
-
     return stop_ids(tokenizer)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
+
+if TYPE_CHECKING:
+    from forethought.data_gen.row import DatasetRow
 
 
 class RichProgress(TrainerCallback):
@@ -146,9 +149,9 @@ class ExactMatchCurve(TrainerCallback):
     when a wandb run is open. It is monitoring only: nothing is selected or tuned with these rows.
     """
 
-    def __init__(self, tokenizer: Any, rows: dict[str, list[dict[str, Any]]], every: int, *, max_new_tokens: int = 256):
+    def __init__(self, tokenizer: Any, rows: dict[str, list[DatasetRow]], every: int, *, max_new_tokens: int = 256):
         self.tokenizer = tokenizer
-        self.rows = rows  # primitive -> validation rows ({"prompt", "target", ...})
+        self.rows = rows  # primitive -> validation rows
         self.every = every
         self.max_new_tokens = max_new_tokens
         self.history: list[dict[str, Any]] = []
@@ -164,7 +167,7 @@ class ExactMatchCurve(TrainerCallback):
         try:
             ems = {}
             for p, rows in self.rows.items():
-                texts = generate(model, self.tokenizer, [r["prompt"] for r in rows], adapter=None, batch_size=16, max_new_tokens=self.max_new_tokens)
+                texts = generate(model, self.tokenizer, [r.prompt_messages() for r in rows], adapter=None, batch_size=16, max_new_tokens=self.max_new_tokens)
                 ems[p] = score(SPECS[p], rows, texts, 0)["exact_match"]
         finally:
             self.tokenizer.padding_side = side  # generate() pads on the left; training pads on the right

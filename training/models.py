@@ -1,4 +1,4 @@
-"""Model profiles: loading the base model and tokenizer, and LoRA targeting.
+"""Model profiles and LoRA targeting (loading a saved base, tokenizer or adapter: :mod:`forethought.bundle.models`).
 
 Two profiles:
 
@@ -10,7 +10,7 @@ Two profiles:
     (``model_type: gemma3``), so it is loaded with ``AutoModelForCausalLM`` (which
     maps it to ``Gemma3ForConditionalGeneration``). ``Gemma3ForCausalLM.from_pretrained``
     on that checkpoint raises no error but initialises every weight at random; a
-    load that leaves any weight missing is refused here.
+    load that leaves any weight missing is refused (:func:`forethought.bundle.models.load_model`).
 
 LoRA targets are a regex anchored on the language model's module path
 (``model.layers.N...`` for a text model, ``model.language_model.layers.N...`` for
@@ -26,23 +26,17 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forethought.bundle.models import AdapterTargetError, check_module_names, text_model_prefix
 from forethought.errors import UserError
 
 if TYPE_CHECKING:
     import torch
     from peft import LoraConfig
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from forethought.training.config import LoraSettings, ModelConfig
 
-# Sub-modules of a multimodal checkpoint that must never carry an adapter.
-NON_TEXT_PARTS = ("vision_tower", "multi_modal_projector", "vision_model", "audio_tower")
 _ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
 _MLP = ("gate_proj", "up_proj", "down_proj")
-
-
-class AdapterTargetError(RuntimeError):
-    """LoRA ended up outside the language model (or missed part of it): refuse to train or ship it."""
 
 
 def resolve_device(requested: str) -> str:
@@ -116,86 +110,6 @@ def require_local_path(model_cfg: ModelConfig) -> Path:
     return p
 
 
-def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu") -> PreTrainedModel:
-    """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised."""
-    import os
-
-    from transformers import AutoModelForCausalLM
-
-    kwargs: dict[str, Any] = {}
-    fsdp = fsdp_enabled()
-    if device == "cuda" and not fsdp:
-        # Load straight onto this process's GPU.
-        kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
-    try:
-        model, info = AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
-        )
-    except (OSError, ImportError) as exc:
-        # Missing/unreadable weight files, or an attention kernel that is not installed: the user's
-        # checkpoint or environment, reported against the setting that chose it.
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        where = "model.attn_implementation" if isinstance(exc, ImportError) else f"model.path={path}"
-        raise UserError(f"cannot load the base model: {first}", where) from None
-    missing = list(info.get("missing_keys") or [])
-    mismatched = list(info.get("mismatched_keys") or [])
-    if missing or mismatched:
-        raise UserError(
-            f"checkpoint loaded with {len(missing)} missing and {len(mismatched)} mismatched weights "
-            f"(e.g. {(missing or mismatched)[:3]}): refusing to train on randomly initialised weights",
-            str(path),
-        )
-    if device != "cpu" and "device_map" not in kwargs and not fsdp:
-        model.to(device)
-    # Under FSDP the model stays where from_pretrained left it (CPU; with fsdp_cpu_ram_efficient_loading,
-    # meta tensors on ranks > 0): accelerate shards it and places each shard on its rank's GPU. Moving it
-    # here would put the whole base on every rank's (or cuda:0's) memory, and fails on meta tensors.
-    return model
-
-
-def fsdp_enabled() -> bool:
-    """True inside ``accelerate launch`` with an FSDP config (accelerate sets ``ACCELERATE_USE_FSDP``)."""
-    import os
-
-    return os.environ.get("ACCELERATE_USE_FSDP", "false").strip().lower() in ("y", "yes", "t", "true", "on", "1")  # accelerate's str_to_bool
-
-
-def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
-    from transformers import AutoTokenizer
-
-    from forethought.training.tiny import gemma3_chat_template
-
-    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    if not getattr(tok, "chat_template", None):
-        tok.chat_template = gemma3_chat_template()
-    if tok.pad_token is None:
-        tok.pad_token = "<pad>" if "<pad>" in tok.get_vocab() else tok.eos_token
-    if "<end_of_turn>" not in tok.get_vocab():
-        raise UserError("tokenizer has no <end_of_turn> token: not a Gemma 3 tokenizer", str(path))
-    return tok
-
-
-def text_model_prefix(model: Any) -> str:
-    """Qualified module name of the language model (the decoder stack with ``layers``).
-
-    ``model`` for ``Gemma3ForCausalLM``, ``model.language_model`` for
-    ``Gemma3ForConditionalGeneration``. Works on a PEFT-wrapped model too
-    (returns the name under ``base_model.model``).
-    """
-    base = model
-    if hasattr(model, "get_base_model"):
-        base = model.get_base_model()
-    decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
-    if decoder is None or not hasattr(decoder, "layers"):
-        raise AdapterTargetError(f"cannot find the language model of {type(base).__name__}")
-    for name, module in base.named_modules():
-        if module is decoder:
-            if any(part in name for part in NON_TEXT_PARTS):
-                raise AdapterTargetError(f"the decoder found ({name}) lies in a non-text part")
-            return name
-    raise AdapterTargetError(f"the language model of {type(base).__name__} is not among its modules")
-
-
 def lora_target_regex(prefix: str, targets: list[str]) -> str:
     """A regex PEFT full-matches against module names: only the language model's projections."""
     attn = [t for t in targets if t in _ATTN]
@@ -222,22 +136,6 @@ def lora_config(model: Any, lora: LoraSettings) -> LoraConfig:
     )
 
 
-def _check_names(names: list[str], prefix: str, expected_modules: int | None, what: str) -> None:
-    want = f"{prefix}.layers."
-    bad = [n for n in names if any(part in n for part in NON_TEXT_PARTS) or not n.removeprefix("base_model.model.").startswith(want)]
-    if bad:
-        raise AdapterTargetError(
-            f"{len(bad)} {what} outside the language model '{prefix}' (e.g. {bad[:3]}); the vision tower or other parts "
-            "must never be adapted"
-        )
-    if not names:
-        raise AdapterTargetError(f"no {what} at all: LoRA matched nothing in '{prefix}'")
-    if expected_modules is not None:
-        found = {n.split(".lora_")[0] for n in names}
-        if len(found) != expected_modules:
-            raise AdapterTargetError(f"LoRA wraps {len(found)} modules, expected {expected_modules} ({what})")
-
-
 def check_adapter_targets(peft_model: Any, lora: LoraSettings | None = None) -> dict[str, Any]:
     """Fail loudly unless every LoRA parameter lies in the language model's decoder layers.
 
@@ -251,9 +149,9 @@ def check_adapter_targets(peft_model: Any, lora: LoraSettings | None = None) -> 
     n_layers = len(base.get_decoder().layers)
     expected = n_layers * len(lora.target_modules) if lora is not None else None
     lora_params = [n for n, _ in peft_model.named_parameters() if ".lora_" in n]
-    _check_names(lora_params, prefix, expected, "LoRA parameters")
+    check_module_names(lora_params, prefix, expected, "LoRA parameters")
     saved = list(get_peft_model_state_dict(peft_model).keys())
-    _check_names(saved, prefix, expected, "adapter keys")
+    check_module_names(saved, prefix, expected, "adapter keys")
     trainable = [n for n, p in peft_model.named_parameters() if p.requires_grad]
     stray = [n for n in trainable if ".lora_" not in n]
     if stray:
@@ -263,16 +161,3 @@ def check_adapter_targets(peft_model: Any, lora: LoraSettings | None = None) -> 
         "lora_modules": len({n.split(".lora_")[0] for n in lora_params}),
         "lora_parameters": int(sum(p.numel() for n, p in peft_model.named_parameters() if ".lora_" in n)),
     }
-
-
-def check_saved_adapter(adapter_dir: str | Path, prefix: str, expected_modules: int | None = None) -> list[str]:
-    """Re-read a saved adapter's safetensors keys and check they all lie in the language model."""
-    from safetensors import safe_open
-
-    f = Path(adapter_dir) / "adapter_model.safetensors"
-    if not f.is_file():
-        raise AdapterTargetError(f"no adapter_model.safetensors in {adapter_dir}")
-    with safe_open(str(f), framework="pt") as st:
-        keys = list(st.keys())
-    _check_names(keys, prefix, expected_modules, "saved adapter keys")
-    return keys

@@ -1,4 +1,4 @@
-"""``forethought package``: build the bundle the kernel loads (see ``training/bundle.py``).
+"""``forethought package``: build the bundle the kernel loads (see ``forethought/bundle/manifest.py``).
 
 Refuses any adapter whose validation gate failed, unless
 ``allow_failed_gates=true``, which writes the bundle marked ``smoke``.
@@ -19,11 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forethought.bundle.manifest import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, sha256_file
 from forethought.errors import UserError
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
-from .bundle import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, sha256_file
 from .config import BUILT_HERE
 
 PROBE = [{"role": "system", "content": "Answer with JSON."}, {"role": "user", "content": "Task: list the files in the current folder\nTools:\n- ls(a?: boolean): List files."}]

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 from forethought.training.config import PRIMITIVES
@@ -92,14 +93,14 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
     return rows
 
 
-def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int) -> dict[str, list[DatasetRow]]:
     """A fixed random subset of each primitive's validation split, for the exact-match learning curve."""
     out = {}
     for p in primitives:
         f = Path(dataset_dir) / p / "validation.jsonl"
         if not f.is_file():
             continue
-        rows = [json.loads(line) for line in f.read_text(encoding="utf-8").split("\n") if line.strip()]
+        rows = read_rows(dataset_dir, p, "validation")  # checked as validate checks them: the curve scores the same rows
         random.Random(f"{seed}:{p}").shuffle(rows)
         out[p] = rows[:n]
     return out
@@ -199,7 +200,8 @@ def pretrain(cfg: TrainConfig) -> Path:
     from trl import SFTTrainer
 
     from forethought.training.callbacks import ExactMatchCurve, RichProgress, Throughput
-    from forethought.training.models import load_model, load_tokenizer, resolve_device
+    from forethought.bundle.models import load_model, load_tokenizer
+    from forethought.training.models import resolve_device
     from forethought.training.plots import plot_em, plot_loss
     from forethought.training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
 

@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from forethought.bundle.manifest import sha256_file
 from forethought.errors import UserError
+from forethought.training.artifacts import adapter_dir
 
 # The adapter files that decide what the model answers.
 MEASURED_FILES = ("adapter_model.safetensors", "adapter_config.json")
@@ -19,9 +21,6 @@ MAX_GATES_BYTES = 64 * 1024 * 1024
 
 
 def adapter_digests(train_dir: str | Path, primitive: str) -> dict[str, str | None]:
-    from forethought.training.artifacts import adapter_dir
-    from forethought.training.bundle import sha256_file
-
     d = adapter_dir(train_dir, primitive)
     return {f: (sha256_file(d / f) if (d / f).is_file() else None) for f in MEASURED_FILES}
 

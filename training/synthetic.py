@@ -2,8 +2,8 @@
 
 The real datasets come from ``forethought generate``; this module writes files of
 the same shape (``<dir>/<primitive>/{train,validation}.jsonl``, trl's
-conversational prompt-completion format plus ``id``/``solution_id``/``primitive``/
-``target``/``input``) so that training can be exercised and timed without them.
+conversational prompt-completion format, one
+:class:`~forethought.data_gen.row.DatasetRow` per line) so that training can be exercised and timed without them.
 Every row is one of the spec's golden cases (kernel/spec_golden.json) with
 random distractor tools added to its tool list and random words added to its
 request, rendered by the spec (``messages`` and ``target_text``): the prompts
@@ -24,6 +24,7 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
+from forethought.data_gen.row import DatasetRow
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveSpec, ToolBrief
 from forethought.primitives.io import atomic_write_jsonl
 
@@ -81,16 +82,17 @@ def make_rows(primitive: str, n: int, *, seed: int = 0, scale: Literal["small", 
     rows = []
     for i in range(n):
         inp, target = _vary(spec, rng, detail)
-        rows.append({
-            "id": f"{primitive}-{split}-{i:05d}",
+        rows.append(DatasetRow(
+            id=f"{primitive}-{split}-{i:05d}",
             # validation rows come from other (held-out) solutions, as in a generated dataset
-            "solution_id": f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
-            "primitive": primitive,
-            "prompt": spec.messages(inp),
-            "completion": [{"role": "assistant", "content": spec.target_text(target)}],
-            "target": target.model_dump(mode="json"),
-            "input": json.dumps(inp.model_dump(mode="json"), ensure_ascii=False),
-        })
+            solution_id=f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
+            primitive=primitive,
+            prompt=spec.messages(inp),
+            completion=[{"role": "assistant", "content": spec.target_text(target)}],
+            target=target.model_dump(mode="json"),
+            input=json.dumps(inp.model_dump(mode="json"), ensure_ascii=False),
+            near_duplicate_across_split=False,
+        ).model_dump(mode="json"))
     return rows
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forethought.bundle.models import gemma3_chat_template
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json
 
@@ -36,13 +37,6 @@ if TYPE_CHECKING:
 SPECIAL_TOKENS = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
 BASE_MANIFEST = "forethought_base.json"
 TINY_BUILD_VERSION = 1  # bump when the construction below changes
-
-
-def gemma3_chat_template() -> str:
-    """trl's shipped Gemma 3 chat template (the one Gemma 3 checkpoints carry)."""
-    import trl
-
-    return (Path(trl.__file__).parent / "chat_templates" / "gemma3.jinja").read_text(encoding="utf-8")
 
 
 def _message_text(messages: Any) -> Iterator[str]:

@@ -644,15 +644,8 @@ def train_primitive(
 
     from forethought.training.callbacks import RichProgress, Throughput
     from forethought.training.data import load_splits
-    from forethought.training.models import (
-        check_adapter_targets,
-        check_saved_adapter,
-        load_model,
-        load_tokenizer,
-        lora_config,
-        resolve_device,
-        resolve_dtype,
-    )
+    from forethought.bundle.models import check_saved_adapter, load_model, load_tokenizer
+    from forethought.training.models import check_adapter_targets, lora_config, resolve_device, resolve_dtype
     from forethought.training.plots import plot_loss
 
     if not sys.stderr.isatty():

@@ -10,7 +10,6 @@ exits non-zero if any gate fails.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.kernel.backends.factory import Device
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, PrimitiveSpec, default_thresholds, per_primitive
@@ -68,7 +68,7 @@ class ValidateConfig(BaseModel):
         return [n for n in PRIMITIVE_NAMES if n in self.primitives]  # canonical order, no duplicates
 
 
-def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], keep_examples: int = 3) -> dict[str, Any]:
+def score(spec: PrimitiveSpec, rows: list[DatasetRow], texts: list[str], keep_examples: int = 3) -> dict[str, Any]:
     """Parse, contract-check and exact-match each output against its row's target."""
     n = len(rows)
     parsed_ok = contract_ok = em = 0
@@ -83,7 +83,7 @@ def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], kee
             pred, kind = None, "unparseable"
         if kind is None:
             try:
-                res = spec.check_output(row["input"], pred)
+                res = spec.check_output(row.input_value, pred)
             except Exception as exc:  # fail closed
                 res, kind = None, f"contract:unevaluable ({type(exc).__name__})"
             if res is not None:
@@ -92,14 +92,14 @@ def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], kee
                 else:
                     v = res.violations[0]
                     kind = f"contract:{v.constraint}" if v.level != "type" else "schema"
-            if spec.exact_match(pred, row["target"]):
+            if spec.exact_match(pred, row.target):
                 em += 1
             elif kind is None:
                 kind = "mismatch"
         if kind is not None:
             kinds[kind] += 1
             if len(examples[kind]) < keep_examples:
-                examples[kind].append({"id": row.get("id"), "output": text[:400], "target": spec.target_text(row["target"])[:400]})
+                examples[kind].append({"id": row.id, "output": text[:400], "target": spec.target_text(row.target)[:400]})
     return {
         "n": n,
         "exact_match": em / n if n else 0.0,
@@ -109,58 +109,25 @@ def score(spec: PrimitiveSpec, rows: list[dict[str, Any]], texts: list[str], kee
     }
 
 
-def _row_problem(spec: PrimitiveSpec, r: Any) -> str | None:
-    """Why a validation row cannot be scored (named by field), or None."""
-    if not isinstance(r, dict):
-        return f"not a JSON object (got {type(r).__name__})"
-    for k in ("prompt", "target", "input"):
-        if k not in r:
-            return f"field {k!r} is missing"
-    if not isinstance(r["prompt"], list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in r["prompt"]):
-        return "field 'prompt' must be a list of messages with string 'content'"
-    if isinstance(r["input"], str):
-        try:
-            r["input"] = json.loads(r["input"])
-        except (json.JSONDecodeError, RecursionError):
-            return "field 'input' is not valid JSON"
+def _spec_problem(spec: PrimitiveSpec, row: DatasetRow) -> str | None:
+    """Why a validation row cannot be scored by its primitive's spec (named by field), or None."""
     try:
-        spec.input_type.model_validate(r["input"])
+        spec.input_type.model_validate(row.input_value)
     except Exception as exc:
         return f"field 'input' is not a {spec.input_type.__name__}: {str(exc).splitlines()[0][:200]}"
     try:
-        spec.target_text(r["target"])
+        spec.target_text(row.target)
     except Exception as exc:
         return f"field 'target' is not a valid {spec.name} target: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     return None
 
 
-def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[dict[str, Any]]:
-    from forethought.data_gen.unit import load_manifest, split_problem
-    from forethought.training.data import read_dataset_text
-
+def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[DatasetRow]:
     path = Path(dataset_dir) / prim / "validation.jsonl"
     if not path.is_file():
         raise UserError(f"no validation split for {prim!r} (run forethought generate)", str(path))
-    held_out = set(load_manifest(dataset_dir)["validation_solutions"])
-    try:
-        text = read_dataset_text(dataset_dir, f"{prim}/validation.jsonl")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
     spec = SPECS[prim]
-    rows = []
-    for i, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028
-        if not line.strip():
-            continue
-        try:
-            r = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise UserError(f"line {i}: not valid JSON ({getattr(exc, 'msg', exc)})", str(path)) from None
-        problem = _row_problem(spec, r) or split_problem(r, "validation", held_out)
-        if problem:
-            raise UserError(f"line {i}: {problem}", str(path))
-        rows.append(r)
-        if limit and len(rows) >= limit:
-            break
+    rows = read_rows(dataset_dir, prim, "validation", limit=limit, check=lambda row: _spec_problem(spec, row))
     if not rows:
         raise UserError("empty validation split", str(path))
     return rows
@@ -179,8 +146,8 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
     t0 = time.perf_counter()
     for p in prims:
         spec, rows = SPECS[p], rows_by[p]
-        msgs = [r["prompt"] for r in rows]
-        schemas = [spec.decoding_schema(spec.input_type.model_validate(r["input"])) for r in rows]
+        msgs = [r.prompt_messages() for r in rows]
+        schemas = [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in rows]
 
         def decode(adapter: str, constrained: bool, kind: str, p: str = p, msgs: list = msgs, schemas: list = schemas) -> list[str]:
             return generate(model, tokenizer, msgs, adapter=adapter, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
@@ -196,7 +163,7 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         r["decoding"] = "constrained" if cfg.constrained else "free"
         r[f"exact_match_{r['decoding']}"] = r["exact_match"]
         # Rows with no near-duplicate in train (prompt with slot values and digits masked): the honest figure.
-        fresh = [i for i, row in enumerate(rows) if row.get("near_duplicate_across_split") is False]
+        fresh = [i for i, row in enumerate(rows) if not row.near_duplicate_across_split]
         r["n_no_near_duplicate"] = len(fresh)
         r["exact_match_no_near_duplicate"] = (
             score(spec, [rows[i] for i in fresh], [tuned[i] for i in fresh], 0)["exact_match"] if fresh else None

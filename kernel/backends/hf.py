@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from forethought.bundle.manifest import load_bundle
 from forethought.primitives import SLMReply, SLMRequest
+
+from ..specs import spec_hashes
 
 BASE = "__base__"  # generate with every adapter disabled
 
@@ -184,9 +187,7 @@ class HFBackend:
     def from_bundle(cls, path: str | Path, *, device: str = "auto", batch_size: int = 16, max_new_tokens: int = 384,
                     constrained: bool | None = None, allow_smoke: bool = False) -> HFBackend:
         """``constrained=None`` decodes as the bundle's gates were measured (its manifest's ``decoding``)."""
-        from forethought.training.bundle import load_bundle
-
-        bundle = load_bundle(path, allow_smoke=allow_smoke)
+        bundle = load_bundle(path, spec_hashes(), allow_smoke=allow_smoke)
         if bundle.smoke:
             print(
                 f"WARNING: bundle {bundle.path} is marked SMOKE: one or more adapters FAILED their validation gates "

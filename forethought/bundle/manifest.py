@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -30,6 +31,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forethought.errors import UserError
+
+from .models import load_model, load_tokenizer
 
 FORMAT_VERSION = 3  # 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed
 MANIFEST = "manifest.json"
@@ -274,10 +277,9 @@ class Bundle:
 
     def load_model(self, device: str = "cpu") -> tuple[Any, Any]:
         """Base + every adapter (named after its primitive) and the tokenizer."""
+        # torch and peft load lazily: importing the kernel's backends (every CLI command does) stays fast.
         import torch
         from peft import PeftModel
-
-        from forethought.training.models import load_model, load_tokenizer
 
         dtype = torch.bfloat16 if (device != "cpu" or self.manifest["base"].get("dtype") == "bfloat16") else torch.float32
         model = load_model(self.base_dir, dtype=dtype, attn_implementation=self.manifest["base"].get("attn_implementation", "sdpa"), device=device)
@@ -291,10 +293,14 @@ class Bundle:
         return peft, tok
 
 
-def load_bundle(path: str | Path, *, allow_smoke: bool = False, require: tuple[str, ...] | None = None) -> Bundle:
-    """Open and check a bundle; every refusal names the file and what is wrong."""
-    from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
+def load_bundle(path: str | Path, spec_hashes: Mapping[str, str], *, allow_smoke: bool = False,
+                require: tuple[str, ...] | None = None) -> Bundle:
+    """Open and check a bundle; every refusal names the file and what is wrong.
 
+    ``spec_hashes`` maps each primitive to the code's current spec hash
+    (``forethought.kernel.specs.spec_hashes()``): an adapter trained under another one is refused.
+    ``require`` (default: every primitive of ``spec_hashes``) names the primitives the bundle must hold.
+    """
     root = Path(path)
     mpath = root / MANIFEST
     if not mpath.is_file():
@@ -308,15 +314,15 @@ def load_bundle(path: str | Path, *, allow_smoke: bool = False, require: tuple[s
             "to load it anyway for smoke tests",
             str(mpath),
         )
-    wanted = require or PRIMITIVE_NAMES
+    wanted = require or tuple(spec_hashes)
     missing = [n for n in wanted if n not in m["primitives"]]
     if missing:
         raise BundleError(f"primitives {missing} are missing from the bundle", str(mpath))
     for name, p in m["primitives"].items():
         where = f"{mpath}: primitives.{name}"
-        if name in SPECS and p.get("spec_hash") != SPECS[name].spec_hash:
+        if name in spec_hashes and p.get("spec_hash") != spec_hashes[name]:
             raise BundleError(
-                f"spec hash {p.get('spec_hash')} differs from the code's {SPECS[name].spec_hash}: the primitive's prompt, "
+                f"spec hash {p.get('spec_hash')} differs from the code's {spec_hashes[name]}: the primitive's prompt, "
                 "schema or contract changed since this adapter was trained; retrain and repackage",
                 where,
             )

@@ -1,0 +1,171 @@
+"""The dataset row, defined once: generate writes it, the dataset card describes it, train and validate read it.
+
+``<dataset_dir>/<primitive>/{train,validation}.jsonl`` holds one :class:`DatasetRow` per line: trl's
+conversational prompt-completion format (``prompt``, ``completion``) plus the metadata validation and
+the reports need. A row is checked whole on reading (:func:`read_rows`), and every bad row is reported
+with its file, line and field, so train and validate accept and refuse exactly the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from forethought.errors import UserError
+
+from .unit import MAX_FILE_BYTES, checked_bytes, load_manifest, split_problem
+
+MAX_REPORTED = 10  # bad rows listed in one error; the rest are counted
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    role: str
+    content: str
+
+
+class DatasetRow(BaseModel):
+    """One example. The field descriptions are the dataset card's (:mod:`forethought.data_gen.formats`)."""
+
+    # strict: a row is JSON, so a number where a string belongs is an error, not a conversion
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str = Field(min_length=1, description="the example's id: `<primitive>-<hash of its prompt and completion>`")
+    solution_id: str = Field(min_length=1, description="the worked solution it comes from (splits are by solution)")
+    primitive: str = Field(min_length=1, description="the primitive it trains (the folder it is in)")
+    prompt: list[Message] = Field(min_length=1, description="system + user messages, as the kernel renders them")
+    completion: list[Message] = Field(min_length=1, max_length=1, description="one assistant message: the target as compact JSON")
+    target: Any = Field(description="the completion's JSON as an object (what validation compares with)")
+    input: str = Field(description="the primitive's structured input as a JSON string, from which its spec renders the prompt "
+                                   "(key order is rendering order); validation checks outputs against it")
+    near_duplicate_across_split: bool = Field(description="true when the prompt, slot values and digits masked, also occurs in the other split")
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_roles(cls, prompt: list[Message]) -> list[Message]:
+        roles = [m.role for m in prompt]
+        if roles[0] == "system":
+            roles = roles[1:]
+        if not roles or any(r != ("user" if i % 2 == 0 else "assistant") for i, r in enumerate(roles)) or roles[-1] != "user":
+            raise ValueError("roles must be [system], user, assistant, user, ... ending with user (Gemma's template has no other roles)")
+        return prompt
+
+    @field_validator("completion")
+    @classmethod
+    def _one_json_answer(cls, completion: list[Message]) -> list[Message]:
+        if completion[0].role != "assistant":
+            raise ValueError("the completion message's role must be 'assistant'")
+        if not completion[0].content.strip():
+            raise ValueError("empty completion")
+        try:  # every primitive answers in JSON; a completion that is not JSON teaches the model to break its contract
+            json.loads(completion[0].content)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError("the completion's content is not JSON (every primitive's target is a JSON object)") from None
+        return completion
+
+    @field_validator("input")
+    @classmethod
+    def _input_is_json(cls, text: str) -> str:
+        try:
+            json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError("not valid JSON") from None
+        return text
+
+    @model_validator(mode="after")
+    def _target_is_the_completion(self) -> DatasetRow:
+        # Otherwise the model is trained on one answer (the completion) and judged against another (the target).
+        if json.loads(self.completion[0].content) != self.target:
+            raise ValueError("field 'target' is not the completion's JSON")
+        return self
+
+    @cached_property
+    def input_value(self) -> Any:
+        """``input`` parsed: the primitive's structured input as JSON values."""
+        return json.loads(self.input)
+
+    def prompt_messages(self) -> list[dict[str, str]]:
+        """The prompt as chat messages (dicts), as a chat template and the backends take them."""
+        return [m.model_dump() for m in self.prompt]
+
+    def line(self) -> str:
+        """The row as one JSON Lines line (no newline), fields in their declared order."""
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False)
+
+
+def row_problem(raw: Any) -> tuple[DatasetRow | None, str | None]:
+    """A parsed JSON value as a row, or why it is not one (the first problem, named by field)."""
+    if not isinstance(raw, dict):
+        return None, f"not a JSON object (got {type(raw).__name__})"
+    try:
+        return DatasetRow.model_validate(raw), None
+    except ValidationError as exc:
+        errors = exc.errors()
+        e = errors[0]
+        field = ".".join(str(x) for x in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "missing":
+            text = f"field {field!r} is missing"
+        elif e["type"] == "extra_forbidden":
+            text = f"field {field!r} is not a dataset row field ({', '.join(DatasetRow.model_fields)})"
+        elif not field:
+            text = msg  # a check across fields names its field itself
+        else:
+            text = f"field {field!r}: {msg}"
+        return None, text + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+
+
+def dataset_text(dataset_dir: str | Path, rel: str) -> str:
+    """A dataset file's text, refused unless the dataset's manifest vouches for exactly these bytes."""
+    path = Path(dataset_dir) / rel
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise UserError(f"larger than {MAX_FILE_BYTES >> 20} MiB; split the dataset", str(path))
+    try:
+        return checked_bytes(dataset_dir, rel).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
+
+
+def read_rows(dataset_dir: str | Path, primitive: str, split: str, *, limit: int | None = None,
+              check: Callable[[DatasetRow], str | None] | None = None) -> list[DatasetRow]:
+    """The rows of ``<dataset_dir>/<primitive>/<split>.jsonl``, each checked; every bad one is listed with its line.
+
+    A row must be a :class:`DatasetRow` of this primitive, on its side of the train/validation split
+    (the manifest's held-out solutions); ``check`` adds a caller's own test (validate checks ``input``
+    and ``target`` against the primitive's spec). Stops after ``limit`` good rows.
+    """
+    rel = f"{primitive}/{split}.jsonl"
+    path = Path(dataset_dir) / rel
+    held_out = set(load_manifest(dataset_dir)["validation_solutions"])
+    text = dataset_text(dataset_dir, rel)
+    rows: list[DatasetRow] = []
+    errors: list[str] = []
+    for i, line in enumerate(text.split("\n"), start=1):  # not splitlines(): JSON strings may hold U+2028
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            errors.append(f"line {i}: not valid JSON ({getattr(exc, 'msg', exc)})")
+            continue
+        row, problem = row_problem(raw)
+        if row is not None:
+            if row.primitive != primitive:
+                problem = f"field 'primitive' is {row.primitive!r}, expected {primitive!r} (the folder it is in)"
+            else:
+                problem = split_problem(row.solution_id, split, held_out) or (check(row) if check else None)
+        if problem:
+            errors.append(f"line {i}: {problem}")
+            continue
+        rows.append(row)
+        if limit is not None and len(rows) >= limit:
+            break
+    if errors:
+        more = f"\n  ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
+        raise UserError(f"{len(errors)} bad row(s):\n  " + "\n  ".join(errors[:MAX_REPORTED]) + more, str(path))
+    return rows

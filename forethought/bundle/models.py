@@ -1,0 +1,144 @@
+"""Loading a saved base model and tokenizer, and checking where an adapter's weights lie.
+
+Used by the kernel's hf backend (through :mod:`forethought.bundle.manifest`) and by training
+(``train``, ``validate``, ``package``), so a model is loaded one way whether it is trained or served.
+
+A base is loaded with ``AutoModelForCausalLM``: a Gemma-3-12B checkpoint is multimodal
+(``model_type: gemma3``) and maps to ``Gemma3ForConditionalGeneration``; ``Gemma3ForCausalLM.from_pretrained``
+on it raises no error but initialises every weight at random, so a load that leaves any weight
+missing is refused. Adapter keys must lie in the language model's decoder layers
+(``model.layers.N...`` for a text model, ``model.language_model.layers.N...`` for the multimodal one),
+never in the vision tower.
+
+torch, transformers, peft, safetensors and trl are imported inside the functions that need them:
+the kernel's backends import this module, and every CLI command imports those, so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forethought.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+# Sub-modules of a multimodal checkpoint that must never carry an adapter.
+NON_TEXT_PARTS = ("vision_tower", "multi_modal_projector", "vision_model", "audio_tower")
+
+
+class AdapterTargetError(RuntimeError):
+    """LoRA ended up outside the language model (or missed part of it): refuse to train or ship it."""
+
+
+def gemma3_chat_template() -> str:
+    """trl's shipped Gemma 3 chat template (the one Gemma 3 checkpoints carry)."""
+    import trl
+
+    return (Path(trl.__file__).parent / "chat_templates" / "gemma3.jinja").read_text(encoding="utf-8")
+
+
+def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu") -> PreTrainedModel:
+    """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised."""
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {}
+    fsdp = fsdp_enabled()
+    if device == "cuda" and not fsdp:
+        # Load straight onto this process's GPU.
+        kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(
+            str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
+        )
+    except (OSError, ImportError) as exc:
+        # Missing/unreadable weight files, or an attention kernel that is not installed: the user's
+        # checkpoint or environment, reported against the setting that chose it.
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        where = "model.attn_implementation" if isinstance(exc, ImportError) else f"model.path={path}"
+        raise UserError(f"cannot load the base model: {first}", where) from None
+    missing = list(info.get("missing_keys") or [])
+    mismatched = list(info.get("mismatched_keys") or [])
+    if missing or mismatched:
+        raise UserError(
+            f"checkpoint loaded with {len(missing)} missing and {len(mismatched)} mismatched weights "
+            f"(e.g. {(missing or mismatched)[:3]}): refusing to train on randomly initialised weights",
+            str(path),
+        )
+    if device != "cpu" and "device_map" not in kwargs and not fsdp:
+        model.to(device)
+    # Under FSDP the model stays where from_pretrained left it (CPU; with fsdp_cpu_ram_efficient_loading,
+    # meta tensors on ranks > 0): accelerate shards it and places each shard on its rank's GPU. Moving it
+    # here would put the whole base on every rank's (or cuda:0's) memory, and fails on meta tensors.
+    return model
+
+
+def fsdp_enabled() -> bool:
+    """True inside ``accelerate launch`` with an FSDP config (accelerate sets ``ACCELERATE_USE_FSDP``)."""
+    return os.environ.get("ACCELERATE_USE_FSDP", "false").strip().lower() in ("y", "yes", "t", "true", "on", "1")  # accelerate's str_to_bool
+
+
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if not getattr(tok, "chat_template", None):
+        tok.chat_template = gemma3_chat_template()
+    if tok.pad_token is None:
+        tok.pad_token = "<pad>" if "<pad>" in tok.get_vocab() else tok.eos_token
+    if "<end_of_turn>" not in tok.get_vocab():
+        raise UserError("tokenizer has no <end_of_turn> token: not a Gemma 3 tokenizer", str(path))
+    return tok
+
+
+def text_model_prefix(model: Any) -> str:
+    """Qualified module name of the language model (the decoder stack with ``layers``).
+
+    ``model`` for ``Gemma3ForCausalLM``, ``model.language_model`` for
+    ``Gemma3ForConditionalGeneration``. Works on a PEFT-wrapped model too
+    (returns the name under ``base_model.model``).
+    """
+    base = model
+    if hasattr(model, "get_base_model"):
+        base = model.get_base_model()
+    decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
+    if decoder is None or not hasattr(decoder, "layers"):
+        raise AdapterTargetError(f"cannot find the language model of {type(base).__name__}")
+    for name, module in base.named_modules():
+        if module is decoder:
+            if any(part in name for part in NON_TEXT_PARTS):
+                raise AdapterTargetError(f"the decoder found ({name}) lies in a non-text part")
+            return name
+    raise AdapterTargetError(f"the language model of {type(base).__name__} is not among its modules")
+
+
+def check_module_names(names: list[str], prefix: str, expected_modules: int | None, what: str) -> None:
+    want = f"{prefix}.layers."
+    bad = [n for n in names if any(part in n for part in NON_TEXT_PARTS) or not n.removeprefix("base_model.model.").startswith(want)]
+    if bad:
+        raise AdapterTargetError(
+            f"{len(bad)} {what} outside the language model '{prefix}' (e.g. {bad[:3]}); the vision tower or other parts "
+            "must never be adapted"
+        )
+    if not names:
+        raise AdapterTargetError(f"no {what} at all: LoRA matched nothing in '{prefix}'")
+    if expected_modules is not None:
+        found = {n.split(".lora_")[0] for n in names}
+        if len(found) != expected_modules:
+            raise AdapterTargetError(f"LoRA wraps {len(found)} modules, expected {expected_modules} ({what})")
+
+
+def check_saved_adapter(adapter_dir: str | Path, prefix: str, expected_modules: int | None = None) -> list[str]:
+    """Re-read a saved adapter's safetensors keys and check they all lie in the language model."""
+    from safetensors import safe_open
+
+    f = Path(adapter_dir) / "adapter_model.safetensors"
+    if not f.is_file():
+        raise AdapterTargetError(f"no adapter_model.safetensors in {adapter_dir}")
+    with safe_open(str(f), framework="pt") as st:
+        keys = list(st.keys())
+    check_module_names(keys, prefix, expected_modules, "saved adapter keys")
+    return keys
