@@ -19,6 +19,7 @@ import difflib
 import json
 import os
 from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
@@ -75,11 +76,26 @@ PRIMITIVE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# The registered primitives' names, for checking those tables. The primitive registry
+# (forethought.kernel.specs) is a layer above this module, so it hands its live view down when it is
+# imported (every command with such a table imports it) instead of this module importing it.
+_registered_primitives: Callable[[], Sequence[str]] | None = None
+
+
+def use_primitive_registry(names: Callable[[], Sequence[str]]) -> None:
+    """Called by forethought.kernel.specs: where conf tables find the registered primitives."""
+    global _registered_primitives
+    _registered_primitives = names
+
+
 def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]:
     """Every key of ``command``'s per-primitive conf tables that is not a registered primitive, located
     by file and key (the schema would report it too, but not which file to fix)."""
-    from forethought.kernel.specs import SPECS
-
+    if command not in PRIMITIVE_TABLES:
+        return []
+    if _registered_primitives is None:  # fail closed: a table nobody can check is not taken as checked
+        raise RuntimeError(f"composing {command!r} before the primitive registry (forethought.kernel.specs) was imported")
+    SPECS = list(_registered_primitives())
     errors = []
     for pattern, key in PRIMITIVE_TABLES.get(command, ()):
         for f in sorted(conf_dir.glob(pattern)):

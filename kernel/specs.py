@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from forethought.config import use_primitive_registry
 from forethought.primitives import Check, Contract, Primitive, slm
 from forethought.primitives.primitive import Message, default_parse
 
@@ -883,6 +884,7 @@ class _RegisteredNames(SequenceABC):
 
 
 PRIMITIVE_NAMES: Sequence[str] = _RegisteredNames()
+use_primitive_registry(lambda: list(SPECS))  # conf tables (forethought.config) check their keys against it
 
 
 def _spec_problems(spec: PrimitiveSpec) -> list[str]:

@@ -156,8 +156,11 @@ def test_a_size_or_threshold_not_named_is_the_specs_default_never_zero():
 def test_config_types_accept_exactly_the_registered_names():
     from pydantic import ValidationError
 
-    from forethought.config import load_config
+    from forethought.config import compose_and_validate
     from forethought.training.config import TrainConfig
+
+    def load_config(command, overrides, schema):
+        return compose_and_validate(command, overrides, schema)[1]
 
     assert load_config("train", ["primitive=base"], TrainConfig).primitives() == []
     with pytest.raises(Exception) as ei:
