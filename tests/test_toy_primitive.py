@@ -87,7 +87,8 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
     from forethought.data_gen.generate import DataConfig, generate
     from forethought.kernel.backends.hf import HFBackend
     from forethought.primitives import Engine, Program, Step
-    from forethought.training.bundle import load_bundle
+    from forethought.bundle.manifest import load_bundle
+    from forethought.kernel.specs import spec_hashes
     from forethought.training.package import PackageConfig, package
     from forethought.training.train import config_from_overrides, run
     from forethought.training.validate import ValidateConfig, run_validation
@@ -127,7 +128,7 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
     # package: a smoke bundle (a one-step random model fails gates) holding the toy's adapter
     package(PackageConfig(train_dir=str(train), validate_dir=str(gates_dir), dataset_dir=str(data), output_dir=str(bundle_dir),
                           allow_failed_gates=True))
-    bundle = load_bundle(bundle_dir, allow_smoke=True)
+    bundle = load_bundle(bundle_dir, spec_hashes(), allow_smoke=True)
     assert bundle.manifest["primitives"]["count_tasks"]["spec_hash"] == toy.spec_hash
 
     # kernel: the kernel's SLM step for the toy, run by the engine with the bundle's hf backend
