@@ -5,9 +5,9 @@ the only thing written for it: its oracle reads the answer from the
 annotation every worked solution already carries (the turn's tasks), and
 its decision points are taken at decompose's (``derived_from``), so the
 solutions, the conf files and the code of generate, train, validate,
-package and the hf backend are untouched. The "kernel step" is the
-kernel's SLM step for it, run by the engine with the packaged bundle's hf
-backend. Everything is tiny (random base, two training steps per adapter: the first, in warmup, has learning rate 0).
+package and the hf backend are untouched. The kernel step that calls it
+is placed in the real kernel program (before decompose) and the turn runs
+through Kernel.run_turn with the packaged bundle's hf backend. Everything is tiny (random base, two training steps per adapter: the first, in warmup, has learning rate 0).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from forethought.kernel.specs import (
     PrimitiveSpec,
     registered,
 )
-from forethought.primitives import Check
+from forethought.primitives import Check, Sequence, Step
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -86,7 +86,11 @@ def toy():
 def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kernel(toy, tmp_path, one_torch_thread):
     from forethought.data_gen.generate import DataConfig, generate
     from forethought.kernel.backends.hf import HFBackend
-    from forethought.primitives import Engine, Program, Step
+    from forethought.kernel.environment import Environment
+    from forethought.kernel.program import Kernel
+    from forethought.kernel.records import KernelConfig
+    from forethought.kernel.scratchpad import Scratchpad
+    from forethought.primitives import Program, Sequence
     from forethought.bundle.manifest import load_bundle
     from forethought.kernel.specs import spec_hashes
     from forethought.training.package import PackageConfig, package
@@ -131,11 +135,40 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
     bundle = load_bundle(bundle_dir, spec_hashes(), allow_smoke=True)
     assert bundle.manifest["primitives"]["count_tasks"]["spec_hash"] == toy.spec_hash
 
-    # kernel: the kernel's SLM step for the toy, run by the engine with the bundle's hf backend
+    # kernel: the one kernel step that calls it, placed in the real kernel program (before decompose,
+    # on the same request), run by Kernel.run_turn with the bundle's hf backend on a real domain turn
     backend = HFBackend.from_bundle(bundle_dir, device="cpu", allow_smoke=True, max_new_tokens=16)
     assert backend.constrained  # decoded as its gates were measured
-    program = Program(Step(toy.primitive(), retries=0), name="count_tasks_step")
-    result = Engine(backend, trace="full").run(program, CountTasksInput(user="Copy report.txt to backup and then delete it"))
-    assert result.error is None and isinstance(result.output, CountTasksOutput) and 0 <= result.output.count <= MAX_TASKS
-    (call,) = [r for r in result.trace if r.kind == "slm"]
-    assert call.primitive == "count_tasks" and call.contract["ok"]
+    kernel = Kernel(KernelConfig(retries=0, backend_retries=0))
+    root = kernel.program.root
+    assert [s.label for s in root.steps[:3]] == ["init_scratchpad", "init_decompose", "decompose"]
+    kernel.program = Program(Sequence(*root.steps[:2], count_tasks_step(toy, kernel.config), *root.steps[2:], label="kernel"),
+                             name=kernel.program.name)
+    env = Environment(["file_system"])
+    result, trace = kernel.run_turn(user="Go to the archive folder and list it", env=env, scratchpad=Scratchpad({}),
+                                    registry=env.registry(), backend=backend, trace="full")
+    assert result.backend_error is None
+    toy_calls = [r for r in trace if r.primitive == "count_tasks" and r.kind == "slm"]
+    assert len(toy_calls) == 1 and toy_calls[0].contract["ok"] and 0 <= toy_calls[0].output["count"] <= MAX_TASKS
+    # the turn went on from the toy's step into decompose (what the random adapters answer there is not the point)
+    assert any(r.primitive == "decompose" for r in trace)
+
+
+def count_tasks_step(spec, config):
+    """The kernel step for the toy: the decompose input in, the toy's answer recorded, the same input out."""
+    from forethought.kernel.program import _symbolic_step
+    from forethought.kernel.specs import DecomposeInput
+
+    def ask(x: DecomposeInput, turn) -> CountTasksInput:
+        turn.pending_decompose = x  # carried across the SLM step, whose input and output its spec fixes
+        return CountTasksInput(user=x.user)
+
+    def resume(x: CountTasksOutput, turn) -> DecomposeInput:
+        return turn.pending_decompose
+
+    return Sequence(
+        _symbolic_step("ask_count_tasks", ask, DecomposeInput, CountTasksInput),
+        Step(spec.primitive(max_tasks=config.max_tasks), retries=config.retries, label="count_tasks"),
+        _symbolic_step("resume_decompose", resume, CountTasksOutput, DecomposeInput),
+        label="count_tasks_step",
+    )
