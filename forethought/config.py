@@ -18,8 +18,8 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
@@ -33,7 +33,10 @@ class ConfigError(ValueError):
     def __init__(self, source: str, errors: list[str]):
         self.source = source
         self.errors = errors
-        super().__init__(f"invalid config {source} ({len(errors)} error{'s' if len(errors) != 1 else ''}):\n" + "\n".join(f"  - {e}" for e in errors))
+        super().__init__(
+            f"invalid config {source} ({len(errors)} error{'s' if len(errors) != 1 else ''}):\n"
+            + "\n".join(f"  - {e}" for e in errors)
+        )
 
 
 def config_groups(conf_dir: Path = CONF_DIR) -> set[str]:
@@ -94,7 +97,9 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
     if command not in PRIMITIVE_TABLES:
         return []
     if _registered_primitives is None:  # fail closed: a table nobody can check is not taken as checked
-        raise RuntimeError(f"composing {command!r} before the primitive registry (forethought.kernel.specs) was imported")
+        raise RuntimeError(
+            f"composing {command!r} before the primitive registry (forethought.kernel.specs) was imported"
+        )
     SPECS = list(_registered_primitives())
     errors = []
     for pattern, key in PRIMITIVE_TABLES.get(command, ()):
@@ -108,13 +113,17 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
             if node is None:
                 continue
             if not isinstance(node, DictConfig):
-                errors.append(f"{where}: {key}: must map primitive names to values, got {OmegaConf.to_container(node) if not isinstance(node, (str, int, float)) else node!r}")
+                errors.append(
+                    f"{where}: {key}: must map primitive names to values, got "
+                    f"{OmegaConf.to_container(node) if not isinstance(node, (str, int, float)) else node!r}"
+                )
                 continue
             for name in node.keys():
                 if name not in SPECS:
                     hint = difflib.get_close_matches(str(name), list(SPECS), n=1)
                     errors.append(
-                        f"{where}: {key}.{name}: not a registered primitive" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                        f"{where}: {key}.{name}: not a registered primitive"
+                        + (f" (did you mean {hint[0]!r}?)" if hint else "")
                         + f"; registered: {', '.join(SPECS)}"
                     )
     return errors
@@ -155,7 +164,11 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
                     + f"; available: {', '.join(options)}"
                 )
                 bad.add(o.input_line)
-    group_ovr = [o.input_line for o in parsed if (o.key_or_group in groups or o.key_or_group.startswith("hydra")) and o.input_line not in bad]
+    group_ovr = [
+        o.input_line
+        for o in parsed
+        if (o.key_or_group in groups or o.key_or_group.startswith("hydra")) and o.input_line not in bad
+    ]
     try:
         base = _compose(command, group_ovr, conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
@@ -177,7 +190,9 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     return errors, kept
 
 
-def compose_config(command: str, overrides: list[str] | None = None, *, conf_dir: Path = CONF_DIR, return_hydra_config: bool = False) -> DictConfig:
+def compose_config(
+    command: str, overrides: list[str] | None = None, *, conf_dir: Path = CONF_DIR, return_hydra_config: bool = False
+) -> DictConfig:
     """Compose ``conf/<command>.yaml`` with overrides, reporting all unknown keys at once."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -193,7 +208,9 @@ def compose_config(command: str, overrides: list[str] | None = None, *, conf_dir
         raise ConfigError(source, [str(exc).splitlines()[0]]) from None
 
 
-def compose_and_validate(command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR) -> tuple[DictConfig, T]:
+def compose_and_validate(
+    command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR
+) -> tuple[DictConfig, T]:
     """Compose and validate in one go, listing unknown keys *and* type/value errors together.
 
     Unknown overrides are left out to compose the rest, so ``a.typo=1 a.n=abc``

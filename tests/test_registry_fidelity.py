@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from forethought.kernel.registry import CallParseError, Registry, load_registry, parse_call, parse_calls, validate_args
 from forethought.kernel.registry.bfcl_side_effects import BFCL_CLASS_SIDE_EFFECTS, BFCL_SIDE_EFFECTS
 from forethought.kernel.registry.cli import cli
