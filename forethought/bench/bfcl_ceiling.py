@@ -58,7 +58,7 @@ class CeilingEntry:
     category: str
     calls: int = 0
     blocked: list[BlockedCall] = field(default_factory=list)
-    schema_warnings: int = 0
+    schema_warnings: Counter = field(default_factory=Counter)  # function -> calls whose result broke its doc's schema
     candidate: list[list[str]] = field(default_factory=list)  # committed calls per turn, as call strings
     availability: Counter = field(default_factory=Counter)
     unavailable: list[dict[str, Any]] = field(default_factory=list)
@@ -67,6 +67,12 @@ class CeilingEntry:
     @property
     def let_through(self) -> bool:
         return not self.blocked
+
+    @property
+    def all_available(self) -> bool:
+        """Every value was where the kernel can take it from: decompose's and match_fill's grounding
+        contracts (CVC on) would accept every argument of the sequence."""
+        return not self.unavailable
 
 
 def _enum(spec: Any, name: str) -> list[Any] | None:
@@ -146,7 +152,8 @@ def run_entry(entry: Entry) -> CeilingEntry:
             ok, reasons = task_steps._execute(turn, f"gt{i}_{j}", "task", name, args)
             record = turn.calls[-1] if len(turn.calls) > before else None
             if record is not None:
-                out.schema_warnings += bool(record.warnings)
+                if record.warnings:
+                    out.schema_warnings[name] += 1
                 results.append(record.result)
             if not ok:
                 # _execute records every rejection as "pre: ..." or "post: ..." on the call it appended.

@@ -120,12 +120,20 @@ def run_entry(entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorde
     return out
 
 
-def _backend(cfg: BenchConfig) -> Any:
-    if cfg.replay is not None and cfg.replay_mode == "strict":
-        return _ReplayOnly()  # every answer comes from the recording; no model is loaded
-    if cfg.backend.name == "oracle":
+def _strict_replay(cfg: BenchConfig) -> bool:
+    return cfg.replay is not None and cfg.replay_mode == "strict"
+
+
+def _refuse_oracle(cfg: BenchConfig) -> None:
+    if cfg.backend.name == "oracle" and not _strict_replay(cfg):
         raise UserError("BFCL entries carry no annotations for the oracle backend to answer from; "
                         "use backend=hf (a bundle), backend=openai (a served model) or replay=RECORDING", "backend")
+
+
+def _backend(cfg: BenchConfig) -> Any:
+    if _strict_replay(cfg):
+        return _ReplayOnly()  # every answer comes from the recording; no model is loaded
+    _refuse_oracle(cfg)
     return make_model_backend(cfg.backend)
 
 
@@ -166,6 +174,8 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None)
 
     if cfg.record and cfg.replay is not None:
         raise UserError("record=true and replay=... exclude each other", "record")
+    if cfg.mode == "run" and backend is None:
+        _refuse_oracle(cfg)  # before any folder is made
     bfcl_data.bfcl_data_dir()  # installed, or a located error before anything else
     bfcl_data.check_ids(cfg.categories, cfg.ids)
     selected = {c: bfcl_data.select(c, cfg.ids, cfg.count) for c in cfg.categories}
