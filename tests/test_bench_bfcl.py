@@ -17,15 +17,16 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
-from forethought.bench import bfcl_ceiling, bfcl_data, bfcl_score  # noqa: E402
-from forethought.bench.bfcl_env import BfclEnvironment  # noqa: E402
-from forethought.bench.bfcl_run import BenchConfig, run_bench  # noqa: E402
-from forethought.cli import main  # noqa: E402
 from forethought.kernel import task_steps  # noqa: E402
 from forethought.kernel.records import KernelConfig, TurnState  # noqa: E402
 from forethought.kernel.registry import parse_call  # noqa: E402
 from forethought.kernel.scratchpad import Scratchpad  # noqa: E402
 from forethought.primitives import SLMReply  # noqa: E402
+
+from forethought.bench import bfcl_ceiling, bfcl_data, bfcl_score  # noqa: E402
+from forethought.bench.bfcl_env import BfclEnvironment  # noqa: E402
+from forethought.bench.bfcl_run import BenchConfig, run_bench  # noqa: E402
+from forethought.cli import main  # noqa: E402
 
 
 def _entry(entry_id: str) -> bfcl_data.Entry:
@@ -202,9 +203,12 @@ def test_ceiling_blocks_a_function_used_before_bfcl_releases_it():
     assert (blocked.turn, blocked.call, blocked.stage) == (1, "tail(file_name='file3.txt')", "unregistered")
 
 
-def test_ceiling_command_writes_its_report(tmp_path, capsys):
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ceiling_command_writes_its_report_and_the_readme_quotes_it(tmp_path, capsys):
     out = tmp_path / "ceiling"
-    assert main(["bench", "bfcl", "mode=ceiling", "categories=[base,miss_param]", f"output_dir={out}"]) == 0
+    assert main(["bench", "bfcl", "mode=ceiling", "categories=[base,miss_func,miss_param,long_context]", f"output_dir={out}"]) == 0
     printed = capsys.readouterr().out
     assert "multi_turn_base: 199/200 ground-truth sequences let through the guards; checker passes 199/199" in printed
     report = (out / "report.md").read_text()
@@ -216,6 +220,14 @@ def test_ceiling_command_writes_its_report(tmp_path, capsys):
     rows = [json.loads(x) for x in (out / "ceiling" / "BFCL_v4_multi_turn_base_result.json").read_text().splitlines()]
     assert len(rows) == 200 and rows[0]["id"] == "multi_turn_base_0"
     assert rows[0]["result"][0] == [["cd(folder='document')", "mkdir(dir_name='temp')", "mv(source='final_report.pdf', destination='temp')"]]
+    # The README's ceiling table is this run's figures.
+    readme = (ROOT / "README.md").read_text()
+    for category, s in json.loads((out / "summary.json").read_text())["categories"].items():
+        a = s["availability"]
+        total, available = sum(a.values()), sum(a.get(k, 0) for k in bfcl_ceiling.AVAILABLE)
+        row = (f"| {category} | {s['let_through']}/{s['entries']} | {s['checker_pass_let_through']}/{s['let_through']} | "
+               f"{s['let_through_all_available']}/{s['entries']} | {available:,}/{total:,} ({100 * available / total:.1f} %) |")
+        assert row in readme, row
 
 
 # -- end to end with a recorded backend -------------------------------------------------

@@ -24,6 +24,7 @@ guards would let a perfect model make.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +35,9 @@ from forethought.kernel.records import KernelConfig, TurnState
 from forethought.kernel.registry import CallParseError, format_call, parse_call
 from forethought.kernel.scratchpad import Scratchpad
 
+from . import bfcl_score
 from .bfcl_data import Entry, entry_registry, release_withheld, request_text
 from .bfcl_env import BfclEnvironment
-from . import bfcl_score
 
 LABEL = "ceiling (ground truth through the guards; no model)"
 AVAILABLE = ("request", "S", "request+S", "enum")  # where the kernel can take a value from
@@ -134,16 +135,10 @@ def run_entry(entry: Entry) -> CeilingEntry:
             if spec is None:
                 out.blocked.append(BlockedCall(entry.id, i, text, "unregistered", [f"{name!r} is not in the registry at turn {i}"]))
                 continue
-            world: list[Any] = []  # the world's state before this call, built at most once
-
-            def snapshot() -> Any:
-                if not world:
-                    world.append(env.snapshot())
-                return world[0]
-
+            world = functools.cache(env.snapshot)  # the world before this call, built at most once
             for param, value in args.items():
                 where = where_available(value, _enum(spec, param), request, turn.turn_context, S, entry.turns[:i],
-                                        results, snapshot)
+                                        results, world)
                 out.availability[where] += 1
                 if where in UNAVAILABLE:
                     out.unavailable.append({"entry": entry.id, "turn": i, "call": text, "parameter": param,

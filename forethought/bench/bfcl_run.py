@@ -14,7 +14,6 @@ as the model's result, and the command exits 1 unless ``backend_errors=count``.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -236,7 +235,7 @@ def _run_ceiling(cfg: BenchConfig, out: Path, selected: dict[str, list[Entry]], 
     with _progress() as progress:
         for category, entries in selected.items():
             task = progress.add_task(f"{category} ceiling", total=len(entries))
-            results, model_name = bfcl_ceiling.run(entries, on_entry=lambda _e: progress.advance(task))
+            results, model_name = bfcl_ceiling.run(entries, on_entry=lambda _e, task=task: progress.advance(task))
             folder = out / "ceiling"
             bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
                 {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate),
