@@ -1,0 +1,279 @@
+"""``forethought bench bfcl``: BFCL v4 multi-turn entries through the kernel, scored by bfcl's own checker.
+
+Each entry runs turn by turn: the kernel (``Kernel.run_turn``) decomposes the turn's request, matches
+functions of the entry's registry (its classes' docs through our BFCL importer) and executes its calls
+on bfcl's own class instances (:class:`BfclEnvironment`); S and the world persist across the turns of
+an entry. The committed calls of each turn, as call strings, are the candidate that bfcl's
+``multi_turn_checker`` scores. ``mode=ceiling`` runs the ground truth through the guards instead
+(:mod:`.bfcl_ceiling`).
+
+A backend that did not answer (after its retries) stops that entry: it is listed and never scored
+as the model's result, and the command exits 1 unless ``backend_errors=count``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from forethought.errors import UserError, ensure_output_dir
+from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, make_model_backend
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig, TurnResult
+from forethought.kernel.registry import format_call
+from forethought.kernel.run import KernelSettings, _recorder, _ReplayOnly  # the record/replay of `forethought run`
+from forethought.kernel.scratchpad import Scratchpad
+from forethought.primitives import Cache, ReplayMissError, Trace
+from forethought.primitives.io import atomic_write_jsonl
+from forethought.primitives.trace import capped_rows
+
+from . import bfcl_score
+from .bfcl_data import CATEGORIES, SHORT, Entry, entry_registry, release_withheld, request_text
+from .bfcl_env import BfclEnvironment
+
+# Outcomes that leave a request unfinished: its text stays pending for the next turn (see request_text).
+UNFINISHED = ("missing_function", "missing_param", "blocked")
+
+
+class BenchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    benchmark: str | None = None  # given positionally: bfcl
+    mode: Literal["run", "ceiling"] = "run"
+    categories: list[str] = Field(default_factory=lambda: ["multi_turn_base"])
+    ids: list[str] = Field(default_factory=list)  # entry ids (e.g. multi_turn_base_0); empty: every entry
+    count: int | None = Field(None, ge=1)  # the first N entries of each category (after ids)
+    output_dir: str = "runs/bench/bfcl"
+    cvc: Literal["both"] | None = None  # both: run with CVC on and off; null: as kernel.cvc says
+    trace: str = Field("steps", pattern="^(full|steps|off)$")
+    kernel: KernelSettings = Field(default_factory=KernelSettings)
+    backend: BackendConfig = Field(default_factory=HFBackendConfig)
+    record: bool = False
+    replay: str | None = None
+    replay_mode: Literal["strict", "replay"] = "strict"
+    cache: bool = False
+    backend_errors: Literal["fail", "count"] = "fail"
+    trace_max_mb: int = Field(64, ge=1)
+
+    @field_validator("categories")
+    @classmethod
+    def _categories(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("name at least one category")
+        unknown = [c for c in value if c not in CATEGORIES and c not in SHORT]
+        if unknown:
+            raise ValueError(f"unknown categories {unknown}; available: {', '.join(CATEGORIES)} (or {', '.join(SHORT)})")
+        out = [SHORT.get(c, c) for c in value]
+        dup = sorted({c for c in out if out.count(c) > 1})
+        if dup:
+            raise ValueError(f"categories listed more than once: {dup}")
+        return out
+
+    def variants(self) -> list[bool]:
+        return [True, False] if self.cvc == "both" else [self.kernel.cvc]
+
+
+@dataclass
+class EntryRun:
+    """What the kernel did on one entry with one setting of CVC."""
+
+    id: str
+    category: str
+    cvc: bool
+    turns: list[TurnResult] = field(default_factory=list)
+    traces: list[Trace] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)  # the request the kernel got each turn
+    candidate: list[list[str]] = field(default_factory=list)  # committed calls per turn, as call strings
+    backend_error: dict[str, Any] | None = None  # the first turn the backend did not answer; the entry stopped there
+    verdict: dict[str, Any] | None = None  # bfcl's checker; None when not scored (backend error)
+
+
+def run_entry(entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None,
+              replay: str | None) -> EntryRun:
+    out = EntryRun(entry.id, entry.category, kernel.config.cvc)
+    env = BfclEnvironment(entry)
+    registry = entry_registry(entry, 0)
+    scratchpad = Scratchpad()
+    pending: str | None = None
+    for i, text in enumerate(entry.turns):
+        release_withheld(entry, registry, i)  # a holdout turn brings its functions (miss_func)
+        request = request_text(pending, text)
+        try:
+            result, tr = kernel.run_turn(user=request, env=env, scratchpad=scratchpad, registry=registry,  # type: ignore[arg-type]
+                                         backend=backend, turn_context={}, index=i, trace=trace,
+                                         recorder=recorder, cache=cache)
+        except ReplayMissError as exc:
+            raise UserError(f"{exc} (entry {entry.id}, turn {i}, cvc={kernel.config.cvc})", str(replay)) from None
+        out.turns.append(result)
+        out.traces.append(tr)
+        out.requests.append(request)
+        out.candidate.append([format_call(c.tool, c.arguments) for c in result.committed_calls])
+        if result.backend_error is not None:
+            out.backend_error = {"turn": i, **result.backend_error}
+            break
+        unfinished = any(o.status in UNFINISHED for o in result.outcomes.values())
+        pending = request if unfinished else None
+    return out
+
+
+def _strict_replay(cfg: BenchConfig) -> bool:
+    return cfg.replay is not None and cfg.replay_mode == "strict"
+
+
+def _refuse_oracle(cfg: BenchConfig) -> None:
+    if cfg.backend.name == "oracle" and not _strict_replay(cfg):
+        raise UserError("BFCL entries carry no annotations for the oracle backend to answer from; "
+                        "use backend=hf (a bundle), backend=openai (a served model) or replay=RECORDING", "backend")
+
+
+def _backend(cfg: BenchConfig) -> Any:
+    if _strict_replay(cfg):
+        return _ReplayOnly()  # every answer comes from the recording; no model is loaded
+    _refuse_oracle(cfg)
+    return make_model_backend(cfg.backend)
+
+
+def _trace_rows(runs: list[EntryRun]) -> list[dict[str, Any]]:
+    return [{"entry": r.id, "turn": i, **row} for r in runs for i, tr in enumerate(r.traces) for row in tr.to_rows()]
+
+
+def _write_variant(cfg: BenchConfig, out: Path, category: str, runs: list[EntryRun], model_name: str,
+                   entries: dict[str, Entry]) -> None:
+    folder = out / ("cvc_on" if runs[0].cvc else "cvc_off")
+    bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
+        {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate), "requests": r.requests,
+         "backend_error": r.backend_error, "halted_turns": [t.index for t in r.turns if t.halted]}
+        for r in runs
+    ])
+    scored = {r.id: r.verdict for r in runs if r.verdict is not None}
+    bfcl_score.write_score_file(folder / f"BFCL_v4_{category}_score.json", model_name, category, scored,  # type: ignore[arg-type]
+                                {r.id: r.candidate for r in runs}, entries)
+    atomic_write_jsonl(folder / f"{category}_turns.jsonl",
+                       [{"entry": r.id, **t.model_dump()} for r in runs for t in r.turns])
+    if cfg.trace != "off":
+        atomic_write_jsonl(folder / f"{category}_trace.jsonl", capped_rows(_trace_rows(runs), cfg.trace_max_mb * 1024 * 1024))
+
+
+def _progress():
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=False)
+
+
+def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run (or, with ``mode=ceiling``, run the ground truth of) the chosen entries; write the results and
+    report.md. ``backend`` replaces the configured one (tests use a scripted one to make a recording);
+    ``command`` is the command line the report names."""
+    from . import bfcl_data, bfcl_report
+
+    if cfg.record and cfg.replay is not None:
+        raise UserError("record=true and replay=... exclude each other", "record")
+    if cfg.mode == "run" and backend is None:
+        _refuse_oracle(cfg)  # before any folder is made
+    bfcl_data.bfcl_data_dir()  # installed, or a located error before anything else
+    bfcl_data.check_ids(cfg.categories, cfg.ids)
+    selected = {c: bfcl_data.select(c, cfg.ids, cfg.count) for c in cfg.categories}
+    if not any(selected.values()):
+        raise UserError(f"no entries selected from {cfg.categories}", "ids")
+    out = Path(cfg.output_dir)
+    ensure_output_dir(out, "output_dir")  # before any model call
+    if cfg.mode == "ceiling":
+        return out, _run_ceiling(cfg, out, selected, command)
+    recorder = _recorder(cfg)  # type: ignore[arg-type]
+    backend = backend if backend is not None else _backend(cfg)
+    cache = Cache() if cfg.cache else None
+    summary: dict[str, Any] = {"mode": "run", "command": command, "backend": _backend_label(cfg, backend), "categories": {}}
+    with _progress() as progress:
+        for cvc in cfg.variants():
+            kernel = Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": cvc}))
+            for category, entries in selected.items():
+                task = progress.add_task(f"{category} cvc={'on' if cvc else 'off'}", total=len(entries))
+                model_name = bfcl_score.checker_model_name(f"cvc_{'on' if cvc else 'off'}")
+                runs = []
+                try:
+                    for entry in entries:
+                        run = run_entry(entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache,
+                                        replay=cfg.replay)
+                        if run.backend_error is None:  # a turn the backend did not answer says nothing about the model
+                            run.verdict = bfcl_score.score(entry, run.candidate, model_name)
+                        runs.append(run)
+                        progress.advance(task)
+                finally:
+                    bfcl_score.release(model_name)
+                _write_variant(cfg, out, category, runs, model_name, {e.id: e for e in entries})
+                summary["categories"].setdefault(category, {})["cvc_on" if cvc else "cvc_off"] = \
+                    bfcl_report.summarise_runs(runs, model_name)
+    if cfg.record and recorder is not None:
+        recorder.save(out / "recording.jsonl")
+    bfcl_report.write_run_report(out, cfg, summary)
+    return out, summary
+
+
+def _backend_label(cfg: BenchConfig, backend: Any) -> dict[str, Any]:
+    if isinstance(backend, _ReplayOnly):
+        return {"name": "replay", "recording": cfg.replay}
+    label: dict[str, Any] = {"name": getattr(backend, "name", cfg.backend.name)}
+    bundle = getattr(getattr(backend, "bundle", None), "path", None)
+    if bundle:
+        label["bundle"] = str(bundle)
+    if cfg.backend.name == "openai" and label["name"] == "openai":
+        label["base_url"] = cfg.backend.base_url  # type: ignore[union-attr]
+    if cfg.replay is not None:
+        label["replay"] = cfg.replay
+    return label
+
+
+def _run_ceiling(cfg: BenchConfig, out: Path, selected: dict[str, list[Entry]], command: str | None) -> dict[str, Any]:
+    from . import bfcl_ceiling, bfcl_report
+
+    summary: dict[str, Any] = {"mode": "ceiling", "command": command, "label": bfcl_ceiling.LABEL, "categories": {}}
+    with _progress() as progress:
+        for category, entries in selected.items():
+            task = progress.add_task(f"{category} ceiling", total=len(entries))
+            results, model_name = bfcl_ceiling.run(entries, on_entry=lambda _e, task=task: progress.advance(task))
+            folder = out / "ceiling"
+            bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
+                {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate),
+                 "blocked": [b.__dict__ for b in r.blocked]} for r in results
+            ])
+            bfcl_score.write_score_file(folder / f"BFCL_v4_{category}_score.json", model_name, category,
+                                        {r.id: r.verdict for r in results}, {r.id: r.candidate for r in results},
+                                        {e.id: e for e in entries})
+            atomic_write_jsonl(folder / f"{category}_unavailable.jsonl", [u for r in results for u in r.unavailable])
+            summary["categories"][category] = bfcl_report.summarise_ceiling(results, model_name)
+    bfcl_report.write_ceiling_report(out, cfg, summary)
+    return summary
+
+
+def cli(args: list[str]) -> int:
+    """``forethought bench bfcl [key=value ...]`` (``bench`` dispatches on its first positional argument)."""
+    from forethought.commands import load, split_args
+
+    a = split_args(args)
+    cfg = load("bench", a, BenchConfig)
+    if cfg is None:
+        return 0
+    names = a.positional or ([cfg.benchmark] if cfg.benchmark else [])
+    if names != ["bfcl"]:
+        raise UserError(f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...]",
+                        "benchmark")
+    out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
+    from . import bfcl_report
+
+    print(bfcl_report.console_summary(summary))
+    print(f"wrote {out / 'report.md'}")
+    if summary["mode"] == "run":
+        failed = [(c, v, e) for c, vs in summary["categories"].items() for v, s in vs.items() for e in s["backend_errors"]]
+        if failed:
+            c, v, e = failed[0]
+            print(f"error: {len(failed)} entr{'y' if len(failed) == 1 else 'ies'} got no answer from the backend and "
+                  f"were not scored (first: {e['entry']} turn {e['turn']}: {e['message']})"
+                  + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
+            if cfg.backend_errors == "fail":
+                return 1
+    return 0
