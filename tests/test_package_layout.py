@@ -41,6 +41,7 @@ LAYERS: list[set[str]] = [
     {"kernel"},
     {"data_gen"},
     {"training"},
+    {"forethought.bench"},  # benchmark harnesses (BFCL): run the kernel on a benchmark's own environment
     {"forethought.pipeline", "forethought.cli", "forethought.dsl_demo", "forethought"},
 ]
 RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
