@@ -31,7 +31,6 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
 
 clean:
 	rm -rf runs outputs multirun wandb .pytest_cache

@@ -195,9 +195,7 @@ def near_miss(spec: ToolSpec, rng: random.Random, taken: set[str]) -> ToolSpec |
     )
 
 
-def vary_registry(
-    sol: Solution, rng: random.Random, *, drop_p: float = 0.3, max_near_miss: int = 2, max_distractors: int = 4
-) -> tuple[Solution, list[str]]:
+def vary_registry(sol: Solution, rng: random.Random, *, drop_p: float = 0.3, max_near_miss: int = 2, max_distractors: int = 4) -> tuple[Solution, list[str]]:
     """A registry subset (always keeping the tools the scenario uses) plus near-miss and cross-domain tools."""
     ops = []
     domains = sol.registry.domains or sol.domains

@@ -206,19 +206,8 @@ def examples_from(
         prompt = spec.messages(inp)
         completion = [{"role": "assistant", "content": spec.target_text(res.output)}]
         key = prompt[0]["content"] + "\n\x00" + prompt[1]["content"]
-        out.append(
-            Example(
-                prim,
-                sol_id,
-                prompt,
-                completion,
-                res.output.model_dump(mode="json"),
-                key,
-                tuple(variant.ops) if variant else (),
-                inp.model_dump(mode="json"),
-                mask(prompt[1]["content"]),
-            )
-        )
+        out.append(Example(prim, sol_id, prompt, completion, res.output.model_dump(mode="json"), key,
+                           tuple(variant.ops) if variant else (), inp.model_dump(mode="json"), mask(prompt[1]["content"])))
     return out, dropped
 
 
@@ -264,26 +253,13 @@ def run_variant(job: tuple[str, int, frozenset[str] | None]) -> tuple[str, int, 
             target_sol, values = sol, None
         try:
             # Round 0 verifies the solution as written, paraphrases included (tags are verify's business).
-            verify_solution(
-                target_sol,
-                _KERNEL,
-                slot_values=values,
-                wrap_backend=lambda b: _Recorder(b, sink),
-                trace="violations",
-                paraphrases=k == 0,
-                check_tags=False,
-            )
+            verify_solution(target_sol, _KERNEL, slot_values=values, wrap_backend=lambda b: _Recorder(b, sink), trace="violations",
+                            paraphrases=k == 0, check_tags=False)
         except Divergence as d:
             return sol_id, k, [], Counter(), d.describe()
         all_values = {name: slot.value for name, slot in sol.slots.items()} | dict(values or {})
-        exs, dropped = examples_from(
-            sol_id,
-            sink,
-            variant,
-            wanted,
-            rng=random.Random(f"order:{_CFG.seed}:{sol_id}:{k}"),
-            slot_values=all_values.values(),
-        )
+        exs, dropped = examples_from(sol_id, sink, variant, wanted, rng=random.Random(f"order:{_CFG.seed}:{sol_id}:{k}"),
+                                     slot_values=all_values.values())
     except Exception as exc:
         raise VariantBug(
             f"{sol.source_file or sol_id}: variant {k} (seed {_CFG.seed}) raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
@@ -323,9 +299,7 @@ class Pools:
     quota: dict[tuple[str, str], int]
     rows: dict[tuple[str, str], list[Example]] = field(default_factory=lambda: defaultdict(list))
     keys: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))  # prim -> prompt key -> split
-    targets: dict[str, dict[str, str]] = field(
-        default_factory=lambda: defaultdict(dict)
-    )  # prim -> prompt key -> target text
+    targets: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))  # prim -> prompt key -> target text
     dropped: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
 
     def full(self, prim: str, split: str) -> bool:
@@ -462,9 +436,7 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
             pool.join()
     elapsed = time.perf_counter() - t0
     stats = write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, out=tmp)
-    unit.seal(
-        tmp, validation_solutions=stats["validation_solutions"]
-    )  # last: the manifest vouches for every file above
+    unit.seal(tmp, validation_solutions=stats["validation_solutions"])  # last: the manifest vouches for every file above
     return stats
 
 
@@ -473,13 +445,7 @@ def _dist(xs: list[int]) -> dict[str, float]:
     if not xs:
         return {"min": 0, "median": 0, "p95": 0, "max": 0, "mean": 0}
     s = sorted(xs)
-    return {
-        "min": s[0],
-        "median": statistics.median(s),
-        "p95": s[min(len(s) - 1, int(0.95 * len(s)))],
-        "max": s[-1],
-        "mean": round(sum(s) / len(s), 1),
-    }
+    return {"min": s[0], "median": statistics.median(s), "p95": s[min(len(s) - 1, int(0.95 * len(s)))], "max": s[-1], "mean": round(sum(s) / len(s), 1)}
 
 
 _TOK = re.compile(r"\w+|[^\w\s]")
@@ -513,9 +479,7 @@ def _input_order_is_target_rate(rows: list[Example]) -> float:
     return round(same / len(rows), 4)
 
 
-def write_outputs(
-    cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path
-) -> dict[str, Any]:
+def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path) -> dict[str, Any]:
     per: dict[str, Any] = {}
     checked = valid = 0
     for prim in PRIMITIVE_NAMES:
@@ -546,18 +510,11 @@ def write_outputs(
             }
             if prim == "get_order":
                 info[split]["input_order_is_target_rate"] = _input_order_is_target_rate(rows)
-        atomic_write_text(
-            out / prim / "README.md", card_front_matter() + f"# forethought `{prim}` SFT data\n\nSee ../README.md.\n"
-        )
+        atomic_write_text(out / prim / "README.md", card_front_matter() + f"# forethought `{prim}` SFT data\n\nSee ../README.md.\n")
         info["cross_split_near_duplicate_rate"] = _cross_split_near_dup_rate(by_split["train"], by_split["validation"])
         info["dropped"] = dict(sorted(pools.dropped[prim].items()))
-        info["solution_overlap"] = len(
-            {e.solution_id for e in pools.rows[(prim, "train")]}
-            & {e.solution_id for e in pools.rows[(prim, "validation")]}
-        )
-        info["shared_prompts"] = len(
-            {e.key for e in pools.rows[(prim, "train")]} & {e.key for e in pools.rows[(prim, "validation")]}
-        )
+        info["solution_overlap"] = len({e.solution_id for e in pools.rows[(prim, "train")]} & {e.solution_id for e in pools.rows[(prim, "validation")]})
+        info["shared_prompts"] = len({e.key for e in pools.rows[(prim, "train")]} & {e.key for e in pools.rows[(prim, "validation")]})
         info["reached_requested_size"] = info["train"]["examples"] + info["validation"]["examples"] >= cfg.sizes[prim]
         per[prim] = info
     total = sum(per[p]["train"]["examples"] + per[p]["validation"]["examples"] for p in PRIMITIVE_NAMES)
@@ -621,8 +578,8 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         "Validation examples come only from held-out solutions; no rendered prompt appears in both splits. "
         "get_order's batches are always presented in a shuffled order that differs from the target order.",
         "",
-        "| primitive | train | validation | requested | train solutions | val solutions | near-dup rate (train) | "
-        "near-dup val↔train | prompt tokens median / p95 | target tokens median / p95 |",
+        "| primitive | train | validation | requested | train solutions | val solutions | near-dup rate (train) | near-dup val↔train | prompt tokens "
+        "median / p95 | target tokens median / p95 |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for p in PRIMITIVE_NAMES:
@@ -630,8 +587,7 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         tr, va = i["train"], i["validation"]
         lines.append(
             f"| {p} | {tr['examples']} | {va['examples']} | {i['requested']} | {tr['source_solutions']} | {va['source_solutions']} | "
-            f"{tr['near_duplicate_rate']:.3f} | {i['cross_split_near_duplicate_rate']:.3f} | "
-            f"{tr['prompt_tokens']['median']} / {tr['prompt_tokens']['p95']} | "
+            f"{tr['near_duplicate_rate']:.3f} | {i['cross_split_near_duplicate_rate']:.3f} | {tr['prompt_tokens']['median']} / {tr['prompt_tokens']['p95']} | "
             f"{tr['target_tokens']['median']} / {tr['target_tokens']['p95']} |"
         )
     mix = stats["solution_mix"]
@@ -675,22 +631,13 @@ def cli(args: list[str]) -> int:
         return 0
     console = Console(stderr=True)
     with console.status("generating...") as status:
-        stats = generate(
-            cfg.data,
-            progress=lambda r, counts: status.update(f"round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())),
-        )
+        stats = generate(cfg.data, progress=lambda r, counts: status.update(f"round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())))
     for p in PRIMITIVE_NAMES:
         i = stats["primitives"][p]
-        console.print(
-            f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})"
-        )
-    console.print(
-        f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}"
-    )
+        console.print(f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})")
+    console.print(f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}")
     short = undersized(stats)
     if short:  # only reached with data.allow_undersized=true
-        console.print(
-            f"[yellow]requested sizes not reached within max_rounds={cfg.data.max_rounds}: {', '.join(short)} "
-            "(allowed by data.allow_undersized)[/yellow]"
-        )
+        console.print(f"[yellow]requested sizes not reached within max_rounds={cfg.data.max_rounds}: {', '.join(short)} "
+                      "(allowed by data.allow_undersized)[/yellow]")
     return 0

@@ -97,14 +97,11 @@ def _check_tags(sol: Solution) -> None:
     tasks = [t for turn in turns for t in turn.tasks or []]
     prereqs = [p for t in tasks for p in t.prerequisites]
     evidence = {
-        "cross_turn_state": len(turns) > 1
-        and any(b.source in ("S", "fill") for turn in turns[1:] for t in turn.tasks or [] for b in t.bindings.values()),
+        "cross_turn_state": len(turns) > 1 and any(b.source in ("S", "fill") for turn in turns[1:] for t in turn.tasks or [] for b in t.bindings.values()),
         "dependency_chain": any(t.depends_on for t in tasks),
         "prereq_absent_retrieve": any(p.outcome == "absent" and p.retrieval is not None for p in prereqs),
         # blocked by a not_met check (at first or on recheck); its remediation (or null: none possible) is annotated
-        "prereq_not_met_blocked": any(
-            t.outcome == "blocked" and any("not_met" in (p.outcome, p.recheck) for p in t.prerequisites) for t in tasks
-        ),
+        "prereq_not_met_blocked": any(t.outcome == "blocked" and any("not_met" in (p.outcome, p.recheck) for p in t.prerequisites) for t in tasks),
         "setup_call": any(p.retrieval is not None for p in prereqs) or any(t.setup for t in tasks),
         "no_matching_function": any(t.outcome == "missing_function" for t in tasks),
         "missing_parameter": any(t.outcome == "missing_param" for t in tasks),
@@ -114,11 +111,7 @@ def _check_tags(sol: Solution) -> None:
     }
     for tag in sol.tags:
         if not evidence.get(tag, True):
-            hint = (
-                " (name the side-effecting tool the request must not trigger in a turn's must_not_call)"
-                if tag == "no_side_effect"
-                else ""
-            )
+            hint = " (name the side-effecting tool the request must not trigger in a turn's must_not_call)" if tag == "no_side_effect" else ""
             raise Divergence(None, "tags", f"tag {tag!r} is not backed by any annotated decision{hint}")
 
 
@@ -161,37 +154,26 @@ def _check_must_not_call(sol: Solution, results: list[TurnResult], reg: Any = No
             if reg is not None and name not in reg:
                 raise Divergence(i, "must_not_call", f"{name!r} is not in the registry")
             if reg is not None and not reg[name].side_effect:
-                raise Divergence(
-                    i, "must_not_call", f"{name!r} has no side effects (only side-effecting tools can be named)"
-                )
+                raise Divergence(i, "must_not_call", f"{name!r} has no side effects (only side-effecting tools can be named)")
             called = [c for c in res.calls if c.tool == name]
             if called:
-                raise Divergence(
-                    i,
-                    "must_not_call",
-                    f"{name} was called (task {called[0].task_id}) although the turn says it must not be",
-                )
+                raise Divergence(i, "must_not_call", f"{name} was called (task {called[0].task_id}) although the turn says it must not be")
 
 
 def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> None:
     if "tau_over_s" in sol.tags and not tau_over_s_conflicts(sol, results, reg):
         raise Divergence(
-            None,
-            "tags",
+            None, "tags",
             "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key with a different value (tau wins)",
         )
     if "no_side_effect" in sol.tags:
         ok = [
-            i
-            for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False))
-            if turn.must_not_call
-            and res.committed_calls
-            and not any(reg[c.tool].side_effect for c in res.committed_calls if c.tool in reg)
+            i for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False))
+            if turn.must_not_call and res.committed_calls and not any(reg[c.tool].side_effect for c in res.committed_calls if c.tool in reg)
         ]
         if not ok:
             raise Divergence(
-                None,
-                "tags",
+                None, "tags",
                 "tag 'no_side_effect' needs a turn whose committed calls are all read-only and that names, in must_not_call, "
                 "a side-effecting registry tool it does not call",
             )
@@ -211,15 +193,11 @@ def reference_states(sol: Solution) -> list[dict[str, Any]]:
     for i, turn in enumerate(sol.turns):
         for j, call in enumerate(turn.reference_calls()):
             if env.tool(call.tool) is None:
-                raise Divergence(
-                    i, f"reference call {j + 1}", f"tool {call.tool!r} has no implementation in {sol.domains}"
-                )
+                raise Divergence(i, f"reference call {j + 1}", f"tool {call.tool!r} has no implementation in {sol.domains}")
             # In place, no staged copy: a failing reference call stops verification anyway.
             result = env.apply(call.tool, call.args)
             if isinstance(result, dict) and "error" in result:
-                raise Divergence(
-                    i, f"reference call {j + 1}", f"{call.tool} fails on the reference state: {result['error']}"
-                )
+                raise Divergence(i, f"reference call {j + 1}", f"{call.tool} fails on the reference state: {result['error']}")
         out.append(env.snapshot())
     return out
 
@@ -229,20 +207,12 @@ def compare_turn(i: int, turn: Turn, res: TurnResult, trace: Any, env: Environme
     for rec in trace:
         if rec.kind == "slm" and not rec.contract.get("ok"):
             v = rec.contract["violations"][0]
-            raise Divergence(
-                i,
-                rec.path,
-                f"the annotated {rec.primitive} decision violates its contract: [{v['constraint']}] {v['message']}",
-            )
+            raise Divergence(i, rec.path, f"the annotated {rec.primitive} decision violates its contract: [{v['constraint']}] {v['message']}")
     if turn.halt == "cycle":
         if not res.halted or "cycle" not in (res.halted.get("reason") or ""):
-            raise Divergence(
-                i, "get_order", f"expected the turn to halt on a dependency cycle, got {res.halted or 'no halt'}"
-            )
+            raise Divergence(i, "get_order", f"expected the turn to halt on a dependency cycle, got {res.halted or 'no halt'}")
         if res.calls:
-            raise Divergence(
-                i, "execute", f"a halted turn must execute nothing, executed {[c.tool for c in res.calls]}"
-            )
+            raise Divergence(i, "execute", f"a halted turn must execute nothing, executed {[c.tool for c in res.calls]}")
     elif res.halted:
         raise Divergence(i, res.halted.get("step", "kernel"), f"the turn halted: {res.halted.get('reason')}")
     else:
@@ -263,9 +233,7 @@ def compare_turn(i: int, turn: Turn, res: TurnResult, trace: Any, env: Environme
             if v is not _MISSING:
                 raise Divergence(i, "state", f"{a.path} should not exist, found {v!r}")
         elif v is _MISSING or not _eq(v, a.equals):
-            raise Divergence(
-                i, "state", f"{a.path}: expected {a.equals!r}, got {'nothing' if v is _MISSING else repr(v)}"
-            )
+            raise Divergence(i, "state", f"{a.path}: expected {a.equals!r}, got {'nothing' if v is _MISSING else repr(v)}")
     for k, v in turn.scratchpad.items():
         if k not in res.scratchpad or not _eq(res.scratchpad[k], v):
             raise Divergence(i, "scratchpad", f"S[{k!r}]: expected {v!r}, got {res.scratchpad.get(k, 'absent')!r}")
@@ -285,41 +253,28 @@ def _compare_decisions(i: int, turn: Turn, res: TurnResult) -> None:
         recs = res.prerequisites.get(t.id, [])
         if len(recs) != len(t.prerequisites):
             raise Divergence(
-                i,
-                f"{where}/check_prerequisites",
+                i, f"{where}/check_prerequisites",
                 f"expected checks {[(p.key, p.outcome) for p in t.prerequisites]}, got {[(r.key, r.outcome) for r in recs]}",
             )
         for p, r in zip(t.prerequisites, recs, strict=False):
             if (p.key, p.outcome, p.recheck) != (r.key, r.outcome, r.recheck):
                 raise Divergence(
-                    i,
-                    f"{where}/check_prerequisites/{p.key}",
-                    f"expected {p.outcome}{' then ' + p.recheck if p.recheck else ''}, got "
-                    f"{r.outcome}{' then ' + r.recheck if r.recheck else ''}",
+                    i, f"{where}/check_prerequisites/{p.key}",
+                    f"expected {p.outcome}{' then ' + p.recheck if p.recheck else ''}, got {r.outcome}{' then ' + r.recheck if r.recheck else ''}",
                 )
         out = res.outcomes.get(t.id)
         if out is None or out.status != t.outcome:
-            raise Divergence(
-                i,
-                f"{where}/outcome",
-                f"expected {t.outcome}, got {out.status if out else 'no outcome'}"
-                + (f" ({out.reason})" if out and out.reason else ""),
-            )
+            why = f" ({out.reason})" if out and out.reason else ""
+            raise Divergence(i, f"{where}/outcome", f"expected {t.outcome}, got {out.status if out else 'no outcome'}{why}")
         got_b = res.bindings.get(t.id, {})
         if set(got_b) != set(t.bindings):
-            raise Divergence(
-                i, f"{where}/parameters", f"annotated parameters {sorted(t.bindings)}, kernel bound {sorted(got_b)}"
-            )
+            raise Divergence(i, f"{where}/parameters", f"annotated parameters {sorted(t.bindings)}, kernel bound {sorted(got_b)}")
         for m, b in t.bindings.items():
             g = got_b[m]
             if g.source != b.source:
-                raise Divergence(
-                    i, f"{where}/parameter {m}", f"expected source {b.source}, got {g.source} (value {g.value!r})"
-                )
+                raise Divergence(i, f"{where}/parameter {m}", f"expected source {b.source}, got {g.source} (value {g.value!r})")
             if b.source != "missing" and not _eq(g.value, b.value):
-                raise Divergence(
-                    i, f"{where}/parameter {m}", f"expected value {b.value!r}, got {g.value!r} (from {g.source})"
-                )
+                raise Divergence(i, f"{where}/parameter {m}", f"expected value {b.value!r}, got {g.value!r} (from {g.source})")
 
 
 def _first_diff(a: Any, b: Any, path: str = "") -> str:
@@ -378,9 +333,7 @@ def verify_solution(
     return results
 
 
-def _replay(
-    r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wrap_backend: Any = None, trace: str = "full"
-) -> list[TurnResult]:
+def _replay(r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wrap_backend: Any = None, trace: str = "full") -> list[TurnResult]:
     results: list[TurnResult] = []
 
     def on_turn(i: int, res: TurnResult, tr: Any, env: Environment) -> None:
@@ -418,10 +371,8 @@ def _replay_paraphrases(sol: Solution, r: Solution, kernel: Kernel, ref_states: 
             lost = sorted(want - set(_SLOT_REF.findall(p)))
             if lost:
                 raise Divergence(
-                    i,
-                    f"paraphrases[{j}]",
-                    f"{p!r} lacks {', '.join('${' + x + '}' for x in lost)} that the request names: a paraphrase must "
-                    "carry the same slot values",
+                    i, f"paraphrases[{j}]",
+                    f"{p!r} lacks {', '.join('${' + x + '}' for x in lost)} that the request names: a paraphrase must carry the same slot values",
                 )
 
 

@@ -25,10 +25,8 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.YAMLError(
-                f"YAML aliases (*{event.anchor}) are not accepted (line {event.start_mark.line + 1}): "
-                "write the value out"
-            )
+            raise yaml.YAMLError(f"YAML aliases (*{event.anchor}) are not accepted (line {event.start_mark.line + 1}): "
+                                 "write the value out")
         return super().compose_node(parent, index)
 
 

@@ -32,11 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("forethought.kernel.run", "cli", "run a scenario through the kernel with a chosen backend"),
     "evaluate": ("forethought.data_gen.evaluate", "cli", "end-to-end evaluation on held-out scenarios"),
     "pipeline": ("forethought.pipeline", "cli", "verify -> generate -> train -> validate -> package -> evaluate"),
-    "bench": (
-        "forethought.bench.bfcl_run",
-        "cli",
-        "a real benchmark through the kernel: bench bfcl (BFCL v4 multi-turn, bfcl's checker)",
-    ),
+    "bench": ("forethought.bench.bfcl_run", "cli", "a real benchmark through the kernel: bench bfcl (BFCL v4 multi-turn, bfcl's checker)"),
     "registry": ("forethought.kernel.registry.cli", "cli", "tool registry utilities: registry check FILE..."),
     "demo-dsl": ("forethought.dsl_demo", "cli", "a two-step DSL program with a contract, a violation and its recovery"),
 }
@@ -77,21 +73,14 @@ def command_help(command: str) -> str:
     cfg = compose_config(command, [])
     raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / f"{command}.yaml"))
     defaults = [d for d in raw.get("defaults", []) if isinstance(d, dict)]  # type: ignore[union-attr]
-    lines = [
-        usage,
-        "",
-        COMMANDS[command][2] + ".",
-        "",
-        f"config: conf/{command}.yaml (strict: unknown keys and wrong types are rejected, all at once)",
-    ]
+    lines = [usage, "", COMMANDS[command][2] + ".", "",
+             f"config: conf/{command}.yaml (strict: unknown keys and wrong types are rejected, all at once)"]
     if defaults:
         lines.append("config groups (group=option):")
         for d in defaults:
             for group, chosen in d.items():
                 group = str(group).removeprefix("override ")
-                options = (
-                    sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")) if (CONF_DIR / group).is_dir() else []
-                )
+                options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")) if (CONF_DIR / group).is_dir() else []
                 lines.append(f"  {group}={chosen}" + (f"  (options: {', '.join(options)})" if options else ""))
     lines += ["", "settings and their defaults (override with key=value):", OmegaConf.to_yaml(cfg).rstrip()]
     return "\n".join(lines)
@@ -120,9 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = sorted(set(flags) - {"--cfg"} - CONFIGURED[command][1])
         if bad:
             accepted = ", ".join(["--help", "--cfg", *sorted(CONFIGURED[command][1])])
-            print(
-                f"error: forethought {command}: unknown flag(s) {', '.join(bad)}; accepted: {accepted}", file=sys.stderr
-            )
+            print(f"error: forethought {command}: unknown flag(s) {', '.join(bad)}; accepted: {accepted}", file=sys.stderr)
             return 2
     return run_guarded(lambda: resolve(command)(rest))
 

@@ -33,10 +33,7 @@ class ConfigError(ValueError):
     def __init__(self, source: str, errors: list[str]):
         self.source = source
         self.errors = errors
-        super().__init__(
-            f"invalid config {source} ({len(errors)} error{'s' if len(errors) != 1 else ''}):\n"
-            + "\n".join(f"  - {e}" for e in errors)
-        )
+        super().__init__(f"invalid config {source} ({len(errors)} error{'s' if len(errors) != 1 else ''}):\n" + "\n".join(f"  - {e}" for e in errors))
 
 
 def config_groups(conf_dir: Path = CONF_DIR) -> set[str]:
@@ -97,9 +94,7 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
     if command not in PRIMITIVE_TABLES:
         return []
     if _registered_primitives is None:  # fail closed: a table nobody can check is not taken as checked
-        raise RuntimeError(
-            f"composing {command!r} before the primitive registry (forethought.kernel.specs) was imported"
-        )
+        raise RuntimeError(f"composing {command!r} before the primitive registry (forethought.kernel.specs) was imported")
     SPECS = list(_registered_primitives())
     errors = []
     for pattern, key in PRIMITIVE_TABLES.get(command, ()):
@@ -113,17 +108,14 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
             if node is None:
                 continue
             if not isinstance(node, DictConfig):
-                errors.append(
-                    f"{where}: {key}: must map primitive names to values, got "
-                    f"{OmegaConf.to_container(node) if not isinstance(node, (str, int, float)) else node!r}"
-                )
+                got = OmegaConf.to_container(node) if not isinstance(node, (str, int, float)) else repr(node)
+                errors.append(f"{where}: {key}: must map primitive names to values, got {got}")
                 continue
             for name in node.keys():
                 if name not in SPECS:
                     hint = difflib.get_close_matches(str(name), list(SPECS), n=1)
                     errors.append(
-                        f"{where}: {key}.{name}: not a registered primitive"
-                        + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                        f"{where}: {key}.{name}: not a registered primitive" + (f" (did you mean {hint[0]!r}?)" if hint else "")
                         + f"; registered: {', '.join(SPECS)}"
                     )
     return errors
@@ -164,11 +156,7 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
                     + f"; available: {', '.join(options)}"
                 )
                 bad.add(o.input_line)
-    group_ovr = [
-        o.input_line
-        for o in parsed
-        if (o.key_or_group in groups or o.key_or_group.startswith("hydra")) and o.input_line not in bad
-    ]
+    group_ovr = [o.input_line for o in parsed if (o.key_or_group in groups or o.key_or_group.startswith("hydra")) and o.input_line not in bad]
     try:
         base = _compose(command, group_ovr, conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
@@ -190,9 +178,7 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     return errors, kept
 
 
-def compose_config(
-    command: str, overrides: list[str] | None = None, *, conf_dir: Path = CONF_DIR, return_hydra_config: bool = False
-) -> DictConfig:
+def compose_config(command: str, overrides: list[str] | None = None, *, conf_dir: Path = CONF_DIR, return_hydra_config: bool = False) -> DictConfig:
     """Compose ``conf/<command>.yaml`` with overrides, reporting all unknown keys at once."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -208,9 +194,7 @@ def compose_config(
         raise ConfigError(source, [str(exc).splitlines()[0]]) from None
 
 
-def compose_and_validate(
-    command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR
-) -> tuple[DictConfig, T]:
+def compose_and_validate(command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR) -> tuple[DictConfig, T]:
     """Compose and validate in one go, listing unknown keys *and* type/value errors together.
 
     Unknown overrides are left out to compose the rest, so ``a.typo=1 a.n=abc``

@@ -67,8 +67,5 @@ def run_guarded(fn: Callable[[], int | None]) -> int:
         import traceback
 
         traceback.print_exc()
-        print(
-            "internal error (a bug in forethought, not in your input); set FORETHOUGHT_DEBUG=1 to re-raise",
-            file=sys.stderr,
-        )
+        print("internal error (a bug in forethought, not in your input); set FORETHOUGHT_DEBUG=1 to re-raise", file=sys.stderr)
         return 1

@@ -42,6 +42,8 @@ StageName = Literal["verify", "generate", "base", "train", "validate", "package"
 # Libraries whose version is part of a stage's fingerprint (an upgrade can change what the stage produces).
 TRAIN_LIBS = ("torch", "transformers", "peft", "trl")
 MODEL_LIBS = ("torch", "transformers", "peft")
+# The code a model stage's output depends on (its fingerprint covers these files).
+MODEL_CODE = ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"]
 
 
 class PipelineConfig(BaseModel):
@@ -155,12 +157,7 @@ def _stage_overrides(cfg: PipelineConfig, run: Path) -> dict[str, list[str]]:
         "base": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=base", "train.overwrite=true"],
         "train": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=all", "train.overwrite=true"],
         "validate": [f"train_dir={r}/train", f"dataset_dir={r}/data", f"output_dir={r}/validate"],
-        "package": [
-            f"train_dir={r}/train",
-            f"validate_dir={r}/validate",
-            f"dataset_dir={r}/data",
-            f"output_dir={r}/bundle",
-        ],
+        "package": [f"train_dir={r}/train", f"validate_dir={r}/validate", f"dataset_dir={r}/data", f"output_dir={r}/bundle"],
         "evaluate": [f"dataset_dir={r}/data", f"output_dir={r}/evaluate", "backend=hf", f"backend.bundle={r}/bundle"],
     }
     out = {}
@@ -183,13 +180,8 @@ def _schemas() -> dict[str, type[BaseModel]]:
     from forethought.training.validate import ValidateConfig
 
     return {
-        "verify": VerifyConfig,
-        "generate": GenerateConfig,
-        "base": TrainConfig,
-        "train": TrainConfig,
-        "validate": ValidateConfig,
-        "package": PackageConfig,
-        "evaluate": EvaluateConfig,
+        "verify": VerifyConfig, "generate": GenerateConfig, "base": TrainConfig, "train": TrainConfig,
+        "validate": ValidateConfig, "package": PackageConfig, "evaluate": EvaluateConfig,
     }
 
 
@@ -226,79 +218,32 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     ]
     built_here = configs["base"].model.profile in BUILT_HERE
     # The pretrained base (built-here profiles) is the base stage's output and the train stage's input.
-    base_outputs = [train_out / "base.json"] + (
-        [train_out / "base", train_out / "base_run" / "metrics.json"] if built_here else []
-    )
+    base_outputs = [train_out / "base.json"] + ([train_out / "base", train_out / "base_run" / "metrics.json"] if built_here else [])
     # The hf backend loads the bundle, its base and tokenizer with forethought/bundle (the training stages use it too).
     bundle_code = ["forethought/bundle"]
     eval_libs = MODEL_LIBS if any(x.startswith("bundle") for x in configs["evaluate"].settings) else ()
     pr.stages = {
-        "verify": Stage(
-            "verify",
-            configs["verify"],
-            sol,
-            [],
-            code_kernel + ["data_gen/verify.py"],
-            lambda: _verify(configs["verify"]),
-        ),
+        "verify": Stage("verify", configs["verify"], sol, [], code_kernel + ["data_gen/verify.py"], lambda: _verify(configs["verify"])),
         "generate": Stage(
-            "generate",
-            configs["generate"],
-            [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
-            [run / "data" / "stats.json"],
-            code_kernel + ["data_gen"],
-            lambda: _generate(configs["generate"]),
+            "generate", configs["generate"], [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
+            [run / "data" / "stats.json"], code_kernel + ["data_gen"], lambda: _generate(configs["generate"]),
         ),
-        "base": Stage(
-            "base",
-            configs["base"],
-            [run / "data"],
-            base_outputs,
-            ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"],
-            lambda: _train(configs["base"]),
-            libs=TRAIN_LIBS,
-        ),
-        "train": Stage(
-            "train",
-            configs["train"],
-            [run / "data", *base_outputs[1:2]],
-            train_outputs,
-            ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"],
-            lambda: _train(configs["train"]),
-            libs=TRAIN_LIBS,
-        ),
+        "base": Stage("base", configs["base"], [run / "data"], base_outputs, MODEL_CODE, lambda: _train(configs["base"]),
+                      libs=TRAIN_LIBS),
+        "train": Stage("train", configs["train"], [run / "data", *base_outputs[1:2]], train_outputs, MODEL_CODE,
+                       lambda: _train(configs["train"]), libs=TRAIN_LIBS),
         "validate": Stage(
-            "validate",
-            configs["validate"],
-            [run / "train", run / "data"],
-            [run / "validate" / "gates.json"],
-            [
-                "training",
-                "forethought/bundle",
-                "data_gen/row.py",
-                "kernel/specs.py",
-                "kernel/backends/hf.py",
-                "kernel/backends/constrained.py",
-            ],
-            lambda: _validate(configs["validate"]),
+            "validate", configs["validate"], [run / "train", run / "data"], [run / "validate" / "gates.json"],
+            [*MODEL_CODE, "kernel/backends/hf.py", "kernel/backends/constrained.py"], lambda: _validate(configs["validate"]),
             libs=MODEL_LIBS,
         ),
         "package": Stage(
-            "package",
-            configs["package"],
-            [run / "train", run / "validate" / "gates.json", run / "data" / "stats.json"],
-            [run / "bundle" / "manifest.json"],
-            ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"],
-            lambda: _package(configs["package"]),
-            libs=MODEL_LIBS,
+            "package", configs["package"], [run / "train", run / "validate" / "gates.json", run / "data" / "stats.json"],
+            [run / "bundle" / "manifest.json"], MODEL_CODE, lambda: _package(configs["package"]), libs=MODEL_LIBS,
         ),
         "evaluate": Stage(
-            "evaluate",
-            configs["evaluate"],
-            [run / "bundle", run / "data" / "stats.json"] + sol,
-            [run / "evaluate" / "results.json"],
-            code_kernel + ["data_gen/evaluate.py", "data_gen/verify.py"] + bundle_code,
-            lambda: _evaluate(configs["evaluate"]),
+            "evaluate", configs["evaluate"], [run / "bundle", run / "data" / "stats.json"] + sol, [run / "evaluate" / "results.json"],
+            code_kernel + ["data_gen/evaluate.py", "data_gen/verify.py"] + bundle_code, lambda: _evaluate(configs["evaluate"]),
             libs=eval_libs,
         ),
     }
@@ -332,12 +277,8 @@ def _generate(c: Any) -> Any:
     from forethought.data_gen.generate import generate
 
     with _console().status("generate: round 0") as st:
-        return generate(
-            c.data,
-            progress=lambda r, counts: st.update(
-                f"generate: round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
-            ),
-        )
+        return generate(c.data, progress=lambda r, counts: st.update(
+            f"generate: round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())))
 
 
 def _train(c: Any) -> Any:
@@ -386,33 +327,17 @@ def execute(pr: PipelineRun, console: Any) -> None:
             st.result = prev.get("result")
             console.print(f"[dim]{name:<9} skipped: inputs unchanged since {prev.get('finished')}[/dim]")
             continue
-        reason = (
-            "forced"
-            if pr.cfg.force
-            else (
-                "first run"
-                if prev is None
-                else (out_problem if prev.get("fingerprint") == fp else why_changed(prev, config, manifest))
-            )
-        )
+        reason = "forced" if pr.cfg.force else ("first run" if prev is None else
+                                                 (out_problem if prev.get("fingerprint") == fp else why_changed(prev, config, manifest)))
         console.rule(f"[bold]{name}[/bold] ({reason})")
         t0 = time.perf_counter()
         st.result = st.run()
         st.seconds = time.perf_counter() - t0
         st.status = "ran"
         summary = _summarise(name, st.result)
-        atomic_write_json(
-            rec_path,
-            {
-                "fingerprint": fp,
-                "finished": dt.datetime.now().isoformat(timespec="seconds"),
-                "seconds": round(st.seconds, 1),
-                "config": config,
-                "inputs": manifest,
-                "outputs": input_manifest(st.outputs, []),
-                "result": summary,
-            },
-        )
+        atomic_write_json(rec_path, {"fingerprint": fp, "finished": dt.datetime.now().isoformat(timespec="seconds"),
+                                     "seconds": round(st.seconds, 1), "config": config, "inputs": manifest,
+                                     "outputs": input_manifest(st.outputs, []), "result": summary})
         st.result = summary
         console.print(f"{name:<9} done in {st.seconds:.1f} s")
 
@@ -447,10 +372,7 @@ def machine() -> str:
     import torch
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return (
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores, {gpu}, "
-        f"Python {platform.python_version()}, torch {torch.__version__}"
-    )
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores, {gpu}, Python {platform.python_version()}, torch {torch.__version__}"
 
 
 def _combined_loss_png(train_dir: Path, out: Path) -> bool:
@@ -537,31 +459,14 @@ def _datasets_png(stats_path: Path, out: Path) -> bool:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
     x = range(len(names))
     a1.bar(list(x), [st[n]["train"]["examples"] for n in names], label="train", color="#1a73e8")
-    a1.bar(
-        list(x),
-        [st[n]["validation"]["examples"] for n in names],
-        bottom=[st[n]["train"]["examples"] for n in names],
-        label="validation (held-out solutions)",
-        color="#fbbc04",
-    )
+    a1.bar(list(x), [st[n]["validation"]["examples"] for n in names], bottom=[st[n]["train"]["examples"] for n in names],
+           label="validation (held-out solutions)", color="#fbbc04")
     a1.set_xticks(list(x), names, rotation=15, fontsize=8)
     a1.set_ylabel("examples")
     a1.legend(fontsize=8)
     a1.set_title("Examples per primitive")
-    a2.bar(
-        [i - 0.2 for i in x],
-        [st[n]["train"]["prompt_tokens"]["median"] for n in names],
-        width=0.4,
-        label="prompt (median)",
-        color="#34a853",
-    )
-    a2.bar(
-        [i + 0.2 for i in x],
-        [st[n]["train"]["target_tokens"]["median"] for n in names],
-        width=0.4,
-        label="target (median)",
-        color="#ea4335",
-    )
+    a2.bar([i - 0.2 for i in x], [st[n]["train"]["prompt_tokens"]["median"] for n in names], width=0.4, label="prompt (median)", color="#34a853")
+    a2.bar([i + 0.2 for i in x], [st[n]["train"]["target_tokens"]["median"] for n in names], width=0.4, label="target (median)", color="#ea4335")
     a2.set_xticks(list(x), names, rotation=15, fontsize=8)
     a2.set_ylabel("pre-tokenizer tokens")
     a2.legend(fontsize=8)
@@ -596,13 +501,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             L.append(f"| {s.name} | {s.status}{' (' + s.note + ')' if s.note else ''} | {s.seconds:.1f} |")
     v = pr.stages["verify"].result
     if isinstance(v, dict):
-        L += [
-            "",
-            "## Worked solutions",
-            "",
-            f"{v['solutions']} solutions verified by replay through the kernel (oracle backend).",
-            "",
-        ]
+        L += ["", "## Worked solutions", "", f"{v['solutions']} solutions verified by replay through the kernel (oracle backend).", ""]
         L += ["| domain | solutions |", "| --- | ---: |"] + [f"| {k} | {n} |" for k, n in v["domains"].items()]
         L += ["", "| pattern | solutions |", "| --- | ---: |"] + [f"| {k} | {n} |" for k, n in v["tags"].items()]
     card = run / "data" / "README.md"
@@ -615,32 +514,20 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     base_metrics = run / "train" / "base_run" / "metrics.json"
     if base_metrics.is_file():
         bm = json.loads(base_metrics.read_text())
-        L += [
-            "",
-            "## Base stage",
-            "",
-            f"Full-parameter training of the {bm.get('parameters', 0) / 1e6:.1f} M-parameter base on "
-            f"{bm.get('train_rows')} train rows of the "
-            f"five primitives mixed ({bm.get('loss')} loss; no validation row): {bm.get('global_step')} steps, "
-            f"{bm.get('epochs_completed') or 0:.2f} epochs, {bm.get('tokens_per_second')} tokens/s, {bm.get('wall_time_s', 0):.0f} s, "
-            f"final loss {bm.get('train_loss_last') or 0:.3g}.",
-        ]
+        L += ["", "## Base stage", "",
+              f"Full-parameter training of the {bm.get('parameters', 0) / 1e6:.1f} M-parameter base on {bm.get('train_rows')} train rows of the "
+              f"five primitives mixed ({bm.get('loss')} loss; no validation row): {bm.get('global_step')} steps, "
+              f"{bm.get('epochs_completed') or 0:.2f} epochs, {bm.get('tokens_per_second')} tokens/s, {bm.get('wall_time_s', 0):.0f} s, "
+              f"final loss {bm.get('train_loss_last') or 0:.3g}."]
         if (run / "train" / "base_run" / "loss.png").is_file():
             shutil.copyfile(run / "train" / "base_run" / "loss.png", run / "base_loss.png")
             L += ["", "![base loss](base_loss.png)"]
     if _learning_curve_png(run / "train", run / "exact_match_curves.png"):
-        L += [
-            "",
-            "### Learning curve (exact match on a fixed validation subset, monitoring only)",
-            "",
-            "![exact match against steps](exact_match_curves.png)",
-        ]
+        L += ["", "### Learning curve (exact match on a fixed validation subset, monitoring only)", "",
+              "![exact match against steps](exact_match_curves.png)"]
     if _combined_loss_png(run / "train", run / "loss_curves.png"):
         L += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
-        L += [
-            "| primitive | steps | final train loss | eval loss | tokens/s | wall s |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |",
-        ]
+        L += ["| primitive | steps | final train loss | eval loss | tokens/s | wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
         from forethought.kernel.specs import PRIMITIVE_NAMES
 
         for p in PRIMITIVE_NAMES:
@@ -648,10 +535,8 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             if f.is_file():
                 m = json.loads(f.read_text())
                 fmt = lambda x: "—" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))  # noqa: E731
-                L.append(
-                    f"| {p} | {fmt(m.get('global_step'))} | {fmt(m.get('train_loss_last'))} | "
-                    f"{fmt(m.get('eval_loss'))} | {fmt(m.get('tokens_per_second'))} | {fmt(m.get('wall_time_s'))} |"
-                )
+                cells = [m.get(k) for k in ("global_step", "train_loss_last", "eval_loss", "tokens_per_second", "wall_time_s")]
+                L.append(f"| {p} | " + " | ".join(fmt(c) for c in cells) + " |")
     gates = run / "validate" / "gates.md"
     if gates.is_file():
         shutil.copyfile(run / "validate" / "gates.png", run / "gates.png")
@@ -659,18 +544,8 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     man = run / "bundle" / "manifest.json"
     if man.is_file():
         m = json.loads(man.read_text())
-        L += [
-            "",
-            "## Bundle",
-            "",
-            f"`{run / 'bundle'}` — "
-            + (
-                "**SMOKE** (failed gates allowed; the kernel warns when loading it)"
-                if m["smoke"]
-                else "all gates passed"
-            )
-            + f"; base `{m['base']['name']}`, code {m['code_version']}.",
-        ]
+        verdict = "**SMOKE** (failed gates allowed; the kernel warns when loading it)" if m["smoke"] else "all gates passed"
+        L += ["", "## Bundle", "", f"`{run / 'bundle'}` — {verdict}; base `{m['base']['name']}`, code {m['code_version']}."]
     ev = run / "evaluate" / "evaluation.md"
     if ev.is_file():
         shutil.copyfile(run / "evaluate" / "evaluation.png", run / "evaluation.png")

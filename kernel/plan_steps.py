@@ -76,7 +76,7 @@ def find_cycle(nodes: list[str], depends: dict[str, list[str]]) -> list[str]:
             if following is None:
                 break
             if following in seen:
-                return path[path.index(following) :] + [following]
+                return path[path.index(following):] + [following]
             path.append(following)
             seen.add(following)
             current = following

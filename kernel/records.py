@@ -31,16 +31,7 @@ from .scratchpad import Scratchpad
 from .specs import MAX_TASKS, GetOrderInput, MatchFuncInput, ProposedTask, TaskRef, ToolBrief, UnitTask
 
 Status = Literal[
-    "pending",
-    "ready",
-    "trying",
-    "blocked",
-    "missing_function",
-    "missing_param",
-    "tool_failed",
-    "executed",
-    "skipped",
-    "error",
+    "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error"
 ]
 
 

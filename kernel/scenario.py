@@ -56,17 +56,14 @@ class ProposedTaskAnn(_Strict):
 class PrereqAnn(_Strict):
     """One Check(p, S) decision and what followed it."""
 
-    key: str = Field(
-        description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py)."
-    )
+    key: str = Field(description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py).")
     outcome: Literal["met", "not_met", "absent"] = Field(
         description="Check(p, S): 'met' (S satisfies it), 'not_met' (S holds the key with a failing value: the task "
         "is blocked and the task's remaining prerequisites are not checked), 'absent' (the key is not in S: a "
         "retrieval is proposed and run, then the key is re-checked)."
     )
     retrieval: ProposedTaskAnn | None = Field(
-        None,
-        description="Only for outcome 'absent': the task proposed to establish the key, or null when none can be grounded.",
+        None, description="Only for outcome 'absent': the task proposed to establish the key, or null when none can be grounded."
     )
     recheck: Literal["met", "not_met"] | None = Field(
         None, description="Required for outcome 'absent' (and only then): Check(p, S) after the retrieval ran."
@@ -96,9 +93,7 @@ class BindingAnn(_Strict):
         "'S' (the scratchpad, only when tau has no such key), 'fill' (neither had it; match_fill proposed it), "
         "'missing' (nothing could be grounded: the task ends missing_param)."
     )
-    value: Any = Field(
-        None, description="The bound value (ignored for source 'missing'). Use \"${slot}\" for an entity."
-    )
+    value: Any = Field(None, description="The bound value (ignored for source 'missing'). Use \"${slot}\" for an entity.")
     fill_from: str | None = Field(
         None,
         description="Only for source 'fill': where match_fill reads the value, 'S:<key>', 'tau:<key>', or 'literal' "
@@ -130,8 +125,7 @@ class TaskAnn(_Strict):
         "request, the context or the scratchpad view, or be an enum value of the tool).",
     )
     match: str | None = Field(
-        None,
-        description="match_func's answer (the tool chosen from the task text, or null). Omit when it equals 'tool'.",
+        None, description="match_func's answer (the tool chosen from the task text, or null). Omit when it equals 'tool'."
     )
     prerequisites: list[PrereqAnn] = Field(
         default_factory=list,
@@ -148,9 +142,7 @@ class TaskAnn(_Strict):
         "(a required value cannot be grounded) | tool_failed (the call was rejected by ToolGate or failed) | skipped "
         "(a task it depends on did not execute).",
     )
-    setup: bool = Field(
-        False, description="True for a task the user did not name (authenticate, resolve a code, navigate first)."
-    )
+    setup: bool = Field(False, description="True for a task the user did not name (authenticate, resolve a code, navigate first).")
 
     @model_validator(mode="after")
     def _default_match(self) -> TaskAnn:
@@ -162,9 +154,7 @@ class TaskAnn(_Strict):
 class StateAssertion(_Strict):
     """A check on the world after the turn."""
 
-    path: str = Field(
-        description="'/'-separated path into the domain snapshots, e.g. 'file_system/cwd' (list items by index)."
-    )
+    path: str = Field(description="'/'-separated path into the domain snapshots, e.g. 'file_system/cwd' (list items by index).")
     equals: Any = Field(None, description="The value expected at that path.")
     absent: bool = Field(False, description="True: the path must not exist (then 'equals' is ignored).")
 
@@ -186,30 +176,20 @@ class Turn(_Strict):
         "replays the turn with each of them in place of 'user'; every annotation must still hold.",
     )
     context: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Turn context tau given to the kernel besides the text (e.g. an access token).",
+        default_factory=dict, description="Turn context tau given to the kernel besides the text (e.g. an access token)."
     )
-    config: dict[str, Any] = Field(
-        default_factory=dict, description="Scratchpad entries added at the start of this turn."
-    )
+    config: dict[str, Any] = Field(default_factory=dict, description="Scratchpad entries added at the start of this turn.")
     # ---- annotations (worked solutions) ----
     tasks: list[TaskAnn] | None = Field(None, description="decompose's unit tasks and the decisions taken for each.")
-    order: list[str] | None = Field(
-        None,
-        description="The execution order of all task ids (get_order's decisions merged with the dependency layers).",
-    )
+    order: list[str] | None = Field(None, description="The execution order of all task ids (get_order's decisions merged with the dependency layers).")
     calls: list[str | RefCall] | None = Field(
         None,
         description="The calls that must be committed, in order (retrievals included where they run): strings "
         "like \"cd(folder='archive')\" or {tool, args} objects.",
     )
-    halt: Literal["cycle"] | None = Field(
-        None, description="'cycle': the decomposition is cyclic; the turn halts with nothing executed."
-    )
+    halt: Literal["cycle"] | None = Field(None, description="'cycle': the decomposition is cyclic; the turn halts with nothing executed.")
     state: list[StateAssertion] = Field(default_factory=list, description="Assertions on the world after the turn.")
-    scratchpad: dict[str, Any] = Field(
-        default_factory=dict, description="Expected entries of S after the turn (a subset)."
-    )
+    scratchpad: dict[str, Any] = Field(default_factory=dict, description="Expected entries of S after the turn (a subset).")
     must_not_call: list[str] = Field(
         default_factory=list,
         description="Side-effecting registry tools this request could tempt the agent to call but must not (backs the "
@@ -262,18 +242,14 @@ class Turn(_Strict):
 class SlotDef(_Strict):
     """A typed entity; data generation substitutes other values of the same type consistently everywhere."""
 
-    type: str = Field(
-        description="Slot type; alternative values are listed in data_gen/slot_values/<domain>.json under this name."
-    )
+    type: str = Field(description="Slot type; alternative values are listed in data_gen/slot_values/<domain>.json under this name.")
     value: Any = Field(description="The value used when the solution is verified as written.")
 
 
 class RegistryRef(_Strict):
     """Which tools the kernel sees (default: every tool of the solution's domains)."""
 
-    domains: list[str] | None = Field(
-        None, description="Domains whose tools form the registry (default: the solution's domains)."
-    )
+    domains: list[str] | None = Field(None, description="Domains whose tools form the registry (default: the solution's domains).")
     include: list[str] | None = Field(None, description="Only these tools.")
     exclude: list[str] = Field(default_factory=list, description="Tools left out.")
     extra: list[ToolSpec] = Field(
@@ -289,28 +265,20 @@ class Solution(_Strict):
     id: str = Field(description="Unique id.")
     title: str = Field("", description="One line: what the scenario tests.")
     description: str = Field("", description="What the scenario tests and why.")
-    domains: list[str] = Field(
-        description="Simulated domains to load (kernel/domains/<name>/); their tools form the registry."
-    )
+    domains: list[str] = Field(description="Simulated domains to load (kernel/domains/<name>/); their tools form the registry.")
     tags: list[str] = Field(
         default_factory=list,
-        description="Pattern tags this solution exercises: "
-        + ", ".join(PATTERN_TAGS)
-        + ". Each must be backed by an annotation "
+        description="Pattern tags this solution exercises: " + ", ".join(PATTERN_TAGS) + ". Each must be backed by an annotation "
         "(see data_gen/solutions/README.md).",
     )
     slots: dict[str, SlotDef] = Field(
-        default_factory=dict,
-        description='Typed entities, written ${name} everywhere they appear; "${name}" alone takes the typed value.',
+        default_factory=dict, description="Typed entities, written ${name} everywhere they appear; \"${name}\" alone takes the typed value."
     )
     registry: RegistryRef = Field(default_factory=RegistryRef, description="The tool registry the kernel sees.")
     initial_state: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Per domain, the world before the first turn (validated by kernel/domains/<name>/state.py).",
+        default_factory=dict, description="Per domain, the world before the first turn (validated by kernel/domains/<name>/state.py)."
     )
-    config: dict[str, Any] = Field(
-        default_factory=dict, description='Initial scratchpad entries (gamma), e.g. {"authenticated": true}.'
-    )
+    config: dict[str, Any] = Field(default_factory=dict, description="Initial scratchpad entries (gamma), e.g. {\"authenticated\": true}.")
     turns: list[Turn] = Field(description="The user turns, in order; S and the world persist across them.")
     source_file: str | None = Field(default=None, exclude=True)
 
@@ -389,9 +357,7 @@ def _normalise_extra_tools(sol: Solution, path: str) -> None:
     for i, spec in enumerate(sol.registry.extra):
         try:
             params = normalize_schema(spec.parameters, path="parameters", require_object=True)
-            output = (
-                normalize_schema(spec.output_schema, path="output_schema") if spec.output_schema is not None else None
-            )
+            output = normalize_schema(spec.output_schema, path="output_schema") if spec.output_schema is not None else None
         except SchemaPathError as exc:
             raise UserError(f"registry.extra.{i} ({spec.name!r}).{exc.path}: {exc.message}", path) from None
         spec.parameters, spec.output_schema = params, output
@@ -420,9 +386,7 @@ def solution_files(paths: list[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(
-                sorted(x for x in p.rglob("*") if x.suffix in (".json", ".yaml", ".yml") and x.name != "schema.json")
-            )
+            out.extend(sorted(x for x in p.rglob("*") if x.suffix in (".json", ".yaml", ".yml") and x.name != "schema.json"))
         elif p.exists():
             out.append(p)
         else:

@@ -196,9 +196,7 @@ class PrimitiveSpec:
     def target_text(self, output: BaseModel | dict[str, Any]) -> str:
         """The completion a model is trained to produce: compact JSON of the output."""
         data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
-        return json.dumps(
-            self.output_type.model_validate(data).model_dump(mode="json"), ensure_ascii=False, separators=(", ", ": ")
-        )
+        return json.dumps(self.output_type.model_validate(data).model_dump(mode="json"), ensure_ascii=False, separators=(", ", ": "))
 
     def canonical(self, output: BaseModel | dict[str, Any]) -> str:
         """Canonical string for exact match (same for prediction and target)."""
@@ -231,12 +229,8 @@ class PrimitiveSpec:
         """Fixed inputs and targets (kernel/spec_golden.json, else ``golden_cases``) whose rendering the spec hash covers."""
         cases = _golden().get(self.name) or list(self.golden_cases)
         if not cases:
-            raise ValueError(
-                f"primitive {self.name!r} has no golden cases (kernel/spec_golden.json or PrimitiveSpec.golden_cases)"
-            )
-        return [
-            (self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in cases
-        ]
+            raise ValueError(f"primitive {self.name!r} has no golden cases (kernel/spec_golden.json or PrimitiveSpec.golden_cases)")
+        return [(self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in cases]
 
     def golden_rendering(self) -> str:
         """Everything the model sees and is trained to answer for the golden inputs, as text.
@@ -251,21 +245,11 @@ class PrimitiveSpec:
             parts.append(f"## golden {i}: messages")
             parts.append(json.dumps(self.messages(inp), ensure_ascii=False, indent=1))
             parts.append(f"## golden {i}: messages of a retry")
-            parts.append(
-                json.dumps(
-                    self.messages(inp, ("[value] golden_check: an example violation",))[-1],
-                    ensure_ascii=False,
-                    indent=1,
-                )
-            )
+            parts.append(json.dumps(self.messages(inp, ("[value] golden_check: an example violation",))[-1], ensure_ascii=False, indent=1))
             parts.append(f"## golden {i}: target text\n{self.target_text(target)}")
             parts.append(f"## golden {i}: canonical form\n{self.canonical(target)}")
-            parts.append(
-                f"## golden {i}: decoding schema\n{json.dumps(self.decoding_schema(inp), sort_keys=True, ensure_ascii=False)}"
-            )
-            parts.append(
-                f"## golden {i}: contract verdict\n{json.dumps(self.check_output(inp, target).to_dict(), sort_keys=True, default=str)}"
-            )
+            parts.append(f"## golden {i}: decoding schema\n{json.dumps(self.decoding_schema(inp), sort_keys=True, ensure_ascii=False)}")
+            parts.append(f"## golden {i}: contract verdict\n{json.dumps(self.check_output(inp, target).to_dict(), sort_keys=True, default=str)}")
         return "\n".join(parts) + "\n"
 
     def compute_spec_hash(self) -> str:
@@ -307,15 +291,8 @@ class PrimitiveSpec:
 
 
 _STR = {"type": "string", "maxLength": 160}
-_ANY_VALUE = {
-    "anyOf": [
-        _STR,
-        {"type": "number"},
-        {"type": "boolean"},
-        {"type": "null"},
-        {"type": "array", "items": {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}]}, "maxItems": 8},
-    ]
-}
+_ANY_VALUE = {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+                        {"type": "array", "items": {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}]}, "maxItems": 8}]}
 
 
 def _tool_enum(tools: Sequence[ToolBrief], nullable: bool) -> dict[str, Any]:
@@ -333,9 +310,7 @@ def _hallucinated(rng: random.Random) -> str:
     return "hallucinated-" + str(rng.randint(100, 999))
 
 
-def _grounded_params(
-    tool: ToolBrief | None, params: dict[str, Any], hay: Haystack, enums: dict[str, list[str]]
-) -> str | None:
+def _grounded_params(tool: ToolBrief | None, params: dict[str, Any], hay: Haystack, enums: dict[str, list[str]]) -> str | None:
     bad = [f"{k}={v!r}" for k, v in params.items() if not hay.contains(v, enums.get(k))]
     if bad:
         return "values not grounded in the request, context or scratchpad: " + ", ".join(bad)
@@ -379,7 +354,12 @@ class DecomposeOutput(BaseModel):
 
 
 def _render_decompose(x: DecomposeInput) -> str:
-    return f"Request: {x.user}\nContext: {_dumps(x.context)}\nState: {_dumps(x.state)}\nTools:\n{render_tools(x.tools)}"
+    return (
+        f"Request: {x.user}\n"
+        f"Context: {_dumps(x.context)}\n"
+        f"State: {_dumps(x.state)}\n"
+        f"Tools:\n{render_tools(x.tools)}"
+    )
 
 
 def _dec_ids(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
@@ -427,12 +407,7 @@ def _dec_cover(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
 def _dec_canon(out: DecomposeOutput) -> Any:
     # The task text is explanatory; exact match compares the decisions.
     return [
-        {
-            "id": t.id,
-            "tool_name": t.tool_name,
-            "depends_on": sorted(t.depends_on),
-            "parameters": normalize(t.parameters),
-        }
+        {"id": t.id, "tool_name": t.tool_name, "depends_on": sorted(t.depends_on), "parameters": normalize(t.parameters)}
         for t in out.tasks
     ]
 
@@ -451,24 +426,14 @@ def _dec_schema(inp: DecomposeInput, max_tasks: int) -> dict[str, Any]:
         "additionalProperties": False,
     }
     # No more tasks than the kernel's declared fan-out: a longer decomposition halts the turn anyway.
-    return {
-        "type": "object",
-        "properties": {"tasks": {"type": "array", "items": item, "maxItems": max_tasks}},
-        "required": ["tasks"],
-        "additionalProperties": False,
-    }
+    tasks = {"type": "array", "items": item, "maxItems": max_tasks}
+    return {"type": "object", "properties": {"tasks": tasks}, "required": ["tasks"], "additionalProperties": False}
 
 
 def _dec_oracle(inp: DecomposeInput, ann: Annotation) -> dict[str, Any]:
     return {
         "tasks": [
-            {
-                "id": t.id,
-                "text": t.text,
-                "tool_name": t.tool,
-                "depends_on": list(t.depends_on),
-                "parameters": dict(t.parameters),
-            }
+            {"id": t.id, "text": t.text, "tool_name": t.tool, "depends_on": list(t.depends_on), "parameters": dict(t.parameters)}
             for t in ann.turn.tasks or []
         ]
     }
@@ -557,12 +522,7 @@ def _order_schema(inp: GetOrderInput, max_tasks: int) -> dict[str, Any]:
         order: dict[str, Any] = {"anyOf": [{"const": list(p)} for p in itertools.permutations(ids)]}
     else:  # too many to list: right ids and length, uniqueness left to the contract
         order = {"type": "array", "items": {"enum": ids}, "minItems": len(ids), "maxItems": len(ids)}
-    return {
-        "type": "object",
-        "properties": {"ordered_task_ids": order},
-        "required": ["ordered_task_ids"],
-        "additionalProperties": False,
-    }
+    return {"type": "object", "properties": {"ordered_task_ids": order}, "required": ["ordered_task_ids"], "additionalProperties": False}
 
 
 def _order_oracle(inp: GetOrderInput, ann: Annotation) -> dict[str, Any]:
@@ -670,23 +630,9 @@ def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | Non
 
 def _prereq_schema(inp: CheckPrereqInput, max_tasks: int) -> dict[str, Any]:
     writers = [t for t in inp.tools if inp.key in t.writes] or list(inp.tools)
-    task = {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {"tool_name": {"const": t.name}, "parameters": _params_object(t)},
-                "required": ["tool_name", "parameters"],
-                "additionalProperties": False,
-            }
-            for t in writers
-        ]
-    }
-    return {
-        "type": "object",
-        "properties": {"task": {"anyOf": [task, {"type": "null"}]}},
-        "required": ["task"],
-        "additionalProperties": False,
-    }
+    task = {"anyOf": [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": _params_object(t)},
+                       "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]}
+    return {"type": "object", "properties": {"task": {"anyOf": [task, {"type": "null"}]}}, "required": ["task"], "additionalProperties": False}
 
 
 def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
@@ -722,9 +668,7 @@ CHECK_PREREQUISITES = PrimitiveSpec(
         Check("establishes_key", "value", _prereq_tool),
         Check("values_grounded", "value", _prereq_grounded),
     ),
-    canonical_fn=lambda out: (
-        None if out.task is None else {"tool_name": out.task.tool_name, "parameters": normalize(out.task.parameters)}
-    ),
+    canonical_fn=lambda out: None if out.task is None else {"tool_name": out.task.tool_name, "parameters": normalize(out.task.parameters)},
     decoding=_prereq_schema,
     oracle=_prereq_oracle,
     default_size=4867,
@@ -757,12 +701,7 @@ def _match_registered(inp: MatchFuncInput, out: MatchFuncOutput) -> str | None:
 
 
 def _match_schema(inp: MatchFuncInput, max_tasks: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"tool_name": _tool_enum(inp.tools, True)},
-        "required": ["tool_name"],
-        "additionalProperties": False,
-    }
+    return {"type": "object", "properties": {"tool_name": _tool_enum(inp.tools, True)}, "required": ["tool_name"], "additionalProperties": False}
 
 
 def _match_oracle(inp: MatchFuncInput, ann: Annotation) -> dict[str, Any]:
@@ -832,11 +771,9 @@ def _fill_keys(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
     want, got = set(inp.missing), set(out.values)
     if want != got:
         extra, lacking = sorted(got - want), sorted(want - got)
-        return (
-            f"values must name exactly the missing parameters {sorted(want)}"
-            + (f"; extra {extra}" if extra else "")
-            + (f"; lacking {lacking}" if lacking else "")
-        )
+        return f"values must name exactly the missing parameters {sorted(want)}" + (
+            f"; extra {extra}" if extra else ""
+        ) + (f"; lacking {lacking}" if lacking else "")
     return None
 
 
@@ -848,14 +785,8 @@ def _fill_grounded(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
 def _fill_schema(inp: MatchFillInput, max_tasks: int) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {
-            "values": {
-                "type": "object",
-                "properties": {m: _ANY_VALUE for m in inp.missing},
-                "required": list(inp.missing),
-                "additionalProperties": False,
-            }
-        },
+        "properties": {"values": {"type": "object", "properties": {m: _ANY_VALUE for m in inp.missing},
+                                  "required": list(inp.missing), "additionalProperties": False}},
         "required": ["values"],
         "additionalProperties": False,
     }
@@ -960,9 +891,7 @@ use_primitive_registry(lambda: list(SPECS))  # conf tables (forethought.config) 
 def _spec_problems(spec: PrimitiveSpec) -> list[str]:
     problems = []
     if not isinstance(spec.name, str) or not _NAME.fullmatch(spec.name):
-        problems.append(
-            f"name {spec.name!r} must be lower-case letters, digits and underscores, starting with a letter"
-        )
+        problems.append(f"name {spec.name!r} must be lower-case letters, digits and underscores, starting with a letter")
     elif spec.name in RESERVED_NAMES:
         problems.append(f"name {spec.name!r} is reserved (configs say primitive={spec.name})")
     elif spec.name in SPECS and SPECS[spec.name] is not spec:
@@ -976,25 +905,17 @@ def _spec_problems(spec: PrimitiveSpec) -> list[str]:
             problems.append(f"{attr} must be callable")
     if isinstance(spec.default_size, bool) or not isinstance(spec.default_size, int) or spec.default_size < 0:
         problems.append(f"default_size must be a non-negative integer, got {spec.default_size!r}")
-    if (
-        isinstance(spec.gate_threshold, bool)
-        or not isinstance(spec.gate_threshold, (int, float))
-        or not 0 <= spec.gate_threshold <= 1
-    ):
+    if isinstance(spec.gate_threshold, bool) or not isinstance(spec.gate_threshold, (int, float)) or not 0 <= spec.gate_threshold <= 1:
         problems.append(f"gate_threshold must be a number in [0, 1], got {spec.gate_threshold!r}")
     if bool(spec.noise_kinds) != (spec.corrupt is not None):
         problems.append("noise_kinds and corrupt go together: declare both (the noisy oracle's errors) or neither")
     unknown_drop = sorted(set(spec.generation.drop_variants) - {"permuted", "renamed"})
     if unknown_drop:
-        problems.append(
-            f"generation.drop_variants names unknown variant changes {unknown_drop} (known: permuted, renamed)"
-        )
+        problems.append(f"generation.drop_variants names unknown variant changes {unknown_drop} (known: permuted, renamed)")
     if spec.derived_from is not None and spec.derived_from.source not in SPECS:
         problems.append(f"derived_from names {spec.derived_from.source!r}, which is not a registered primitive")
     if not problems and not (_golden().get(spec.name) or spec.golden_cases):
-        problems.append(
-            "no golden cases: list some in kernel/spec_golden.json or PrimitiveSpec.golden_cases (the spec hash covers their rendering)"
-        )
+        problems.append("no golden cases: list some in kernel/spec_golden.json or PrimitiveSpec.golden_cases (the spec hash covers their rendering)")
     return problems
 
 
@@ -1089,9 +1010,7 @@ def name_validator(*extra: str) -> Callable[[str], str]:
     def check(v: str) -> str:
         if v in SPECS or v in extra:
             return v
-        raise PydanticCustomError(
-            "literal_error", "Input should be {expected}", {"expected": _one_of([*SPECS, *extra])}
-        )
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": _one_of([*SPECS, *extra])})
 
     return check
 

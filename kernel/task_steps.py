@@ -43,18 +43,11 @@ def begin_task(task: TaskCursor, turn: TurnState) -> PrereqList:
     # A task whose dependency did not execute is skipped: it needs that task's result or effect
     # (deleting "the original" after a failed copy must not happen). Independent tasks go on (INV-R).
     unit = turn.tasks[task.task_id]
-    failed = [
-        d
-        for d in unit.depends_on
-        if d in turn.tasks and turn.outcomes.get(d) is not None and turn.outcomes[d].status != "executed"
-    ]
+    failed = [d for d in unit.depends_on if d in turn.tasks and turn.outcomes.get(d) is not None
+              and turn.outcomes[d].status != "executed"]
     if failed:
-        turn.outcome(
-            task.task_id,
-            "skipped",
-            tool=unit.tool_name,
-            reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed),
-        )
+        turn.outcome(task.task_id, "skipped", tool=unit.tool_name,
+                     reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed))
         return PrereqList(prereqs=[])
     spec = turn.registry.get(unit.tool_name)
     keys = [p.key for p in spec.prerequisites][: turn.config.max_prereqs] if spec else []
@@ -170,9 +163,7 @@ def resolve_function(task: TaskCursor, turn: TurnState) -> TaskCursor:
     candidates = [tool]
     if turn.config.cvc:
         candidates += [a for a in turn.registry[tool].alternatives if a in turn.registry and a != tool]
-    return task.model_copy(
-        update={"status": "trying", "candidate": 0, "candidates": candidates[: turn.config.max_candidates]}
-    )
+    return task.model_copy(update={"status": "trying", "candidate": 0, "candidates": candidates[: turn.config.max_candidates]})
 
 
 def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
@@ -188,14 +179,12 @@ def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
     if not turn.config.cvc:  # unchecked: whatever decompose produced is passed on, plus lookups for required ones
         parameters += [p for p in unit.parameters if p not in parameters]
     bindings = {m: lookup(m, task_context, turn.scratchpad) for m in parameters}
-    looked_up = task.model_copy(
-        update={
-            "parameters": parameters,
-            "bindings": bindings,
-            "missing": [m for m, r in bindings.items() if r.source == "missing"],
-            "lookups": {m: r.consulted for m, r in bindings.items()},
-        }
-    )
+    looked_up = task.model_copy(update={
+        "parameters": parameters,
+        "bindings": bindings,
+        "missing": [m for m, r in bindings.items() if r.source == "missing"],
+        "lookups": {m: r.consulted for m, r in bindings.items()},
+    })
     turn.record_bindings(looked_up)
     return looked_up
 
@@ -266,9 +255,7 @@ def guard_execute(task: TaskCursor, turn: TurnState) -> TaskCursor:
     arguments = {m: bindings[m].value for m in parameters if m in bindings and bindings[m].source != "missing"}
     if turn.config.cvc and set(arguments) != set(parameters):
         turn.violate(f"INV-E: {tool} would execute with {sorted(arguments)} but needs {sorted(parameters)}")
-        turn.outcome(
-            tid, "missing_param", tool=tool, reason="execution guard", missing=sorted(set(parameters) - set(arguments))
-        )
+        turn.outcome(tid, "missing_param", tool=tool, reason="execution guard", missing=sorted(set(parameters) - set(arguments)))
         return task.model_copy(update={"status": "missing_param"})
     calls_before = len(turn.calls)
     ok, reasons = _execute(turn, tid, "task", tool, arguments)
@@ -282,9 +269,7 @@ def guard_execute(task: TaskCursor, turn: TurnState) -> TaskCursor:
     return task.model_copy(update={"status": "tool_failed", "toolgate": gate})
 
 
-def _execute(
-    turn: TurnState, task_id: str, purpose: str, tool: str, arguments: dict[str, Any]
-) -> tuple[bool, list[str]]:
+def _execute(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, list[str]]:
     """Precondition, the call on a copy of the world, postcondition; only then commit and write S."""
     spec = turn.registry.get(tool)
     if spec is None:  # never execute an unregistered tool
@@ -292,23 +277,15 @@ def _execute(
     if turn.config.cvc:
         pre = toolgate.precondition(spec, arguments, turn.scratchpad)
         if pre:
-            turn.calls.append(
-                CallRecord(
-                    task_id=task_id,
-                    purpose=purpose,
-                    tool=tool,
-                    arguments=arguments,  # type: ignore[arg-type]
-                    rejected=["pre: " + e for e in pre],
-                )
-            )
+            turn.calls.append(CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments,  # type: ignore[arg-type]
+                                         rejected=["pre: " + e for e in pre]))
             return False, pre
     result, staged = turn.env.stage(tool, arguments)
     record = CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments, result=result)  # type: ignore[arg-type]
     turn.calls.append(record)
     if turn.config.cvc:
-        post = toolgate.postcondition(
-            spec, turn.env.tool(tool), arguments, result, staged, strict_output_schema=turn.config.strict_output_schema
-        )
+        post = toolgate.postcondition(spec, turn.env.tool(tool), arguments, result, staged,
+                                      strict_output_schema=turn.config.strict_output_schema)
         record.warnings = ["post: " + w for w in post.warnings]
         if post:
             record.rejected = ["post: " + e for e in post]
@@ -333,15 +310,8 @@ def _run_proposed(turn: TurnState, task_id: str, proposed: ProposedTask) -> None
     for name in spec.required:
         found = lookup(name, context, turn.scratchpad)
         if found.source == "missing":
-            turn.calls.append(
-                CallRecord(
-                    task_id=task_id,
-                    purpose="retrieval",
-                    tool=spec.name,
-                    arguments=arguments,
-                    rejected=[f"pre: no value for {name!r}"],
-                )
-            )
+            turn.calls.append(CallRecord(task_id=task_id, purpose="retrieval", tool=spec.name, arguments=arguments,
+                                         rejected=[f"pre: no value for {name!r}"]))
             return
         arguments[name] = found.value
     for name, value in proposed.parameters.items():
@@ -353,10 +323,7 @@ def _run_proposed(turn: TurnState, task_id: str, proposed: ProposedTask) -> None
 def end_task(task: TaskCursor, turn: TurnState) -> TaskCursor:
     """Every task ends with an outcome; S lost no key during it (INV-S)."""
     if task.task_id not in turn.outcomes:
-        turn.outcome(
-            task.task_id,
-            task.status if task.status not in ("pending", "ready", "trying") else "error",
-            reason="ended without an outcome",
-        )
+        turn.outcome(task.task_id, task.status if task.status not in ("pending", "ready", "trying") else "error",
+                     reason="ended without an outcome")
     turn.check_monotone(f"task {task.task_id} end")
     return task

@@ -121,15 +121,8 @@ class PostconditionReport(list):
         self.warnings = warnings
 
 
-def postcondition(
-    spec: ToolSpec,
-    tool: DomainTool | None,
-    args: dict[str, Any],
-    result: Any,
-    state: Any,
-    *,
-    strict_output_schema: bool = False,
-) -> PostconditionReport:
+def postcondition(spec: ToolSpec, tool: DomainTool | None, args: dict[str, Any], result: Any, state: Any,
+                  *, strict_output_schema: bool = False) -> PostconditionReport:
     """Check a staged call's result. ``result`` is the tool's raw return value."""
     if is_error(result):
         return PostconditionReport([f"tool reported an error: {result['error']}"], [])
@@ -153,9 +146,7 @@ def postcondition(
         except Exception as exc:
             msg = f"postcondition {getattr(check_fn, '__name__', 'check')} could not be evaluated: {exc!r}"
         if msg:
-            errors.append(
-                msg if isinstance(msg, str) else f"postcondition {getattr(check_fn, '__name__', 'check')} failed"
-            )
+            errors.append(msg if isinstance(msg, str) else f"postcondition {getattr(check_fn, '__name__', 'check')} failed")
     return PostconditionReport(errors, warnings)
 
 

@@ -21,8 +21,7 @@ body{font-family:system-ui,-apple-system,sans-serif;margin:2em;color:#222;max-wi
 h1{font-size:1.4em} h2{font-size:1.15em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 .box{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;margin:.6em 0;background:#fafafa}
 .sp{font-weight:600;color:#1a4f8b} code{background:#eef;padding:0 .25em;border-radius:3px}
-table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
-td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
+table{border-collapse:collapse;font-size:.9em;margin:.5em 0} td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
 .ok{color:#17803d;font-weight:600} .bad{color:#b3261e;font-weight:600} .muted{color:#777}
 .src-tau{background:#e6f4ea} .src-S{background:#e8f0fe} .src-fill{background:#fef7e0} .src-missing{background:#fce8e6}
 """
@@ -45,9 +44,7 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
     out.append("<div class='box'><span class='sp'>1. Decompose</span><ul>")
     for task in t.tasks:
         deps = f" <span class='muted'>after {', '.join(task.depends_on)}</span>" if task.depends_on else ""
-        out.append(
-            f"<li><b>{_e(task.id)}</b>: {_e(task.text)} <span class='muted'>[{_e(task.tool_name or '—')}]</span>{deps}</li>"
-        )
+        out.append(f"<li><b>{_e(task.id)}</b>: {_e(task.text)} <span class='muted'>[{_e(task.tool_name or '—')}]</span>{deps}</li>")
     out.append("</ul></div>")
     if t.order:
         out.append(f"<div class='box'><span class='sp'>2. Get-Order:</span> {' ≺ '.join(_e(x) for x in t.order)}</div>")
@@ -64,9 +61,7 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
                 if p.recheck:
                     extra += f" → re-check: {_e(p.recheck)}"
                 if p.remediation is not None:
-                    extra += (
-                        f" → remediation <code>{_e(_call(p.remediation.tool_name, p.remediation.parameters))}</code>"
-                    )
+                    extra += f" → remediation <code>{_e(_call(p.remediation.tool_name, p.remediation.parameters))}</code>"
                 out.append(f"<li>Check({_e(p.key)}, S) = <b>{_e(p.outcome)}</b>{extra}</li>")
             out.append("</ul></div>")
         if tid in t.matches:
@@ -75,10 +70,8 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         if b:
             out.append("<table><tr><th>parameter</th><th>source</th><th>value</th><th>consulted</th></tr>")
             for m, r in b.items():
-                out.append(
-                    f"<tr class='src-{_e(r.source)}'><td>{_e(m)}</td><td>{_e(r.source)}</td>"
-                    f"<td><code>{_e(r.value)}</code></td><td>{_e(' → '.join(r.consulted))}</td></tr>"
-                )
+                out.append(f"<tr class='src-{_e(r.source)}'><td>{_e(m)}</td><td>{_e(r.source)}</td>"
+                           f"<td><code>{_e(r.value)}</code></td><td>{_e(' → '.join(r.consulted))}</td></tr>")
             out.append("</table>")
         if o is not None:
             cls = "ok" if o.status == "executed" else "bad"
@@ -87,39 +80,27 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         out.append("</div>")
     calls = [c for c in t.calls]
     if calls:
-        out.append(
-            "<div class='box'><b>Calls</b><table><tr><th>task</th><th>call</th><th>committed</th><th>result / rejection</th></tr>"
-        )
+        out.append("<div class='box'><b>Calls</b><table><tr><th>task</th><th>call</th><th>committed</th><th>result / rejection</th></tr>")
         for c in calls:
             res = "; ".join(c.rejected) if c.rejected else json.dumps(c.result, ensure_ascii=False, default=str)[:300]
             if c.warnings:  # findings that did not block the commit (an imported registry's output schema)
                 res += " — warning: " + "; ".join(c.warnings)
-            out.append(
-                f"<tr><td>{_e(c.task_id)} ({_e(c.purpose)})</td><td><code>{_e(_call(c.tool, c.arguments))}</code></td>"
-                f"<td class='{'ok' if c.committed else 'bad'}'>{'✓' if c.committed else '✗'}</td><td>{_e(res)}</td></tr>"
-            )
+            out.append(f"<tr><td>{_e(c.task_id)} ({_e(c.purpose)})</td><td><code>{_e(_call(c.tool, c.arguments))}</code></td>"
+                       f"<td class='{'ok' if c.committed else 'bad'}'>{'✓' if c.committed else '✗'}</td><td>{_e(res)}</td></tr>")
         out.append("</table></div>")
     if trace is not None and len(trace):
-        out.append(
-            "<details><summary>Contract results of every "
-            "step</summary><table><tr><th>#</th><th>step</th><th>kind</th><th>attempt</th><th>action</th><th>contract</th><th>model</th><th>ms</th></tr>"
-        )
+        heads = "".join(f"<th>{h}</th>" for h in ("#", "step", "kind", "attempt", "action", "contract", "model", "ms"))
+        out.append(f"<details><summary>Contract results of every step</summary><table><tr>{heads}</tr>")
         for r in trace:
-            viol = "; ".join(
-                f"[{v['level']}] {v['constraint']}: {v['message']}" for v in r.contract.get("violations", [])
-            )
+            viol = "; ".join(f"[{v['level']}] {v['constraint']}: {v['message']}" for v in r.contract.get("violations", []))
             ok = "<span class='ok'>ok</span>" if r.ok else f"<span class='bad'>{_e(viol)}</span>"
             model = _e(f"{r.model.get('backend')}:{r.model.get('adapter') or r.model.get('model')}") if r.model else ""
-            out.append(
-                f"<tr><td>{r.seq}</td><td>{_e(r.path)}</td><td>{_e(r.kind)}</td><td>{r.attempt}</td><td>{_e(r.action)}</td><td>{ok}</td><td>{model}</td><td>{r.elapsed_ms:.2f}</td></tr>"
-            )
+            out.append(f"<tr><td>{r.seq}</td><td>{_e(r.path)}</td><td>{_e(r.kind)}</td><td>{r.attempt}</td><td>{_e(r.action)}</td><td>{ok}</td><td>{model}</td><td>{r.elapsed_ms:.2f}</td></tr>")
         out.append("</table></details>")
     return "\n".join(out)
 
 
-def render_html(
-    title: str, turns: list[TurnResult], traces: list[Trace] | None = None, meta: dict[str, Any] | None = None
-) -> str:
+def render_html(title: str, turns: list[TurnResult], traces: list[Trace] | None = None, meta: dict[str, Any] | None = None) -> str:
     body = [f"<h1>{_e(title)}</h1>"]
     if meta:
         body.append("<div class='box'>" + " · ".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in meta.items()) + "</div>")
@@ -127,5 +108,4 @@ def render_html(
     for i, t in enumerate(turns):
         body.append(render_turn(t, traces[i] if traces and i < len(traces) else None, carried))
         carried = t.scratchpad
-    head = f"<meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}</style>"
-    return f"<!doctype html><html><head>{head}</head><body>{''.join(body)}</body></html>\n"
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}</style></head><body>{''.join(body)}</body></html>\n"

@@ -70,10 +70,7 @@ def random_case(rng: random.Random) -> FuzzCase:
             Prerequisite(key=k, sat=Sat(op=rng.choice(["truthy", "not_null", "eq"]), value=True))
             for k in rng.sample(KEYS, rng.randint(0, 2))
         ]
-        writes = {
-            k: rng.choice(["const:true", "result.value", "params." + (ps[0] if ps else "x")])
-            for k in rng.sample(KEYS, rng.randint(0, 2))
-        }
+        writes = {k: rng.choice(["const:true", "result.value", "params." + (ps[0] if ps else "x")]) for k in rng.sample(KEYS, rng.randint(0, 2))}
         specs.append(
             ToolSpec(
                 name=name,
@@ -197,9 +194,7 @@ class AdversarialBackend:
                 params = {self.rng.choice(PARAMS): self._value() for _ in range(self.rng.randint(0, 3))}
                 tool = self._tool()
                 self.decomposed_tools[tid] = tool
-                tasks.append(
-                    {"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params}
-                )
+                tasks.append({"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params})
             return json.dumps({"tasks": tasks, **extra})
         if p == "get_order":
             ids = [t.id for t in inp.tasks]
@@ -212,12 +207,7 @@ class AdversarialBackend:
         if p == "check_prerequisites":
             if self.rng.random() < 0.3:
                 return json.dumps({"task": None})
-            return json.dumps(
-                {
-                    "task": {"tool_name": self._tool() or "x", "parameters": {self.rng.choice(PARAMS): self._value()}},
-                    **extra,
-                }
-            )
+            return json.dumps({"task": {"tool_name": self._tool() or "x", "parameters": {self.rng.choice(PARAMS): self._value()}}, **extra})
         if p == "match_func":
             return json.dumps({"tool_name": self._tool(), **extra})
         if p == "match_fill":
@@ -245,9 +235,7 @@ class AdversarialBackend:
                             params[m] = rng.choice(grounded + [None]) if grounded else None
                 self.decomposed_tools[tid] = tool
                 deps = [f"t{j}" for j in range(k) if rng.random() < 0.35]
-                tasks.append(
-                    {"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params}
-                )
+                tasks.append({"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params})
             if len(tasks) > 1 and rng.random() < 0.05:  # an otherwise valid decomposition with a cycle
                 tasks[0]["depends_on"].append(tasks[-1]["id"])
                 tasks[-1]["depends_on"].append(tasks[0]["id"])
@@ -369,18 +357,14 @@ class CaseOutcome:
     stats: Counter = field(default_factory=Counter)
 
 
-def _check_bindings(
-    i: int, res: TurnResult, ctx: dict[str, Any], staged: list[Any], probe: Probe, registry: Any
-) -> list[str]:
+def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[Any], probe: Probe, registry: Any) -> list[str]:
     """INV-L against the values themselves: every argument a call received is tau's value for that name when tau
     binds it (the task's decompose-grounded parameters, then the turn context; None is unbound), else S's value
     at that moment (which includes what match_fill just wrote for a missing parameter)."""
     problems: list[str] = []
     tasks = {t.id: t for t in res.tasks}
     if len(staged) != len(probe.invocations):
-        return [
-            f"turn {i}: {len(staged)} calls recorded as run but the tools were invoked {len(probe.invocations)} times"
-        ]
+        return [f"turn {i}: {len(staged)} calls recorded as run but the tools were invoked {len(probe.invocations)} times"]
     retrievals: dict[str, deque] = {
         tid: deque(r.retrieval for r in recs if r.retrieval is not None and r.retrieval.tool_name in registry)
         for tid, recs in res.prerequisites.items()
@@ -406,10 +390,8 @@ def _check_bindings(
                 if not found:
                     problems.append(f"INV-L {where}: argument {m}={v!r} is bound in neither tau nor S")
                 elif not _same(v, want):
-                    problems.append(
-                        f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
-                        f"(task parameters {task.parameters}, context {ctx}, S {S_then})"
-                    )
+                    problems.append(f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                                    f"(task parameters {task.parameters}, context {ctx}, S {S_then})")
         else:
             prop = proposed_for.get(id(c))
             if prop is None:
@@ -422,10 +404,8 @@ def _check_bindings(
                 else:  # optional: only what the proposed task stated
                     found, want = prop.parameters.get(m) is not None, prop.parameters.get(m)
                 if not found or not _same(v, want):
-                    problems.append(
-                        f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
-                        f"(proposed {prop.parameters}, task parameters {task.parameters}, context {ctx}, S {S_then})"
-                    )
+                    problems.append(f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                                    f"(proposed {prop.parameters}, task parameters {task.parameters}, context {ctx}, S {S_then})")
     return problems
 
 
@@ -443,9 +423,7 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
         if o.status == "skipped" and not failed_deps:
             problems.append(f"turn {i}: INV-R task {tid} skipped but its dependencies {deps} all executed ({o.reason})")
         if cvc and failed_deps and o.status != "skipped":
-            problems.append(
-                f"turn {i}: INV-R task {tid} is {o.status} although its dependencies {failed_deps} did not execute"
-            )
+            problems.append(f"turn {i}: INV-R task {tid} is {o.status} although its dependencies {failed_deps} did not execute")
         if cvc and o.status == "executed":
             late = [d for d in deps if position.get(d, len(res.order)) > position.get(tid, -1)]
             if late:
@@ -453,20 +431,9 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
     return problems
 
 
-def _counterfactual(
-    kernel: Kernel,
-    case: FuzzCase,
-    i: int,
-    text: str,
-    ctx: dict[str, Any],
-    res: TurnResult,
-    log: list[tuple[SLMRequest, SLMReply]],
-    S_before: dict[str, Any],
-    world_before: FuzzState,
-    world_after: FuzzState,
-    stats: Counter,
-    trace: str,
-) -> list[str]:
+def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict[str, Any], res: TurnResult,
+                    log: list[tuple[SLMRequest, SLMReply]], S_before: dict[str, Any], world_before: FuzzState,
+                    world_after: FuzzState, stats: Counter, trace: str) -> list[str]:
     """INV-R by comparison: rerun the turn without one failed, effect-free task (and its dependents)."""
     if res.halted is not None:
         return []
@@ -481,10 +448,7 @@ def _counterfactual(
         o = res.outcomes.get(tid)
         if o is None or o.status not in _NO_EFFECT_FAILURES:
             continue
-        if any(
-            r.primitive == "match_fill" or (r.primitive == "check_prerequisites" and r.input.outcome == "absent")
-            for r in by_task[tid]
-        ):
+        if any(r.primitive == "match_fill" or (r.primitive == "check_prerequisites" and r.input.outcome == "absent") for r in by_task[tid]):
             continue
         if any(c.committed for c in res.calls if c.task_id == tid):
             continue
@@ -504,12 +468,8 @@ def _counterfactual(
     env2.states["fuzz"] = world_before.model_copy(deep=True)
     registry2 = env2.registry(exclude=case.unregistered)
     replay = ReplayBackend(log, [t.model_dump(mode="json") for t in kept], res.order)
-    res2, _ = kernel.run_turn(
-        user=text, env=env2, scratchpad=S2, registry=registry2, backend=replay, turn_context=ctx, index=i, trace=trace
-    )
-    where = (
-        f"turn {i}: INV-R without the failed task {victim} ({res.outcomes[victim].status}; removed {sorted(removed)})"
-    )
+    res2, _ = kernel.run_turn(user=text, env=env2, scratchpad=S2, registry=registry2, backend=replay, turn_context=ctx, index=i, trace=trace)
+    where = f"turn {i}: INV-R without the failed task {victim} ({res.outcomes[victim].status}; removed {sorted(removed)})"
     problems = []
     if replay.unmatched:
         problems.append(f"{where}: the other tasks made requests the full run did not: {replay.unmatched[:3]}")
@@ -527,15 +487,11 @@ def _counterfactual(
     if not _same(res.scratchpad, res2.scratchpad):
         problems.append(f"{where}: final scratchpad changed: {res.scratchpad} vs {res2.scratchpad}")
     if not _same(env2.states["fuzz"].model_dump(), world_after.model_dump()):
-        problems.append(
-            f"{where}: final world changed: {world_after.model_dump()} vs {env2.states['fuzz'].model_dump()}"
-        )
+        problems.append(f"{where}: final world changed: {world_after.model_dump()} vs {env2.states['fuzz'].model_dump()}")
     return problems
 
 
-def run_case(
-    kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", counterfactual: bool = False
-) -> CaseOutcome:
+def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", counterfactual: bool = False) -> CaseOutcome:
     """Run one case and return every invariant problem found (empty when all hold).
 
     With ``counterfactual``, every (CVC) turn that has a failed task without effects is rerun without
@@ -559,24 +515,18 @@ def run_case(
         log_before = len(env.states["fuzz"].log)
         probe.invocations = []
         backend.log = []
-        res, _ = kernel.run_turn(
-            user=text, env=env, scratchpad=S, registry=registry, backend=backend, turn_context=ctx, index=i, trace=trace
-        )
+        res, _ = kernel.run_turn(user=text, env=env, scratchpad=S, registry=registry, backend=backend, turn_context=ctx, index=i, trace=trace)
         results.append(res)
         problems += [f"turn {i}: {v}" for v in res.invariant_violations]
         if not keys_before <= S.keys():  # INV-S across the whole turn
             problems.append(f"turn {i}: INV-S scratchpad lost keys {sorted(keys_before - S.keys())}")
         if res.slm_calls > kernel.program.max_slm_calls:  # INV-T: bounded model calls
-            problems.append(
-                f"turn {i}: {res.slm_calls} SLM calls exceed the static bound {kernel.program.max_slm_calls}"
-            )
+            problems.append(f"turn {i}: {res.slm_calls} SLM calls exceed the static bound {kernel.program.max_slm_calls}")
         executed = env.states["fuzz"].log[log_before:]
         staged = [c for c in res.calls if c.result is not None]
         for c in res.calls:  # never an unregistered tool: not even attempted
             if c.tool not in registry:
-                problems.append(
-                    f"turn {i}: call to unregistered tool {c.tool} ({'ran' if c.result is not None else 'rejected'})"
-                )
+                problems.append(f"turn {i}: call to unregistered tool {c.tool} ({'ran' if c.result is not None else 'rejected'})")
         for inv in probe.invocations:  # ... and no implementation outside the registry ever ran
             if inv["tool"] not in registry:
                 problems.append(f"turn {i}: the implementation of unregistered tool {inv['tool']} was invoked")
@@ -587,9 +537,7 @@ def run_case(
                     problems.append(f"turn {i}: {c.tool} executed without {missing}")
         committed = [c for c in res.calls if c.committed]
         if [c.tool for c in committed] != [e["tool"] for e in executed]:  # the world changed exactly by the commits
-            problems.append(
-                f"turn {i}: committed {[c.tool for c in committed]} but the world logged {[e['tool'] for e in executed]}"
-            )
+            problems.append(f"turn {i}: committed {[c.tool for c in committed]} but the world logged {[e['tool'] for e in executed]}")
         if res.halted is None:  # INV-R: every ordered task has an outcome
             lacking = [t for t in dict.fromkeys(res.order) if t not in res.outcomes]
             if lacking:
@@ -597,16 +545,11 @@ def run_case(
         problems += _check_bindings(i, res, ctx, staged, probe, registry)  # INV-L
         problems += _check_dependencies(i, res, kernel.config.cvc)  # INV-R
         if counterfactual and kernel.config.cvc:
-            problems += _counterfactual(
-                kernel, case, i, text, ctx, res, backend.log, S_before, world_before, env.states["fuzz"], stats, trace
-            )
+            problems += _counterfactual(kernel, case, i, text, ctx, res, backend.log, S_before, world_before,
+                                    env.states["fuzz"], stats, trace)
         stats["unregistered_named"] += sum(
-            1
-            for o in res.outcomes.values()
-            if o.status == "missing_function" and any(repr(u) in o.reason for u in case.unregistered)
+            1 for o in res.outcomes.values() if o.status == "missing_function" and any(repr(u) in o.reason for u in case.unregistered)
         )
         stats["calls_checked"] += len(staged)
-        stats["unregistered_proposed"] += sum(
-            1 for _, rep in backend.log if any(f'"{u}"' in rep.text for u in case.unregistered)
-        )
+        stats["unregistered_proposed"] += sum(1 for _, rep in backend.log if any(f'"{u}"' in rep.text for u in case.unregistered))
     return CaseOutcome(results, problems, adversary.calls, stats)

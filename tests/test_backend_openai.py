@@ -59,9 +59,7 @@ class Server:
                 else:
                     adapter, text = outer.table.get(json.dumps(body["messages"], sort_keys=True), (None, "{}"))
                     assert adapter is None or adapter == body["model"], (adapter, body["model"])
-                    payload = json.dumps(
-                        {"model": body["model"], "choices": [{"message": {"role": "assistant", "content": text}}]}
-                    ).encode()
+                    payload = json.dumps({"model": body["model"], "choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -112,26 +110,15 @@ def test_kernel_over_http_makes_the_oracle_calls(recorded):
 def test_model_names_map_and_structured_outputs(recorded):
     sol, table, _ = recorded
     with Server(table) as srv:
-        b = OpenAIBackend(
-            srv.url, models={"decompose": "ft-decompose"}, json_schema=True, extra_body={"stop_token_ids": [106]}
-        )
-        req = SLMRequest(
-            "decompose", None, [{"role": "user", "content": "x"}], json_schema={"type": "object"}, adapter="decompose"
-        )  # type: ignore[arg-type]
+        b = OpenAIBackend(srv.url, models={"decompose": "ft-decompose"}, json_schema=True, extra_body={"stop_token_ids": [106]})
+        req = SLMRequest("decompose", None, [{"role": "user", "content": "x"}], json_schema={"type": "object"}, adapter="decompose")  # type: ignore[arg-type]
         b.complete([req])
     body = srv.requests[0][1]
     assert body["model"] == "ft-decompose"
     assert body["response_format"]["type"] == "json_schema" and body["stop_token_ids"] == [106]
 
 
-@pytest.mark.parametrize(
-    "mode,needle",
-    [
-        ("500", "HTTP 500: model crashed"),
-        ("garbage", "reply is not JSON"),
-        ("no_choices", "no choices[0].message.content"),
-    ],
-)
+@pytest.mark.parametrize("mode,needle", [("500", "HTTP 500: model crashed"), ("garbage", "reply is not JSON"), ("no_choices", "no choices[0].message.content")])
 def test_bad_server_replies_give_located_errors(recorded, mode, needle):
     sol, table, _ = recorded
     with Server(table, mode) as srv:
@@ -142,9 +129,7 @@ def test_bad_server_replies_give_located_errors(recorded, mode, needle):
         assert srv.url in str(ei.value) and "'match_func'" in str(ei.value) and needle in str(ei.value)
         # Inside the kernel the failure is a backend error of that turn: never a contract
         # violation (a model answer), a crash or an execution.
-        res = run_solution(
-            sol, Kernel(KernelConfig(retries=1, backend_retries=1, backend_retry_wait_s=0)), lambda i, t: b
-        )
+        res = run_solution(sol, Kernel(KernelConfig(retries=1, backend_retries=1, backend_retry_wait_s=0)), lambda i, t: b)
     assert all(t.backend_error is not None and t.halted is None and t.calls == [] for t in res.turns)
     assert needle in res.turns[0].backend_error["message"] and res.turns[0].backend_error["attempts"] == 2
     assert all(r.action == "backend_error" for tr in res.traces for r in tr if r.kind == "slm")

@@ -29,9 +29,7 @@ def test_generate_writes_exactly_the_row_model(generated_data):
 def test_the_card_and_the_features_describe_the_model_s_fields():
     names = list(DatasetRow.model_fields)
     assert list(features()) == names == list(field_kinds())
-    assert [
-        x.removeprefix("  - name: ") for x in card_front_matter().splitlines() if x.startswith("  - name: ")
-    ] == names
+    assert [x.removeprefix("  - name: ") for x in card_front_matter().splitlines() if x.startswith("  - name: ")] == names
     assert [x.split("`")[1] for x in field_list().splitlines()] == names
     assert all(DatasetRow.model_fields[n].description for n in names)
 
@@ -43,26 +41,11 @@ def _first(generated_data, p, split):
 BROKEN = {
     "a field missing": (lambda r: {k: v for k, v in r.items() if k != "input"}, "field 'input' is missing"),
     "an unknown field": (lambda r: {**r, "weight": 1}, "field 'weight' is not a dataset row field"),
-    "a mistyped field": (
-        lambda r: {**r, "near_duplicate_across_split": 0},
-        "field 'near_duplicate_across_split': Input should be a valid boolean",
-    ),
-    "a target that is not the completion": (
-        lambda r: {**r, "target": {"tool_name": "something_else"}},
-        "field 'target' is not the completion's JSON",
-    ),
-    "another primitive's row": (
-        lambda r: {**r, "primitive": "get_order"},
-        "field 'primitive' is 'get_order', expected 'match_func'",
-    ),
-    "a completion by the user": (
-        lambda r: {**r, "completion": [{**r["completion"][0], "role": "user"}]},
-        "field 'completion': the completion message's role",
-    ),
-    "a prompt with a tool message": (
-        lambda r: {**r, "prompt": [*r["prompt"][:1], {"role": "tool", "content": "x"}]},
-        "field 'prompt': roles must be",
-    ),
+    "a mistyped field": (lambda r: {**r, "near_duplicate_across_split": 0}, "field 'near_duplicate_across_split': Input should be a valid boolean"),
+    "a target that is not the completion": (lambda r: {**r, "target": {"tool_name": "something_else"}}, "field 'target' is not the completion's JSON"),
+    "another primitive's row": (lambda r: {**r, "primitive": "get_order"}, "field 'primitive' is 'get_order', expected 'match_func'"),
+    "a completion by the user": (lambda r: {**r, "completion": [{**r["completion"][0], "role": "user"}]}, "field 'completion': the completion message's role"),
+    "a prompt with a tool message": (lambda r: {**r, "prompt": [*r["prompt"][:1], {"role": "tool", "content": "x"}]}, "field 'prompt': roles must be"),
     "input that is not JSON": (lambda r: {**r, "input": "{"}, "field 'input': not valid JSON"),
 }
 

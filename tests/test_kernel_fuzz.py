@@ -46,13 +46,8 @@ STATS: Counter = Counter()
 
 
 def _fuzz_settings(n: int):
-    return settings(
-        max_examples=n,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    return settings(max_examples=n, deadline=None, database=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def _observe(out) -> None:
@@ -106,40 +101,18 @@ class _Scripted:
 
 
 def _one_tool_turn(task_params: dict, context: dict, state: dict, kernel: Kernel = KERNEL):
-    spec = ToolSpec(
-        name="greet",
-        description="greet someone",
-        parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-    )
+    spec = ToolSpec(name="greet", description="greet someone",
+                    parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
     dom = Domain("fuzz", FuzzState, "repro")
     dom.tools["greet"] = DomainTool(spec, lambda state, **kw: {"ok": True, "got": kw}, [], "fuzz")
     env = Environment([dom])
-    backend = _Scripted(
-        {
-            "decompose": {
-                "tasks": [
-                    {
-                        "id": "t0",
-                        "text": "greet them",
-                        "tool_name": "greet",
-                        "depends_on": [],
-                        "parameters": task_params,
-                    }
-                ]
-            },
-            "match_func": {"tool_name": "greet"},
-            "match_fill": {"values": {"name": None}},
-        }
-    )
-    res, _ = kernel.run_turn(
-        user="greet them",
-        env=env,
-        scratchpad=Scratchpad(state),
-        registry=env.registry(),
-        backend=backend,
-        turn_context=context,
-        trace="off",
-    )
+    backend = _Scripted({
+        "decompose": {"tasks": [{"id": "t0", "text": "greet them", "tool_name": "greet", "depends_on": [], "parameters": task_params}]},
+        "match_func": {"tool_name": "greet"},
+        "match_fill": {"values": {"name": None}},
+    })
+    res, _ = kernel.run_turn(user="greet them", env=env, scratchpad=Scratchpad(state), registry=env.registry(),
+                             backend=backend, turn_context=context, trace="off")
     return res
 
 

@@ -71,17 +71,11 @@ def test_parse_calls_forms():
         ("f(a=os.environ)", "argument 'a': attribute access is not allowed in values (only literals) at column 5 in 'f(a=os.environ)'"),
         ("f(a=lambda: 1)", "argument 'a': a lambda is not allowed in values (only literals) at column 5 in 'f(a=lambda: 1)'"),
         ("f(a=f'{x}')", "argument 'a': an f-string is not allowed in values (only literals) at column 5 in \"f(a=f'{x}')\""),
-        (
-            "f(a=[i for i in y])",
-            "argument 'a': a comprehension is not allowed in values (only literals) at column 5 in 'f(a=[i for i in y])'",
-        ),
+        ("f(a=[i for i in y])", "argument 'a': a comprehension is not allowed in values (only literals) at column 5 in 'f(a=[i for i in y])'"),
         ("f(a=1 + 2)", "argument 'a': an operator expression is not allowed in values (only literals) at column 5 in 'f(a=1 + 2)'"),
         ("f(a=-x)", "argument 'a': a sign may only precede a number at column 5 in 'f(a=-x)'"),
         ("f(a=-True)", "argument 'a': a sign may only precede a number at column 5 in 'f(a=-True)'"),
-        (
-            "f(a=[1, open('x')])",
-            "argument 'a': a function call is not allowed in values (only literals) at column 9 in \"f(a=[1, open('x')])\"",
-        ),
+        ("f(a=[1, open('x')])", "argument 'a': a function call is not allowed in values (only literals) at column 9 in \"f(a=[1, open('x')])\""),
         ("f(a={'k': v})", "argument 'a': bare name 'v' is not a literal (quote strings: 'v') at column 11 in \"f(a={'k': v})\""),
         ("f(a={**d})", "argument 'a': **mapping unpacking is not allowed at column 8 in 'f(a={**d})'"),
         ("f(a={1: 'x'})", "argument 'a': dict keys must be strings, got 1 at column 6 in \"f(a={1: 'x'})\""),
@@ -93,10 +87,8 @@ def test_parse_calls_forms():
         ("f(a=1e999)", "argument 'a': non-finite number inf at column 5 in 'f(a=1e999)'"),
         ("f(a=x[0])", "argument 'a': subscripting is not allowed in values (only literals) at column 5 in 'f(a=x[0])'"),
         ("f(a=(y := 1))", "argument 'a': an assignment expression is not allowed in values (only literals) at column 6 in 'f(a=(y := 1))'"),
-        (
-            "__import__('os').system(c='ls')",
-            "the called name must be a (dotted) identifier, found a function call at column 1 in \"__import__('os').system(c='ls')\"",
-        ),
+        ("__import__('os').system(c='ls')",
+         "the called name must be a (dotted) identifier, found a function call at column 1 in \"__import__('os').system(c='ls')\""),
         ("f(a=1)(b=2)", "the called name must be a (dotted) identifier, found a function call at column 1 in 'f(a=1)(b=2)'"),
         ("f(a=1", "syntax error: '(' was never closed at column 2 in 'f(a=1'"),
         ("f(a=1); g()", "syntax error: invalid syntax at column 7 in 'f(a=1); g()'"),
@@ -104,10 +96,7 @@ def test_parse_calls_forms():
         ("", "empty call string"),
         ("  f(é=1, b=é)", "argument 'b': bare name 'é' is not a literal (quote strings: 'é') at column 12 in '  f(é=1, b=é)'"),
         ("f(from=1, b=x)", "argument 'b': bare name 'x' is not a literal (quote strings: 'x') at column 13 in 'f(from=1, b=x)'"),
-        (
-            "f(\n a=1,\n b=nope)",
-            "argument 'b': bare name 'nope' is not a literal (quote strings: 'nope') at line 3, column 4 in 'f(\\n a=1,\\n b=nope)'",
-        ),
+        ("f(\n a=1,\n b=nope)", "argument 'b': bare name 'nope' is not a literal (quote strings: 'nope') at line 3, column 4 in 'f(\\n a=1,\\n b=nope)'"),
     ],
 )  # fmt: skip
 def test_rejects_unsafe_or_invalid(text, message):

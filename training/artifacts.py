@@ -39,9 +39,7 @@ if TYPE_CHECKING:
 def read_base_ref(output_dir: str | Path) -> dict[str, Any]:
     f = Path(output_dir) / "base.json"
     if not f.is_file():
-        raise UserError(
-            "no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir)
-        )
+        raise UserError("no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir))
     return json.loads(f.read_text(encoding="utf-8"))
 
 
@@ -93,11 +91,8 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
             out[p] = out[p] or h
     unknown = [p for p, h in out.items() if h is None]
     if unknown:
-        print(
-            f"warning: no spec hash recorded for {unknown} in {output_dir} (their dataset's stats.json has no spec_hashes): "
-            "cannot check that they were trained under the current specs",
-            file=sys.stderr,
-        )
+        print(f"warning: no spec hash recorded for {unknown} in {output_dir} (their dataset's stats.json has no spec_hashes): "
+              "cannot check that they were trained under the current specs", file=sys.stderr)
     return out
 
 
@@ -129,12 +124,7 @@ def load_base(
     """The base model (eval mode) and its tokenizer, exactly as the adapters were trained on."""
     ref = read_base_ref(output_dir)
     path = Path(ref["path"])
-    model = load_model(
-        path,
-        dtype=dtype or _default_dtype(ref["profile"], device),
-        attn_implementation=attn_implementation,
-        device=device,
-    )
+    model = load_model(path, dtype=dtype or _default_dtype(ref["profile"], device), attn_implementation=attn_implementation, device=device)
     model.eval()
     return model, load_tokenizer(path)
 
@@ -169,9 +159,7 @@ def load_adapters(
     prefix = text_model_prefix(model)
     for p in names:
         check_saved_adapter(adapter_dir(output_dir, p), prefix)
-    peft_model = PeftModel.from_pretrained(
-        model, str(adapter_dir(output_dir, names[0])), adapter_name=names[0], is_trainable=False
-    )
+    peft_model = PeftModel.from_pretrained(model, str(adapter_dir(output_dir, names[0])), adapter_name=names[0], is_trainable=False)
     for p in names[1:]:
         peft_model.load_adapter(str(adapter_dir(output_dir, p)), adapter_name=p, is_trainable=False)
     peft_model.set_adapter(names[0])

@@ -54,11 +54,7 @@ class RichProgress(TrainerCallback):
             self.progress.start()
             self.task = self.progress.add_task(self.label, total=state.max_steps, completed=state.global_step, info="")
         else:
-            print(
-                f"[{self.label}] training: {state.max_steps} steps (from step {state.global_step})",
-                file=self.stream,
-                flush=True,
-            )
+            print(f"[{self.label}] training: {state.max_steps} steps (from step {state.global_step})", file=self.stream, flush=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.progress is not None:
@@ -171,14 +167,7 @@ class ExactMatchCurve(TrainerCallback):
         try:
             ems = {}
             for p, rows in self.rows.items():
-                texts = generate(
-                    model,
-                    self.tokenizer,
-                    [r.prompt_messages() for r in rows],
-                    adapter=None,
-                    batch_size=16,
-                    max_new_tokens=self.max_new_tokens,
-                )
+                texts = generate(model, self.tokenizer, [r.prompt_messages() for r in rows], adapter=None, batch_size=16, max_new_tokens=self.max_new_tokens)
                 ems[p] = score(SPECS[p], rows, texts, 0)["exact_match"]
         finally:
             self.tokenizer.padding_side = side  # generate() pads on the left; training pads on the right
@@ -196,8 +185,4 @@ class ExactMatchCurve(TrainerCallback):
             if wandb is not None and getattr(wandb, "run", None) is not None:
                 # transformers' wandb callback runs before ours and uses train/global_step as the x axis
                 wandb.log({**{f"em/{p}": v for p, v in ems.items()}, "train/global_step": state.global_step})
-            print(
-                f"[exact match] step {state.global_step}: " + ", ".join(f"{p} {100 * v:.0f} %" for p, v in ems.items()),
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"[exact match] step {state.global_step}: " + ", ".join(f"{p} {100 * v:.0f} %" for p, v in ems.items()), file=sys.stderr, flush=True)

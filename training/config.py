@@ -52,15 +52,7 @@ class _Strict(BaseModel):
             extra = cls._cross_errors(data) if isinstance(data, dict) else []
             if not extra:
                 raise
-            details = [
-                {
-                    "type": e["type"],
-                    "loc": e["loc"],
-                    "input": e.get("input"),
-                    **({"ctx": e["ctx"]} if "ctx" in e else {}),
-                }
-                for e in exc.errors()
-            ]
+            details = [{"type": e["type"], "loc": e["loc"], "input": e.get("input"), **({"ctx": e["ctx"]} if "ctx" in e else {})} for e in exc.errors()]
             raise ValidationError.from_exception_data(cls.__name__, details + _value_errors(extra, data)) from None
         extra = cls._cross_errors(model.model_dump())
         if extra:
@@ -90,8 +82,7 @@ class TinyShape(_Strict):
     sliding_window: int = Field(512, ge=1)
     max_position_embeddings: int = Field(4096, ge=64)
     pre_tokenizer: Literal["words", "structure"] = Field(
-        "words",
-        description="BPE pre-tokenization: words (GPT-2 style) or structure (merges may cross spaces; see training/tiny.py)",
+        "words", description="BPE pre-tokenization: words (GPT-2 style) or structure (merges may cross spaces; see training/tiny.py)"
     )
 
     @classmethod
@@ -115,15 +106,11 @@ class PretrainSettings(_Strict):
     per_device_batch_size: int = Field(2, ge=1, description="rows per step; with packing a row holds max_length tokens")
     max_length: int = Field(1536, ge=16)
     packing: bool = True
-    loss: Literal["completion", "full"] = Field(
-        "completion", description="completion: the answer tokens only; full: every token"
-    )
+    loss: Literal["completion", "full"] = Field("completion", description="completion: the answer tokens only; full: every token")
     max_examples_per_primitive: int | None = Field(None, ge=1, description="use at most N train rows of each primitive")
     logging_steps: int = Field(25, ge=1)
     save_steps: int = Field(200, ge=1)
-    em_eval_steps: int | None = Field(
-        None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)"
-    )
+    em_eval_steps: int | None = Field(None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)")
     em_eval_examples: int = Field(16, ge=1, description="validation rows per primitive for em_eval_steps")
 
     @classmethod
@@ -138,8 +125,7 @@ class ModelConfig(_Strict):
     profile: Literal["tiny", "small", "gemma3_12b"]
     path: str | None = Field(None, description="local checkpoint folder (gemma3_12b); never fetched from a hub")
     dtype: Literal["auto", "bfloat16", "float32"] = Field(
-        "auto",
-        description="auto: float32 on CPU, bfloat16 on GPU (tiny); gemma3_12b accepts only auto (= bfloat16) or bfloat16",
+        "auto", description="auto: float32 on CPU, bfloat16 on GPU (tiny); gemma3_12b accepts only auto (= bfloat16) or bfloat16"
     )
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"] = "sdpa"
     tiny: TinyShape | None = None
@@ -168,9 +154,7 @@ class ModelConfig(_Strict):
         if profile not in (None, *BUILT_HERE) and tiny is not None:
             errors.append(f"model.tiny is only for the built-here profiles {BUILT_HERE} (profile is {profile!r})")
         if profile not in (None, *BUILT_HERE) and data.get("pretrain") is not None:
-            errors.append(
-                f"model.pretrain is only for the built-here profiles {BUILT_HERE}: profile {profile!r} loads a pretrained checkpoint"
-            )
+            errors.append(f"model.pretrain is only for the built-here profiles {BUILT_HERE}: profile {profile!r} loads a pretrained checkpoint")
         if profile == "gemma3_12b" and dtype == "float32":
             errors.append(
                 f"model.dtype={dtype} is refused for the gemma3_12b profile: bf16 only ('auto' means bfloat16). "
@@ -187,8 +171,7 @@ class LoraSettings(_Strict):
     # turned into a regex anchored on the text model's path, so a multimodal
     # checkpoint's vision tower is never wrapped.
     target_modules: list[Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]] = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-        min_length=1,
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], min_length=1
     )
 
     @field_validator("target_modules")
@@ -212,13 +195,8 @@ class TrainSettings(_Strict):
     eval_batch_size: int = Field(8, ge=1)
     gradient_accumulation_steps: int = Field(1, ge=1)
     max_length: int = Field(2048, ge=16, description="tokens; longer examples are truncated (keep_start)")
-    packing: bool = Field(
-        False,
-        description="BFD packing into rows of max_length tokens (padding-free); per_device_batch_size then counts rows",
-    )
-    padding_free: bool = Field(
-        False, description="implied by packing; alone it is refused (trl cannot enforce max_length then)"
-    )
+    packing: bool = Field(False, description="BFD packing into rows of max_length tokens (padding-free); per_device_batch_size then counts rows")
+    padding_free: bool = Field(False, description="implied by packing; alone it is refused (trl cannot enforce max_length then)")
     gradient_checkpointing: bool | None = Field(None, description="null: on for GPU, off for CPU (40 % slower there)")
     liger: bool = Field(False, description="Liger kernels on GPU; skipped with a note when not installed or on CPU")
     optim: Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd"] = "adamw_torch"
@@ -229,21 +207,16 @@ class TrainSettings(_Strict):
     save_total_limit: int | None = Field(2, ge=1)
     resume: bool = Field(False, description="continue from the last checkpoint in the run folder")
     overwrite: bool = Field(
-        False,
-        description="delete the run folders of the primitives being trained first (with primitive=all also the tiny base)",
+        False, description="delete the run folders of the primitives being trained first (with primitive=all also the tiny base)"
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     dataloader_num_workers: int = Field(0, ge=0)
     cpu_threads: int | None = Field(
-        None,
-        ge=1,
-        description="torch threads on CPU (null: torch's default); 1 is much faster on a machine shared with other jobs",
+        None, ge=1, description="torch threads on CPU (null: torch's default); 1 is much faster on a machine shared with other jobs"
     )
     max_train_examples: int | None = Field(None, ge=1, description="use only the first N train examples")
     max_eval_examples: int | None = Field(None, ge=1, description="use only the first N validation examples")
-    em_eval_steps: int | None = Field(
-        None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)"
-    )
+    em_eval_steps: int | None = Field(None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)")
     em_eval_examples: int = Field(16, ge=1, description="validation rows for em_eval_steps")
 
     @classmethod
@@ -263,17 +236,13 @@ class TrainSettings(_Strict):
         if strategy == "steps" and eval_steps is None:
             errors.append("eval_strategy 'steps' needs eval_steps")
         if strategy != "steps" and eval_steps is not None:
-            errors.append(
-                f"eval_steps is used only with eval_strategy 'steps' (it is {strategy!r}): set one, or leave eval_steps null"
-            )
+            errors.append(f"eval_steps is used only with eval_strategy 'steps' (it is {strategy!r}): set one, or leave eval_steps null")
         return errors
 
 
 class LoggingSettings(_Strict):
     backend: Literal["wandb", "none"]
-    mode: Literal["offline", "online"] = Field(
-        "offline", description="wandb mode; offline runs sync later with `wandb sync`"
-    )
+    mode: Literal["offline", "online"] = Field("offline", description="wandb mode; offline runs sync later with `wandb sync`")
     project: str = "forethought"
     entity: str | None = None
     tags: list[str] = Field(default_factory=list)
@@ -296,11 +265,7 @@ class TrainConfig(_Strict):
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
         train, model = _sub(data, "train"), _sub(data, "model")
         attn = model.get("attn_implementation", "sdpa")
-        if (
-            (train.get("packing") is True or train.get("padding_free") is True)
-            and isinstance(attn, str)
-            and attn not in PACKING_ATTENTION
-        ):
+        if (train.get("packing") is True or train.get("padding_free") is True) and isinstance(attn, str) and attn not in PACKING_ATTENTION:
             return [
                 f"train.packing / train.padding_free need an attention implementation that separates packed sequences "
                 f"({', '.join(PACKING_ATTENTION)}); model.attn_implementation is {attn!r}"

@@ -49,18 +49,13 @@ def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
     return value
 
 
-def read_split(
-    dataset_dir: str | Path, primitive: str, split: str, *, required: bool = True, limit: int | None = None
-) -> list[dict[str, Any]] | None:
+def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required: bool = True, limit: int | None = None) -> list[dict[str, Any]] | None:
     """Read and check one split (every row a :class:`~forethought.data_gen.row.DatasetRow`); ``None`` when it is
     absent and not required. Returns what the trainer takes: each row's ``prompt`` and ``completion``."""
     path = split_path(dataset_dir, primitive, split)
     if not path.is_file():
         if required:
-            raise UserError(
-                f"missing {split} split for primitive {primitive!r} (expected <dataset_dir>/{primitive}/{split}.jsonl)",
-                str(path),
-            )
+            raise UserError(f"missing {split} split for primitive {primitive!r} (expected <dataset_dir>/{primitive}/{split}.jsonl)", str(path))
         return None
     rows = read_rows(dataset_dir, primitive, split, limit=limit)
     if not rows:
@@ -68,9 +63,7 @@ def read_split(
     return [row.model_dump(include={"prompt", "completion"}) for row in rows]
 
 
-def load_splits(
-    dataset_dir: str | Path, primitive: str, *, max_train: int | None = None, max_eval: int | None = None
-) -> tuple[Dataset, Dataset | None]:
+def load_splits(dataset_dir: str | Path, primitive: str, *, max_train: int | None = None, max_eval: int | None = None) -> tuple[Dataset, Dataset | None]:
     from datasets import Dataset
 
     train = read_split(dataset_dir, primitive, "train", limit=max_train)

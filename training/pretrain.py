@@ -88,9 +88,7 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
         rng.shuffle(got)  # a cap takes a random subset, not the first solutions of the file
         rows += got[:cap] if cap else got
     if not rows:
-        raise UserError(
-            "no <primitive>/train.jsonl found: the base stage trains on the train splits", str(cfg.dataset_dir)
-        )
+        raise UserError("no <primitive>/train.jsonl found: the base stage trains on the train splits", str(cfg.dataset_dir))
     rng.shuffle(rows)
     return rows
 
@@ -102,9 +100,7 @@ def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int) -
         f = Path(dataset_dir) / p / "validation.jsonl"
         if not f.is_file():
             continue
-        rows = read_rows(
-            dataset_dir, p, "validation"
-        )  # checked as validate checks them: the curve scores the same rows
+        rows = read_rows(dataset_dir, p, "validation")  # checked as validate checks them: the curve scores the same rows
         random.Random(f"{seed}:{p}").shuffle(rows)
         out[p] = rows[:n]
     return out
@@ -128,10 +124,7 @@ def prepare(cfg: TrainConfig) -> Path:
             str(out),
         )
     if out.exists() and any(out.iterdir()):
-        raise UserError(
-            f"folder exists but holds no complete base (no {BASE_MANIFEST}); delete it or use another output_dir",
-            str(out),
-        )
+        raise UserError(f"folder exists but holds no complete base (no {BASE_MANIFEST}); delete it or use another output_dir", str(out))
     return pretrain(cfg)
 
 
@@ -210,14 +203,7 @@ def pretrain(cfg: TrainConfig) -> Path:
     from forethought.training.callbacks import ExactMatchCurve, RichProgress, Throughput
     from forethought.training.models import resolve_device
     from forethought.training.plots import plot_em, plot_loss
-    from forethought.training.train import (
-        _env,
-        _finish_wandb,
-        _start_wandb,
-        _wandb_env,
-        last_checkpoint,
-        resolved_config,
-    )
+    from forethought.training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
 
     s = cfg.model.pretrain
     assert s is not None
@@ -239,17 +225,10 @@ def pretrain(cfg: TrainConfig) -> Path:
 
         from forethought.training.train import _diff
 
-        old = (
-            yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
-            if (run / "config.yaml").is_file()
-            else config
-        )
+        old = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) if (run / "config.yaml").is_file() else config
         diffs = [d for d in _diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")]
         if diffs:
-            raise UserError(
-                "cannot resume the base stage with a different config:\n  " + "\n  ".join(diffs),
-                str(run / "config.yaml"),
-            )
+            raise UserError("cannot resume the base stage with a different config:\n  " + "\n  ".join(diffs), str(run / "config.yaml"))
     if not sys.stderr.isatty():
         datasets.disable_progress_bars()
     device = resolve_device(cfg.train.device)
@@ -259,12 +238,7 @@ def pretrain(cfg: TrainConfig) -> Path:
         atomic_write_text(run / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(config)))
     init = _init(cfg, run)  # race-safe: every rank builds the same folder, one rename wins
     tokenizer = load_tokenizer(init)
-    model = load_model(
-        init,
-        dtype=torch.float32 if device == "cpu" else torch.bfloat16,
-        attn_implementation=cfg.model.attn_implementation,
-        device=device,
-    )
+    model = load_model(init, dtype=torch.float32 if device == "cpu" else torch.bfloat16, attn_implementation=cfg.model.attn_implementation, device=device)
     rows = mixed_train_rows(cfg)
     throughput = Throughput()
     callbacks: list[Any] = [throughput]
@@ -272,19 +246,14 @@ def pretrain(cfg: TrainConfig) -> Path:
         callbacks.append(RichProgress("base"))
     curve = None
     if s.em_eval_steps:
-        curve = ExactMatchCurve(
-            tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed), s.em_eval_steps
-        )
+        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed), s.em_eval_steps)
         callbacks.append(curve)
     with _env(_wandb_env(cfg)):
         try:
             _start_wandb(cfg, run, "base", config)
             trainer = SFTTrainer(
-                model=model,
-                args=_sft_config(cfg, ckpt_dir, device),
-                train_dataset=datasets.Dataset.from_list(rows),
-                processing_class=tokenizer,
-                callbacks=callbacks,
+                model=model, args=_sft_config(cfg, ckpt_dir, device), train_dataset=datasets.Dataset.from_list(rows),
+                processing_class=tokenizer, callbacks=callbacks,
             )
             if cfg.logging.progress:
                 from transformers.trainer_callback import PrinterCallback
@@ -308,10 +277,8 @@ def pretrain(cfg: TrainConfig) -> Path:
     try:
         trainer.model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        atomic_write_json(
-            tmp / BASE_MANIFEST,
-            {"profile": cfg.model.profile, "parameters": n_params, "pretrained": True, "fingerprint": fingerprint(cfg)},
-        )
+        atomic_write_json(tmp / BASE_MANIFEST, {"profile": cfg.model.profile, "parameters": n_params, "pretrained": True,
+                                                 "fingerprint": fingerprint(cfg)})
         if out.exists():
             out.rmdir()  # an empty folder (checked by prepare)
         os.replace(tmp, out)
@@ -332,9 +299,7 @@ def pretrain(cfg: TrainConfig) -> Path:
         "wall_time_s": round(time.perf_counter() - t0, 3),
         "train_loss": result.training_loss,
         "train_loss_last": next((e["loss"] for e in reversed(history) if "loss" in e), None),
-        "train_loss_history": [
-            {k: e[k] for k in ("step", "epoch", "loss", "learning_rate") if k in e} for e in history if "loss" in e
-        ],
+        "train_loss_history": [{k: e[k] for k in ("step", "epoch", "loss", "learning_rate") if k in e} for e in history if "loss" in e],
         "exact_match_history": curve.history if curve else [],
         "loss": s.loss,
         "resumed_from": resume_from.name if resume_from else None,
@@ -343,11 +308,7 @@ def pretrain(cfg: TrainConfig) -> Path:
     }
     plot_loss(history, run / "loss.png", f"base ({cfg.model.profile}, full-parameter, {s.loss} loss)")
     if curve and curve.history:
-        plot_em(
-            curve.history,
-            run / "exact_match.png",
-            f"base ({cfg.model.profile}): exact match on a fixed validation subset",
-        )
+        plot_em(curve.history, run / "exact_match.png", f"base ({cfg.model.profile}): exact match on a fixed validation subset")
     atomic_write_json(run / "metrics.json", metrics)
     shutil.rmtree(ckpt_dir, ignore_errors=True)  # the base is published; its checkpoints are no longer needed
     trainer.accelerator.wait_for_everyone()

@@ -47,15 +47,8 @@ from forethought.training.config import BUILT_HERE, PRIMITIVES, TrainConfig
 BASE_REF = "base.json"
 STOP_TOKENS = ["<eos>", "<end_of_turn>"]
 # Keys that may change between an interrupted run and its resumption.
-_RESUME_FREE_KEYS = {
-    ("train", "resume"),
-    ("train", "overwrite"),
-    ("train", "cpu_threads"),
-    ("logging",),
-    ("train", "device"),
-    ("train", "dataloader_num_workers"),
-    ("train", "save_total_limit"),
-}
+_RESUME_FREE_KEYS = {("train", "resume"), ("train", "overwrite"), ("train", "cpu_threads"), ("logging",), ("train", "device"),
+                     ("train", "dataloader_num_workers"), ("train", "save_total_limit")}
 
 
 @dataclass
@@ -67,12 +60,7 @@ class BaseRef:
     model_type: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "profile": self.profile,
-            "path": str(self.path.resolve()),
-            "model_type": self.model_type,
-            "stop_tokens": STOP_TOKENS,
-        }
+        return {"profile": self.profile, "path": str(self.path.resolve()), "model_type": self.model_type, "stop_tokens": STOP_TOKENS}
 
 
 @dataclass
@@ -93,9 +81,7 @@ def cli(args: list[str]) -> int:
     if bad_flags:
         raise UserError(f"unknown flag(s) {', '.join(bad_flags)}; accepted: --cfg, -m/--multirun", "forethought train")
     if a.positional:
-        raise UserError(
-            f"unexpected argument(s) {a.positional}; pass settings as key=value overrides", "forethought train"
-        )
+        raise UserError(f"unexpected argument(s) {a.positional}; pass settings as key=value overrides", "forethought train")
     if "-m" in a.flags or "--multirun" in a.flags:
         return multirun(a.overrides, print_cfg="--cfg" in a.flags)
     cfg = load("train", a, TrainConfig)
@@ -184,9 +170,7 @@ def multirun(overrides: list[str], *, print_cfg: bool = False) -> int:
         except UserError as exc:
             errors.append(f"{label} {exc}")
     if errors:
-        raise ConfigError(
-            f"conf/train.yaml + overrides ({len(points)} sweep points)", sorted(set(errors), key=errors.index)
-        )
+        raise ConfigError(f"conf/train.yaml + overrides ({len(points)} sweep points)", sorted(set(errors), key=errors.index))
     if print_cfg:
         from omegaconf import OmegaConf
 
@@ -304,15 +288,10 @@ def _preflight(cfg: TrainConfig) -> None:
     """
     from forethought.training.data import read_split, split_path
 
-    missing = [
-        str(split_path(cfg.dataset_dir, p, "train"))
-        for p in cfg.primitives()
-        if not split_path(cfg.dataset_dir, p, "train").is_file()
-    ]
+    missing = [str(split_path(cfg.dataset_dir, p, "train")) for p in cfg.primitives() if not split_path(cfg.dataset_dir, p, "train").is_file()]
     if missing:
         raise UserError(
-            f"missing train split(s): {', '.join(missing)} (run `forethought generate` first, or set dataset_dir=...)",
-            "dataset_dir",
+            f"missing train split(s): {', '.join(missing)} (run `forethought generate` first, or set dataset_dir=...)", "dataset_dir"
         )
     for p in cfg.primitives():
         read_split(cfg.dataset_dir, p, "train", limit=cfg.train.max_train_examples)
@@ -320,11 +299,7 @@ def _preflight(cfg: TrainConfig) -> None:
     from forethought.kernel.specs import SPECS
     from forethought.training.data import dataset_spec_hash
 
-    stale = [
-        (p, h)
-        for p in cfg.primitives()
-        if (h := dataset_spec_hash(cfg.dataset_dir, p)) is not None and h != SPECS[p].spec_hash
-    ]
+    stale = [(p, h) for p in cfg.primitives() if (h := dataset_spec_hash(cfg.dataset_dir, p)) is not None and h != SPECS[p].spec_hash]
     if stale:
         raise UserError(
             "the dataset was rendered with another version of the primitives' specs ("
@@ -359,9 +334,7 @@ def _clear_outputs(cfg: TrainConfig) -> None:
             shutil.rmtree(d)
     # The base goes with primitive=base, and with primitive=all when it is stale (built from other inputs):
     # a current base is reused, so the pipeline's base stage is not undone by its train stage.
-    if cfg.model.profile in BUILT_HERE and (
-        cfg.primitive == "base" or (cfg.primitive == "all" and not pretrain.is_current(cfg))
-    ):
+    if cfg.model.profile in BUILT_HERE and (cfg.primitive == "base" or (cfg.primitive == "all" and not pretrain.is_current(cfg))):
         pretrain.clear(cfg)
         (out / BASE_REF).unlink(missing_ok=True)
     elif cfg.primitive in ("base", "all"):
@@ -437,13 +410,8 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
         return None
     found = []
     for d in ckpt_dir.iterdir():
-        if (
-            d.is_dir()
-            and d.name.startswith("checkpoint-")
-            and d.name[len("checkpoint-") :].isdigit()
-            and (d / "trainer_state.json").is_file()
-        ):
-            found.append((int(d.name[len("checkpoint-") :]), d))
+        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[len("checkpoint-"):].isdigit() and (d / "trainer_state.json").is_file():
+            found.append((int(d.name[len("checkpoint-"):]), d))
     return max(found)[1] if found else None
 
 
@@ -489,10 +457,7 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
         new_state = _run_state(cfg, primitive, base)
         diffs = _diff(old_state, new_state)
         if diffs:
-            raise UserError(
-                "cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs),
-                str(state_file),
-            )
+            raise UserError("cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs), str(state_file))
     if metrics_file.is_file() and adapter.is_file():
         if json.loads(metrics_file.read_text(encoding="utf-8")).get("completed"):
             return None, True
@@ -531,12 +496,7 @@ def _wandb_run_id(run_dir: Path, primitive: str) -> str:
 def _wandb_env(cfg: TrainConfig) -> dict[str, str | None]:
     if cfg.logging.backend != "wandb":
         return {}
-    return {
-        "WANDB_MODE": cfg.logging.mode,
-        "WANDB_SILENT": "true",
-        "WANDB_LOG_MODEL": "false",
-        "WANDB_PROJECT": cfg.logging.project,
-    }
+    return {"WANDB_MODE": cfg.logging.mode, "WANDB_SILENT": "true", "WANDB_LOG_MODEL": "false", "WANDB_PROJECT": cfg.logging.project}
 
 
 def _start_wandb(cfg: TrainConfig, run_dir: Path, primitive: str, config: dict[str, Any]) -> None:
@@ -571,9 +531,7 @@ def _finish_wandb() -> None:
         wandb.finish()
 
 
-def _sft_config(
-    cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, primitive: str, has_eval: bool, notes: list[str]
-) -> Any:
+def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, primitive: str, has_eval: bool, notes: list[str]) -> Any:
     import importlib.util
 
     import torch
@@ -698,23 +656,13 @@ def train_primitive(
     dtype = resolve_dtype(cfg.model, device)
     transformers.set_seed(cfg.seed)
 
-    train_ds, eval_ds = load_splits(
-        cfg.dataset_dir, primitive, max_train=cfg.train.max_train_examples, max_eval=cfg.train.max_eval_examples
-    )
+    train_ds, eval_ds = load_splits(cfg.dataset_dir, primitive, max_train=cfg.train.max_train_examples, max_eval=cfg.train.max_eval_examples)
     if eval_ds is None:
         notes.append("no validation split: no eval loss")
     tokenizer = load_tokenizer(base.path)
     model = load_model(base.path, dtype=dtype, attn_implementation=cfg.model.attn_implementation, device=device)
     peft_config = lora_config(model, cfg.lora)
-    args = _sft_config(
-        cfg,
-        ckpt_dir=ckpt_dir,
-        device=device,
-        dtype=dtype,
-        primitive=primitive,
-        has_eval=eval_ds is not None,
-        notes=notes,
-    )
+    args = _sft_config(cfg, ckpt_dir=ckpt_dir, device=device, dtype=dtype, primitive=primitive, has_eval=eval_ds is not None, notes=notes)
 
     throughput = Throughput()
     cbs: list[Any] = [throughput]
@@ -725,11 +673,7 @@ def train_primitive(
         from forethought.training.callbacks import ExactMatchCurve
         from forethought.training.pretrain import em_rows
 
-        curve = ExactMatchCurve(
-            tokenizer,
-            em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed),
-            cfg.train.em_eval_steps,
-        )
+        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed), cfg.train.em_eval_steps)
         cbs.append(curve)
     cbs.extend(callbacks or [])
 
@@ -767,21 +711,14 @@ def train_primitive(
                 )
             if cfg.train.packing:
                 # BFD packing cuts each overlong sequence to max_length; the packed rows keep the lengths.
-                truncated = sum(
-                    1 for row in trainer.train_dataset["seq_lengths"] for n in row if n >= cfg.train.max_length
-                )
+                truncated = sum(1 for row in trainer.train_dataset["seq_lengths"] for n in row if n >= cfg.train.max_length)
             else:
                 kept = len(trainer.train_dataset)
                 truncated = sum(1 for ids in trainer.train_dataset["input_ids"] if len(ids) >= cfg.train.max_length)
                 if kept < len(train_ds):
-                    notes.append(
-                        f"{len(train_ds) - kept} train examples dropped: their prompt alone fills train.max_length={cfg.train.max_length}"
-                    )
+                    notes.append(f"{len(train_ds) - kept} train examples dropped: their prompt alone fills train.max_length={cfg.train.max_length}")
             if truncated:
-                notes.append(
-                    f"{truncated} train examples cut at train.max_length={cfg.train.max_length}: their completion "
-                    "(and <end_of_turn>) is incomplete"
-                )
+                notes.append(f"{truncated} train examples cut at train.max_length={cfg.train.max_length}: their completion (and <end_of_turn>) is incomplete")
             if resume_from is not None:
                 print(f"[{primitive}] resuming from {resume_from}", file=sys.stderr)
             result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
@@ -804,27 +741,11 @@ def train_primitive(
     state = trainer.state
     history = state.log_history
     train_hist = [
-        {
-            k: e[k]
-            for k in (
-                "step",
-                "epoch",
-                "loss",
-                "learning_rate",
-                "grad_norm",
-                "mean_token_accuracy",
-                "num_input_tokens_seen",
-            )
-            if k in e
-        }
+        {k: e[k] for k in ("step", "epoch", "loss", "learning_rate", "grad_norm", "mean_token_accuracy", "num_input_tokens_seen") if k in e}
         for e in history
         if "loss" in e
     ]
-    eval_hist = [
-        {k: e[k] for k in ("step", "epoch", "eval_loss", "eval_mean_token_accuracy") if k in e}
-        for e in history
-        if "eval_loss" in e
-    ]
+    eval_hist = [{k: e[k] for k in ("step", "epoch", "eval_loss", "eval_mean_token_accuracy") if k in e} for e in history if "eval_loss" in e]
     tp = throughput.summary()
     metrics: dict[str, Any] = {
         "primitive": primitive,
@@ -855,12 +776,7 @@ def train_primitive(
         "resumed_from": resume_from.name if resume_from else None,
         "adapter": {"path": "adapter", **targets},
         "notes": notes,
-        "versions": {
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "trl": _version("trl"),
-            "peft": _version("peft"),
-        },
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": _version("trl"), "peft": _version("peft")},
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     if main:
@@ -868,9 +784,7 @@ def train_primitive(
         if curve and curve.history:
             from forethought.training.plots import plot_em
 
-            plot_em(
-                curve.history, run_dir / "exact_match.png", f"{primitive}: exact match on a fixed validation subset"
-            )
+            plot_em(curve.history, run_dir / "exact_match.png", f"{primitive}: exact match on a fixed validation subset")
         atomic_write_json(run_dir / "metrics.json", metrics)
     for n in notes:
         print(f"[{primitive}] note: {n}", file=sys.stderr)

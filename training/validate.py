@@ -20,14 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.kernel.backends.factory import Device
-from forethought.kernel.specs import (
-    PRIMITIVE_NAMES,
-    SPECS,
-    PrimitiveName,
-    PrimitiveSpec,
-    default_thresholds,
-    per_primitive,
-)
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, PrimitiveSpec, default_thresholds, per_primitive
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 from forethought.training.provenance import measured
 
@@ -106,9 +99,7 @@ def score(spec: PrimitiveSpec, rows: list[DatasetRow], texts: list[str], keep_ex
         if kind is not None:
             kinds[kind] += 1
             if len(examples[kind]) < keep_examples:
-                examples[kind].append(
-                    {"id": row.id, "output": text[:400], "target": spec.target_text(row.target)[:400]}
-                )
+                examples[kind].append({"id": row.id, "output": text[:400], "target": spec.target_text(row.target)[:400]})
     return {
         "n": n,
         "exact_match": em / n if n else 0.0,
@@ -127,8 +118,7 @@ def _spec_problem(spec: PrimitiveSpec, row: DatasetRow) -> str | None:
     try:
         spec.target_text(row.target)
     except Exception as exc:
-        first_line = str(exc).splitlines()[0][:200] if str(exc) else ""
-        return f"field 'target' is not a valid {spec.name} target: {type(exc).__name__}: {first_line}"
+        return f"field 'target' is not a valid {spec.name} target: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     return None
 
 
@@ -143,9 +133,7 @@ def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[DatasetRo
     return rows
 
 
-def run_validation(
-    cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None
-) -> dict[str, Any]:
+def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None) -> dict[str, Any]:
     from forethought.kernel.backends.hf import BASE, generate, pick_device
     from forethought.training.artifacts import check_spec_hashes, load_adapters
 
@@ -161,19 +149,10 @@ def run_validation(
         msgs = [r.prompt_messages() for r in rows]
         schemas = [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in rows]
 
-        def decode(
-            adapter: str, constrained: bool, kind: str, p: str = p, msgs: list = msgs, schemas: list = schemas
-        ) -> list[str]:
-            return generate(
-                model,
-                tokenizer,
-                msgs,
-                adapter=adapter,
-                batch_size=cfg.batch_size,
-                max_new_tokens=cfg.max_new_tokens,
-                schemas=schemas if constrained else None,
-                on_batch=(lambda k: progress(p, kind, k)) if progress else None,
-            )
+        def decode(adapter: str, constrained: bool, kind: str, p: str = p, msgs: list = msgs, schemas: list = schemas) -> list[str]:
+            return generate(model, tokenizer, msgs, adapter=adapter, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
+                            schemas=schemas if constrained else None,
+                            on_batch=(lambda k: progress(p, kind, k)) if progress else None)
 
         t1 = time.perf_counter()
         tuned = decode(p, cfg.constrained, "tuned")
@@ -191,9 +170,7 @@ def run_validation(
         )
         if cfg.compare_decoding:
             other = "free" if cfg.constrained else "constrained"
-            r[f"exact_match_{other}"] = score(spec, rows, decode(p, not cfg.constrained, f"tuned {other}"), 0)[
-                "exact_match"
-            ]
+            r[f"exact_match_{other}"] = score(spec, rows, decode(p, not cfg.constrained, f"tuned {other}"), 0)["exact_match"]
         if cfg.base_comparison:
             b = score(spec, rows, decode(BASE, cfg.constrained, "base"), 0)
             r["base_exact_match"] = b["exact_match"]
@@ -215,9 +192,7 @@ def run_validation(
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
         "elapsed_s": round(time.perf_counter() - t0, 2),
-        "measured": measured(
-            cfg.train_dir, prims, cfg.dataset_dir
-        ),  # the adapter files these gates hold for (issue 13)
+        "measured": measured(cfg.train_dir, prims, cfg.dataset_dir),  # the adapter files these gates hold for (issue 13)
     }
     out = Path(cfg.output_dir)
     atomic_write_json(out / "gates.json", summary)
@@ -244,15 +219,13 @@ def gates_markdown(summary: dict[str, Any]) -> str:
         f"Gates measured with **{decoding}** decoding. *No near-dup*: the validation rows whose prompt (slot values and "
         f"digits masked) does not occur in train. *Tuned EM, {other}*: the same adapter decoded the other way.",
         "",
-        f"| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, {other} | Contract-valid | "
-        "Parsed | Threshold | Gate |",
+        f"| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, {other} | Contract-valid | Parsed | Threshold | Gate |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
     ]
     for p, r in summary["primitives"].items():
         lines.append(
             f"| {p} | {r['n']} | {_pct(r.get('base_exact_match'))} | {_pct(r['exact_match'])} | "
-            f"{_pct(r.get('exact_match_no_near_duplicate'))} ({r.get('n_no_near_duplicate', '—')}) | "
-            f"{_pct(r.get(f'exact_match_{other}'))} | "
+            f"{_pct(r.get('exact_match_no_near_duplicate'))} ({r.get('n_no_near_duplicate', '—')}) | {_pct(r.get(f'exact_match_{other}'))} | "
             f"{_pct(r['contract_valid_rate'])} | {_pct(r['parse_rate'])} | {_pct(r['threshold'])} | {'pass' if r['passed'] else 'FAIL'} |"
         )
     lines.append(
@@ -297,9 +270,7 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
 
     prims = cfg.selected()
     sizes = {p: len(_read_rows(cfg.dataset_dir, p, cfg.max_examples)) for p in prims}
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-    ) as prog:
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as prog:
         tasks = {}
         other = "tuned free" if cfg.constrained else "tuned constrained"
         kinds = ["tuned", *([other] if cfg.compare_decoding else []), *(["base"] if cfg.base_comparison else [])]

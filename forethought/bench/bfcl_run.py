@@ -65,9 +65,7 @@ class BenchConfig(BaseModel):
             raise ValueError("name at least one category")
         unknown = [c for c in value if c not in CATEGORIES and c not in SHORT]
         if unknown:
-            raise ValueError(
-                f"unknown categories {unknown}; available: {', '.join(CATEGORIES)} (or {', '.join(SHORT)})"
-            )
+            raise ValueError(f"unknown categories {unknown}; available: {', '.join(CATEGORIES)} (or {', '.join(SHORT)})")
         out = [SHORT.get(c, c) for c in value]
         dup = sorted({c for c in out if out.count(c) > 1})
         if dup:
@@ -93,9 +91,8 @@ class EntryRun:
     verdict: dict[str, Any] | None = None  # bfcl's checker; None when not scored (backend error)
 
 
-def run_entry(
-    entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None, replay: str | None
-) -> EntryRun:
+def run_entry(entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None,
+              replay: str | None) -> EntryRun:
     out = EntryRun(entry.id, entry.category, kernel.config.cvc)
     env = BfclEnvironment(entry)
     registry = entry_registry(entry, 0)
@@ -105,18 +102,9 @@ def run_entry(
         release_withheld(entry, registry, i)  # a holdout turn brings its functions (miss_func)
         request = request_text(pending, text)
         try:
-            result, tr = kernel.run_turn(
-                user=request,
-                env=env,
-                scratchpad=scratchpad,
-                registry=registry,  # type: ignore[arg-type]
-                backend=backend,
-                turn_context={},
-                index=i,
-                trace=trace,
-                recorder=recorder,
-                cache=cache,
-            )
+            result, tr = kernel.run_turn(user=request, env=env, scratchpad=scratchpad, registry=registry,  # type: ignore[arg-type]
+                                         backend=backend, turn_context={}, index=i, trace=trace,
+                                         recorder=recorder, cache=cache)
         except ReplayMissError as exc:
             raise UserError(f"{exc} (entry {entry.id}, turn {i}, cvc={kernel.config.cvc})", str(replay)) from None
         out.turns.append(result)
@@ -137,11 +125,8 @@ def _strict_replay(cfg: BenchConfig) -> bool:
 
 def _refuse_oracle(cfg: BenchConfig) -> None:
     if cfg.backend.name == "oracle" and not _strict_replay(cfg):
-        raise UserError(
-            "BFCL entries carry no annotations for the oracle backend to answer from; "
-            "use backend=hf (a bundle), backend=openai (a served model) or replay=RECORDING",
-            "backend",
-        )
+        raise UserError("BFCL entries carry no annotations for the oracle backend to answer from; "
+                        "use backend=hf (a bundle), backend=openai (a served model) or replay=RECORDING", "backend")
 
 
 def _backend(cfg: BenchConfig) -> Any:
@@ -155,53 +140,29 @@ def _trace_rows(runs: list[EntryRun]) -> list[dict[str, Any]]:
     return [{"entry": r.id, "turn": i, **row} for r in runs for i, tr in enumerate(r.traces) for row in tr.to_rows()]
 
 
-def _write_variant(
-    cfg: BenchConfig, out: Path, category: str, runs: list[EntryRun], model_name: str, entries: dict[str, Entry]
-) -> None:
+def _write_variant(cfg: BenchConfig, out: Path, category: str, runs: list[EntryRun], model_name: str,
+                   entries: dict[str, Entry]) -> None:
     folder = out / ("cvc_on" if runs[0].cvc else "cvc_off")
-    bfcl_score.write_result_file(
-        folder / f"BFCL_v4_{category}_result.json",
-        [
-            {
-                "id": r.id,
-                "result": bfcl_score.candidate_steps(r.candidate),
-                "requests": r.requests,
-                "backend_error": r.backend_error,
-                "halted_turns": [t.index for t in r.turns if t.halted],
-            }
-            for r in runs
-        ],
-    )
+    bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
+        {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate), "requests": r.requests,
+         "backend_error": r.backend_error, "halted_turns": [t.index for t in r.turns if t.halted]}
+        for r in runs
+    ])
     scored = {r.id: r.verdict for r in runs if r.verdict is not None}
-    bfcl_score.write_score_file(
-        folder / f"BFCL_v4_{category}_score.json",
-        model_name,
-        category,
-        scored,  # type: ignore[arg-type]
-        {r.id: r.candidate for r in runs},
-        entries,
-    )
-    atomic_write_jsonl(
-        folder / f"{category}_turns.jsonl", [{"entry": r.id, **t.model_dump()} for r in runs for t in r.turns]
-    )
+    bfcl_score.write_score_file(folder / f"BFCL_v4_{category}_score.json", model_name, category, scored,  # type: ignore[arg-type]
+                                {r.id: r.candidate for r in runs}, entries)
+    atomic_write_jsonl(folder / f"{category}_turns.jsonl",
+                       [{"entry": r.id, **t.model_dump()} for r in runs for t in r.turns])
     if cfg.trace != "off":
-        atomic_write_jsonl(
-            folder / f"{category}_trace.jsonl", capped_rows(_trace_rows(runs), cfg.trace_max_mb * 1024 * 1024)
-        )
+        atomic_write_jsonl(folder / f"{category}_trace.jsonl", capped_rows(_trace_rows(runs), cfg.trace_max_mb * 1024 * 1024))
 
 
 def _progress():
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=False)
 
 
 def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None) -> tuple[Path, dict[str, Any]]:
@@ -226,12 +187,7 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None)
     recorder = _recorder(cfg)  # type: ignore[arg-type]
     backend = backend if backend is not None else _backend(cfg)
     cache = Cache() if cfg.cache else None
-    summary: dict[str, Any] = {
-        "mode": "run",
-        "command": command,
-        "backend": _backend_label(cfg, backend),
-        "categories": {},
-    }
+    summary: dict[str, Any] = {"mode": "run", "command": command, "backend": _backend_label(cfg, backend), "categories": {}}
     with _progress() as progress:
         for cvc in cfg.variants():
             kernel = Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": cvc}))
@@ -241,9 +197,8 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None)
                 runs = []
                 try:
                     for entry in entries:
-                        run = run_entry(
-                            entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache, replay=cfg.replay
-                        )
+                        run = run_entry(entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache,
+                                        replay=cfg.replay)
                         if run.backend_error is None:  # a turn the backend did not answer says nothing about the model
                             run.verdict = bfcl_score.score(entry, run.candidate, model_name)
                         runs.append(run)
@@ -251,9 +206,8 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None)
                 finally:
                     bfcl_score.release(model_name)
                 _write_variant(cfg, out, category, runs, model_name, {e.id: e for e in entries})
-                summary["categories"].setdefault(category, {})["cvc_on" if cvc else "cvc_off"] = (
+                summary["categories"].setdefault(category, {})["cvc_on" if cvc else "cvc_off"] = \
                     bfcl_report.summarise_runs(runs, model_name)
-                )
     if cfg.record and recorder is not None:
         recorder.save(out / "recording.jsonl")
     bfcl_report.write_run_report(out, cfg, summary)
@@ -283,25 +237,13 @@ def _run_ceiling(cfg: BenchConfig, out: Path, selected: dict[str, list[Entry]], 
             task = progress.add_task(f"{category} ceiling", total=len(entries))
             results, model_name = bfcl_ceiling.run(entries, on_entry=lambda _e, task=task: progress.advance(task))
             folder = out / "ceiling"
-            bfcl_score.write_result_file(
-                folder / f"BFCL_v4_{category}_result.json",
-                [
-                    {
-                        "id": r.id,
-                        "result": bfcl_score.candidate_steps(r.candidate),
-                        "blocked": [b.__dict__ for b in r.blocked],
-                    }
-                    for r in results
-                ],
-            )
-            bfcl_score.write_score_file(
-                folder / f"BFCL_v4_{category}_score.json",
-                model_name,
-                category,
-                {r.id: r.verdict for r in results},
-                {r.id: r.candidate for r in results},
-                {e.id: e for e in entries},
-            )
+            bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
+                {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate),
+                 "blocked": [b.__dict__ for b in r.blocked]} for r in results
+            ])
+            bfcl_score.write_score_file(folder / f"BFCL_v4_{category}_score.json", model_name, category,
+                                        {r.id: r.verdict for r in results}, {r.id: r.candidate for r in results},
+                                        {e.id: e for e in entries})
             atomic_write_jsonl(folder / f"{category}_unavailable.jsonl", [u for r in results for u in r.unavailable])
             summary["categories"][category] = bfcl_report.summarise_ceiling(results, model_name)
     bfcl_report.write_ceiling_report(out, cfg, summary)
@@ -318,26 +260,20 @@ def cli(args: list[str]) -> int:
         return 0
     names = a.positional or ([cfg.benchmark] if cfg.benchmark else [])
     if names != ["bfcl"]:
-        raise UserError(
-            f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...]", "benchmark"
-        )
+        raise UserError(f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...]",
+                        "benchmark")
     out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
     from . import bfcl_report
 
     print(bfcl_report.console_summary(summary))
     print(f"wrote {out / 'report.md'}")
     if summary["mode"] == "run":
-        failed = [
-            (c, v, e) for c, vs in summary["categories"].items() for v, s in vs.items() for e in s["backend_errors"]
-        ]
+        failed = [(c, v, e) for c, vs in summary["categories"].items() for v, s in vs.items() for e in s["backend_errors"]]
         if failed:
             c, v, e = failed[0]
-            print(
-                f"error: {len(failed)} entr{'y' if len(failed) == 1 else 'ies'} got no answer from the backend and "
-                f"were not scored (first: {e['entry']} turn {e['turn']}: {e['message']})"
-                + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"),
-                file=sys.stderr,
-            )
+            print(f"error: {len(failed)} entr{'y' if len(failed) == 1 else 'ies'} got no answer from the backend and "
+                  f"were not scored (first: {e['entry']} turn {e['turn']}: {e['message']})"
+                  + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
             if cfg.backend_errors == "fail":
                 return 1
     return 0

@@ -41,9 +41,7 @@ def gemma3_chat_template() -> str:
     return (Path(trl.__file__).parent / "chat_templates" / "gemma3.jinja").read_text(encoding="utf-8")
 
 
-def load_model(
-    path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu"
-) -> PreTrainedModel:
+def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu") -> PreTrainedModel:
     """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised."""
     from transformers import AutoModelForCausalLM
 
@@ -54,12 +52,7 @@ def load_model(
         kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
-            str(path),
-            dtype=dtype,
-            attn_implementation=attn_implementation,
-            output_loading_info=True,
-            local_files_only=True,
-            **kwargs,
+            str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
         )
     except (OSError, ImportError) as exc:
         # Missing/unreadable weight files, or an attention kernel that is not installed: the user's
@@ -85,14 +78,7 @@ def load_model(
 
 def fsdp_enabled() -> bool:
     """True inside ``accelerate launch`` with an FSDP config (accelerate sets ``ACCELERATE_USE_FSDP``)."""
-    return os.environ.get("ACCELERATE_USE_FSDP", "false").strip().lower() in (
-        "y",
-        "yes",
-        "t",
-        "true",
-        "on",
-        "1",
-    )  # accelerate's str_to_bool
+    return os.environ.get("ACCELERATE_USE_FSDP", "false").strip().lower() in ("y", "yes", "t", "true", "on", "1")  # accelerate's str_to_bool
 
 
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
@@ -131,11 +117,7 @@ def text_model_prefix(model: Any) -> str:
 
 def check_module_names(names: list[str], prefix: str, expected_modules: int | None, what: str) -> None:
     want = f"{prefix}.layers."
-    bad = [
-        n
-        for n in names
-        if any(part in n for part in NON_TEXT_PARTS) or not n.removeprefix("base_model.model.").startswith(want)
-    ]
+    bad = [n for n in names if any(part in n for part in NON_TEXT_PARTS) or not n.removeprefix("base_model.model.").startswith(want)]
     if bad:
         raise AdapterTargetError(
             f"{len(bad)} {what} outside the language model '{prefix}' (e.g. {bad[:3]}); the vision tower or other parts "

@@ -45,9 +45,7 @@ class SchemaLogitsProcessor:
             if s is None:
                 self.matchers.append(None)
                 continue
-            grammar = llguidance.LLMatcher.grammar_from_json_schema(
-                json.dumps(s), defaults={"whitespace_flexible": False}
-            )
+            grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(s), defaults={"whitespace_flexible": False})
             self.matchers.append(llguidance.LLMatcher(lltok, grammar))
         self.done = [m is None for m in self.matchers]
 

@@ -67,10 +67,7 @@ def backend_factory(cfg: Any, sol: Solution):
     """A per-turn backend factory for ``run_solution``; model backends are built once and shared."""
     if cfg.name == "oracle":
         if not sol.annotated:
-            raise UserError(
-                "the oracle backend needs an annotated scenario (tasks, order and calls on every turn)",
-                sol.source_file or sol.id,
-            )
+            raise UserError("the oracle backend needs an annotated scenario (tasks, order and calls on every turn)", sol.source_file or sol.id)
         return oracle_factory(sol)
     backend = make_model_backend(cfg)
     return lambda i, turn: backend
@@ -79,22 +76,12 @@ def backend_factory(cfg: Any, sol: Solution):
 def make_model_backend(cfg: Any):
     if cfg.name == "openai":
         return OpenAIBackend(
-            cfg.base_url,
-            api_key=cfg.api_key,
-            models=cfg.models,
-            max_tokens=cfg.max_tokens,
-            timeout_s=cfg.timeout_s,
-            concurrency=cfg.concurrency,
-            json_schema=cfg.json_schema,
-            extra_body=cfg.extra_body,
+            cfg.base_url, api_key=cfg.api_key, models=cfg.models, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s,
+            concurrency=cfg.concurrency, json_schema=cfg.json_schema, extra_body=cfg.extra_body,
         )
     if cfg.name == "hf":
-        return HFBackend.from_bundle(
-            cfg.bundle,
-            device=cfg.device,
-            batch_size=cfg.batch_size,
-            max_new_tokens=cfg.max_new_tokens,
-            constrained=cfg.constrained,
-            allow_smoke=cfg.allow_smoke,
-        )
+        return HFBackend.from_bundle(cfg.bundle, device=cfg.device, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
+                                     constrained=cfg.constrained, allow_smoke=cfg.allow_smoke)
     raise ValueError(f"unknown backend {cfg.name!r}")
+
+

@@ -136,9 +136,7 @@ def generate(
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             # The template already starts with <bos>: no second one (trl PR #3328).
-            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(
-                device
-            )
+            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
             kwargs: dict[str, Any] = {}
             if schemas is not None:
                 from .constrained import schema_logits_processor
@@ -186,16 +184,8 @@ class HFBackend:
         self.adapters = set(getattr(model, "peft_config", {}) or {})
 
     @classmethod
-    def from_bundle(
-        cls,
-        path: str | Path,
-        *,
-        device: str = "auto",
-        batch_size: int = 16,
-        max_new_tokens: int = 384,
-        constrained: bool | None = None,
-        allow_smoke: bool = False,
-    ) -> HFBackend:
+    def from_bundle(cls, path: str | Path, *, device: str = "auto", batch_size: int = 16, max_new_tokens: int = 384,
+                    constrained: bool | None = None, allow_smoke: bool = False) -> HFBackend:
         """``constrained=None`` decodes as the bundle's gates were measured (its manifest's ``decoding``)."""
         bundle = load_bundle(path, spec_hashes(), allow_smoke=allow_smoke)
         if bundle.smoke:
@@ -207,15 +197,8 @@ class HFBackend:
         if constrained is None:
             constrained = bool((bundle.manifest.get("decoding") or {}).get("constrained", False))
         model, tok = bundle.load_model(pick_device(device))
-        return cls(
-            model,
-            tok,
-            batch_size=batch_size,
-            max_new_tokens=max_new_tokens,
-            constrained=constrained,
-            model_id=bundle.base_id,
-            bundle=bundle,
-        )
+        return cls(model, tok, batch_size=batch_size, max_new_tokens=max_new_tokens, constrained=constrained,
+                   model_id=bundle.base_id, bundle=bundle)
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         groups: dict[str, list[int]] = defaultdict(list)
@@ -227,12 +210,8 @@ class HFBackend:
                 raise KeyError(f"hf backend: no adapter named {adapter!r} (loaded: {sorted(self.adapters)})")
             reqs = [requests[i] for i in idx]
             texts = generate(
-                self.model,
-                self.tokenizer,
-                [r.messages for r in reqs],
-                adapter=adapter,
-                batch_size=self.batch_size,
-                max_new_tokens=self.max_new_tokens,
+                self.model, self.tokenizer, [r.messages for r in reqs], adapter=adapter,
+                batch_size=self.batch_size, max_new_tokens=self.max_new_tokens,
                 schemas=[r.json_schema for r in reqs] if self.constrained else None,
             )
             meta = {"backend": "hf", "model": self.model_id, "adapter": adapter}

@@ -78,11 +78,7 @@ class OpenAIBackend:
         extra_body: dict[str, Any] | None = None,
     ):
         self.base_url = base_url.rstrip("/")
-        self.url = (
-            self.base_url + "/chat/completions"
-            if self.base_url.endswith("/v1")
-            else self.base_url + "/v1/chat/completions"
-        )
+        self.url = self.base_url + "/chat/completions" if self.base_url.endswith("/v1") else self.base_url + "/v1/chat/completions"
         self.api_key = api_key
         self.models = dict(models or {})  # primitive (adapter) name -> served model name
         self.max_tokens = max_tokens
@@ -104,10 +100,7 @@ class OpenAIBackend:
         }
         if self.json_schema and req.json_schema is not None:
             # Structured outputs (vLLM guided decoding): the type contract holds by construction.
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": req.primitive, "schema": req.json_schema},
-            }
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": req.primitive, "schema": req.json_schema}}
         body.update(self.extra_body)
         return body
 
@@ -129,10 +122,8 @@ class OpenAIBackend:
                     raise http.client.IncompleteRead(body, r.length)
             except (OSError, http.client.HTTPException) as exc:
                 if deadline.expired or isinstance(exc, TimeoutError):
-                    raise BackendError(
-                        f"{where}: no complete reply within timeout_s={self.timeout_s:g} "
-                        f"(gave up after {time.monotonic() - t0:.1f} s)"
-                    ) from None
+                    raise BackendError(f"{where}: no complete reply within timeout_s={self.timeout_s:g} "
+                                       f"(gave up after {time.monotonic() - t0:.1f} s)") from None
                 if isinstance(exc, http.client.HTTPException):
                     raise BackendError(f"{where}: protocol error: {type(exc).__name__}: {exc!r}") from None
                 raise BackendError(f"{where}: cannot reach the server: {exc}") from None

@@ -94,11 +94,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             for k, v in x.items():
                 if k == "title" and isinstance(v, str):
                     continue
-                out[k] = (
-                    {name: walk(sub) for name, sub in v.items()}
-                    if k == "properties" and isinstance(v, dict)
-                    else walk(v)
-                )
+                out[k] = {name: walk(sub) for name, sub in v.items()} if k == "properties" and isinstance(v, dict) else walk(v)
             return out
         if isinstance(x, list):
             return [walk(v) for v in x]
@@ -172,9 +168,7 @@ class MergedOverReferenceData(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         bad = [k for k in cls.merged_tables if k not in cls.model_fields or cls.model_fields[k].default_factory is None]
         if bad:
-            raise TypeError(
-                f"{cls.__name__}.merged_tables names {bad}: not fields with reference data (a default_factory)"
-            )
+            raise TypeError(f"{cls.__name__}.merged_tables names {bad}: not fields with reference data (a default_factory)")
 
     @model_validator(mode="before")
     @classmethod

@@ -49,8 +49,7 @@ from .state import EDITABLE_FIELDS, STAFF_ROLES, Status, Ticket, TicketComment, 
 DOMAIN = Domain(
     "ticket",
     TicketState,
-    "A simulated support-ticket system: log in, create, look up, search, edit, comment on, assign, escalate, resolve, "
-    "close and reopen tickets.",
+    "A simulated support-ticket system: log in, create, look up, search, edit, comment on, assign, escalate, resolve, close and reopen tickets.",
 )
 tool = DOMAIN.tool
 
