@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from forethought.errors import UserError
 from forethought.primitives import BackendError as _DSLBackendError
 from forethought.primitives import SLMReply, SLMRequest
 
@@ -30,6 +33,32 @@ class PermanentBackendError(BackendError):
     """A reply that a retry would not change (HTTP 4xx other than 408/429)."""
 
     transient = False
+
+
+def resolve_api_key(cfg: Any, where: str) -> str | None:
+    """The endpoint's key, as users expect it: ``api_key`` when a (private) config file sets it, else the
+    first line of ``api_key_file``, else the environment variable ``api_key_env`` (``OPENAI_API_KEY`` by
+    default); None when there is none (a local vLLM needs none). The value is read here, when the client
+    is built, and held only by the client: it is never written back into a config, a trace or a report.
+    ``where`` names the config section for a located error (``backend``, ``responder``)."""
+    secret = getattr(cfg, "api_key", None)
+    if secret is not None:
+        value = secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
+        if value.strip():
+            return value.strip()
+    path = getattr(cfg, "api_key_file", None)
+    if path:
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read the key file: {exc.strerror or exc}", f"{where}.api_key_file ({path})") from None
+        lines = [x.strip() for x in text.splitlines() if x.strip()]
+        if not lines:
+            raise UserError("the key file is empty", f"{where}.api_key_file ({path})")
+        return lines[0]
+    env = getattr(cfg, "api_key_env", None) or "OPENAI_API_KEY"
+    value = os.environ.get(env, "").strip()
+    return value or None
 
 
 class _Deadline:
