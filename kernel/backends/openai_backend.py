@@ -166,25 +166,35 @@ class OpenAIBackend:
             raise cls_err(f"{where}: HTTP {r.status}: {detail}")
         return body
 
-    def _post(self, req: SLMRequest) -> SLMReply:
-        body = self._body(req)
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST one chat-completions ``body`` as it is; the reply as JSON, or a located :class:`BackendError`.
+        The primitives' requests go through here, and so do the bench's responder and vanilla requests
+        (with ``tools``), so that one client, one key and one deadline serve them all."""
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        where = f"{self.url} (model {body['model']!r})"
+        where = f"{self.url} (model {body.get('model')!r})"
         raw = self._send(data, headers, where)
         try:
             reply = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise BackendError(f"{where}: reply is not JSON: {raw[:200]!r}") from None
+        if not isinstance(reply, dict):
+            raise BackendError(f"{where}: reply is {type(reply).__name__}, not a JSON object")
+        return reply
+
+    def _post(self, req: SLMRequest) -> SLMReply:
+        body = self._body(req)
+        where = f"{self.url} (model {body['model']!r})"
+        reply = self.chat(body)
         try:
             text = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise BackendError(f"{where}: reply has no choices[0].message.content: {json.dumps(reply)[:200]}") from None
         if not isinstance(text, str):
             raise BackendError(f"{where}: choices[0].message.content is {type(text).__name__}, not text")
-        model = reply.get("model", body["model"]) if isinstance(reply, dict) else body["model"]
+        model = reply.get("model", body["model"])
         return SLMReply(text, {"backend": "openai", "model": model, "adapter": req.adapter, "url": self.base_url})
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
