@@ -181,7 +181,7 @@ class Answer:
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.S)
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _text_calls(text: str, registry: Registry, out: Answer) -> None:
@@ -203,6 +203,27 @@ def _text_calls(text: str, registry: Registry, out: Answer) -> None:
         out.errors.append(f"content: {first_error}")
 
 
+def parse_tool_call(tc: Any, k: int) -> tuple[str, dict[str, Any], str | None]:
+    """One OpenAI tool call as (name, arguments, id); a ValueError located as ``tool_calls[k]...``."""
+    where = f"tool_calls[{k}]"
+    fn = tc.get("function") if isinstance(tc, dict) else None
+    if not isinstance(fn, dict):
+        raise ValueError(f"{where}: no function object")
+    name, raw = fn.get("name"), fn.get("arguments", "{}")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"{where}.function.name: {name!r} is not a function name")
+    if isinstance(raw, str):
+        try:
+            args = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}.function.arguments: not JSON ({exc.msg} at column {exc.colno}) in {raw[:80]!r}") from None
+    else:
+        args = raw
+    if not isinstance(args, dict):
+        raise ValueError(f"{where}.function.arguments: expected an object, got {type(args).__name__}")
+    return name, args, tc.get("id") if isinstance(tc.get("id"), str) else None
+
+
 def parse_answer(reply: dict[str, Any], registry: Registry) -> Answer:
     """The tool calls of a chat-completions reply: ``choices[0].message.tool_calls`` (OpenAI), else call
     strings in ``content``. A part that cannot be read is left out and its error kept, located by its path
@@ -221,27 +242,10 @@ def parse_answer(reply: dict[str, Any], registry: Registry) -> Answer:
         out.errors.append(f"tool_calls: expected a list, got {type(tool_calls).__name__}")
         tool_calls = []
     for k, tc in enumerate(tool_calls):
-        where = f"tool_calls[{k}]"
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        if not isinstance(fn, dict):
-            out.errors.append(f"{where}: no function object")
-            continue
-        name, raw = fn.get("name"), fn.get("arguments", "{}")
-        if not isinstance(name, str) or not _NAME.match(name):
-            out.errors.append(f"{where}.function.name: {name!r} is not a function name")
-            continue
-        if isinstance(raw, str):
-            try:
-                args = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                out.errors.append(f"{where}.function.arguments: not JSON ({exc.msg} at column {exc.colno}) in {raw[:80]!r}")
-                continue
-        else:
-            args = raw
-        if not isinstance(args, dict):
-            out.errors.append(f"{where}.function.arguments: expected an object, got {type(args).__name__}")
-            continue
-        out.calls.append((name, args, tc.get("id") if isinstance(tc.get("id"), str) else None))
+        try:
+            out.calls.append(parse_tool_call(tc, k))
+        except ValueError as exc:
+            out.errors.append(str(exc))
     if not tool_calls and out.text.strip():
         _text_calls(out.text, registry, out)
     return out
