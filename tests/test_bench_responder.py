@@ -96,7 +96,8 @@ class ChatServer:
                     self.end_headers()
                     self.wfile.write(b"overloaded")
                     return
-                payload = json.dumps({"model": body["model"], "choices": [{"message": outer.model.answer(body)}]}).encode()
+                choice = outer.model.choice(body) if hasattr(outer.model, "choice") else {"message": outer.model.answer(body)}
+                payload = json.dumps({"model": body["model"], "choices": [choice]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -361,3 +362,40 @@ def test_the_format_document_names_every_section_the_rendering_writes():
     assert len(sections) == 8, sections
     for s in sections:
         assert f"`{s}`" in doc, s
+
+
+# -- forethought bench serving: does each served adapter apply? ---------------------------------
+
+
+class Deployment:
+    """A served base and five adapters (scripted): get_order's adapter is silently the base, as vLLM serves
+    it when the adapter's keys do not match the model; the others change the first token's log-probability."""
+
+    def choice(self, body):
+        same = body["model"] in ("base-12b", "get_order")
+        shift = 0.0 if same else 0.25
+        tokens = [{"token": "{", "logprob": -0.1 - shift}, {"token": "}", "logprob": -0.2}]
+        text = '{"tasks": []}' if same else '{"tasks": [{"id": "t1"}]}'
+        return {"message": {"role": "assistant", "content": text if body["model"] != "match_fill" else '{"tasks": []}'},
+                "logprobs": {"content": tokens}}
+
+
+def test_serving_check_finds_an_adapter_served_as_the_base(capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with ChatServer(Deployment()) as srv:  # type: ignore[arg-type]
+        code = main(["bench", "serving", "backend=openai", f"backend.base_url={srv.url}", "responder.model=base-12b",
+                     "+backend.models.decompose=ft-decompose"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "get_order            model 'get_order': SAME AS THE BASE (adapter not applied?)" in out
+    assert "error: get_order: the served adapter answers the probe exactly as the base model does" in out
+    # match_fill's text equals the base's, but its log-probabilities do not: it applies
+    assert "match_fill           model 'match_fill': applies; text differs: False; max |Δlogprob| 0.25" in out
+    assert "model 'ft-decompose': applies" in out
+    models = [b["model"] for _, b, _ in srv.requests]
+    assert models[0] == "base-12b" and sorted(models[1:]) == sorted(["ft-decompose", "get_order", "check_prerequisites",
+                                                                     "match_func", "match_fill"])
+    assert all(b["logprobs"] is True and b["temperature"] == 0.0 for _, b, _ in srv.requests)
+    assert {a for _, _, a in srv.requests} == {f"Bearer {KEY}"}
+    assert main(["bench", "serving"]) == 2  # the hf backend is no deployment
+    assert "error: backend: bench serving checks a served deployment" in capsys.readouterr().err

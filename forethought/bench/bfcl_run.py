@@ -328,9 +328,13 @@ def cli(args: list[str]) -> int:
     if cfg is None:
         return 0
     names = a.positional or ([cfg.benchmark] if cfg.benchmark else [])
+    if names == ["serving"]:  # the deployment this config names: does each adapter apply? (docs/serving.md)
+        from . import serving
+
+        return serving.cli(cfg)
     if names != ["bfcl"]:
-        raise UserError(f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...]",
-                        "benchmark")
+        raise UserError(f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...] "
+                        "(or forethought bench serving backend=openai ... to check a deployment's adapters)", "benchmark")
     out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
     from . import bfcl_report
 
