@@ -38,10 +38,11 @@ def load(command: str, args: Args, schema: type[T]) -> T | None:
     """Compose and validate ``conf/<command>.yaml``; with ``--cfg`` print it and return None."""
     from omegaconf import OmegaConf
 
-    from forethought.config import compose_and_validate
+    from forethought.config import compose_and_validate, mask_secrets
 
     cfg, model = compose_and_validate(command, args.overrides, schema)
     if "--cfg" in args.flags:
-        print(OmegaConf.to_yaml(cfg))
+        # Credentials are masked: a printed config ends up in logs, issues and screenshots.
+        print(OmegaConf.to_yaml(OmegaConf.create(mask_secrets(OmegaConf.to_container(cfg, resolve=False)))))
         return None
     return model

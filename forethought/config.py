@@ -221,6 +221,25 @@ def compose_and_validate(command: str, overrides: list[str] | None, schema: type
 
 _MISSING = object()
 
+# Config keys whose value is a credential. Printing a config (``--cfg``) shows them as MASK, as pydantic's
+# SecretStr (the schemas' type for them) shows them in every dump and file.
+SECRET_KEYS = frozenset({"api_key"})
+MASK = "**********"
+
+
+def mask_secrets(value: Any) -> Any:
+    """``value`` (a plain container: a config as dicts and lists, or override strings) with every credential
+    replaced by MASK: the values of SECRET_KEYS, and ``...api_key=VALUE`` in an override string."""
+    if isinstance(value, dict):
+        return {k: (MASK if k in SECRET_KEYS and v not in (None, "") else mask_secrets(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v) for v in value]
+    if isinstance(value, str):
+        key, eq, rest = value.partition("=")
+        if eq and key.lstrip("+~").rsplit(".", 1)[-1] in SECRET_KEYS and rest not in ("", "null"):
+            return f"{key}={MASK}"
+    return value
+
 
 def reject_duplicates(values: list[str], what: str) -> list[str]:
     """For a list-valued setting whose items must be distinct (a pydantic field validator body)."""

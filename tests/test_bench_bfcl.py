@@ -379,7 +379,10 @@ def test_replay_missing_an_answer_is_a_located_error(recorded, tmp_path, capsys)
                                     " (did you mean 'multi_turn_base_99'?)"),
     (["ids=[multi_turn_miss_func_3]"], "error: ids: no entries ['multi_turn_miss_func_3'] in categories"),
     (["count=0"], "count: Input should be greater than or equal to 1"),
-    (["mode=fly"], "mode: Input should be 'run' or 'ceiling'"),
+    (["mode=fly"], "mode: Value error, unknown mode 'fly'; available: kernel, responder, vanilla, ceiling"),
+    (["mode=[kernel,ceiling]"], "mode: Value error, ceiling runs alone (no model): mode=ceiling"),
+    (["mode=[vanilla,vanilla]"], "mode: Value error, modes listed more than once: ['vanilla']"),
+    (["mode=vanilla"], "error: responder.base_url: the responder and vanilla modes ask a base model at an OpenAI-compatible URL"),
     (["backend=oracle"], "error: backend: BFCL entries carry no annotations for the oracle backend"),
     (["record=true", "replay=x.jsonl"], "error: record: record=true and replay=... exclude each other"),
 ])  # fmt: skip

@@ -70,6 +70,21 @@ def summarise_runs(runs: list[Any], model_name: str) -> dict[str, Any]:
                 row["constraints"].update(v.get("constraint", "?") for v in found)
     scored = [r for r in runs if r.verdict is not None]
     correct = sum(1 for r in scored if r.verdict["valid"])
+    answers = [a for r in runs for a in r.answers]
+    departing = [a for a in answers if a.get("departure", {}).get("departs")]
+    model = {  # responder and vanilla: what the base model answered
+        "answered_turns": len(answers),
+        "parse_errors": sum(len(a.get("parse_errors", [])) for a in answers),
+        "blocked_calls": sum(len(a.get("blocked", [])) for a in answers),
+        "step_limit_turns": sum(1 for a in answers if a.get("step_limit")),
+        "departing_turns": len(departing),
+        "added": sum(len(a["departure"]["added"]) for a in departing),
+        "dropped": sum(len(a["departure"]["dropped"]) for a in departing),
+        "changed": sum(len(a["departure"]["changed"]) for a in departing),
+        "kept": sum(a["departure"]["kept"] for a in answers if "departure" in a),
+        "examples": [{"entry": r.id, "turn": a["turn"], **{k: a["departure"][k] for k in ("added", "dropped", "changed")}}
+                     for r in runs for a in r.answers if a.get("departure", {}).get("departs")][:20],
+    } if answers else None
     return {
         "model_name": model_name, "entries": len(runs), "scored": len(scored), "correct": correct,
         "accuracy": correct / len(scored) if scored else None,
@@ -78,6 +93,7 @@ def summarise_runs(runs: list[Any], model_name: str) -> dict[str, Any]:
         "turns": sum(len(r.turns) for r in runs), "halted": halted, "backend_errors": backend_errors,
         "outcomes": dict(outcomes), "slm_calls": slm_calls, "invariant_violations": invariant,
         "violations": {p: {**v, "constraints": dict(v["constraints"])} for p, v in sorted(violations.items())},
+        "model": model,
     }
 
 
@@ -86,54 +102,97 @@ def _backend_line(b: dict[str, Any]) -> str:
     return f"`{b['name']}`" + (f" ({extra})" if extra else "")
 
 
+def _short(v: str) -> str:
+    """A setting in a table's setting column: on / off for the kernel (as the first reports had it)."""
+    return {"cvc_on": "on", "cvc_off": "off", "responder_cvc_on": "responder, on", "responder_cvc_off": "responder, off",
+            "vanilla": "vanilla"}[v]
+
+
 def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
+    from .bfcl_run import SETTINGS
+
     cats = summary["categories"]
-    variants = [v for v in ("cvc_on", "cvc_off") if any(v in s for s in cats.values())]
-    lines = _header("BFCL multi-turn through the kernel", summary)
-    lines += [f"Backend: {_backend_line(summary['backend'])}. These are the figures of this backend on the entries "
-              "listed; entries whose backend did not answer are not scored (listed below).", ""]
-    lines += ["## Accuracy per category", "", "| category | " + " | ".join(f"CVC {v[4:]}" for v in variants) + " |",
+    variants = [v for v in SETTINGS if any(v in s for s in cats.values())]
+    modes = summary.get("modes", ["kernel"])
+    lines = _header("BFCL multi-turn: " + ", ".join(modes) if modes != ["kernel"] else "BFCL multi-turn through the kernel", summary)
+    if summary.get("backend"):
+        lines += [f"Backend: {_backend_line(summary['backend'])} (the kernel's primitives)."]
+    if summary.get("responder"):
+        r = summary["responder"]
+        lines += [f"Base model (responder and vanilla): `{r['model']}` at {r['base_url']}."]
+    lines += ["These are the figures of these models on the entries listed; entries a model did not answer are not "
+              "scored (listed below). Settings: kernel (its committed calls are the answer), responder (a base model "
+              "reads each kernel turn, rendered as docs/responder.md describes, and its calls are the answer, through "
+              "the same guards), vanilla (the base model with bfcl's function docs and the conversation, no kernel).", ""]
+    lines += ["## Accuracy per category", "", "| category | " + " | ".join(SETTINGS[v] for v in variants) + " |",
               "| --- |" + " --- |" * len(variants)]
     for c, s in cats.items():
         lines.append(f"| {c} | " + " | ".join(_pct(s[v]["correct"], s[v]["scored"]) if v in s else "not run" for v in variants) + " |")
-    if len(variants) == 1:
-        lines += ["", f"Only CVC {variants[0][4:]} was run (`cvc=both` runs both)."]
-    lines += ["", "## Halts and backend errors", "", "| category | CVC | turns | halted turns | entries not answered by the backend |",
+    for on, off in (("on", "off"), ("off", "on")):
+        if any(v.endswith(f"cvc_{on}") for v in variants) and not any(v.endswith(f"cvc_{off}") for v in variants):
+            lines += ["", f"Only CVC {on} was run (`cvc=both` runs both)."]
+    answered = [(c, v, s[v]["model"]) for c, s in cats.items() for v in variants if v in s and s[v].get("model")]
+    if answered:
+        lines += ["", "## The base model's answers", "",
+                  "Responder: per turn, the calls it answered against the calls the kernel's trial committed (the "
+                  "trace): *kept*, *added* (not in the trace), *dropped* (in the trace, not answered), *changed* (the "
+                  "same function with other arguments). Blocked: answered calls the guards refused. Vanilla: every "
+                  "call it made ran. Parse errors: tool calls that could not be read (left out, located in "
+                  "`<category>_answers.jsonl`).", "",
+                  "| category | setting | turns answered | departing turns | kept | added | dropped | changed | "
+                  "blocked calls | parse errors | step-limit turns |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for c, v, m in answered:
+            dep = (f"{m['departing_turns']} | {m['kept']} | {m['added']} | {m['dropped']} | {m['changed']}"
+                   if v.startswith("responder") else "— | — | — | — | —")
+            lines.append(f"| {c} | {_short(v)} | {m['answered_turns']} | {dep} | {m['blocked_calls']} | "
+                         f"{m['parse_errors']} | {m['step_limit_turns']} |")
+        for c, v, m in answered:
+            for e in m["examples"][:10]:
+                parts = [f"added {', '.join(f'`{x}`' for x in e['added'])}" if e["added"] else "",
+                         f"dropped {', '.join(f'`{x}`' for x in e['dropped'])}" if e["dropped"] else "",
+                         "changed " + ", ".join(f"`{x['trace']}` → `{x['answer']}`" for x in e["changed"]) if e["changed"] else ""]
+                lines.append(f"- {c} {e['entry']} turn {e['turn']} ({_short(v)}): " + _cell("; ".join(p for p in parts if p), 400))
+    lines += ["", "## Halts and backend errors", "", "| category | setting | turns | halted turns | entries not answered |",
               "| --- | --- | --- | --- | --- |"]
     for c, s in cats.items():
         for v in variants:
             if v in s:
-                lines.append(f"| {c} | {v[4:]} | {s[v]['turns']} | {len(s[v]['halted'])} | {len(s[v]['backend_errors'])} |")
+                lines.append(f"| {c} | {_short(v)} | {s[v]['turns']} | {len(s[v]['halted'])} | {len(s[v]['backend_errors'])} |")
     halts = [(c, v, h) for c, s in cats.items() for v in variants if v in s for h in s[v]["halted"]]
     errors = [(c, v, e) for c, s in cats.items() for v in variants if v in s for e in s[v]["backend_errors"]]
     for c, v, h in halts[:30]:
-        lines.append(f"- halted: {c} {h['entry']} turn {h['turn']} (CVC {v[4:]}): {_cell(h['reason'])}")
+        lines.append(f"- halted: {c} {h['entry']} turn {h['turn']} ({_short(v)}): {_cell(h['reason'])}")
     for c, v, e in errors[:30]:
-        lines.append(f"- no answer: {c} {e['entry']} turn {e['turn']} (CVC {v[4:]}): {_cell(e['message'])}")
-    lines += ["", "## Task outcomes", "", "| category | CVC | " + " | ".join(STATUSES) + " |", "| --- | --- |" + " --- |" * len(STATUSES)]
+        lines.append(f"- no answer: {c} {e['entry']} turn {e['turn']} ({_short(v)}): {_cell(e['message'])}")
+    lines += ["", "## Task outcomes", "", "| category | setting | " + " | ".join(STATUSES) + " |", "| --- | --- |" + " --- |" * len(STATUSES)]
     for c, s in cats.items():
         for v in variants:
             if v in s:
-                lines.append(f"| {c} | {v[4:]} | " + " | ".join(str(s[v]["outcomes"].get(st, 0)) for st in STATUSES) + " |")
+                if s[v]["turns"]:  # vanilla has no kernel turns
+                    lines.append(f"| {c} | {_short(v)} | " + " | ".join(str(s[v]["outcomes"].get(st, 0)) for st in STATUSES) + " |")
     lines += ["", "## Contract violations per primitive", "",
               "Model calls (attempts, retries included) whose output broke its contract. With CVC off the contracts are "
               "not checked, so nothing is counted there.", "",
-              "| category | CVC | primitive | attempts | violating | constraints |", "| --- | --- | --- | --- | --- | --- |"]
+              "| category | setting | primitive | attempts | violating | constraints |", "| --- | --- | --- | --- | --- | --- |"]
     for c, s in cats.items():
         for v in variants:
             for p, row in s.get(v, {}).get("violations", {}).items():
                 cons = ", ".join(f"{k} {n}" for k, n in sorted(row["constraints"].items(), key=lambda kv: -kv[1])) or "—"
-                lines.append(f"| {c} | {v[4:]} | {p} | {row['attempts']} | {row['violating']} | {_cell(cons)} |")
-    lines += ["", "## The checker's error types", "", "| category | CVC | error type | entries |", "| --- | --- | --- | --- |"]
+                lines.append(f"| {c} | {_short(v)} | {p} | {row['attempts']} | {row['violating']} | {_cell(cons)} |")
+    lines += ["", "## The checker's error types", "", "| category | setting | error type | entries |", "| --- | --- | --- | --- |"]
     for c, s in cats.items():
         for v in variants:
             for et, n in sorted(s.get(v, {}).get("error_types", {}).items(), key=lambda kv: -kv[1]):
-                lines.append(f"| {c} | {v[4:]} | `{et}` | {n} |")
+                lines.append(f"| {c} | {_short(v)} | `{et}` | {n} |")
     lines += ["", "## Files", "",
-              "`cvc_on/` and `cvc_off/`: `BFCL_v4_<category>_result.json` (bfcl's result rows: `id`, `result` as turn → step → "
+              "One folder per setting (kernel: `cvc_on/`, `cvc_off/`; `responder_cvc_on/`, `responder_cvc_off/`; "
+              "`vanilla/`): `BFCL_v4_<category>_result.json` (bfcl's result rows: `id`, `result` as turn → step → "
               "call strings, plus the request the kernel got each turn), `BFCL_v4_<category>_score.json` (bfcl's score file: "
               "accuracy, then each failed entry with the checker's error), `<category>_turns.jsonl` (every turn's decisions) "
-              "and `<category>_trace.jsonl`; `summary.json`." + (" `recording.jsonl`: every model reply." if cfg.record else ""), ""]
+              "and `<category>_trace.jsonl` (kernel and responder), `<category>_answers.jsonl` (responder and vanilla: the "
+              "model's answer per turn, the rendering it was given, its departures); `summary.json`."
+              + (" `recording.jsonl`: every model reply." if cfg.record else ""), ""]
     atomic_write_text(out / "report.md", "\n".join(lines))
     atomic_write_json(out / "summary.json", summary)
 
@@ -227,6 +286,7 @@ def console_summary(summary: dict[str, Any]) -> str:
                          f"{sum(a.get(k, 0) for k in AVAILABLE)}/{total} values available when needed")
         else:
             for v, r in s.items():
-                lines.append(f"{c} (CVC {v[4:]}): {_pct(r['correct'], r['scored'])} by bfcl's checker"
+                label = f"CVC {v[4:]}" if v in ("cvc_on", "cvc_off") else _short(v)
+                lines.append(f"{c} ({label}): {_pct(r['correct'], r['scored'])} by bfcl's checker"
                              + (f"; {len(r['backend_errors'])} entries not answered by the backend" if r["backend_errors"] else ""))
     return "\n".join(lines)

@@ -4,8 +4,10 @@ Each entry runs turn by turn: the kernel (``Kernel.run_turn``) decomposes the tu
 functions of the entry's registry (its classes' docs through our BFCL importer) and executes its calls
 on bfcl's own class instances (:class:`BfclEnvironment`); S and the world persist across the turns of
 an entry. The committed calls of each turn, as call strings, are the candidate that bfcl's
-``multi_turn_checker`` scores. ``mode=ceiling`` runs the ground truth through the guards instead
-(:mod:`.bfcl_ceiling`).
+``multi_turn_checker`` scores (``mode=kernel``). ``mode=responder`` gives each kernel turn to a base model
+that answers with the calls to make, ``mode=vanilla`` asks that model with no kernel (:mod:`.bfcl_modes`);
+``mode=[kernel,responder,vanilla]`` runs them side by side in one report. ``mode=ceiling`` runs the
+ground truth through the guards instead (:mod:`.bfcl_ceiling`).
 
 A backend that did not answer (after its retries) stops that entry: it is listed and never scored
 as the model's result, and the command exits 1 unless ``backend_errors=count``.
@@ -34,29 +36,66 @@ from forethought.primitives.trace import capped_rows
 from . import bfcl_score
 from .bfcl_data import CATEGORIES, SHORT, Entry, entry_registry, release_withheld, request_text
 from .bfcl_env import BfclEnvironment
+from .responder import ResponderConfig
 
 # Outcomes that leave a request unfinished: its text stays pending for the next turn (see request_text).
 UNFINISHED = ("missing_function", "missing_param", "blocked")
+MODES = ("kernel", "responder", "vanilla", "ceiling")
+# A setting of the run: its folder, its summary key and its label in the report, in the report's order.
+SETTINGS = {"cvc_on": "kernel, CVC on", "cvc_off": "kernel, CVC off", "responder_cvc_on": "responder, CVC on",
+            "responder_cvc_off": "responder, CVC off", "vanilla": "vanilla (no kernel)"}
+
+
+def setting_key(mode: str, cvc: bool | None) -> str:
+    if mode == "vanilla":
+        return "vanilla"
+    return ("responder_" if mode == "responder" else "") + ("cvc_on" if cvc else "cvc_off")
 
 
 class BenchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     benchmark: str | None = None  # given positionally: bfcl
-    mode: Literal["run", "ceiling"] = "run"
+    # kernel | responder | vanilla | ceiling, or a list of the first three (side by side); run = kernel
+    mode: list[Literal["kernel", "responder", "vanilla", "ceiling"]] = Field(default_factory=lambda: ["kernel"])
     categories: list[str] = Field(default_factory=lambda: ["multi_turn_base"])
     ids: list[str] = Field(default_factory=list)  # entry ids (e.g. multi_turn_base_0); empty: every entry
     count: int | None = Field(None, ge=1)  # the first N entries of each category (after ids)
-    output_dir: str = "runs/bench/bfcl"
+    output_dir: str | None = None  # null: runs/bench/bfcl_<mode>[+<mode>...]
     cvc: Literal["both"] | None = None  # both: run with CVC on and off; null: as kernel.cvc says
     trace: str = Field("steps", pattern="^(full|steps|off)$")
     kernel: KernelSettings = Field(default_factory=KernelSettings)
     backend: BackendConfig = Field(default_factory=HFBackendConfig)
+    responder: ResponderConfig = Field(default_factory=ResponderConfig)  # the base model (responder and vanilla modes)
     record: bool = False
     replay: str | None = None
     replay_mode: Literal["strict", "replay"] = "strict"
     cache: bool = False
     backend_errors: Literal["fail", "count"] = "fail"
     trace_max_mb: int = Field(64, ge=1)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list):
+            return value
+        out = ["kernel" if v == "run" else v for v in values]  # `run`: this command's first name for kernel
+        unknown = [v for v in out if v not in MODES]
+        if unknown:
+            raise ValueError(f"unknown mode {unknown[0]!r}; available: {', '.join(MODES)} (or a list of the first three, "
+                             "side by side)")
+        if not out:
+            raise ValueError(f"name at least one mode: {', '.join(MODES)}")
+        dup = sorted({v for v in out if out.count(v) > 1})
+        if dup:
+            raise ValueError(f"modes listed more than once: {dup}")
+        if "ceiling" in out and len(out) > 1:
+            raise ValueError("ceiling runs alone (no model): mode=ceiling")
+        return out
+
+    @property
+    def out_dir(self) -> str:
+        return self.output_dir or f"runs/bench/bfcl_{'+'.join(self.mode)}"
 
     @field_validator("categories")
     @classmethod
@@ -89,11 +128,13 @@ class EntryRun:
     candidate: list[list[str]] = field(default_factory=list)  # committed calls per turn, as call strings
     backend_error: dict[str, Any] | None = None  # the first turn the backend did not answer; the entry stopped there
     verdict: dict[str, Any] | None = None  # bfcl's checker; None when not scored (backend error)
+    mode: str = "kernel"
+    answers: list[dict[str, Any]] = field(default_factory=list)  # responder / vanilla: the model's answer per turn
 
 
 def run_entry(entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None,
               replay: str | None) -> EntryRun:
-    out = EntryRun(entry.id, entry.category, kernel.config.cvc)
+    out = EntryRun(entry.id, entry.category, kernel.config.cvc, mode="kernel")
     env = BfclEnvironment(entry)
     registry = entry_registry(entry, 0)
     scratchpad = Scratchpad()
@@ -140,9 +181,9 @@ def _trace_rows(runs: list[EntryRun]) -> list[dict[str, Any]]:
     return [{"entry": r.id, "turn": i, **row} for r in runs for i, tr in enumerate(r.traces) for row in tr.to_rows()]
 
 
-def _write_variant(cfg: BenchConfig, out: Path, category: str, runs: list[EntryRun], model_name: str,
+def _write_variant(cfg: BenchConfig, out: Path, category: str, key: str, runs: list[EntryRun], model_name: str,
                    entries: dict[str, Entry]) -> None:
-    folder = out / ("cvc_on" if runs[0].cvc else "cvc_off")
+    folder = out / key
     bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
         {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate), "requests": r.requests,
          "backend_error": r.backend_error, "halted_turns": [t.index for t in r.turns if t.halted]}
@@ -151,9 +192,12 @@ def _write_variant(cfg: BenchConfig, out: Path, category: str, runs: list[EntryR
     scored = {r.id: r.verdict for r in runs if r.verdict is not None}
     bfcl_score.write_score_file(folder / f"BFCL_v4_{category}_score.json", model_name, category, scored,  # type: ignore[arg-type]
                                 {r.id: r.candidate for r in runs}, entries)
-    atomic_write_jsonl(folder / f"{category}_turns.jsonl",
-                       [{"entry": r.id, **t.model_dump()} for r in runs for t in r.turns])
-    if cfg.trace != "off":
+    if any(r.turns for r in runs):
+        atomic_write_jsonl(folder / f"{category}_turns.jsonl",
+                           [{"entry": r.id, **t.model_dump()} for r in runs for t in r.turns])
+    if any(r.answers for r in runs):  # responder and vanilla: what the model answered, turn by turn
+        atomic_write_jsonl(folder / f"{category}_answers.jsonl", [{"entry": r.id, **a} for r in runs for a in r.answers])
+    if cfg.trace != "off" and any(r.traces for r in runs):
         atomic_write_jsonl(folder / f"{category}_trace.jsonl", capped_rows(_trace_rows(runs), cfg.trace_max_mb * 1024 * 1024))
 
 
@@ -165,49 +209,74 @@ def _progress():
                     console=Console(stderr=True), transient=False)
 
 
-def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Run (or, with ``mode=ceiling``, run the ground truth of) the chosen entries; write the results and
-    report.md. ``backend`` replaces the configured one (tests use a scripted one to make a recording);
-    ``command`` is the command line the report names."""
-    from . import bfcl_data, bfcl_report
+def _endpoint(cfg: BenchConfig) -> Any:
+    """The base model's endpoint (responder and vanilla modes): responder.base_url, else the openai backend's URL."""
+    from .responder import Endpoint
+
+    url = cfg.responder.base_url or (cfg.backend.base_url if cfg.backend.name == "openai" else None)  # type: ignore[union-attr]
+    if url is None:
+        raise UserError("the responder and vanilla modes ask a base model at an OpenAI-compatible URL; give it as "
+                        "responder.base_url=http://HOST:PORT/v1 (docs/serving.md)", "responder.base_url")
+    return Endpoint(cfg.responder, url)
+
+
+def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None, endpoint: Any = None) -> tuple[Path, dict[str, Any]]:
+    """Run (or, with ``mode=ceiling``, run the ground truth of) the chosen entries in each mode; write the
+    results and report.md. ``backend`` replaces the configured kernel backend (tests use a scripted one to
+    make a recording), ``endpoint`` the responder's; ``command`` is the command line the report names."""
+    from . import bfcl_data, bfcl_modes, bfcl_report
 
     if cfg.record and cfg.replay is not None:
         raise UserError("record=true and replay=... exclude each other", "record")
-    if cfg.mode == "run" and backend is None:
+    kernel_modes = [m for m in cfg.mode if m in ("kernel", "responder")]
+    if kernel_modes and backend is None:
         _refuse_oracle(cfg)  # before any folder is made
+    model_modes = [m for m in cfg.mode if m in ("responder", "vanilla")]
+    if model_modes and endpoint is None:
+        endpoint = _endpoint(cfg)  # a missing URL or key file is reported before any folder is made
     bfcl_data.bfcl_data_dir()  # installed, or a located error before anything else
     bfcl_data.check_ids(cfg.categories, cfg.ids)
     selected = {c: bfcl_data.select(c, cfg.ids, cfg.count) for c in cfg.categories}
     if not any(selected.values()):
         raise UserError(f"no entries selected from {cfg.categories}", "ids")
-    out = Path(cfg.output_dir)
+    out = Path(cfg.out_dir)
     ensure_output_dir(out, "output_dir")  # before any model call
-    if cfg.mode == "ceiling":
+    if cfg.mode == ["ceiling"]:
         return out, _run_ceiling(cfg, out, selected, command)
-    recorder = _recorder(cfg)  # type: ignore[arg-type]
-    backend = backend if backend is not None else _backend(cfg)
+    recorder = _recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
+    if kernel_modes:
+        backend = backend if backend is not None else _backend(cfg)
     cache = Cache() if cfg.cache else None
-    summary: dict[str, Any] = {"mode": "run", "command": command, "backend": _backend_label(cfg, backend), "categories": {}}
+    summary: dict[str, Any] = {"mode": "run", "modes": list(cfg.mode), "command": command,
+                               "backend": _backend_label(cfg, backend) if kernel_modes else None,
+                               "responder": endpoint.label if endpoint is not None else None, "categories": {}}
     with _progress() as progress:
-        for cvc in cfg.variants():
-            kernel = Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": cvc}))
-            for category, entries in selected.items():
-                task = progress.add_task(f"{category} cvc={'on' if cvc else 'off'}", total=len(entries))
-                model_name = bfcl_score.checker_model_name(f"cvc_{'on' if cvc else 'off'}")
-                runs = []
-                try:
-                    for entry in entries:
-                        run = run_entry(entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache,
-                                        replay=cfg.replay)
-                        if run.backend_error is None:  # a turn the backend did not answer says nothing about the model
-                            run.verdict = bfcl_score.score(entry, run.candidate, model_name)
-                        runs.append(run)
-                        progress.advance(task)
-                finally:
-                    bfcl_score.release(model_name)
-                _write_variant(cfg, out, category, runs, model_name, {e.id: e for e in entries})
-                summary["categories"].setdefault(category, {})["cvc_on" if cvc else "cvc_off"] = \
-                    bfcl_report.summarise_runs(runs, model_name)
+        for mode in cfg.mode:
+            for cvc in (cfg.variants() if mode != "vanilla" else [None]):
+                kernel = Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": bool(cvc)}))
+                key = setting_key(mode, cvc)
+                for category, entries in selected.items():
+                    task = progress.add_task(f"{category} {SETTINGS[key]}", total=len(entries))
+                    model_name = bfcl_score.checker_model_name(key)
+                    runs = []
+                    try:
+                        for entry in entries:
+                            if mode == "kernel":
+                                run = run_entry(entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache,
+                                                replay=cfg.replay)
+                            elif mode == "responder":
+                                run = bfcl_modes.run_responder_entry(entry, kernel, backend, endpoint, trace=cfg.trace,
+                                                                     recorder=recorder, cache=cache, replay=cfg.replay)
+                            else:
+                                run = bfcl_modes.run_vanilla_entry(entry, endpoint)
+                            if run.backend_error is None:  # a turn nobody answered says nothing about the model
+                                run.verdict = bfcl_score.score(entry, run.candidate, model_name)
+                            runs.append(run)
+                            progress.advance(task)
+                    finally:
+                        bfcl_score.release(model_name)
+                    _write_variant(cfg, out, category, key, runs, model_name, {e.id: e for e in entries})
+                    summary["categories"].setdefault(category, {})[key] = bfcl_report.summarise_runs(runs, model_name)
     if cfg.record and recorder is not None:
         recorder.save(out / "recording.jsonl")
     bfcl_report.write_run_report(out, cfg, summary)
@@ -259,9 +328,13 @@ def cli(args: list[str]) -> int:
     if cfg is None:
         return 0
     names = a.positional or ([cfg.benchmark] if cfg.benchmark else [])
+    if names == ["serving"]:  # the deployment this config names: does each adapter apply? (docs/serving.md)
+        from . import serving
+
+        return serving.cli(cfg)
     if names != ["bfcl"]:
-        raise UserError(f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...]",
-                        "benchmark")
+        raise UserError(f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...] "
+                        "(or forethought bench serving backend=openai ... to check a deployment's adapters)", "benchmark")
     out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
     from . import bfcl_report
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 
 from forethought.errors import UserError
 
@@ -13,7 +13,7 @@ from ..runner import oracle_factory
 from ..scenario import Solution
 from ..specs import PrimitiveName  # a registered primitive's name, checked against the registry
 from .hf import HFBackend
-from .openai_backend import OpenAIBackend
+from .openai_backend import OpenAIBackend, resolve_api_key
 
 __all__ = ["BackendConfig", "Device", "PrimitiveName", "backend_factory", "make_model_backend"]
 
@@ -41,7 +41,12 @@ class OracleBackendConfig(_B):
 class OpenAIBackendConfig(_B):
     name: Literal["openai"] = "openai"
     base_url: str = Field("http://localhost:8000/v1", pattern=r"^https?://\S+$")
-    api_key: str | None = None
+    # The key: from the environment variable api_key_env (OPENAI_API_KEY by default), or from the file
+    # api_key_file; api_key itself is for a config file kept private. A SecretStr: --cfg, model_dump and
+    # every file written show it as '**********', never its value (docs/serving.md, "Credentials").
+    api_key: SecretStr | None = None
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    api_key_file: str | None = None
     models: dict[PrimitiveName, str] = Field(default_factory=dict)  # primitive -> served model (LoRA module) name
     max_tokens: int = Field(512, ge=1)
     timeout_s: float = Field(120.0, gt=0)
@@ -76,7 +81,7 @@ def backend_factory(cfg: Any, sol: Solution):
 def make_model_backend(cfg: Any):
     if cfg.name == "openai":
         return OpenAIBackend(
-            cfg.base_url, api_key=cfg.api_key, models=cfg.models, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s,
+            cfg.base_url, api_key=resolve_api_key(cfg, "backend"), models=cfg.models, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s,
             concurrency=cfg.concurrency, json_schema=cfg.json_schema, extra_body=cfg.extra_body,
         )
     if cfg.name == "hf":

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from forethought.errors import UserError
 from forethought.primitives import BackendError as _DSLBackendError
 from forethought.primitives import SLMReply, SLMRequest
 
@@ -30,6 +33,32 @@ class PermanentBackendError(BackendError):
     """A reply that a retry would not change (HTTP 4xx other than 408/429)."""
 
     transient = False
+
+
+def resolve_api_key(cfg: Any, where: str) -> str | None:
+    """The endpoint's key, as users expect it: ``api_key`` when a (private) config file sets it, else the
+    first line of ``api_key_file``, else the environment variable ``api_key_env`` (``OPENAI_API_KEY`` by
+    default); None when there is none (a local vLLM needs none). The value is read here, when the client
+    is built, and held only by the client: it is never written back into a config, a trace or a report.
+    ``where`` names the config section for a located error (``backend``, ``responder``)."""
+    secret = getattr(cfg, "api_key", None)
+    if secret is not None:
+        value = secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
+        if value.strip():
+            return value.strip()
+    path = getattr(cfg, "api_key_file", None)
+    if path:
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read the key file: {exc.strerror or exc}", f"{where}.api_key_file ({path})") from None
+        lines = [x.strip() for x in text.splitlines() if x.strip()]
+        if not lines:
+            raise UserError("the key file is empty", f"{where}.api_key_file ({path})")
+        return lines[0]
+    env = getattr(cfg, "api_key_env", None) or "OPENAI_API_KEY"
+    value = os.environ.get(env, "").strip()
+    return value or None
 
 
 class _Deadline:
@@ -137,25 +166,35 @@ class OpenAIBackend:
             raise cls_err(f"{where}: HTTP {r.status}: {detail}")
         return body
 
-    def _post(self, req: SLMRequest) -> SLMReply:
-        body = self._body(req)
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST one chat-completions ``body`` as it is; the reply as JSON, or a located :class:`BackendError`.
+        The primitives' requests go through here, and so do the bench's responder and vanilla requests
+        (with ``tools``), so that one client, one key and one deadline serve them all."""
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        where = f"{self.url} (model {body['model']!r})"
+        where = f"{self.url} (model {body.get('model')!r})"
         raw = self._send(data, headers, where)
         try:
             reply = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise BackendError(f"{where}: reply is not JSON: {raw[:200]!r}") from None
+        if not isinstance(reply, dict):
+            raise BackendError(f"{where}: reply is {type(reply).__name__}, not a JSON object")
+        return reply
+
+    def _post(self, req: SLMRequest) -> SLMReply:
+        body = self._body(req)
+        where = f"{self.url} (model {body['model']!r})"
+        reply = self.chat(body)
         try:
             text = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise BackendError(f"{where}: reply has no choices[0].message.content: {json.dumps(reply)[:200]}") from None
         if not isinstance(text, str):
             raise BackendError(f"{where}: choices[0].message.content is {type(text).__name__}, not text")
-        model = reply.get("model", body["model"]) if isinstance(reply, dict) else body["model"]
+        model = reply.get("model", body["model"])
         return SLMReply(text, {"backend": "openai", "model": model, "adapter": req.adapter, "url": self.base_url})
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
