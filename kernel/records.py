@@ -28,8 +28,8 @@ from forethought.primitives import Trace
 from .environment import Environment
 from .registry import Registry
 from .scratchpad import Scratchpad
-from .toolgate import RESULT_ENTRY_MAX_CHARS
 from .specs import MAX_TASKS, GetOrderInput, MatchFuncInput, ProposedTask, TaskRef, ToolBrief, UnitTask
+from .toolgate import RESULT_ENTRY_MAX_CHARS
 
 Status = Literal[
     "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error"
