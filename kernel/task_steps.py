@@ -266,7 +266,8 @@ def apply_fill(answer: MatchFillOutput, turn: TurnState) -> TaskCursor:
             continue
         value = answer.values.get(name)
         bindings[name] = BindingRecord(
-            value=value, source="fill" if value is not None else "missing", consulted=record.consulted + ["fill"]
+            value=value, source="fill" if value is not None else "missing", consulted=record.consulted + ["fill"],
+            shadowed_by=record.shadowed_by,
         )
         turn.scratchpad.set(name, value, "fill")
         if value is None:
@@ -280,7 +281,8 @@ def fill_failed(task: TaskCursor, turn: TurnState) -> TaskCursor:
     """match_fill gave no valid answer: the missing parameters stay unbound (line 35 reports them)."""
     bindings = dict(task.bindings)
     for name in task.missing:
-        bindings[name] = BindingRecord(value=None, source="missing", consulted=task.bindings[name].consulted + ["fill"])
+        bindings[name] = BindingRecord(value=None, source="missing", consulted=task.bindings[name].consulted + ["fill"],
+                                       shadowed_by=task.bindings[name].shadowed_by)
     unfilled = task.model_copy(update={"bindings": bindings})
     turn.record_bindings(unfilled)
     return unfilled
@@ -346,7 +348,8 @@ def _execute(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: 
     for key, value in entries.items():
         # a result entry keeps its own source: the view budgets result entries apart (KernelConfig.result_view)
         turn.scratchpad.set(key, value, f"result:{tool}" if key in results and results[key] == value else f"call:{tool}")
-    turn.commits.append((task_id, tool, entries))
+    if record.committed:  # only a committed call's entries are a dependency's result (CVC off writes S all the same)
+        turn.commits.append((task_id, tool, entries))
     return True, []
 
 
