@@ -194,15 +194,22 @@ def result_entries(tool: str, result: dict[str, Any], max_chars: int = RESULT_EN
 def writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any],
            max_chars: int = RESULT_ENTRY_MAX_CHARS) -> dict[str, Any]:
     """Scratchpad entries a committed call produces, in the order they are written: the result entries
-    (``<tool>.<field>``), its bound arguments (not secret ones), then the tool's declared writes.
-
-    Declared keys may be templates over the arguments, e.g. ``airport:{params.city}``; they are written
-    last, so they are the most recent entries of the view, as before result entries existed.
+    (``<tool>.<field>``), then :func:`declared_writes` (its arguments and the tool's declared writes),
+    last, so that these stay the most recent entries of the view, as before result entries existed.
     """
     # a result that echoes a credential under its parameter's name stays out of S too
     out: dict[str, Any] = {k: v for k, v in result_entries(spec.name, result, max_chars).items()
                            if k not in {result_key(spec.name, s) for s in spec.secret}}
-    out.update({k: v for k, v in args.items() if k not in spec.secret})  # credentials stay out of S
+    out.update(declared_writes(spec, args, result))
+    return out
+
+
+def declared_writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """A committed call's bound arguments (not secret ones) plus the tool's declared writes.
+
+    Declared keys may be templates over the arguments, e.g. ``airport:{params.city}``.
+    """
+    out: dict[str, Any] = {k: v for k, v in args.items() if k not in spec.secret}  # credentials stay out of S
     env = {"params": args, "result": result}
     for key_t, expr in spec.writes.items():
         key = key_t
