@@ -29,6 +29,7 @@ from .environment import Environment
 from .registry import Registry
 from .scratchpad import Scratchpad
 from .specs import MAX_TASKS, GetOrderInput, MatchFuncInput, ProposedTask, TaskRef, ToolBrief, UnitTask
+from .toolgate import RESULT_ENTRY_MAX_CHARS
 
 Status = Literal[
     "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error"
@@ -44,6 +45,10 @@ class KernelConfig:
     max_prereqs: int = 4  # prerequisites checked per task
     max_candidates: int = 3  # matched tool + declared alternatives tried
     state_view: int = 24  # scratchpad entries shown to primitives (most recent)
+    # A result field whose JSON is longer than this enters S as a truncation marker (a preview that is
+    # never bound as an argument): a long_context result must not flood every prompt's state view.
+    result_entry_max_chars: int = RESULT_ENTRY_MAX_CHARS
+    result_view: int = 16  # result entries ("<tool>.<field>") shown to primitives besides state_view's (most recent)
     strict_invariants: bool = False  # raise on an invariant violation (tests) instead of recording it
     # Engine-level output-contract checks; None follows ``cvc``. (cvc=True with
     # check_contracts=False isolates the cost of checking, for the benchmark.)
@@ -80,6 +85,10 @@ class BindingRecord(_Model):
     # These strings are data (the trace view colours by them), so they keep the paper's letters.
     source: Literal["tau", "S", "fill", "missing"]
     consulted: list[str] = Field(default_factory=list)
+    # For a parameter left missing by same-turn binding (docs/kernel.md, "Same-turn binding"): the entry
+    # that made it so, a dependency's result field "<tool>.<field>", or the parameter's own key when S's
+    # value there is the same tool's earlier argument. match_fill then proposes the value.
+    shadowed_by: str | None = None
 
 
 class CallRecord(_Model):
@@ -245,6 +254,10 @@ class TurnState:
     pending_task: TaskCursor | None = None
     # INV-S monitor
     keys_seen: set[str] = field(default_factory=set)
+    # The S entries each committed call of this turn wrote, in commit order: (task id, tool, entries).
+    # Same-turn binding reads a dependency's entries from here, as that call wrote them, even where a
+    # later call of the same tool has since overwritten the key in S.
+    commits: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
     # -- invariants ---------------------------------------------------------
     def violate(self, message: str) -> None:
@@ -269,8 +282,34 @@ class TurnState:
             out.update({k: v for k, v in task.parameters.items() if v is not None})
         return out
 
-    def view(self) -> dict[str, Any]:
-        return self.scratchpad.view(self.config.state_view)
+    def dependencies(self, task_id: str) -> set[str]:
+        """The tasks of this turn ``task_id`` depends on, directly or through other tasks."""
+        out: set[str] = set()
+        todo = list(self.tasks[task_id].depends_on) if task_id in self.tasks else []
+        while todo:
+            d = todo.pop()
+            if d in out or d == task_id or d not in self.tasks:
+                continue
+            out.add(d)
+            todo.extend(self.tasks[d].depends_on)
+        return out
+
+    def fresh(self, task_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """(tool, entries) of the calls this turn's dependencies of ``task_id`` committed, newest first."""
+        deps = self.dependencies(task_id)
+        return [(tool, entries) for tid, tool, entries in reversed(self.commits) if tid in deps]
+
+    def view(self, task_id: str | None = None) -> dict[str, Any]:
+        """The state view a primitive is shown: S's ``state_view`` most recent entries and its
+        ``result_view`` most recent result entries. For a task, its dependencies' entries (as they wrote
+        them) count as the most recent, so they are in the view and are what it shows under their keys
+        even where a later call of the same tool has since written the key again."""
+        overlay: dict[str, Any] = {}
+        for _, entries in reversed(self.fresh(task_id)) if task_id is not None else []:
+            for k, v in entries.items():
+                overlay.pop(k, None)
+                overlay[k] = v
+        return self.scratchpad.view(self.config.state_view, self.config.result_view, overlay)
 
     def task_ref(self, task_id: str, with_tool: bool = False) -> TaskRef:
         task = self.tasks[task_id]

@@ -37,6 +37,8 @@ class KernelSettings(BaseModel):
     max_prereqs: int = Field(4, ge=1)
     max_candidates: int = Field(3, ge=1)
     state_view: int = Field(24, ge=1)
+    result_view: int = Field(16, ge=1)  # result entries ("<tool>.<field>") shown besides state_view's
+    result_entry_max_chars: int = Field(600, ge=1)  # a longer result field enters S as a truncation marker
     backend_retries: int = Field(2, ge=0, le=10)  # a model call that raised is repeated (not a contract retry)
     backend_retry_wait_s: float = Field(0.5, ge=0, le=60)  # first wait; doubles per retry
     strict_output_schema: bool = False  # imported registries: an output-schema mismatch rejects the call

@@ -35,6 +35,7 @@ from forethought.primitives import Check, Contract, Primitive, slm
 from forethought.primitives.primitive import Message, default_parse
 
 from .grounding import Haystack, canonical, normalize
+from .scratchpad import bindable
 
 # The declared fan-out of a turn (KernelConfig.max_tasks' default): decompose's decoding schema bounds its task list by it.
 MAX_TASKS = 12
@@ -389,7 +390,7 @@ def _dec_tools(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
 
 
 def _dec_grounded(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
-    hay = Haystack([inp.user], [inp.context, inp.state])
+    hay = Haystack([inp.user], [inp.context, bindable(inp.state)])
     tm = _tool_map(inp.tools)
     for t in out.tasks:
         msg = _grounded_params(tm.get(t.tool_name or ""), t.parameters, hay, _enums(tm.get(t.tool_name or "")))
@@ -468,6 +469,8 @@ DECOMPOSE = PrimitiveSpec(
         "(tool_name null if no listed tool can do it). Give each task an id, a short imperative text, the ids it "
         "depends on (a task that needs another's result or effect), and the parameter values stated in the "
         "request or context. Do not invent values and do not add tasks the user did not ask for. "
+        'The state lists what earlier calls wrote, each result field as "<tool>.<field>"; a value that a task of '
+        "this request will produce is left to that task's result, not copied from the state. "
         'Answer with JSON: {"tasks": [{"id", "text", "tool_name", "depends_on", "parameters"}]}.'
     ),
     input_type=DecomposeInput,
@@ -623,7 +626,7 @@ def _prereq_tool(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
 def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
     if out.task is None:
         return None
-    hay = Haystack([inp.task.text], [inp.context, inp.state])
+    hay = Haystack([inp.task.text], [inp.context, bindable(inp.state)])
     tool = _tool_map(inp.tools).get(out.task.tool_name)
     return _grounded_params(tool, out.task.parameters, hay, _enums(tool))
 
@@ -778,7 +781,7 @@ def _fill_keys(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
 
 
 def _fill_grounded(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
-    hay = Haystack([inp.task.text], [inp.context, inp.state])
+    hay = Haystack([inp.task.text], [inp.context, bindable(inp.state)])
     return _grounded_params(inp.tool, {k: v for k, v in out.values.items() if v is not None}, hay, _enums(inp.tool))
 
 
@@ -829,6 +832,8 @@ MATCH_FILL = PrimitiveSpec(
     system=(
         "Propose values only for the missing parameters of the tool, grounded in the task text, the turn context "
         "or the scratchpad state; a value that must come from state is read from the state, never invented. "
+        'The state shows each committed call\'s result fields as "<tool>.<field>", those of the tasks this one '
+        'depends on among them; a field shown as {"$truncated": ...} was too long to keep and is no value. '
         'Use null for a value you cannot ground. Answer with JSON: {"values": {"<param>": value}}.'
     ),
     input_type=MatchFillInput,

@@ -15,19 +15,55 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import toolgate
+from .grounding import Haystack
 from .records import BindingRecord, CallRecord, PrereqCursor, PrereqList, PrereqRecord, TaskCursor, TurnState
-from .scratchpad import Scratchpad
+from .scratchpad import Scratchpad, is_truncated
 from .specs import CheckPrereqInput, CheckPrereqOutput, MatchFillInput, MatchFillOutput, ProposedTask, tool_brief
 
 
-def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad) -> BindingRecord:
-    """Lookup(m, τ, S) (line 31): τ first, then S, else missing (INV-L). None counts as unbound."""
+def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad, *,
+           fresh: list[tuple[str, dict[str, Any]]] | None = None, copied: frozenset[str] = frozenset(),
+           tool: str | None = None) -> BindingRecord:
+    """Lookup(m, τ, S) (line 31), with same-turn binding (docs/kernel.md, "Same-turn binding"). None counts
+    as unbound, and so does a truncation marker.
+
+    Without ``fresh`` (a task with no dependency in this turn, a retrieval): τ, then S (INV-L). With the
+    entries the task's dependencies committed this turn (``fresh``, newest first):
+
+    1. τ(m), unless ``m`` is in ``copied`` (decompose's value for it is grounded only in the state view,
+       not in the request or the turn context: a copy of S, not something the user stated);
+    2. a dependency's entry ``m`` (one of its arguments or declared writes), newest call first, as that
+       call wrote it;
+    3. a dependency's result has a field ``m`` (entry ``<g>.m``): m is missing, so match_fill decides
+       from the view, which shows that entry. A result field is not a curated write: it may be the
+       value (a symbol looked up) or what the task changes (the passenger list it corrects);
+    4. τ(m) when it was a copy;
+    5. S(m), unless its latest write was a call of ``tool`` itself: a task that depends on this turn's
+       results does not reuse what the same tool was given before (the message to the first person,
+       the buy's symbol); m is missing and match_fill proposes the value from the view.
+    """
     consulted = ["tau"]
-    if turn_context.get(name) is not None:
-        return BindingRecord(value=turn_context[name], source="tau", consulted=consulted)
+    stated = turn_context.get(name)
+    if stated is not None and name not in copied:
+        return BindingRecord(value=stated, source="tau", consulted=consulted)
+    if fresh:
+        consulted.append("dependencies")
+        for _, entries in fresh:
+            value = entries.get(name)
+            if value is not None:
+                return BindingRecord(value=value, source="S", consulted=consulted)
+        produced = [toolgate.result_key(g, name) for g, entries in fresh if entries.get(toolgate.result_key(g, name)) is not None]
+        if produced:
+            return BindingRecord(value=None, source="missing", consulted=consulted, shadowed_by=produced[0])
+        if stated is not None:
+            consulted.append("tau")
+            return BindingRecord(value=stated, source="tau", consulted=consulted)
     consulted.append("S")
-    if scratchpad.get(name) is not None:
-        return BindingRecord(value=scratchpad.get(name), source="S", consulted=consulted)
+    value = scratchpad.get(name)
+    if value is not None and not is_truncated(value):
+        if fresh and tool is not None and scratchpad.last_source(name) == f"call:{tool}":
+            return BindingRecord(value=None, source="missing", consulted=consulted, shadowed_by=name)
+        return BindingRecord(value=value, source="S", consulted=consulted)
     return BindingRecord(value=None, source="missing", consulted=consulted)
 
 
@@ -86,7 +122,7 @@ def prepare_prerequisite_question(prerequisite: PrereqCursor, turn: TurnState) -
         current=turn.scratchpad.get(prerequisite.key) if prerequisite.outcome == "not_met" else None,
         requirement=toolgate.describe(requirement),
         context=turn.task_context(prerequisite.task_id),
-        state=turn.view(),
+        state=turn.view(prerequisite.task_id),
         tools=turn.tool_briefs,
     )
 
@@ -178,7 +214,9 @@ def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
     ]
     if not turn.config.cvc:  # unchecked: whatever decompose produced is passed on, plus lookups for required ones
         parameters += [p for p in unit.parameters if p not in parameters]
-    bindings = {m: lookup(m, task_context, turn.scratchpad) for m in parameters}
+    fresh = turn.fresh(task.task_id)
+    copied = _copied_from_state(turn, unit.parameters) if fresh else frozenset()
+    bindings = {m: lookup(m, task_context, turn.scratchpad, fresh=fresh, copied=copied, tool=tool) for m in parameters}
     looked_up = task.model_copy(update={
         "parameters": parameters,
         "bindings": bindings,
@@ -187,6 +225,14 @@ def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
     })
     turn.record_bindings(looked_up)
     return looked_up
+
+
+def _copied_from_state(turn: TurnState, parameters: dict[str, Any]) -> frozenset[str]:
+    """Decompose's parameters whose value the request and the turn context do not contain: decompose can
+    only have taken them from the state view (its grounding contract allows nothing else). They are not
+    what the user stated, so a dependency's fresh result for the same name wins over them."""
+    stated = Haystack([turn.user], [turn.turn_context])
+    return frozenset(m for m, v in parameters.items() if v is not None and not stated.contains(v))
 
 
 def tau_before_scratchpad(task: TaskCursor, looked_up: TaskCursor) -> str | None:
@@ -205,7 +251,7 @@ def prepare_fill(task: TaskCursor, turn: TurnState) -> MatchFillInput:
         missing=list(task.missing),
         bound={m: r.value for m, r in task.bindings.items() if r.source != "missing"},
         context=turn.task_context(task.task_id),
-        state=turn.view(),
+        state=turn.view(task.task_id),
     )
 
 
@@ -220,7 +266,8 @@ def apply_fill(answer: MatchFillOutput, turn: TurnState) -> TaskCursor:
             continue
         value = answer.values.get(name)
         bindings[name] = BindingRecord(
-            value=value, source="fill" if value is not None else "missing", consulted=record.consulted + ["fill"]
+            value=value, source="fill" if value is not None else "missing", consulted=record.consulted + ["fill"],
+            shadowed_by=record.shadowed_by,
         )
         turn.scratchpad.set(name, value, "fill")
         if value is None:
@@ -234,7 +281,8 @@ def fill_failed(task: TaskCursor, turn: TurnState) -> TaskCursor:
     """match_fill gave no valid answer: the missing parameters stay unbound (line 35 reports them)."""
     bindings = dict(task.bindings)
     for name in task.missing:
-        bindings[name] = BindingRecord(value=None, source="missing", consulted=task.bindings[name].consulted + ["fill"])
+        bindings[name] = BindingRecord(value=None, source="missing", consulted=task.bindings[name].consulted + ["fill"],
+                                       shadowed_by=task.bindings[name].shadowed_by)
     unfilled = task.model_copy(update={"bindings": bindings})
     turn.record_bindings(unfilled)
     return unfilled
@@ -295,8 +343,13 @@ def _execute(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: 
     if staged is not None:
         turn.env.commit(tool, staged)
         record.committed = True
-    for key, value in toolgate.writes(spec, arguments, toolgate.as_result_object(result)).items():
-        turn.scratchpad.set(key, value, f"call:{tool}")
+    entries = toolgate.writes(spec, arguments, toolgate.as_result_object(result), turn.config.result_entry_max_chars)
+    results = toolgate.result_entries(spec.name, toolgate.as_result_object(result), turn.config.result_entry_max_chars)
+    for key, value in entries.items():
+        # a result entry keeps its own source: the view budgets result entries apart (KernelConfig.result_view)
+        turn.scratchpad.set(key, value, f"result:{tool}" if key in results and results[key] == value else f"call:{tool}")
+    if record.committed:  # only a committed call's entries are a dependency's result (CVC off writes S all the same)
+        turn.commits.append((task_id, tool, entries))
     return True, []
 
 

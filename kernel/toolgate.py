@@ -17,7 +17,7 @@ from typing import Any
 
 from .domains import DomainTool
 from .registry.model import Prerequisite, Sat, ToolSpec
-from .scratchpad import Scratchpad
+from .scratchpad import Scratchpad, truncation_marker
 
 _MISSING = object()
 
@@ -167,8 +167,45 @@ def resolve_path(obj: Any, path: str) -> Any:
     return cur
 
 
-def writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """Scratchpad entries a committed call produces: its bound arguments (not secret ones) plus the tool's declared writes.
+# Result entries (docs/kernel.md, "Results in S"): every committed call's result reaches S, one entry per
+# top-level field under "<tool>.<field>", so that two tools' fields never collide and no tool has to declare
+# what it writes (an imported registry declares nothing). A field whose JSON is longer than the cap is
+# stored as a truncation marker: a long_context `ls` or `cat` must not flood every prompt's state view.
+RESULT_ENTRY_MAX_CHARS = 600  # KernelConfig.result_entry_max_chars; every BFCL multi_turn_base field fits
+
+
+def result_key(tool: str, field: str) -> str:
+    return f"{tool}.{field}"
+
+
+def result_entries(tool: str, result: dict[str, Any], max_chars: int = RESULT_ENTRY_MAX_CHARS) -> dict[str, Any]:
+    """The entries of S a committed call's (wrapped) result produces: ``<tool>.<field>`` for every top-level field.
+
+    The fields are the ones the tool returned, not the ones its output schema documents: an imported
+    doc can be wrong (BFCL's send_message promises ``message_id`` and returns ``new_id``) and a missing
+    field must not be invented."""
+    out: dict[str, Any] = {}
+    for name, value in result.items():
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        out[result_key(tool, str(name))] = value if len(text) <= max_chars else truncation_marker(text)
+    return out
+
+
+def writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any],
+           max_chars: int = RESULT_ENTRY_MAX_CHARS) -> dict[str, Any]:
+    """Scratchpad entries a committed call produces, in the order they are written: the result entries
+    (``<tool>.<field>``), then :func:`declared_writes` (its arguments and the tool's declared writes),
+    last, so that these stay the most recent entries of the view, as before result entries existed.
+    """
+    # a result that echoes a credential under its parameter's name stays out of S too
+    out: dict[str, Any] = {k: v for k, v in result_entries(spec.name, result, max_chars).items()
+                           if k not in {result_key(spec.name, s) for s in spec.secret}}
+    out.update(declared_writes(spec, args, result))
+    return out
+
+
+def declared_writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """A committed call's bound arguments (not secret ones) plus the tool's declared writes.
 
     Declared keys may be templates over the arguments, e.g. ``airport:{params.city}``.
     """

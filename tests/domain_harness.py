@@ -61,4 +61,4 @@ class Harness:
         return out
 
     def writes(self, tool: str, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-        return toolgate.writes(self.dom.tools[tool].spec, args, result)
+        return toolgate.declared_writes(self.dom.tools[tool].spec, args, result)

@@ -22,12 +22,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from forethought.kernel import toolgate
 from forethought.kernel.domains.base import Domain, DomainTool
 from forethought.kernel.environment import Environment
+from forethought.kernel.grounding import Haystack
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import TurnResult
 from forethought.kernel.registry.model import Prerequisite, Sat, ToolSpec
-from forethought.kernel.scratchpad import Scratchpad
+from forethought.kernel.scratchpad import Scratchpad, is_truncated
 from forethought.primitives import SLMReply, SLMRequest
 
 KEYS = ["k1", "k2", "k3", "auth", "token"]
@@ -114,7 +116,8 @@ def build_domain(case: FuzzCase, probe: Probe | None = None) -> Domain:
         def fn(state: FuzzState, _name: str = spec.name, _mode: str | None = mode, **kw: Any) -> dict[str, Any]:
             if probe is not None:
                 probe.invocations.append(
-                    {"tool": _name, "args": copy.deepcopy(kw), "S": probe.S.snapshot() if probe.S is not None else {}}
+                    {"tool": _name, "args": copy.deepcopy(kw), "S": probe.S.snapshot() if probe.S is not None else {},
+                     "sources": {k: probe.S.last_source(k) for k in probe.S} if probe.S is not None else {}}
                 )
             state.counter += 1
             state.log.append({"tool": _name, "args": kw})
@@ -122,7 +125,8 @@ def build_domain(case: FuzzCase, probe: Probe | None = None) -> Domain:
                 return {"error": "simulated failure"}
             if _mode == "bad_result":
                 return {"unexpected": True}
-            return {"ok": True, "value": state.counter}
+            # result fields named like parameters, so that same-turn binding's shadowing is reached
+            return {"ok": True, "value": state.counter, "name": f"item{state.counter}", "target": f"t{state.counter}"}
 
         dom.tools[spec.name] = DomainTool(spec, fn, [], "fuzz")
     return dom
@@ -233,8 +237,10 @@ class AdversarialBackend:
                     for m in briefs[tool].params:
                         if rng.random() < 0.5:
                             params[m] = rng.choice(grounded + [None]) if grounded else None
-                self.decomposed_tools[tid] = tool
                 deps = [f"t{j}" for j in range(k) if rng.random() < 0.35]
+                if k >= 2 and rng.random() < 0.3:  # the same tool again after another task's result (same-turn binding)
+                    tool, params, deps = tasks[k - 2]["tool_name"], {}, [f"t{k - 1}"]
+                self.decomposed_tools[tid] = tool
                 tasks.append({"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params})
             if len(tasks) > 1 and rng.random() < 0.05:  # an otherwise valid decomposition with a cycle
                 tasks[0]["depends_on"].append(tasks[-1]["id"])
@@ -357,6 +363,46 @@ class CaseOutcome:
     stats: Counter = field(default_factory=Counter)
 
 
+def _fresh_entries(res: TurnResult, tasks: dict[str, Any], call: Any, registry: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(tool, entries) of the calls the task's dependencies (transitively) committed before ``call``, newest first."""
+    deps: set[str] = set()
+    todo = list(tasks[call.task_id].depends_on)
+    while todo:
+        d = todo.pop()
+        if d in deps or d == call.task_id or d not in tasks:
+            continue
+        deps.add(d)
+        todo.extend(tasks[d].depends_on)
+    before = res.calls[: next(k for k, c in enumerate(res.calls) if c is call)]
+    return [(c.tool, toolgate.writes(registry[c.tool], c.arguments, toolgate.as_result_object(c.result)))
+            for c in reversed(before) if c.committed and c.task_id in deps and c.tool in registry]
+
+
+def _same_turn_binding(m: str, task: Any, ctx: dict[str, Any], user: str, fresh: list[tuple[str, dict[str, Any]]],
+                       S: dict[str, Any], sources: dict[str, Any], tool: str) -> tuple[bool, Any]:
+    """docs/kernel.md "Same-turn binding", restated from the doc: (True, value) where Lookup binds ``m``,
+    (False, None) where it leaves it missing."""
+    tau = {**ctx, **{k: v for k, v in task.parameters.items() if v is not None}}
+    stated = tau.get(m)
+    copied = stated is not None and m in task.parameters and task.parameters[m] is not None and fresh and \
+        not Haystack([user], [ctx]).contains(task.parameters[m])
+    if stated is not None and not copied:
+        return True, stated
+    if fresh:
+        for _, entries in fresh:
+            if entries.get(m) is not None:
+                return True, entries[m]
+        if any(entries.get(f"{g}.{m}") is not None for g, entries in fresh):
+            return False, None
+        if stated is not None:
+            return True, stated
+    if S.get(m) is not None and not is_truncated(S[m]):
+        if fresh and sources.get(m) == f"call:{tool}":
+            return False, None
+        return True, S[m]
+    return False, None
+
+
 def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[Any], probe: Probe, registry: Any) -> list[str]:
     """INV-L against the values themselves: every argument a call received is tau's value for that name when tau
     binds it (the task's decompose-grounded parameters, then the turn context; None is unbound), else S's value
@@ -385,10 +431,14 @@ def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[A
             continue
         S_then = inv["S"]
         if c.purpose == "task":
+            fresh = _fresh_entries(res, tasks, c, registry)
             for m, v in c.arguments.items():
-                found, want = _first_bound(task.parameters, ctx, S_then, name=m)
-                if not found:
-                    problems.append(f"INV-L {where}: argument {m}={v!r} is bound in neither tau nor S")
+                found, want = _same_turn_binding(m, task, ctx, res.user, fresh, S_then, inv["sources"], c.tool)
+                if not found:  # missing after Lookup: only match_fill, which writes S before the call, can bind it
+                    if inv["sources"].get(m) == "fill" and _same(v, S_then.get(m)):
+                        continue
+                    problems.append(f"INV-L {where}: argument {m}={v!r} is bound in neither tau, the dependencies' "
+                                    f"entries nor S, and match_fill did not write it")
                 elif not _same(v, want):
                     problems.append(f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
                                     f"(task parameters {task.parameters}, context {ctx}, S {S_then})")
@@ -432,7 +482,7 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
 
 
 def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict[str, Any], res: TurnResult,
-                    log: list[tuple[SLMRequest, SLMReply]], S_before: dict[str, Any], world_before: FuzzState,
+                    log: list[tuple[SLMRequest, SLMReply]], S_before: Scratchpad, world_before: FuzzState,
                     world_after: FuzzState, stats: Counter, trace: str) -> list[str]:
     """INV-R by comparison: rerun the turn without one failed, effect-free task (and its dependents)."""
     if res.halted is not None:
@@ -461,9 +511,7 @@ def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict
     if not kept:
         return []
     stats["counterfactual_runs"] += 1
-    S2 = Scratchpad()
-    for k, v in S_before.items():
-        S2.set(k, v, "copy")
+    S2 = S_before.copy()  # with each key's latest source: same-turn binding reads it
     env2 = Environment([build_domain(case)])
     env2.states["fuzz"] = world_before.model_copy(deep=True)
     registry2 = env2.registry(exclude=case.unregistered)
@@ -510,7 +558,7 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", coun
     results = []
     for i, (text, ctx) in enumerate(case.turns):
         keys_before = S.keys()
-        S_before = S.snapshot()
+        S_before = S.copy()
         world_before = env.states["fuzz"].model_copy(deep=True)
         log_before = len(env.states["fuzz"].log)
         probe.invocations = []
@@ -551,5 +599,9 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", coun
             1 for o in res.outcomes.values() if o.status == "missing_function" and any(repr(u) in o.reason for u in case.unregistered)
         )
         stats["calls_checked"] += len(staged)
+        for binds in res.bindings.values():  # same-turn binding was reached (docs/kernel.md)
+            stats["bound_from_dependencies"] += sum(1 for b in binds.values() if b.source == "S" and "dependencies" in b.consulted)
+            stats["shadowed_by_a_result_field"] += sum(1 for b in binds.values() if b.shadowed_by and "." in b.shadowed_by)
+            stats["shadowed_as_same_tool_argument"] += sum(1 for b in binds.values() if b.shadowed_by and "." not in b.shadowed_by)
         stats["unregistered_proposed"] += sum(1 for _, rep in backend.log if any(f'"{u}"' in rep.text for u in case.unregistered))
     return CaseOutcome(results, problems, adversary.calls, stats)

@@ -84,7 +84,7 @@ def test_login_tools_establish_their_prerequisite_keys():
 
 def test_declared_writes_resolve():
     def w(tool, args, result):
-        return toolgate.writes(DOM.tools[tool].spec, args, result)
+        return toolgate.declared_writes(DOM.tools[tool].spec, args, result)
 
     s = fresh({"posting": {"passwords": {"techguru": "pw"}}})
     out = call(s, "posting_login", username="techguru", password="pw")

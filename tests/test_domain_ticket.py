@@ -109,23 +109,23 @@ def test_writes_reach_the_scratchpad():
     spec = D.tools["ticket_login"].spec
     args = {"username": "support_amy", "password": "Amy$upport1"}
     res = call(s, "ticket_login", **args)
-    w = toolgate.writes(spec, args, res)
+    w = toolgate.declared_writes(spec, args, res)
     assert w["ticket_logged_in"] is True and w["ticket_role"] == "agent" and w["ticket_user"] == "support_amy"
     assert w["username"] == "support_amy"  # bound arguments are written too
     args = {"subject": "X", "description": "Y", "priority": 2}
     res = call(s, "create_ticket", **args)
-    w = toolgate.writes(D.tools["create_ticket"].spec, args, res)
+    w = toolgate.declared_writes(D.tools["create_ticket"].spec, args, res)
     assert w["ticket_id"] == 9 and w["ticket_status"] == "Open" and w["subject"] == "X"
-    w = toolgate.writes(
+    w = toolgate.declared_writes(
         D.tools["search_tickets"].spec, {"keyword": "export"}, call(s, "search_tickets", keyword="export")
     )
     assert w["ticket_id"] == 4 and w["ticket_status"] == "Open"
-    w = toolgate.writes(D.tools["search_tickets"].spec, {"keyword": "zzz"}, call(s, "search_tickets", keyword="zzz"))
+    w = toolgate.declared_writes(D.tools["search_tickets"].spec, {"keyword": "zzz"}, call(s, "search_tickets", keyword="zzz"))
     assert "ticket_id" not in w  # no hit: nothing about a ticket is written
-    w = toolgate.writes(D.tools["get_ticket"].spec, {"ticket_id": 2}, call(s, "get_ticket", ticket_id=2))
+    w = toolgate.declared_writes(D.tools["get_ticket"].spec, {"ticket_id": 2}, call(s, "get_ticket", ticket_id=2))
     assert (w["ticket_status"], w["ticket_priority"], w["ticket_assignee"]) == ("In Progress", 4, "support_amy")
     assert "priority" not in w and "description" not in w  # fields of the ticket are namespaced
-    w = toolgate.writes(D.tools["ticket_logout"].spec, {}, call(s, "ticket_logout"))
+    w = toolgate.declared_writes(D.tools["ticket_logout"].spec, {}, call(s, "ticket_logout"))
     assert w == {"ticket_logged_in": False, "ticket_user": None, "ticket_role": None}
 
 

@@ -80,7 +80,7 @@ def test_every_prerequisite_key_has_a_tool_that_establishes_it():
 
 
 def _writes(name: str, args: dict, result: dict) -> dict:
-    return toolgate.writes(D.tools[name].spec, args, result)
+    return toolgate.declared_writes(D.tools[name].spec, args, result)
 
 
 def test_writes_templates_and_values():

@@ -86,11 +86,11 @@ def test_prerequisites_writes_and_side_effects():
 
 def test_scratchpad_writes_templated_and_from_results():
     spec = D.tools["get_nearest_airport_by_city"].spec
-    assert toolgate.writes(spec, {"city": "Miami"}, {"nearest_airport": "MIA"}) == {"city": "Miami", "airport:Miami": "MIA"}
+    assert toolgate.declared_writes(spec, {"city": "Miami"}, {"nearest_airport": "MIA"}) == {"city": "Miami", "airport:Miami": "MIA"}
     s = fresh()
     args = dict(client_id="cid", client_secret="sec", refresh_token="rt", grant_type="read",
                 user_first_name="A", user_last_name="B")
-    w = toolgate.writes(D.tools["authenticate_travel"].spec, args, run(s, "authenticate_travel", **args))
+    w = toolgate.declared_writes(D.tools["authenticate_travel"].spec, args, run(s, "authenticate_travel", **args))
     assert w["access_token"] == issue_token("cid", "rt", "read") and w["token_scope"] == "read" and w["authenticated"] is True
 
 
@@ -188,7 +188,7 @@ def test_invoice_and_its_writes():
     out = run(s, "retrieve_invoice", access_token=TOKEN, booking_id="BK1001")
     inv = out["invoice"]
     assert inv["total"] == 2235.0 and inv["card_id"] == "c1" and inv["status"] == "confirmed"
-    w = toolgate.writes(D.tools["retrieve_invoice"].spec, {"access_token": TOKEN, "booking_id": "BK1001"}, out)
+    w = toolgate.declared_writes(D.tools["retrieve_invoice"].spec, {"access_token": TOKEN, "booking_id": "BK1001"}, out)
     assert (w["travel_from"], w["travel_to"], w["travel_class"], w["card_id"]) == ("LAX", "JFK", "first", "c1")
     fails(s, "retrieve_invoice", "no booking", access_token=TOKEN, booking_id="BK0")
     fails(fresh(), "retrieve_invoice", "not authenticated", access_token=TOKEN, booking_id="BK1001")

@@ -38,7 +38,7 @@ def assert_error_unchanged(s: VehicleState, tool: str, fragment: str, **args) ->
 
 
 def written(tool: str, args: dict, result: dict) -> dict:
-    return toolgate.writes(DOM.tools[tool].spec, args, result)
+    return toolgate.declared_writes(DOM.tools[tool].spec, args, result)
 
 
 # ------------------------------------------------------------------ registry shape

@@ -78,6 +78,12 @@ def test_fuzzing_reached_every_outcome():
     assert STATS["calls_checked"] >= 100, STATS  # INV-L compared bound values on real calls
     assert STATS["counterfactual_runs"] >= 50, STATS  # INV-R replays happened
     assert STATS["unregistered_proposed"] >= 50, STATS  # the adversary named implemented-but-unregistered tools
+    # same-turn binding was reached: a dependency's entry bound (27-42 times at 10,000 cases, depending on the
+    # draw), and S shadowed by a result field or a same-tool argument (2-11 times); random registries rarely
+    # line a dependency up with a same-named parameter, so tests/test_kernel_results.py has each case by itself
+    if STATS["calls_checked"] >= 2000:  # the default 10,000-case run, not the short pass run alone
+        assert STATS["bound_from_dependencies"] >= 10, STATS
+        assert STATS["shadowed_by_a_result_field"] + STATS["shadowed_as_same_tool_argument"] >= 1, STATS
 
 
 @_fuzz_settings(max(50, CASES // 5 // SEEDS_PER_EXAMPLE))

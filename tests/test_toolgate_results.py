@@ -130,4 +130,5 @@ def test_a_raw_non_object_result_passes_the_postcondition_and_is_written_wrapped
     """What an adapter over a real class (BFCL's) hands back unwrapped."""
     spec = Environment([DOM]).registry().get("list_folders").model_copy(update={"source": "bfcl"})
     assert toolgate.postcondition(spec, None, {}, raw, None) == []
-    assert toolgate.writes(spec, {}, toolgate.as_result_object(raw)) == {"folder_names": raw}
+    # the wrapped value enters S as the result entry "<tool>.result", and the declared write still reaches it
+    assert toolgate.writes(spec, {}, toolgate.as_result_object(raw)) == {"list_folders.result": raw, "folder_names": raw}

@@ -15,8 +15,10 @@ could take it from: the turn's request ι (by the pending-request rule of :func:
 strings as case-insensitive substrings, numbers by value among the numbers in the text and
 values, lists and dicts element by element; null and booleans always count; a value among the
 parameter's documented enum counts). Where it is not, we say where it was: in an earlier turn's
-text (which the kernel does not see), in an earlier call's result (which reaches S only once
-results are written into S, issue 15 part 2), or nowhere.
+text (which the kernel does not see), in an earlier call's result that S does not hold (a field
+over ``result_entry_max_chars``, kept as a truncation marker, or a value nested inside a field the
+grounding match does not reach), in the world state, or nowhere. Results enter S as ``<tool>.<field>``
+entries (docs/kernel.md, "Results in S").
 
 This is a ceiling of the kernel's structure, not a model's accuracy: it says which sequences the
 guards would let a perfect model make.
@@ -33,7 +35,7 @@ from forethought.kernel import task_steps
 from forethought.kernel.grounding import Haystack
 from forethought.kernel.records import KernelConfig, TurnState
 from forethought.kernel.registry import CallParseError, format_call, parse_call
-from forethought.kernel.scratchpad import Scratchpad
+from forethought.kernel.scratchpad import Scratchpad, bindable
 
 from . import bfcl_score
 from .bfcl_data import Entry, entry_registry, release_withheld, request_text
@@ -92,7 +94,7 @@ def where_available(value: Any, enum: list[Any] | None, request: str, tau: dict[
                     earlier_text: list[str], earlier_results: list[Any], world: Any) -> str:
     """Where a ground-truth value could be taken from when its call is made; ``world`` is a callable
     returning the world's state (built only when the value is found nowhere the kernel looks)."""
-    state = S.snapshot()
+    state = bindable(S.snapshot())  # a truncated result field's preview is never a value (docs/kernel.md)
     if Haystack([request], [tau]).contains(value):
         return "request"
     if Haystack([], [state]).contains(value):
