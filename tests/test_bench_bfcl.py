@@ -138,7 +138,7 @@ def test_pending_request_rule():
 # -- the ceiling: ground truth through the guards, all 200 entries --------------------------------
 
 # Measured on bfcl-eval 2026.3.23 (docs/bfcl.md explains each figure). Since call results enter S as
-# "<tool>.<field>" entries (issue 15 part 2, measured 2026-12-02) 219 more values are in S when needed:
+# "<tool>.<field>" entries (issue 15 part 2, measured 2026-12-01) 219 more values are in S when needed:
 # before, S held 259 and earlier results 237.
 BASE_AVAILABILITY = {"request": 1063, "S": 478, "enum": 72, "earlier turn text": 1, "earlier result": 21,
                      "world state": 109, "nowhere": 210}  # fmt: skip
