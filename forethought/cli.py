@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("forethought.kernel.run", "cli", "run a scenario through the kernel with a chosen backend"),
     "evaluate": ("forethought.data_gen.evaluate", "cli", "end-to-end evaluation on held-out scenarios"),
     "pipeline": ("forethought.pipeline", "cli", "verify -> generate -> train -> validate -> package -> evaluate"),
-    "bench": ("forethought.bench.bfcl_run", "cli", "bench bfcl: BFCL v4 multi-turn (kernel, responder, vanilla); bench serving: check a deployment"),
+    "bench": ("forethought.bench.bfcl_run", "cli", "bench bfcl|tau2: BFCL multi-turn, tau2 telecom solo (kernel|responder|vanilla); bench serving"),
     "registry": ("forethought.kernel.registry.cli", "cli", "tool registry utilities: registry check FILE..."),
     "demo-dsl": ("forethought.dsl_demo", "cli", "a two-step DSL program with a contract, a violation and its recovery"),
 }
@@ -47,7 +47,7 @@ CONFIGURED: dict[str, tuple[str, set[str]]] = {
     "run": ("SCENARIO", set()),
     "evaluate": ("", set()),
     "pipeline": ("", set()),
-    "bench": ("bfcl|serving", set()),
+    "bench": ("bfcl|tau2|serving", set()),
 }
 
 

@@ -397,7 +397,7 @@ def test_bad_config_exits_2_with_a_located_message(args, message, tmp_path, caps
 
 def test_bench_needs_the_benchmark_named(capsys):
     assert main(["bench", "mmlu"]) == 2
-    assert "error: benchmark: expected one benchmark, bfcl; got ['mmlu']" in capsys.readouterr().err
+    assert "error: benchmark: expected one benchmark, bfcl or tau2; got ['mmlu']" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("policy", "code"), [("fail", 1), ("count", 0)])

@@ -324,6 +324,10 @@ def cli(args: list[str]) -> int:
     from forethought.commands import load, split_args
 
     a = split_args(args)
+    if a.positional[:1] == ["tau2"]:  # its own config (conf/bench_tau2.yaml): tasks, seeds, tau2's evaluator
+        from . import tau2_run
+
+        return tau2_run.cli(args)
     cfg = load("bench", a, BenchConfig)
     if cfg is None:
         return 0
@@ -333,7 +337,7 @@ def cli(args: list[str]) -> int:
 
         return serving.cli(cfg)
     if names != ["bfcl"]:
-        raise UserError(f"expected one benchmark, bfcl; got {names or 'none'}: forethought bench bfcl [key=value ...] "
+        raise UserError(f"expected one benchmark, bfcl or tau2; got {names or 'none'}: forethought bench bfcl|tau2 [key=value ...] "
                         "(or forethought bench serving backend=openai ... to check a deployment's adapters)", "benchmark")
     out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
     from . import bfcl_report

@@ -295,11 +295,14 @@ class Endpoint:
     def label(self) -> dict[str, Any]:
         return {"base_url": self.client.base_url, "model": self.cfg.model}
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One chat completion; ``extra`` adds request fields a benchmark sets (tau2: ``tool_choice``, ``seed``),
+        and ``extra_body`` from the config goes last."""
         body: dict[str, Any] = {"model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
                                 "max_tokens": self.cfg.max_tokens}
         if tools:
             body["tools"] = tools
+        body.update(extra or {})
         body.update(self.cfg.extra_body)
         wait = self.cfg.retry_wait_s
         for attempt in range(self.cfg.retries + 1):
@@ -314,8 +317,8 @@ class Endpoint:
         raise AssertionError("unreachable")
 
     def respond(self, request: str, result: TurnResult, trace: Trace | None, registry: Registry,
-                state: dict[str, Any] | None = None) -> tuple[Answer, str]:
+                state: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> tuple[Answer, str]:
         """The responder's answer to one kernel turn, and the rendering it was given."""
         rendered = render_turn(request, result, trace, state=state)
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": rendered}]
-        return parse_answer(self.chat(messages, openai_tools(registry)), registry), rendered
+        return parse_answer(self.chat(messages, openai_tools(registry), extra), registry), rendered

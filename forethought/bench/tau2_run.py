@@ -1,0 +1,408 @@
+"""``forethought bench tau2``: tau2-bench telecom in solo mode through the kernel, scored by tau2's own evaluator.
+
+Each task's ticket is the request (solo mode: no LLM plays the user; the agent calls the user-device tools
+itself). Its world is tau2's own environment behind the kernel's environment interface
+(:class:`.tau2_env.Tau2Environment`), its registry tau2's tool schemas through our OpenAI importer. Every
+committed call becomes the assistant and tool messages tau2 replays; tau2's ``evaluate_simulation``
+scores the run (:mod:`.tau2_score`).
+
+Modes, as for BFCL (docs/tau2.md):
+
+- ``kernel``: one kernel turn on the ticket; its committed calls are the answer.
+- ``responder``: the kernel's turn runs on a copy of the world; the base model behind ``responder.base_url``
+  reads it (docs/responder.md) and answers with the calls to make, which run through the kernel's execution
+  path (ToolGate with CVC on) on the real world. Per task, where the answer departs from the trace.
+- ``vanilla``: tau2's own solo agent loop on the same endpoint, with no kernel: tau2's solo system prompt
+  (its instructions, the domain policy, the ticket), its tools plus ``done``; every call runs, its response
+  goes back as a tool message; the run stops on ``done`` (tau2: agent_stop), on a reply with no call
+  (agent_error) or after ``max_steps`` model calls (max_steps).
+
+``seeds`` runs every task once per seed (the seed goes to the endpoint's request); tau2's pass^k is reported
+for k = 1 .. len(seeds). A backend that did not answer stops that task's trial: it is listed and never
+scored, and the command exits 1 unless ``backend_errors=count``.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from forethought.errors import UserError, ensure_output_dir
+from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, make_model_backend
+from forethought.kernel.backends.openai_backend import BackendError
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig, TurnResult, TurnState
+from forethought.kernel.registry import Registry, format_call
+from forethought.kernel.run import KernelSettings, _recorder, _ReplayOnly
+from forethought.kernel.scratchpad import Scratchpad
+from forethought.primitives import Cache, ReplayMissError, Trace
+from forethought.primitives.io import atomic_write_jsonl
+from forethought.primitives.trace import capped_rows
+
+from . import tau2_data, tau2_score
+from .responder import RENDER_VERSION, Endpoint, ResponderConfig, departures, parse_tool_call
+from .tau2_env import Tau2Environment
+
+MODES = ("kernel", "responder", "vanilla")
+SETTINGS = {"cvc_on": "kernel, CVC on", "cvc_off": "kernel, CVC off", "responder_cvc_on": "responder, CVC on",
+            "responder_cvc_off": "responder, CVC off", "vanilla": "vanilla (no kernel)"}
+
+
+def setting_key(mode: str, cvc: bool | None) -> str:
+    if mode == "vanilla":
+        return "vanilla"
+    return ("responder_" if mode == "responder" else "") + ("cvc_on" if cvc else "cvc_off")
+
+
+class Tau2Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    benchmark: str | None = None  # given positionally: tau2
+    domain: str = "telecom"
+    split: str = tau2_data.DEFAULT_SPLIT
+    mode: list[Literal["kernel", "responder", "vanilla"]] = Field(default_factory=lambda: ["kernel"])
+    ids: list[str] = Field(default_factory=list)  # task ids; empty: every task of the split
+    count: int | None = Field(None, ge=1)  # the first N tasks (after ids)
+    seeds: list[int] = Field(default_factory=lambda: [0])  # one trial per seed; pass^k for k = 1 .. len(seeds)
+    max_steps: int = Field(50, ge=1)  # vanilla: model calls per trial (tau2's orchestrator: 100 steps, agent and environment)
+    output_dir: str | None = None  # null: runs/bench/tau2_<domain>_<mode>[+<mode>...]
+    cvc: Literal["both"] | None = None
+    trace: str = Field("steps", pattern="^(full|steps|off)$")
+    kernel: KernelSettings = Field(default_factory=KernelSettings)
+    backend: BackendConfig = Field(default_factory=HFBackendConfig)
+    responder: ResponderConfig = Field(default_factory=ResponderConfig)
+    record: bool = False
+    replay: str | None = None
+    replay_mode: Literal["strict", "replay"] = "strict"
+    cache: bool = False
+    backend_errors: Literal["fail", "count"] = "fail"
+    trace_max_mb: int = Field(64, ge=1)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list):
+            return value
+        unknown = [v for v in values if v not in MODES]
+        if unknown:
+            raise ValueError(f"unknown mode {unknown[0]!r}; available: {', '.join(MODES)} (or a list of them, side by side)")
+        if not values:
+            raise ValueError(f"name at least one mode: {', '.join(MODES)}")
+        dup = sorted({v for v in values if values.count(v) > 1})
+        if dup:
+            raise ValueError(f"modes listed more than once: {dup}")
+        return values
+
+    @field_validator("domain")
+    @classmethod
+    def _domain(cls, value: str) -> str:
+        if value not in tau2_data.DOMAINS:
+            raise ValueError(f"unknown domain {value!r}; available: {', '.join(tau2_data.DOMAINS)} "
+                             "(tau2's airline and retail need an LLM playing the user)")
+        return value
+
+    @field_validator("split")
+    @classmethod
+    def _split(cls, value: str) -> str:
+        if value not in tau2_data.SPLITS:
+            raise ValueError(f"unknown split {value!r}; available: {', '.join(tau2_data.SPLITS)}")
+        return value
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("name at least one seed")
+        if len(set(value)) != len(value):
+            raise ValueError(f"seeds listed more than once: {sorted({s for s in value if value.count(s) > 1})}")
+        return value
+
+    @property
+    def out_dir(self) -> str:
+        return self.output_dir or f"runs/bench/tau2_{self.domain}_{'+'.join(self.mode)}"
+
+    def variants(self) -> list[bool]:
+        return [True, False] if self.cvc == "both" else [self.kernel.cvc]
+
+
+@dataclass
+class TaskRun:
+    """One trial of one task in one setting."""
+
+    id: str
+    seed: int
+    mode: str
+    cvc: bool | None
+    turn: TurnResult | None = None
+    trace: Trace | None = None
+    termination: str = "agent_stop"
+    messages: list[Any] = field(default_factory=list)  # the trajectory tau2's evaluator replays
+    calls: list[str] = field(default_factory=list)  # the committed calls, as call strings
+    answer: dict[str, Any] | None = None  # responder / vanilla: what the model answered
+    backend_error: dict[str, Any] | None = None
+    verdict: dict[str, Any] | None = None  # tau2's evaluator; None when not scored
+
+
+def _call_string(name: str, args: dict[str, Any]) -> str:
+    try:
+        return format_call(name, args)
+    except (ValueError, TypeError):
+        import json
+
+        return f"{name}({json.dumps(args, default=str)})"
+
+
+def _kernel_turn(task: tau2_data.Task, env: Tau2Environment, scratchpad: Scratchpad, registry: Registry, kernel: Kernel,
+                 backend: Any, *, trace: str, recorder: Any, cache: Cache | None, replay: str | None, where: str) -> tuple[TurnResult, Trace]:
+    try:
+        return kernel.run_turn(user=task.ticket, env=env, scratchpad=scratchpad, registry=registry,  # type: ignore[arg-type]
+                               backend=backend, turn_context={}, index=0, trace=trace, recorder=recorder, cache=cache)
+    except ReplayMissError as exc:
+        raise UserError(f"{exc} (task {task.id}, {where}, cvc={kernel.config.cvc})", str(replay)) from None
+
+
+def run_kernel_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel, backend: Any, *, trace: str, recorder: Any,
+                    cache: Cache | None, replay: str | None) -> TaskRun:
+    out = TaskRun(task.id, seed, "kernel", kernel.config.cvc)
+    env = Tau2Environment(domain, task)
+    out.turn, out.trace = _kernel_turn(task, env, Scratchpad(), tau2_data.task_registry(domain), kernel, backend, trace=trace,
+                                       recorder=recorder, cache=cache, replay=replay, where="mode kernel")
+    if out.turn.backend_error is not None:
+        out.backend_error = {"source": "kernel backend", **out.turn.backend_error}
+    out.messages = env.trajectory()
+    out.calls = [_call_string(c.tool, c.arguments) for c in out.turn.committed_calls]
+    return out
+
+
+def run_responder_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel, backend: Any, endpoint: Endpoint, *,
+                       trace: str, recorder: Any, cache: Cache | None, replay: str | None) -> TaskRun:
+    from .bfcl_modes import execute_answer
+
+    out = TaskRun(task.id, seed, "responder", kernel.config.cvc)
+    env, scratchpad, registry = Tau2Environment(domain, task), Scratchpad(), tau2_data.task_registry(domain)
+    trial_env, trial_s = copy.deepcopy(env), copy.deepcopy(scratchpad)  # the kernel's trial changes nothing real
+    out.turn, out.trace = _kernel_turn(task, trial_env, trial_s, registry, kernel, backend, trace=trace, recorder=recorder,
+                                       cache=cache, replay=replay, where="mode responder")
+    if out.turn.backend_error is not None:
+        out.backend_error = {"source": "kernel backend", **out.turn.backend_error}
+        return out
+    try:
+        answer, rendered = endpoint.respond(task.ticket, out.turn, out.trace, registry, state=trial_s.snapshot(),
+                                            extra={"seed": seed})
+    except BackendError as exc:
+        out.backend_error = {"source": "responder", "message": str(exc)}
+        return out
+    turn = TurnState(config=kernel.config, env=env, scratchpad=scratchpad, registry=registry, tool_briefs=[],  # type: ignore[arg-type]
+                     user=task.ticket, turn_context={}, index=0)
+    committed, blocked = execute_answer(answer, turn, "responder0")
+    out.calls = committed
+    out.messages = env.trajectory()
+    trial_calls = [_call_string(c.tool, c.arguments) for c in out.turn.committed_calls]
+    asked = [_call_string(n, a) for n, a, _ in answer.calls]
+    out.answer = {"render_version": RENDER_VERSION, "trace_calls": trial_calls, "answer_calls": asked, "committed": committed,
+                  "blocked": blocked, "parse_errors": answer.errors, "departure": departures(trial_calls, asked),
+                  "text": answer.text[:1000], "rendered": rendered}
+    return out
+
+
+def solo_system_prompt(env: Tau2Environment, task: tau2_data.Task) -> str:
+    """tau2's own solo-agent system prompt (``LLMSoloAgent.system_prompt``): its instructions, the policy, the ticket."""
+    from tau2.agent.llm_agent import AGENT_SOLO_INSTRUCTION, SYSTEM_PROMPT_SOLO
+
+    instruction = AGENT_SOLO_INSTRUCTION.format(stop_function_name=tau2_data.STOP_TOOL, stop_token=tau2_data.STOP_TOKEN)
+    return SYSTEM_PROMPT_SOLO.format(agent_instruction=instruction, domain_policy=env.env.get_policy(), ticket=task.ticket)
+
+
+def stop_tool() -> dict[str, Any]:
+    """tau2's ``done`` tool as its solo agent offers it (``as_tool(done)``)."""
+    from tau2.environment.tool import as_tool
+
+    def done() -> str:
+        """Call this function when you are done with the task."""
+        return tau2_data.STOP_TOKEN
+
+    return as_tool(done).openai_schema
+
+
+def run_vanilla_task(domain: str, task: tau2_data.Task, seed: int, endpoint: Endpoint, max_steps: int) -> TaskRun:
+    import json
+
+    out = TaskRun(task.id, seed, "vanilla", None, termination="max_steps")
+    env = Tau2Environment(domain, task)
+    tools = tau2_data.tool_schemas(env.env) + [stop_tool()]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": solo_system_prompt(env, task)}]
+    row: dict[str, Any] = {"steps": [], "parse_errors": [], "errors": 0, "text": ""}
+    for step in range(max_steps):
+        try:
+            reply = endpoint.chat(messages, tools, extra={"tool_choice": "required", "seed": seed})
+            message = reply["choices"][0]["message"]
+        except BackendError as exc:
+            out.backend_error = {"source": "vanilla", "step": step, "message": str(exc)}
+            break
+        except (KeyError, IndexError, TypeError):
+            out.backend_error = {"source": "vanilla", "step": step,
+                                 "message": f"reply has no choices[0].message: {json.dumps(reply, default=str)[:200]}"}
+            break
+        if not isinstance(message, dict):
+            out.backend_error = {"source": "vanilla", "step": step, "message": "choices[0].message is not an object"}
+            break
+        tool_calls = message.get("tool_calls") or []
+        if not isinstance(tool_calls, list):
+            row["parse_errors"].append(f"step {step}: tool_calls: expected a list, got {type(tool_calls).__name__}")
+            tool_calls = []
+        content = message.get("content") if isinstance(message.get("content"), str) else ""
+        row["text"] = content[:1000]
+        parsed = []
+        for k, tc in enumerate(tool_calls):
+            try:
+                parsed.append((tc, parse_tool_call(tc, k)))
+            except ValueError as exc:
+                row["parse_errors"].append(f"step {step}: {exc}")
+        if any(name == tau2_data.STOP_TOOL for _, (name, _, _) in parsed):
+            out.termination = "agent_stop"  # tau2 drops every call of a message that calls done, and stops
+            break
+        if not parsed:
+            out.termination = "agent_error"  # tau2's solo orchestrator: a reply with no tool call ends the run
+            break
+        messages.append({"role": "assistant", "content": content or None, "tool_calls": [tc for tc, _ in parsed]})
+        step_calls = []
+        for _tc, (name, args, call_id) in parsed:
+            response = env.apply(name, args)  # as tau2's orchestrator runs a model's call: no guard, errors included
+            row["errors"] += bool(response.error)
+            step_calls.append(_call_string(name, args))
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": response.content})
+        row["steps"].append(step_calls)
+    out.messages = env.trajectory(stopped=out.termination == "agent_stop")
+    out.calls = [c for s in row["steps"] for c in s]
+    out.answer = row
+    return out
+
+
+def _strict_replay(cfg: Tau2Config) -> bool:
+    return cfg.replay is not None and cfg.replay_mode == "strict"
+
+
+def _refuse_oracle(cfg: Tau2Config) -> None:
+    if cfg.backend.name == "oracle" and not _strict_replay(cfg):
+        raise UserError("tau2 tasks carry no annotations for the oracle backend to answer from; use backend=hf (a bundle), "
+                        "backend=openai (a served model) or replay=RECORDING", "backend")
+
+
+def _endpoint(cfg: Tau2Config) -> Endpoint:
+    url = cfg.responder.base_url or (cfg.backend.base_url if cfg.backend.name == "openai" else None)  # type: ignore[union-attr]
+    if url is None:
+        raise UserError("the responder and vanilla modes ask a base model at an OpenAI-compatible URL; give it as "
+                        "responder.base_url=http://HOST:PORT/v1 (docs/serving.md)", "responder.base_url")
+    return Endpoint(cfg.responder, url)
+
+
+def _backend_label(cfg: Tau2Config, backend: Any) -> dict[str, Any]:
+    if isinstance(backend, _ReplayOnly):
+        return {"name": "replay", "recording": cfg.replay}
+    label: dict[str, Any] = {"name": getattr(backend, "name", cfg.backend.name)}
+    if cfg.backend.name == "openai" and label["name"] == "openai":
+        label["base_url"] = cfg.backend.base_url  # type: ignore[union-attr]
+    if cfg.replay is not None:
+        label["replay"] = cfg.replay
+    return label
+
+
+def _simulation_row(run: TaskRun) -> dict[str, Any]:
+    """The trial as tau2 writes a simulation: its messages (tau2's own models, dumped) with our verdict."""
+    return {"task_id": run.id, "seed": run.seed, "termination_reason": run.termination, "backend_error": run.backend_error,
+            "verdict": run.verdict, "calls": run.calls, "messages": [m.model_dump(mode="json") for m in run.messages]}
+
+
+def _write_setting(cfg: Tau2Config, folder: Path, runs: list[TaskRun]) -> None:
+    atomic_write_jsonl(folder / "simulations.jsonl", [_simulation_row(r) for r in runs])
+    if any(r.turn is not None for r in runs):
+        atomic_write_jsonl(folder / "turns.jsonl", [{"task": r.id, "seed": r.seed, **r.turn.model_dump()} for r in runs if r.turn])
+    if any(r.answer is not None for r in runs):
+        atomic_write_jsonl(folder / "answers.jsonl", [{"task": r.id, "seed": r.seed, **r.answer} for r in runs if r.answer])
+    if cfg.trace != "off" and any(r.trace is not None for r in runs):
+        rows = [{"task": r.id, "seed": r.seed, **row} for r in runs if r.trace is not None for row in r.trace.to_rows()]
+        atomic_write_jsonl(folder / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
+
+
+def run_bench(cfg: Tau2Config, backend: Any = None, command: str | None = None, endpoint: Any = None) -> tuple[Path, dict[str, Any]]:
+    """Run the chosen tasks in each mode and seed; score each trial with tau2's evaluator; write report.md.
+    ``backend`` replaces the kernel backend (tests record with a scripted one), ``endpoint`` the responder's."""
+    from . import tau2_report
+
+    if cfg.record and cfg.replay is not None:
+        raise UserError("record=true and replay=... exclude each other", "record")
+    kernel_modes = [m for m in cfg.mode if m in ("kernel", "responder")]
+    if kernel_modes and backend is None:
+        _refuse_oracle(cfg)
+    if any(m in ("responder", "vanilla") for m in cfg.mode) and endpoint is None:
+        endpoint = _endpoint(cfg)
+    tau2_data.import_tau2()  # installed, or a located error before anything else
+    tasks = tau2_data.select(cfg.domain, cfg.split, cfg.ids, cfg.count)
+    if not tasks:
+        raise UserError(f"no tasks selected from {cfg.domain}/{cfg.split}", "ids")
+    out = Path(cfg.out_dir)
+    ensure_output_dir(out, "output_dir")
+    recorder = _recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
+    if kernel_modes and backend is None:
+        backend = _ReplayOnly() if _strict_replay(cfg) else make_model_backend(cfg.backend)
+    cache = Cache() if cfg.cache else None
+    summary: dict[str, Any] = {"benchmark": "tau2", "domain": cfg.domain, "split": cfg.split, "modes": list(cfg.mode),
+                               "seeds": list(cfg.seeds), "command": command, "tau2_version": tau2_data.package_version(),
+                               "backend": _backend_label(cfg, backend) if kernel_modes else None,
+                               "responder": endpoint.label if endpoint is not None else None, "settings": {}}
+    for mode in cfg.mode:
+        for cvc in (cfg.variants() if mode != "vanilla" else [None]):
+            kernel = Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": bool(cvc)}))
+            key = setting_key(mode, cvc)
+            runs: list[TaskRun] = []
+            for seed in cfg.seeds:
+                for task in tasks:
+                    if mode == "kernel":
+                        run = run_kernel_task(cfg.domain, task, seed, kernel, backend, trace=cfg.trace, recorder=recorder,
+                                              cache=cache, replay=cfg.replay)
+                    elif mode == "responder":
+                        run = run_responder_task(cfg.domain, task, seed, kernel, backend, endpoint, trace=cfg.trace,
+                                                 recorder=recorder, cache=cache, replay=cfg.replay)
+                    else:
+                        run = run_vanilla_task(cfg.domain, task, seed, endpoint, cfg.max_steps)
+                    if run.backend_error is None:  # a trial nobody answered says nothing about the model
+                        run.verdict = tau2_score.evaluate(cfg.domain, task, run.messages, run.termination)
+                    runs.append(run)
+            _write_setting(cfg, out / key, runs)
+            summary["settings"][key] = tau2_report.summarise(runs, cfg.seeds)
+    if cfg.record and recorder is not None:
+        recorder.save(out / "recording.jsonl")
+    tau2_report.write_report(out, cfg, summary)
+    return out, summary
+
+
+def cli(args: list[str]) -> int:
+    """``forethought bench tau2 [key=value ...]`` (conf/bench_tau2.yaml)."""
+    from forethought.commands import load, split_args
+
+    from . import tau2_report
+
+    a = split_args(args)
+    a.positional = [p for p in a.positional if p != "tau2"]
+    if a.positional:
+        raise UserError(f"unexpected arguments {a.positional}: forethought bench tau2 [key=value ...]", "benchmark")
+    cfg = load("bench_tau2", a, Tau2Config)
+    if cfg is None:
+        return 0
+    out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
+    print(tau2_report.console_summary(summary))
+    print(f"wrote {out / 'report.md'}")
+    failed = [(k, e) for k, s in summary["settings"].items() for e in s["backend_errors"]]
+    if failed:
+        k, e = failed[0]
+        print(f"error: {len(failed)} trial{'' if len(failed) == 1 else 's'} got no answer from the backend and were not scored "
+              f"(first: {e['task']} seed {e['seed']} ({SETTINGS[k]}): {e['message']})"
+              + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
+        if cfg.backend_errors == "fail":
+            return 1
+    return 0
