@@ -30,6 +30,7 @@ def config_in_scratchpad(turn_in: TurnIn, written: ScratchpadInit) -> str | None
 
 def init_decompose(turn_in: TurnIn, turn: TurnState) -> DecomposeInput:
     """Register(Ω) (line 3): decompose sees the request, τ, the scratchpad view and the tool briefs."""
+    turn.decompose_state = turn.scratchpad.snapshot()
     return DecomposeInput(user=turn_in.user, context=dict(turn.turn_context), state=turn.view(), tools=turn.tool_briefs)
 
 

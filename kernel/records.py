@@ -250,6 +250,9 @@ class TurnState:
     violations: list[str] = field(default_factory=list)
     # cursors held across a step whose output cannot carry them
     current_task: TaskCursor | None = None
+    # S as decompose saw it: a decompose value found there (and not in the request) is a copy of S
+    # (same-turn binding, docs/kernel.md)
+    decompose_state: dict[str, Any] = field(default_factory=dict)
     pending_prerequisite: PrereqCursor | None = None
     pending_task: TaskCursor | None = None
     # INV-S monitor

@@ -30,8 +30,8 @@ def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad, *,
     Without ``fresh`` (a task with no dependency in this turn, a retrieval): τ, then S (INV-L). With the
     entries the task's dependencies committed this turn (``fresh``, newest first):
 
-    1. τ(m), unless ``m`` is in ``copied`` (decompose's value for it is grounded only in the state view,
-       not in the request or the turn context: a copy of S, not something the user stated);
+    1. τ(m), unless ``m`` is in ``copied`` (decompose's value for it is not in the request or the turn
+       context but is in S: a copy of S, not something the user stated or decompose proposed afresh);
     2. a dependency's entry ``m`` (one of its arguments or declared writes), newest call first, as that
        call wrote it;
     3. a dependency's result has a field ``m`` (entry ``<g>.m``): m is missing, so match_fill decides
@@ -228,11 +228,14 @@ def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
 
 
 def _copied_from_state(turn: TurnState, parameters: dict[str, Any]) -> frozenset[str]:
-    """Decompose's parameters whose value the request and the turn context do not contain: decompose can
-    only have taken them from the state view (its grounding contract allows nothing else). They are not
-    what the user stated, so a dependency's fresh result for the same name wins over them."""
+    """Decompose's parameters whose value the request and the turn context do not contain but the
+    scratchpad did when decompose ran: decompose took them from the state view. They are not what the user stated, so a
+    dependency's fresh result for the same name wins over them. A value found in neither (an enum value
+    of the tool, e.g. permission='storage' after a grant of 'sms'; anything, with CVC off) is decompose's
+    own proposal for this task and is kept like a stated one: nothing earlier produced it."""
     stated = Haystack([turn.user], [turn.turn_context])
-    return frozenset(m for m, v in parameters.items() if v is not None and not stated.contains(v))
+    in_state = Haystack([], [turn.decompose_state])
+    return frozenset(m for m, v in parameters.items() if v is not None and not stated.contains(v) and in_state.contains(v))
 
 
 def tau_before_scratchpad(task: TaskCursor, looked_up: TaskCursor) -> str | None:

@@ -379,13 +379,13 @@ def _fresh_entries(res: TurnResult, tasks: dict[str, Any], call: Any, registry: 
 
 
 def _same_turn_binding(m: str, task: Any, ctx: dict[str, Any], user: str, fresh: list[tuple[str, dict[str, Any]]],
-                       S: dict[str, Any], sources: dict[str, Any], tool: str) -> tuple[bool, Any]:
+                       S: dict[str, Any], sources: dict[str, Any], tool: str, S_at_decompose: dict[str, Any]) -> tuple[bool, Any]:
     """docs/kernel.md "Same-turn binding", restated from the doc: (True, value) where Lookup binds ``m``,
     (False, None) where it leaves it missing."""
     tau = {**ctx, **{k: v for k, v in task.parameters.items() if v is not None}}
     stated = tau.get(m)
     copied = stated is not None and m in task.parameters and task.parameters[m] is not None and fresh and \
-        not Haystack([user], [ctx]).contains(task.parameters[m])
+        not Haystack([user], [ctx]).contains(task.parameters[m]) and Haystack([], [S_at_decompose]).contains(task.parameters[m])
     if stated is not None and not copied:
         return True, stated
     if fresh:
@@ -403,7 +403,8 @@ def _same_turn_binding(m: str, task: Any, ctx: dict[str, Any], user: str, fresh:
     return False, None
 
 
-def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[Any], probe: Probe, registry: Any) -> list[str]:
+def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[Any], probe: Probe, registry: Any,
+                    S_at_decompose: dict[str, Any]) -> list[str]:
     """INV-L against the values themselves: every argument a call received is tau's value for that name when tau
     binds it (the task's decompose-grounded parameters, then the turn context; None is unbound), else S's value
     at that moment (which includes what match_fill just wrote for a missing parameter)."""
@@ -433,7 +434,7 @@ def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[A
         if c.purpose == "task":
             fresh = _fresh_entries(res, tasks, c, registry)
             for m, v in c.arguments.items():
-                found, want = _same_turn_binding(m, task, ctx, res.user, fresh, S_then, inv["sources"], c.tool)
+                found, want = _same_turn_binding(m, task, ctx, res.user, fresh, S_then, inv["sources"], c.tool, S_at_decompose)
                 if not found:  # missing after Lookup: only match_fill, which writes S before the call, can bind it
                     if inv["sources"].get(m) == "fill" and _same(v, S_then.get(m)):
                         continue
@@ -590,7 +591,7 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", coun
             lacking = [t for t in dict.fromkeys(res.order) if t not in res.outcomes]
             if lacking:
                 problems.append(f"turn {i}: INV-R tasks without outcome {lacking}")
-        problems += _check_bindings(i, res, ctx, staged, probe, registry)  # INV-L
+        problems += _check_bindings(i, res, ctx, staged, probe, registry, S_before.snapshot())  # INV-L (the turns carry no config)
         problems += _check_dependencies(i, res, kernel.config.cvc)  # INV-R
         if counterfactual and kernel.config.cvc:
             problems += _counterfactual(kernel, case, i, text, ctx, res, backend.log, S_before, world_before,

@@ -152,6 +152,7 @@ class GoldBackend:
     def __init__(self, tasks):
         self.by_ticket = {t.ticket: t.gold_actions for t in tasks}
         self.tools: dict[str, str] = {}
+        self.arguments: dict[str, dict] = {}
         self.asked: Counter = Counter()
 
     def complete(self, requests):
@@ -164,6 +165,7 @@ class GoldBackend:
                   "depends_on": [f"t{j}"] if j else [], "parameters": a.arguments}
                  for j, a in enumerate(self.by_ticket[inp.user])]
         self.tools.update({t["text"]: t["tool_name"] for t in tasks})
+        self.arguments.update({t["text"]: t["parameters"] for t in tasks})
         return {"tasks": tasks}
 
     def _match_func(self, inp):
@@ -173,7 +175,10 @@ class GoldBackend:
         return {"ordered_task_ids": [t.id for t in inp.tasks]}
 
     def _match_fill(self, inp):
-        return {"values": {m: None for m in inp.missing}}
+        # a value the same-turn binding rule leaves to match_fill (a dependency's result has a field of that
+        # name): the gold action's own argument, as a model knowing the gold would fill it
+        gold = self.arguments.get(inp.task.text, {})
+        return {"values": {m: gold.get(m) for m in inp.missing}}
 
     def _check_prerequisites(self, inp):
         return {"task": None}

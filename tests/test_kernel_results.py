@@ -6,7 +6,7 @@ every value a later call needs reaches S only as a result entry "<tool>.<field>"
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -108,6 +108,17 @@ def post(state: DeskState, content: str) -> dict:
     """
     state.posts.append(content)
     return {"posted": True}
+
+
+@DESK.tool(side_effect=True)
+def grant(state: DeskState, app: str, permission: Literal["sms", "storage", "camera"]) -> dict:
+    """Grant an app a permission.
+
+    Args:
+        app: The app.
+        permission: The permission.
+    """
+    return {"granted": f"{app}:{permission}"}
 
 
 KERNEL = Kernel(KernelConfig(strict_invariants=True))
@@ -290,3 +301,18 @@ def test_INV_S_holds_when_a_later_call_rewrites_a_result_entry():
     assert all(not r.invariant_violations for r in results)
     assert {"symbol_of.symbol", "trade.order_id", "symbol", "side", "amount"} <= S.keys()
     assert S.get("trade.order_id") == 2
+
+
+def test_a_value_decompose_proposed_afresh_is_not_shadowed_by_a_dependencys_argument():
+    """Decompose's permission='storage' is in neither the request nor S (an enum value of the tool): nothing earlier
+    produced it, so the dependency's own argument permission='sms' must not replace it (tau2 telecom's
+    grant-both-permissions fix, where the second grant repeated the first)."""
+    turn = {"user": "Give the messaging app the permissions it needs",
+            "tasks": [task("t1", "grant", parameters={"app": "messaging", "permission": "sms"},
+                           bindings={"app": tau("messaging"), "permission": tau("sms")}),
+                      task("t2", "grant", depends_on=["t1"], parameters={"app": "messaging", "permission": "storage"},
+                           bindings={"app": tau("messaging"), "permission": tau("storage")})],
+            "order": ["t1", "t2"]}
+    (res,), _, S = run_turns([turn])
+    assert [c.arguments["permission"] for c in res.committed_calls] == ["sms", "storage"]
+    assert res.bindings["t2"]["permission"].consulted == ["tau"] and S.get("grant.granted") == "messaging:storage"
