@@ -38,16 +38,24 @@ _PIECES = re.compile(r"(" + _WORD + r")|(\s+)|(.)", re.S)
 # character or a joiner on either side, so identifiers, dates, times and versions yield no numbers.
 # Joined to letters after it is fine ("a 12-share buy", "ticket 48's"); joined to digits on either side (a date,
 # a time, a version, a phone number) or to a word before it (L-9009, HAT-001) is not a number of its own. Letters
-# glued to the digits count only when they name a unit of the synonym table or an ordinal ("3GB", "5km", "3rd").
+# glued to the digits count only when they name a unit of the synonym table or an ordinal ("3GB", "5km", "3rd"),
+# or begin a capitalised word.
 _NUMBER_TOKEN = re.compile(
     r"(?<!\w)(?<!\w[.@/+:'\-])(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)([^\W\d_]*)(?!\w)(?![.@/+:'\-]\d)"
 )
 _ORDINALS = frozenset({"st", "nd", "rd", "th"})
+# A capitalised word glued after the digits starts a new word (lines joined without a break, as in BFCL's
+# "Revenue: $5000Expenses: $3000"), unlike an id's letters.
+_NEW_WORD = re.compile(r"[A-Z][a-z]")
+_RUN = re.compile(r"\w+")
 _NUMBER_WORD = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
 
 # Connective text a composed value may add around its grounded parts. Deliberately small: symbols that carry
 # meaning ($ % € # @ + * =) are not connective and must themselves be grounded.
 CONNECTIVE_PUNCTUATION = frozenset(",;:.!?-–—/&()[]{}\"'“”‘’…|")
+# A value of more words than this is grounded only as a whole: compositions are short (a tweet, a comment, a
+# subject line), and the cut search is quadratic in the words.
+MAX_COMPOSED_WORDS = 64
 FUNCTION_WORDS = frozenset({"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "via", "with"})
 
 # Equivalent names of currencies and units; a value part is grounded when any name of its group is. Groups must
@@ -94,6 +102,10 @@ def synonym_table() -> dict[str, frozenset[str]]:
     return {name: frozenset(g) for g in merged for name in g}
 
 
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
 def _fold(s: str) -> str:
     return " ".join(s.lower().split())
 
@@ -102,7 +114,7 @@ def number_tokens(text: str) -> list[float]:
     """The numbers a text states as numbers (see ``_NUMBER_TOKEN``): ``"HAT001"`` and ``"2024-06-03"`` give none."""
     units = synonym_table()
     return [float(n.replace(",", "")) for n, glued in _NUMBER_TOKEN.findall(text)
-            if not glued or glued.lower() in units or glued.lower() in _ORDINALS]
+            if not glued or glued.lower() in units or glued.lower() in _ORDINALS or _NEW_WORD.match(glued)]
 
 
 def normalize(value: Any) -> Any:
@@ -131,6 +143,7 @@ class Haystack:
         self._text: str | None = None
         self._numbers: set[float] | None = None
         self._leaves: list[Any] | None = None
+        self._runs: set[str] | None = None
         self._spans: dict[str, bool] = {}
         self._strings: dict[str, bool] = {}
 
@@ -180,16 +193,37 @@ class Haystack:
         return False
 
     # ------------------------------------------------------------ strings
+    @property
+    def runs(self) -> set[str]:
+        """The runs of word characters in the text: a span can occur only if each of its runs is one (a cheap
+        necessary test, so a value that cannot be grounded costs no scan of a large text)."""
+        if self._runs is None:
+            self._runs = set(_RUN.findall(self.text))
+        return self._runs
+
+    def _could_occur(self, span: str) -> bool:
+        return all(r in self.runs for r in _RUN.findall(span))
+
     def _occurs(self, span: str) -> bool:
         """``span`` (folded) occurs in the text at word boundaries: not inside a longer word, nor inside a dotted
         name ("report" does not occur in "report.txt", nor "john" in "john.doe@x.com"). Hyphens, slashes,
         colons and apostrophes do bound a word there ("IAH-BOS" names IAH, "projects/q3" names projects,
         "John's" names John)."""
-        if span not in self.text:
+        if not self._could_occur(span):
             return False
-        before = r"(?<!\w)(?<!\w[.@])" if span[0].isalnum() or span[0] == "_" else ""
-        after = r"(?!\w)(?![.@]\w)" if span[-1].isalnum() or span[-1] == "_" else ""
-        return re.search(before + re.escape(span) + after, self.text) is not None
+        text, n = self.text, len(span)
+        check_before, check_after = _is_word(span[0]), _is_word(span[-1])
+        j = text.find(span)
+        while j >= 0:
+            e = j + n
+            before_ok = not check_before or j == 0 or not (
+                _is_word(text[j - 1]) or (text[j - 1] in ".@" and j >= 2 and _is_word(text[j - 2])))
+            after_ok = not check_after or e == len(text) or not (
+                _is_word(text[e]) or (text[e] in ".@" and e + 1 < len(text) and _is_word(text[e + 1])))
+            if before_ok and after_ok:
+                return True
+            j = text.find(span, j + 1)
+        return False
 
     def _part(self, span: str) -> bool:
         """A grounded part: the span itself or one of its synonyms occurs, or it is a number the haystack holds."""
@@ -213,10 +247,17 @@ class Haystack:
         """Dynamic programme over the value's pieces: reach[k] is None (unreachable), False (reached with
         connectives only) or True (reached with at least one grounded part)."""
         pieces = [(m.lastindex, m.group()) for m in _PIECES.finditer(v)]
+        if sum(kind == 1 for kind, _ in pieces) > MAX_COMPOSED_WORDS:
+            return False  # a long text is grounded only as a whole (it is quoted, not composed)
+        syn_names = synonym_table()
+        # Every word must be able to take part: a function word, a synonym, a number, or runs the text has.
+        for kind, piece in pieces:
+            if kind == 1 and piece not in FUNCTION_WORDS and piece not in syn_names and not self._could_occur(piece) \
+                    and not (_NUMBER_WORD.fullmatch(piece) and float(piece.replace(",", "")) in self.numbers):
+                return False
         n = len(pieces)
         reach: list[bool | None] = [None] * (n + 1)
         reach[0] = False
-        syn_names = synonym_table()
         for k in range(n):
             if reach[k] is None:
                 continue
@@ -227,11 +268,13 @@ class Haystack:
                 continue  # a part starts with a word or a meaningful symbol, never with connective text
             span = ""
             for m in range(k, n):
-                span += pieces[m][1]
-                if pieces[m][0] != 2 and self._part(span):
+                mkind, mpiece = pieces[m]
+                span += mpiece
+                # a part ends with a word or a meaningful symbol (trailing connective text is covered by the step above)
+                if (mkind == 1 or (mkind == 3 and mpiece not in CONNECTIVE_PUNCTUATION)) and self._part(span):
                     reach[m + 1] = True
-                # a longer span can only occur if this one does (or a synonym name starts with it)
-                if span not in self.text and not any(s.startswith(span) for s in syn_names):
+                # a longer span can only occur if this one could (or a synonym name starts with it)
+                if not ((mkind != 1 or self._could_occur(mpiece)) and span in self.text) and not any(s.startswith(span) for s in syn_names):
                     break
         return reach[n] is True
 

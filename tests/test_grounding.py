@@ -64,7 +64,8 @@ def test_numbers_come_only_from_number_tokens():
     assert number_tokens("HAT001 2024-06-03 10:30 v1.2.3 1.2.3 L-9009 +1-555-0100 12/05") == []
     assert number_tokens("-5 and 7. 3,4 1,200 $100 3.5 50% a 12-share buy ticket 48's") == [-5, 7, 3, 4, 1200, 100, 3.5, 50, 12, 48]
     # letters glued to digits: a unit of the synonym table (telecom adds gb) or an ordinal, nothing else
-    assert number_tokens("3GB 5km 2nd 5pm 0x1f") == [3, 5, 2]
+    assert number_tokens("3GB 5km 2nd 5pm 0x1f 12abc") == [3, 5, 2]
+    assert number_tokens("Revenue: $5000Expenses: $3000Profit") == [5000, 3000]  # lines joined without a break
     assert Haystack([], [{"bags": 7}]).contains(7)  # number leaves are numbers
     assert Haystack(["a price of 99.99"]).contains(99.99)
 
