@@ -71,6 +71,11 @@ class DataConfig(BaseModel):
     variations: VariationConfig = Field(default_factory=VariationConfig)
     allow_skip_unverifiable: bool = False
     allow_undersized: bool = False  # true: a primitive short of its requested size is reported, not an error
+    # Varied copies that do not verify are dropped (and listed on the console and in stats.json); above this share
+    # of all the copies replayed, generate fails naming the file that lost the most: such drops come from mistakes
+    # in the solutions (an asserted number derived from a slot, a literal in a slot's value pool; see
+    # data_gen/solutions/README.md), and they silently thin the data of exactly those scenarios.
+    max_dropped_fraction: float = Field(0.02, ge=0, le=1)
     max_rounds: int = Field(400, ge=1)
     workers: int = Field(2, ge=1)
 
@@ -353,6 +358,15 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     unit.commit(tmp, cfg.output_dir)
+    n_dropped, n_copies = dropped_count(stats)
+    if n_dropped and n_dropped > cfg.max_dropped_fraction * n_copies:
+        lines = dropped_lines(stats, limit=10)
+        raise UserError(
+            f"{n_dropped} of {n_copies} varied copies did not verify and were dropped ({100 * n_dropped / n_copies:.1f} %, above "
+            f"data.max_dropped_fraction={cfg.max_dropped_fraction}); the files are written. Fix the solutions "
+            "(`forethought verify` warns about the usual causes) or raise data.max_dropped_fraction:\n" + "\n".join(lines),
+            dropped_worst_file(stats),
+        )
     short = undersized(stats)
     if short and not cfg.allow_undersized:
         raise UserError(
@@ -545,6 +559,25 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
     return stats
 
 
+def dropped_count(stats: dict[str, Any]) -> tuple[int, int]:
+    """(varied copies dropped, varied copies replayed in all)."""
+    n = sum(sum(c.values()) for c in stats["variants_dropped"].values())
+    return n, n + stats["variants_replayed"]
+
+
+def dropped_lines(stats: dict[str, Any], limit: int | None = None) -> list[str]:
+    """``<file>: <reason> × n`` for every dropped reason, the most frequent first."""
+    rows = sorted(((f, r, n) for f, c in stats["variants_dropped"].items() for r, n in c.items()), key=lambda x: (-x[2], x[0], x[1]))
+    out = [f"{f}: {r} × {n}" for f, r, n in rows[:limit]]
+    if limit is not None and len(rows) > limit:
+        out.append(f"... and {len(rows) - limit} more (stats.json, variants_dropped)")
+    return out
+
+
+def dropped_worst_file(stats: dict[str, Any]) -> str:
+    return max(stats["variants_dropped"].items(), key=lambda fc: (sum(fc[1].values()), fc[0]))[0]
+
+
 def undersized(stats: dict[str, Any]) -> list[str]:
     """'<primitive> <produced> < <requested>' for every primitive short of its requested size."""
     out = []
@@ -623,6 +656,7 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
 # --------------------------------------------------------------------- CLI
 def cli(args: list[str]) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from forethought.commands import load, split_args
 
@@ -636,6 +670,11 @@ def cli(args: list[str]) -> int:
         i = stats["primitives"][p]
         console.print(f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})")
     console.print(f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}")
+    n_dropped, n_copies = dropped_count(stats)
+    if n_dropped:  # below data.max_dropped_fraction (above it, generate raised with the list)
+        console.print(f"[yellow]{n_dropped} of {n_copies} varied copies did not verify and were dropped:[/yellow]")
+        for line in dropped_lines(stats):
+            console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
     short = undersized(stats)
     if short:  # only reached with data.allow_undersized=true
         console.print(f"[yellow]requested sizes not reached within max_rounds={cfg.data.max_rounds}: {', '.join(short)} "

@@ -10,10 +10,12 @@ failing solution is reported with its file, turn and step.
 
 from __future__ import annotations
 
+import random
 import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ class VerifyResult:
     ok: bool
     error: str = ""
     turns: list[TurnResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # verified, but generate would drop or mislabel its copies
 
 
 def snapshot_get(snap: Any, path: str) -> Any:
@@ -128,6 +131,43 @@ def _scratchpad_at_lookup(start: dict[str, Any], res: TurnResult, tid: str, reg:
     return S
 
 
+def _fmt_call(tool: str, args: dict[str, Any]) -> str:
+    return f"{tool}({', '.join(f'{a}={v!r}' for a, v in args.items())})"
+
+
+def describe_scratchpad_entry(sol: Solution, earlier: list[TurnResult], res: TurnResult, tid: str, key: str, reg: Any) -> str:
+    """What S[key] held when task ``tid`` was checked, and which write put it there: the last committed call
+    whose arguments or declared writes name the key (this turn's calls before the task, its own retrievals, then
+    earlier turns), else the configuration, else a fill or a prerequisite recheck (which write no call)."""
+    i = len(earlier)
+    start = {**(earlier[-1].scratchpad if earlier else dict(sol.config)), **sol.turns[i].config}
+    now = _scratchpad_at_lookup(start, res, tid, reg)
+    if key not in now:
+        return f"S has no {key!r}"
+    pos = {t: k for k, t in enumerate(res.order)}
+    p = pos.get(tid, len(pos))
+
+    def writer(calls: list[Any], turn: int, before: Any) -> str | None:
+        for c in reversed(calls):
+            if c.committed and before(c) and c.tool in reg and key in toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {}):
+                return f"turn {turn} call {_fmt_call(c.tool, c.arguments)}"
+        return None
+
+    # newest first: this turn's calls before the task, this turn's config (written at its start), then earlier turns
+    who = writer(res.calls, i, lambda c: pos.get(c.task_id, len(pos)) < p or (c.task_id == tid and c.purpose == "retrieval"))
+    if who is None and key in sol.turns[i].config:
+        who = f"turn {i} config"
+    for j in range(i - 1, -1, -1):
+        if who is not None:
+            break
+        who = writer(earlier[j].calls, j, lambda c: True)
+        if who is None and key in sol.turns[j].config:
+            who = f"turn {j} config"
+    if who is None:
+        who = "the solution's config" if key in sol.config else "no committed call (a fill or a prerequisite recheck)"
+    return f"S[{key!r}] = {now[key]!r}, written by {who}"
+
+
 def tau_over_s_conflicts(sol: Solution, results: list[TurnResult], reg: Any) -> list[tuple[int, str, str, Any, Any]]:
     """Every (turn, task, parameter, tau value, S value) where a parameter was bound from tau although S
     already held the same key with a different value (tau wins)."""
@@ -179,11 +219,29 @@ def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> No
             )
 
 
-def _has_parallel(turn: Turn) -> bool:
+def dependency_layers(turn: Turn) -> list[list[str]]:
+    """The turn's tasks in layers as ``build_dep_graph`` (kernel/plan_steps.py) forms them: a task comes in the first
+    layer after all its dependencies. get_order orders every layer of two or more tasks; a cycle leaves the rest out."""
     ts = turn.tasks or []
-    ids = {t.id for t in ts}
-    roots = [t for t in ts if not [d for d in t.depends_on if d in ids]]
-    return len(roots) >= 2
+    ids = [t.id for t in ts]
+    depends = {t.id: [d for d in t.depends_on if d in ids and d != t.id] for t in ts}
+    done: set[str] = set()
+    layers: list[list[str]] = []
+    remaining = ids
+    while remaining:
+        ready = [t for t in remaining if all(d in done for d in depends[t])]
+        if not ready:
+            break
+        layers.append(ready)
+        done.update(ready)
+        remaining = [t for t in remaining if t not in done]
+    return layers
+
+
+def _has_parallel(turn: Turn) -> bool:
+    """Two or more mutually independent tasks ordered by get_order: a layer of at least two tasks, at any depth
+    (two tasks that both follow the same mkdir count, as the README defines the tag)."""
+    return turn.halt is None and any(len(layer) >= 2 for layer in dependency_layers(turn))
 
 
 def reference_states(sol: Solution) -> list[dict[str, Any]]:
@@ -202,7 +260,12 @@ def reference_states(sol: Solution) -> list[dict[str, Any]]:
     return out
 
 
-def compare_turn(i: int, turn: Turn, res: TurnResult, trace: Any, env: Environment, ref_state: dict[str, Any]) -> None:
+def compare_turn(
+    i: int, turn: Turn, res: TurnResult, trace: Any, env: Environment, ref_state: dict[str, Any],
+    scratchpad_at: Callable[[str, str], str] | None = None,
+) -> None:
+    """``scratchpad_at(task_id, key)`` describes S[key] when the task's prerequisites were checked and the write
+    that put it there (for the divergence message of a prerequisite)."""
     # Contract violations of annotated decisions (the oracle answered them).
     for rec in trace:
         if rec.kind == "slm" and not rec.contract.get("ok"):
@@ -216,7 +279,7 @@ def compare_turn(i: int, turn: Turn, res: TurnResult, trace: Any, env: Environme
     elif res.halted:
         raise Divergence(i, res.halted.get("step", "kernel"), f"the turn halted: {res.halted.get('reason')}")
     else:
-        _compare_decisions(i, turn, res)
+        _compare_decisions(i, turn, res, scratchpad_at)
     # Calls actually committed, in order.
     want = [(c.tool, c.args) for c in turn.reference_calls()]
     got = [(c.tool, c.arguments) for c in res.committed_calls]
@@ -242,7 +305,7 @@ def compare_turn(i: int, turn: Turn, res: TurnResult, trace: Any, env: Environme
         raise Divergence(i, "end state", f"world differs from the reference calls' end state at {diff}")
 
 
-def _compare_decisions(i: int, turn: Turn, res: TurnResult) -> None:
+def _compare_decisions(i: int, turn: Turn, res: TurnResult, scratchpad_at: Callable[[str, str], str] | None = None) -> None:
     if res.order != turn.order:
         raise Divergence(i, "get_order", f"expected order {turn.order}, got {res.order}")
     for t in turn.tasks or []:
@@ -258,9 +321,10 @@ def _compare_decisions(i: int, turn: Turn, res: TurnResult) -> None:
             )
         for p, r in zip(t.prerequisites, recs, strict=False):
             if (p.key, p.outcome, p.recheck) != (r.key, r.outcome, r.recheck):
+                held = f" ({scratchpad_at(t.id, r.key)})" if scratchpad_at is not None else ""
                 raise Divergence(
                     i, f"{where}/check_prerequisites/{p.key}",
-                    f"expected {p.outcome}{' then ' + p.recheck if p.recheck else ''}, got {r.outcome}{' then ' + r.recheck if r.recheck else ''}",
+                    f"expected {p.outcome}{' then ' + p.recheck if p.recheck else ''}, got {r.outcome}{' then ' + r.recheck if r.recheck else ''}{held}",
                 )
         out = res.outcomes.get(t.id)
         if out is None or out.status != t.outcome:
@@ -336,8 +400,16 @@ def verify_solution(
 def _replay(r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wrap_backend: Any = None, trace: str = "full") -> list[TurnResult]:
     results: list[TurnResult] = []
 
+    reg: Any = None
+
+    def scratchpad_at(i: int, res: TurnResult, tid: str, key: str) -> str:
+        nonlocal reg
+        if reg is None:
+            reg = build_registry(r, build_environment(r))
+        return describe_scratchpad_entry(r, results, res, tid, key, reg)
+
     def on_turn(i: int, res: TurnResult, tr: Any, env: Environment) -> None:
-        compare_turn(i, r.turns[i], res, tr, env, ref_states[i])
+        compare_turn(i, r.turns[i], res, tr, env, ref_states[i], scratchpad_at=lambda tid, key: scratchpad_at(i, res, tid, key))
         results.append(res)
 
     factory = oracle_factory(r)
@@ -379,7 +451,7 @@ def _replay_paraphrases(sol: Solution, r: Solution, kernel: Kernel, ref_states: 
 _SLOT_REF = re.compile(r"\$\{(\w+)\}")
 
 
-def verify_paths(paths: list[str | Path], kernel: Kernel | None = None) -> list[VerifyResult]:
+def verify_paths(paths: list[str | Path], kernel: Kernel | None = None, *, warnings: bool = True) -> list[VerifyResult]:
     kernel = kernel or Kernel(KernelConfig())
     out: list[VerifyResult] = []
     seen: dict[str, str] = {}
@@ -395,7 +467,7 @@ def verify_paths(paths: list[str | Path], kernel: Kernel | None = None) -> list[
         seen[sol.id] = str(f)
         try:
             turns = verify_solution(sol, kernel, trace="violations")
-            out.append(VerifyResult(str(f), sol, True, turns=turns))
+            out.append(VerifyResult(str(f), sol, True, turns=turns, warnings=solution_warnings(sol, kernel) if warnings else []))
         except Divergence as d:
             out.append(VerifyResult(str(f), sol, False, d.describe()))
     return out
@@ -424,6 +496,9 @@ class VerifyConfig(BaseModel):
     # None: 30 / 10 when the paths are the default corpus, 0 (report only) for any other paths.
     min_per_domain: int | None = Field(None, ge=0)
     min_per_tag: int | None = Field(None, ge=0)
+    # Warnings (printed, never a failure): literals in a slot type's value pool, and a copy with other slot values
+    # that does not verify (generate would drop it). false: skip them, e.g. for a quick check of one file.
+    warnings: bool = True
 
 
 def is_default_corpus(paths: list[str] | list[Path]) -> bool:
@@ -459,10 +534,15 @@ def print_report(results: list[VerifyResult], elapsed: float, console: Any = Non
         t2.add_row(tag, str(tags.get(tag, 0)))
     console.print(t2)
     bad = [r for r in results if not r.ok]
+    warned = [(r, w) for r in results for w in r.warnings]
+    for r, w in warned:
+        errors.print(f"[yellow]WARN[/yellow] {escape(r.path)}: {escape(w)}", soft_wrap=True)
     for r in bad:
         # escape(): messages quote check names such as [values_grounded], which rich would take for markup
         errors.print(f"[red]FAIL[/red] {escape(r.path)}: {escape(r.error or '')}", soft_wrap=True)
-    console.print(f"{len(results) - len(bad)}/{len(results)} solutions verified in {elapsed:.1f} s")
+    n_warned = len({r.path for r, _ in warned})
+    console.print(f"{len(results) - len(bad)}/{len(results)} solutions verified in {elapsed:.1f} s"
+                  + (f" ({len(warned)} warnings in {n_warned} files)" if warned else ""))
 
 
 def cli(args: list[str]) -> int:
@@ -474,7 +554,7 @@ def cli(args: list[str]) -> int:
         return 0
     paths = a.positional or cfg.paths
     t0 = time.perf_counter()
-    results = verify_paths(paths)
+    results = verify_paths(paths, warnings=cfg.warnings)
     print_report(results, time.perf_counter() - t0)
     if not results:
         raise UserError("no solution files found", ", ".join(map(str, paths)))
@@ -489,3 +569,96 @@ def cli(args: list[str]) -> int:
     if any(r.solution is None for r in failed):
         return 2
     return 1 if failed or short else 0
+
+
+# ---------------------------------------------------------------- warnings
+# Mistakes verify cannot see in the solution as written but that make generate drop its varied copies. They are
+# warnings, not failures: the solution is right for its own slot values.
+_TEXT_FIELDS = ("user", "paraphrases", "text")
+_PROSE = ("title", "description", "notes", "slots")
+
+
+def _literals(node: Any, path: str, out: list[tuple[str, Any, bool]], text: bool = False) -> None:
+    """(path, leaf, is_text) for every leaf of the unrendered solution outside its prose and its slot table; the keys
+    of a mapping count too (a file, a user or a booking is often named by its key in ``initial_state``)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in _PROSE:
+                continue
+            sub = f"{path}.{k}" if path else str(k)
+            out.append((sub, k, False))
+            _literals(v, sub, out, text or k in _TEXT_FIELDS)
+    elif isinstance(node, list):
+        for j, v in enumerate(node):
+            _literals(v, f"{path}[{j}]", out, text)
+    elif isinstance(node, (str, int, float)) and not isinstance(node, bool):
+        out.append((path, node, text))
+
+
+def slot_pool_collisions(sol: Solution) -> list[str]:
+    """Literal strings that are also a value in the pool of one of the solution's slot types.
+
+    Entity substitution may give a slot of that type exactly this value, and then two entities the scenario keeps
+    apart become one (a second file of the same name, a receiver that is also the sender): the varied copy no
+    longer verifies and generate drops it. Write such a value as a slot, or choose a literal outside the pool.
+    """
+    from .augment import pool_for
+
+    pools: dict[str, list[str]] = {}
+    for name, slot in sol.slots.items():
+        for v in pool_for(sol, slot.type):
+            if isinstance(v, str) and len(v) >= 3:
+                pools.setdefault(v, []).append(f"{slot.type} (slot {name})")
+    if not pools:
+        return []
+    leaves: list[tuple[str, Any, bool]] = []
+    _literals(sol.model_dump(mode="json", exclude_defaults=True), "", leaves)
+    out: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for path, leaf, is_text in leaves:
+        if not isinstance(leaf, str):
+            continue
+        bare = _SLOT_REF.sub(" ", leaf)
+        hits = [v for v in pools if (re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", bare) if is_text else bare == v)]
+        for v in hits:
+            if (path.split("[")[0], v) in seen:
+                continue
+            seen.add((path.split("[")[0], v))
+            out.append(f"{path}: the literal {v!r} is also in the value pool of {', '.join(sorted(set(pools[v])))}; a varied copy that draws it "
+                       f"makes two entities one (write it as a slot, or use a value outside data_gen/slot_values)")
+    return out
+
+
+def variant_warnings(sol: Solution, kernel: Kernel | None = None) -> list[str]:
+    """Replay one copy of the solution with other slot values, drawn as generate draws them (seeded by the id).
+
+    A solution right for its own values can still be wrong for others: an asserted number derived from a slot
+    (a count after adding bags, a balance after a top-up) stays a literal while the slot changes; linked entities
+    (a ticker, its company and its price) are drawn apart unless ``initial_state`` ties them. generate drops every
+    such copy; this says so before it does."""
+    from .augment import substitute_entities
+
+    values = substitute_entities(sol, random.Random(f"verify-variant:{sol.id}"), p=1.0)
+    changed = {k: v for k, v in values.items() if v != sol.slots[k].value}
+    if not changed:
+        return []
+    try:
+        verify_solution(sol, kernel, slot_values=values, trace="violations", paraphrases=False, check_tags=False)
+    except Divergence as d:
+        drawn = ", ".join(f"${{{k}}}={v!r}" for k, v in changed.items())
+        kind = "a copy with other slot values does not verify"
+        if d.turn is not None and d.step in ("state", "scratchpad") and _asserts_literal_number(sol, d.turn, d.step):
+            kind = "an asserted number looks derived from a slot (it stays a literal while the slot changes)"
+        return [f"{kind}: with {drawn}: {d.describe()}; generate drops such copies (give the value its own slot, or tie linked "
+                "entities through initial_state)"]
+    return []
+
+
+def _asserts_literal_number(sol: Solution, turn: int, step: str) -> bool:
+    t = sol.turns[turn]
+    vals = [a.equals for a in t.state] if step == "state" else list(t.scratchpad.values())
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
+
+
+def solution_warnings(sol: Solution, kernel: Kernel | None = None, *, variants: bool = True) -> list[str]:
+    return slot_pool_collisions(sol) + (variant_warnings(sol, kernel) if variants else [])

@@ -144,7 +144,7 @@ def test_dropped_variants_name_their_solution_file_and_full_reason(tmp_path, mon
         return v
 
     monkeypatch.setattr(G, "make_variant", breaking)
-    stats = generate(cfg(tmp_path / "out", allow_undersized=True))
+    stats = generate(cfg(tmp_path / "out", allow_undersized=True, max_dropped_fraction=1.0))  # this test reads the record
     fig1 = str(FIX / "paper_figure1.json")
     assert list(stats["variants_dropped"]) == [fig1]
     reasons = stats["variants_dropped"][fig1]
@@ -308,3 +308,35 @@ def test_generate_replaces_the_dataset_as_a_whole_and_refuses_a_non_dataset_fold
     with pytest.raises(UserError, match="is not a dataset"):
         generate(cfg(precious))
     assert (precious / "notes.txt").read_text() == "mine"
+
+
+def _break_figure1_variants(monkeypatch):
+    real = G.make_variant
+
+    def breaking(sol, rng, vcfg):  # every varied copy of Figure 1 gets a wrong order
+        v = real(sol, rng, vcfg)
+        if sol.id == "fs-paper-figure1":
+            t0 = v.solution.turns[0]
+            v.solution = v.solution.model_copy(update={"turns": [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]})
+        return v
+
+    monkeypatch.setattr(G, "make_variant", breaking)
+
+
+def test_too_many_dropped_variants_fail_naming_the_file_and_reason(tmp_path, monkeypatch, capsys):
+    _break_figure1_variants(monkeypatch)
+    fig1 = str(FIX / "paper_figure1.json")
+    with pytest.raises(UserError) as ei:
+        generate(cfg(tmp_path / "out", allow_undersized=True))
+    e = ei.value
+    assert e.where == fig1 and "above data.max_dropped_fraction=0.02" in e.message, str(e)
+    assert f"{fig1}: turn 0, get_order: expected order [" in e.message and " × " in e.message
+    assert (tmp_path / "out" / "stats.json").is_file()  # written, as for an undersized run
+    # the CLI exits non-zero with the located message; below the threshold it prints the drops and exits 0
+    args = ["generate", f"data.solutions=[{FIX}]", f"data.output_dir={tmp_path / 'cli'}", "data.workers=1", "data.max_rounds=4",
+            "data.allow_undersized=true", "data.sizes={decompose:40,get_order:12,check_prerequisites:12,match_func:30,match_fill:12}"]
+    assert main(args) == 2
+    assert "above data.max_dropped_fraction" in capsys.readouterr().err
+    assert main(args + ["data.max_dropped_fraction=1.0"]) == 0
+    err = capsys.readouterr().err
+    assert "varied copies did not verify and were dropped:" in err and "paper_figure1.json: turn 0, get_order: expected order" in err

@@ -268,3 +268,78 @@ def test_json_nested_too_deep_is_a_located_error(tmp_path):
     p = tmp_path / "deep.json"
     p.write_text('{"id": "x", "config": ' + "[" * 5000 + "]" * 5000 + "}")
     assert "nested deeper than 64 levels" in _verify_one(p)
+
+
+# ------------------------------------------------ issue 16 part 5: warnings and messages that catch silent mistakes
+SOL = Path("data_gen/solutions")
+
+
+def _load(rel: str) -> dict:
+    return json.loads((SOL / rel).read_text())
+
+
+def test_prerequisite_divergence_shows_the_value_in_s_and_the_call_that_wrote_it(tmp_path):
+    d = _load("ticket/close_then_comment_blocked.json")
+    p = d["turns"][1]["tasks"][0]["prerequisites"][1]
+    p["outcome"] = "met"  # wrong: the close in turn 0 wrote ticket_status=Closed
+    del p["remediation"]
+    d["tags"] = [t for t in d["tags"] if t != "prereq_not_met_blocked"]
+    msg = _verify_one(_write(tmp_path, d))
+    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status: expected met, got not_met "
+                   "(S['ticket_status'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"), msg
+
+
+def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_path):
+    # Two touches that both follow the same mkdir+cd are ordered by get_order; the old check counted only tasks
+    # that depend on nothing and refused the tag.
+    d = {
+        "id": "fs-two-touches-after-cd", "title": "t", "description": "d", "domains": ["file_system"], "tags": ["parallel_tasks", "dependency_chain"],
+        "slots": {"dir": {"type": "dir_name", "value": "handoff"}, "a": {"type": "file_name", "value": "report.txt"},
+                  "b": {"type": "file_name", "value": "budget.csv"}},
+        "initial_state": {"file_system": {"root": {"children": {}}}},
+        "turns": [{
+            "user": "Make a folder ${dir}, go into it and create ${a} and ${b} there.",
+            "tasks": [
+                {"id": "t1", "text": "Create ${dir}", "tool": "mkdir", "parameters": {"dir_name": "${dir}"},
+                 "bindings": {"dir_name": {"source": "tau", "value": "${dir}"}}},
+                {"id": "t2", "text": "Go into ${dir}", "tool": "cd", "depends_on": ["t1"], "parameters": {"folder": "${dir}"},
+                 "bindings": {"folder": {"source": "tau", "value": "${dir}"}}},
+                {"id": "t3", "text": "Create ${a}", "tool": "touch", "depends_on": ["t2"], "parameters": {"file_name": "${a}"},
+                 "bindings": {"file_name": {"source": "tau", "value": "${a}"}}},
+                {"id": "t4", "text": "Create ${b}", "tool": "touch", "depends_on": ["t2"], "parameters": {"file_name": "${b}"},
+                 "bindings": {"file_name": {"source": "tau", "value": "${b}"}}},
+            ],
+            "order": ["t1", "t2", "t3", "t4"],
+            "calls": ["mkdir(dir_name='${dir}')", "cd(folder='${dir}')", "touch(file_name='${a}')", "touch(file_name='${b}')"],
+            "state": [{"path": "file_system/cwd", "equals": ["${dir}"]}],
+        }],
+    }
+    (res,) = verify_paths([_write(tmp_path, d)], warnings=False)
+    assert res.ok, res.error
+    d["turns"][0]["tasks"][3]["depends_on"] = ["t3"]  # now a chain: no layer of two tasks, so no evidence
+    assert "tag 'parallel_tasks' is not backed" in _verify_one(_write(tmp_path, d))
+
+
+def test_verify_warns_about_a_literal_in_a_slot_pool(tmp_path):
+    d = _fig1()
+    # a second file whose name is in the file_name pool: a copy that draws it for ${file} has two files of one name
+    d["initial_state"]["file_system"]["root"]["children"]["budget.csv"] = {"type": "file", "content": "x"}
+    (res,) = verify_paths([_write(tmp_path, d)])
+    assert res.ok, res.error
+    assert any("initial_state.file_system.root.children.budget.csv" in w and "'budget.csv' is also in the value pool of file_name" in w
+               for w in res.warnings), res.warnings
+    (clean,) = verify_paths([FIG1])
+    assert clean.ok and clean.warnings == []
+
+
+def test_verify_warns_about_an_asserted_number_derived_from_a_slot(tmp_path, capsys):
+    d = _load("telecom/paper_e4_refuel_data.json")
+    d["turns"][0]["state"][0]["equals"] = 3  # the refuelled amount written out instead of ${gb}
+    path = _write(tmp_path, d)
+    (res,) = verify_paths([path])
+    assert res.ok, res.error  # right for its own values ...
+    (w,) = [w for w in res.warnings if "derived" in w]  # ... but not for the others generate draws
+    assert w.startswith("an asserted number looks derived from a slot") and "${gb}=" in w and "turn 0, state: telecom/lines/" in w, w
+    assert main(["verify", str(path)]) == 0  # a warning, not a failure
+    err = capsys.readouterr().err
+    assert "WARN" in err and "derived from a slot" in err
