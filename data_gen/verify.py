@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forethought.errors import UserError
-from forethought.kernel import toolgate
+from forethought.kernel import plan_steps, toolgate
 from forethought.kernel.environment import Environment
 from forethought.kernel.grounding import canonical
 from forethought.kernel.program import Kernel
@@ -225,17 +225,7 @@ def dependency_layers(turn: Turn) -> list[list[str]]:
     ts = turn.tasks or []
     ids = [t.id for t in ts]
     depends = {t.id: [d for d in t.depends_on if d in ids and d != t.id] for t in ts}
-    done: set[str] = set()
-    layers: list[list[str]] = []
-    remaining = ids
-    while remaining:
-        ready = [t for t in remaining if all(d in done for d in depends[t])]
-        if not ready:
-            break
-        layers.append(ready)
-        done.update(ready)
-        remaining = [t for t in remaining if t not in done]
-    return layers
+    return plan_steps.dependency_layers(ids, depends)[0]
 
 
 def _has_parallel(turn: Turn) -> bool:

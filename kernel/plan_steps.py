@@ -47,6 +47,20 @@ def build_dep_graph(decomposition: DecomposeOutput, turn: TurnState) -> Batches:
         turn.tasks.setdefault(task.id, task)
     ids = list(turn.tasks)
     depends = {t: [d for d in turn.tasks[t].depends_on if d in turn.tasks and d != t] for t in ids}
+    layers, remaining = dependency_layers(ids, depends)
+    cycle = find_cycle(remaining, depends) if remaining else None
+    if cycle and not turn.config.cvc:
+        layers.append(remaining)  # unchecked: run them in the order given
+    turn.layers = layers
+    batches = [
+        GetOrderInput(user=turn.user, tasks=[turn.task_ref(t) for t in layer]) for layer in layers if len(layer) > 1
+    ]
+    return Batches(batches=batches, cycle=cycle)
+
+
+def dependency_layers(ids: list[str], depends: dict[str, list[str]]) -> tuple[list[list[str]], list[str]]:
+    """(layers, the tasks no layer could take): a task comes in the first layer after all its dependencies, in the
+    order of ``ids``; what a cycle blocks is left over. data_gen's verify forms a solution's layers with it too."""
     done: set[str] = set()
     layers: list[list[str]] = []
     remaining = list(ids)
@@ -57,14 +71,7 @@ def build_dep_graph(decomposition: DecomposeOutput, turn: TurnState) -> Batches:
         layers.append(ready)
         done.update(ready)
         remaining = [t for t in remaining if t not in done]
-    cycle = find_cycle(remaining, depends) if remaining else None
-    if cycle and not turn.config.cvc:
-        layers.append(remaining)  # unchecked: run them in the order given
-    turn.layers = layers
-    batches = [
-        GetOrderInput(user=turn.user, tasks=[turn.task_ref(t) for t in layer]) for layer in layers if len(layer) > 1
-    ]
-    return Batches(batches=batches, cycle=cycle)
+    return layers, remaining
 
 
 def find_cycle(nodes: list[str], depends: dict[str, list[str]]) -> list[str]:

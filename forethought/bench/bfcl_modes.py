@@ -21,18 +21,17 @@ import copy
 import json
 from typing import Any
 
-from forethought.errors import UserError
 from forethought.kernel import task_steps
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import TurnState
 from forethought.kernel.registry import format_call
-from forethought.kernel.scratchpad import Scratchpad
-from forethought.primitives import Cache, ReplayMissError
+from forethought.primitives import Cache
 
-from .bfcl_data import Entry, entry_registry, release_withheld, request_text, turn_text
+from .bfcl_data import Entry, entry_registry, release_withheld, turn_text
 from .bfcl_env import BfclEnvironment
-from .bfcl_run import UNFINISHED, EntryRun
+from .bfcl_run import EntryRun, EntryTurns
+from .common import kernel_turn, vanilla_step
 from .responder import RENDER_VERSION, Answer, Endpoint, departures, openai_tools, parse_tool_call
 
 MAX_TOOL_MESSAGE_CHARS = 20_000  # a tool result sent back to the model (a long_context listing is megabytes)
@@ -68,23 +67,14 @@ def execute_answer(answer: Answer, turn: TurnState, prefix: str) -> tuple[list[s
 def run_responder_entry(entry: Entry, kernel: Kernel, backend: Any, endpoint: Endpoint, *, trace: str, recorder: Any,
                         cache: Cache | None, replay: str | None) -> EntryRun:
     out = EntryRun(entry.id, entry.category, kernel.config.cvc, mode="responder")
-    env = BfclEnvironment(entry)
-    registry = entry_registry(entry, 0)
-    scratchpad = Scratchpad()
-    pending: str | None = None
-    for i, text in enumerate(entry.turns):
-        release_withheld(entry, registry, i)
-        request = request_text(pending, text)
+    turns = EntryTurns(entry)
+    env, scratchpad, registry = turns.env, turns.scratchpad, turns.registry
+    for i, request in turns:
         trial_env, trial_s = copy.deepcopy(env), copy.deepcopy(scratchpad)  # the kernel's trial changes nothing real
-        try:
-            result, tr = kernel.run_turn(user=request, env=trial_env, scratchpad=trial_s, registry=registry,  # type: ignore[arg-type]
-                                         backend=backend, turn_context={}, index=i, trace=trace, recorder=recorder,
-                                         cache=cache)
-        except ReplayMissError as exc:
-            raise UserError(f"{exc} (entry {entry.id}, turn {i}, mode responder, cvc={kernel.config.cvc})", str(replay)) from None
-        out.turns.append(result)
-        out.traces.append(tr)
-        out.requests.append(request)
+        result, tr = kernel_turn(kernel, where=f"entry {entry.id}, turn {i}, mode responder", replay=replay, user=request,
+                                 env=trial_env, scratchpad=trial_s, registry=registry, backend=backend, turn_context={},
+                                 index=i, trace=trace, recorder=recorder, cache=cache)
+        out.add_turn(request, result, tr)
         if result.backend_error is not None:
             out.backend_error = {"turn": i, "source": "kernel backend", **result.backend_error}
             break
@@ -102,8 +92,7 @@ def run_responder_entry(entry: Entry, kernel: Kernel, backend: Any, endpoint: En
         out.answers.append({"turn": i, "render_version": RENDER_VERSION, "trace_calls": trial_calls, "answer_calls": asked,
                             "committed": committed, "blocked": blocked, "parse_errors": answer.errors,
                             "departure": departures(trial_calls, asked), "text": answer.text[:1000], "rendered": rendered})
-        unfinished = any(o.status in UNFINISHED for o in result.outcomes.values())
-        pending = request if unfinished else None
+        turns.done(request, result)
     return out
 
 
@@ -131,25 +120,10 @@ def run_vanilla_entry(entry: Entry, endpoint: Endpoint) -> EntryRun:
             if step == endpoint.cfg.max_steps:
                 row["step_limit"] = True  # bfcl's loop stops here too (force-terminated)
                 break
-            try:
-                reply = endpoint.chat(messages, tools)
-                message = reply["choices"][0]["message"]
-            except BackendError as exc:
-                out.backend_error = {"turn": i, "source": "vanilla", "message": str(exc)}
+            content, tool_calls, error = vanilla_step(endpoint, messages, tools, row, step)
+            if error is not None:
+                out.backend_error = {"turn": i, "source": "vanilla", "message": error}
                 break
-            except (KeyError, IndexError, TypeError):
-                out.backend_error = {"turn": i, "source": "vanilla",
-                                     "message": f"reply has no choices[0].message: {json.dumps(reply, default=str)[:200]}"}
-                break
-            if not isinstance(message, dict):
-                out.backend_error = {"turn": i, "source": "vanilla", "message": "choices[0].message is not an object"}
-                break
-            tool_calls = message.get("tool_calls") or []
-            if not isinstance(tool_calls, list):
-                row["parse_errors"].append(f"step {step}: tool_calls: expected a list, got {type(tool_calls).__name__}")
-                tool_calls = []
-            content = message.get("content") if isinstance(message.get("content"), str) else ""
-            row["text"] = content[:1000]
             assistant: dict[str, Any] = {"role": "assistant", "content": content or None}
             if tool_calls:
                 assistant["tool_calls"] = tool_calls

@@ -109,7 +109,7 @@ def _short(v: str) -> str:
 
 
 def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
-    from .bfcl_run import SETTINGS
+    from .common import SETTINGS
 
     cats = summary["categories"]
     variants = [v for v in SETTINGS if any(v in s for s in cats.values())]

@@ -15,81 +15,47 @@ as the model's result, and the command exits 1 unless ``backend_errors=count``.
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from forethought.errors import UserError, ensure_output_dir
-from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, make_model_backend
 from forethought.kernel.program import Kernel
-from forethought.kernel.records import KernelConfig, TurnResult
+from forethought.kernel.records import TurnResult
 from forethought.kernel.registry import format_call
-from forethought.kernel.run import KernelSettings, _recorder, _ReplayOnly  # the record/replay of `forethought run`
 from forethought.kernel.scratchpad import Scratchpad
-from forethought.primitives import Cache, ReplayMissError, Trace
+from forethought.primitives import Cache, Trace
 from forethought.primitives.io import atomic_write_jsonl
 from forethought.primitives.trace import capped_rows
 
-from . import bfcl_score
+from . import bfcl_score, common
 from .bfcl_data import CATEGORIES, SHORT, Entry, entry_registry, release_withheld, request_text
 from .bfcl_env import BfclEnvironment
-from .responder import ResponderConfig
 
 # Outcomes that leave a request unfinished: its text stays pending for the next turn (see request_text).
 UNFINISHED = ("missing_function", "missing_param", "blocked")
 MODES = ("kernel", "responder", "vanilla", "ceiling")
-# A setting of the run: its folder, its summary key and its label in the report, in the report's order.
-SETTINGS = {"cvc_on": "kernel, CVC on", "cvc_off": "kernel, CVC off", "responder_cvc_on": "responder, CVC on",
-            "responder_cvc_off": "responder, CVC off", "vanilla": "vanilla (no kernel)"}
+ITEMS = "BFCL entries"  # what the oracle backend finds no annotations in
 
 
-def setting_key(mode: str, cvc: bool | None) -> str:
-    if mode == "vanilla":
-        return "vanilla"
-    return ("responder_" if mode == "responder" else "") + ("cvc_on" if cvc else "cvc_off")
-
-
-class BenchConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BenchConfig(common.RunSettings):
     benchmark: str | None = None  # given positionally: bfcl
     # kernel | responder | vanilla | ceiling, or a list of the first three (side by side); run = kernel
     mode: list[Literal["kernel", "responder", "vanilla", "ceiling"]] = Field(default_factory=lambda: ["kernel"])
     categories: list[str] = Field(default_factory=lambda: ["multi_turn_base"])
     ids: list[str] = Field(default_factory=list)  # entry ids (e.g. multi_turn_base_0); empty: every entry
     count: int | None = Field(None, ge=1)  # the first N entries of each category (after ids)
-    output_dir: str | None = None  # null: runs/bench/bfcl_<mode>[+<mode>...]
-    cvc: Literal["both"] | None = None  # both: run with CVC on and off; null: as kernel.cvc says
-    trace: str = Field("steps", pattern="^(full|steps|off)$")
-    kernel: KernelSettings = Field(default_factory=KernelSettings)
-    backend: BackendConfig = Field(default_factory=HFBackendConfig)
-    responder: ResponderConfig = Field(default_factory=ResponderConfig)  # the base model (responder and vanilla modes)
-    record: bool = False
-    replay: str | None = None
-    replay_mode: Literal["strict", "replay"] = "strict"
-    cache: bool = False
-    backend_errors: Literal["fail", "count"] = "fail"
-    trace_max_mb: int = Field(64, ge=1)
+    # output_dir (null: runs/bench/bfcl_<mode>[+<mode>...]), cvc, backend, responder, record/replay, ...: RunSettings
 
     @field_validator("mode", mode="before")
     @classmethod
     def _mode(cls, value: Any) -> Any:
-        values = [value] if isinstance(value, str) else value
-        if not isinstance(values, list):
-            return value
-        out = ["kernel" if v == "run" else v for v in values]  # `run`: this command's first name for kernel
-        unknown = [v for v in out if v not in MODES]
-        if unknown:
-            raise ValueError(f"unknown mode {unknown[0]!r}; available: {', '.join(MODES)} (or a list of the first three, "
-                             "side by side)")
-        if not out:
-            raise ValueError(f"name at least one mode: {', '.join(MODES)}")
-        dup = sorted({v for v in out if out.count(v) > 1})
-        if dup:
-            raise ValueError(f"modes listed more than once: {dup}")
-        if "ceiling" in out and len(out) > 1:
+        # `run`: this command's first name for kernel
+        out = common.mode_list(value, MODES, "a list of the first three", aliases={"run": "kernel"})
+        if isinstance(out, list) and "ceiling" in out and len(out) > 1:
             raise ValueError("ceiling runs alone (no model): mode=ceiling")
         return out
 
@@ -111,9 +77,6 @@ class BenchConfig(BaseModel):
             raise ValueError(f"categories listed more than once: {dup}")
         return out
 
-    def variants(self) -> list[bool]:
-        return [True, False] if self.cvc == "both" else [self.kernel.cvc]
-
 
 @dataclass
 class EntryRun:
@@ -131,50 +94,48 @@ class EntryRun:
     mode: str = "kernel"
     answers: list[dict[str, Any]] = field(default_factory=list)  # responder / vanilla: the model's answer per turn
 
+    def add_turn(self, request: str, result: TurnResult, trace: Trace) -> None:
+        self.turns.append(result)
+        self.traces.append(trace)
+        self.requests.append(request)
+
+
+class EntryTurns:
+    """An entry's world, registry and scratchpad, kept across its turns, and the request each turn gets: a holdout
+    turn brings its functions (miss_func), and a request left unfinished is pending for the next (request_text)."""
+
+    def __init__(self, entry: Entry):
+        self.entry = entry
+        self.env = BfclEnvironment(entry)
+        self.registry = entry_registry(entry, 0)
+        self.scratchpad = Scratchpad()
+        self.pending: str | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        for i, text in enumerate(self.entry.turns):
+            release_withheld(self.entry, self.registry, i)
+            yield i, request_text(self.pending, text)
+
+    def done(self, request: str, result: TurnResult) -> None:
+        unfinished = any(o.status in UNFINISHED for o in result.outcomes.values())
+        self.pending = request if unfinished else None
+
 
 def run_entry(entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None,
               replay: str | None) -> EntryRun:
     out = EntryRun(entry.id, entry.category, kernel.config.cvc, mode="kernel")
-    env = BfclEnvironment(entry)
-    registry = entry_registry(entry, 0)
-    scratchpad = Scratchpad()
-    pending: str | None = None
-    for i, text in enumerate(entry.turns):
-        release_withheld(entry, registry, i)  # a holdout turn brings its functions (miss_func)
-        request = request_text(pending, text)
-        try:
-            result, tr = kernel.run_turn(user=request, env=env, scratchpad=scratchpad, registry=registry,  # type: ignore[arg-type]
-                                         backend=backend, turn_context={}, index=i, trace=trace,
-                                         recorder=recorder, cache=cache)
-        except ReplayMissError as exc:
-            raise UserError(f"{exc} (entry {entry.id}, turn {i}, cvc={kernel.config.cvc})", str(replay)) from None
-        out.turns.append(result)
-        out.traces.append(tr)
-        out.requests.append(request)
+    turns = EntryTurns(entry)
+    for i, request in turns:
+        result, tr = common.kernel_turn(kernel, where=f"entry {entry.id}, turn {i}", replay=replay, user=request, env=turns.env,
+                                        scratchpad=turns.scratchpad, registry=turns.registry, backend=backend, turn_context={},
+                                        index=i, trace=trace, recorder=recorder, cache=cache)
+        out.add_turn(request, result, tr)
         out.candidate.append([format_call(c.tool, c.arguments) for c in result.committed_calls])
         if result.backend_error is not None:
             out.backend_error = {"turn": i, **result.backend_error}
             break
-        unfinished = any(o.status in UNFINISHED for o in result.outcomes.values())
-        pending = request if unfinished else None
+        turns.done(request, result)
     return out
-
-
-def _strict_replay(cfg: BenchConfig) -> bool:
-    return cfg.replay is not None and cfg.replay_mode == "strict"
-
-
-def _refuse_oracle(cfg: BenchConfig) -> None:
-    if cfg.backend.name == "oracle" and not _strict_replay(cfg):
-        raise UserError("BFCL entries carry no annotations for the oracle backend to answer from; "
-                        "use backend=hf (a bundle), backend=openai (a served model) or replay=RECORDING", "backend")
-
-
-def _backend(cfg: BenchConfig) -> Any:
-    if _strict_replay(cfg):
-        return _ReplayOnly()  # every answer comes from the recording; no model is loaded
-    _refuse_oracle(cfg)
-    return make_model_backend(cfg.backend)
 
 
 def _trace_rows(runs: list[EntryRun]) -> list[dict[str, Any]]:
@@ -209,31 +170,13 @@ def _progress():
                     console=Console(stderr=True), transient=False)
 
 
-def _endpoint(cfg: BenchConfig) -> Any:
-    """The base model's endpoint (responder and vanilla modes): responder.base_url, else the openai backend's URL."""
-    from .responder import Endpoint
-
-    url = cfg.responder.base_url or (cfg.backend.base_url if cfg.backend.name == "openai" else None)  # type: ignore[union-attr]
-    if url is None:
-        raise UserError("the responder and vanilla modes ask a base model at an OpenAI-compatible URL; give it as "
-                        "responder.base_url=http://HOST:PORT/v1 (docs/serving.md)", "responder.base_url")
-    return Endpoint(cfg.responder, url)
-
-
 def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None, endpoint: Any = None) -> tuple[Path, dict[str, Any]]:
     """Run (or, with ``mode=ceiling``, run the ground truth of) the chosen entries in each mode; write the
     results and report.md. ``backend`` replaces the configured kernel backend (tests use a scripted one to
     make a recording), ``endpoint`` the responder's; ``command`` is the command line the report names."""
     from . import bfcl_data, bfcl_modes, bfcl_report
 
-    if cfg.record and cfg.replay is not None:
-        raise UserError("record=true and replay=... exclude each other", "record")
-    kernel_modes = [m for m in cfg.mode if m in ("kernel", "responder")]
-    if kernel_modes and backend is None:
-        _refuse_oracle(cfg)  # before any folder is made
-    model_modes = [m for m in cfg.mode if m in ("responder", "vanilla")]
-    if model_modes and endpoint is None:
-        endpoint = _endpoint(cfg)  # a missing URL or key file is reported before any folder is made
+    kernel_modes, endpoint = common.preflight(cfg, backend, endpoint, ITEMS)  # before any folder is made
     bfcl_data.bfcl_data_dir()  # installed, or a located error before anything else
     bfcl_data.check_ids(cfg.categories, cfg.ids)
     selected = {c: bfcl_data.select(c, cfg.ids, cfg.count) for c in cfg.categories}
@@ -243,58 +186,37 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None,
     ensure_output_dir(out, "output_dir")  # before any model call
     if cfg.mode == ["ceiling"]:
         return out, _run_ceiling(cfg, out, selected, command)
-    recorder = _recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
-    if kernel_modes:
-        backend = backend if backend is not None else _backend(cfg)
-    cache = Cache() if cfg.cache else None
+    recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
     summary: dict[str, Any] = {"mode": "run", "modes": list(cfg.mode), "command": command,
-                               "backend": _backend_label(cfg, backend) if kernel_modes else None,
+                               "backend": common.backend_label(cfg, backend, bundle=True) if kernel_modes else None,
                                "responder": endpoint.label if endpoint is not None else None, "categories": {}}
     with _progress() as progress:
-        for mode in cfg.mode:
-            for cvc in (cfg.variants() if mode != "vanilla" else [None]):
-                kernel = Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": bool(cvc)}))
-                key = setting_key(mode, cvc)
-                for category, entries in selected.items():
-                    task = progress.add_task(f"{category} {SETTINGS[key]}", total=len(entries))
-                    model_name = bfcl_score.checker_model_name(key)
-                    runs = []
-                    try:
-                        for entry in entries:
-                            if mode == "kernel":
-                                run = run_entry(entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache,
-                                                replay=cfg.replay)
-                            elif mode == "responder":
-                                run = bfcl_modes.run_responder_entry(entry, kernel, backend, endpoint, trace=cfg.trace,
-                                                                     recorder=recorder, cache=cache, replay=cfg.replay)
-                            else:
-                                run = bfcl_modes.run_vanilla_entry(entry, endpoint)
-                            if run.backend_error is None:  # a turn nobody answered says nothing about the model
-                                run.verdict = bfcl_score.score(entry, run.candidate, model_name)
-                            runs.append(run)
-                            progress.advance(task)
-                    finally:
-                        bfcl_score.release(model_name)
-                    _write_variant(cfg, out, category, key, runs, model_name, {e.id: e for e in entries})
-                    summary["categories"].setdefault(category, {})[key] = bfcl_report.summarise_runs(runs, model_name)
-    if cfg.record and recorder is not None:
-        recorder.save(out / "recording.jsonl")
+        for mode, key, kernel in common.settings(cfg):
+            for category, entries in selected.items():
+                task = progress.add_task(f"{category} {common.SETTINGS[key]}", total=len(entries))
+                model_name = bfcl_score.checker_model_name(key)
+                runs = []
+                try:
+                    for entry in entries:
+                        if mode == "kernel":
+                            run = run_entry(entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache,
+                                            replay=cfg.replay)
+                        elif mode == "responder":
+                            run = bfcl_modes.run_responder_entry(entry, kernel, backend, endpoint, trace=cfg.trace,
+                                                                 recorder=recorder, cache=cache, replay=cfg.replay)
+                        else:
+                            run = bfcl_modes.run_vanilla_entry(entry, endpoint)
+                        if run.backend_error is None:  # a turn nobody answered says nothing about the model
+                            run.verdict = bfcl_score.score(entry, run.candidate, model_name)
+                        runs.append(run)
+                        progress.advance(task)
+                finally:
+                    bfcl_score.release(model_name)
+                _write_variant(cfg, out, category, key, runs, model_name, {e.id: e for e in entries})
+                summary["categories"].setdefault(category, {})[key] = bfcl_report.summarise_runs(runs, model_name)
+    common.save_recording(cfg, recorder, out)
     bfcl_report.write_run_report(out, cfg, summary)
     return out, summary
-
-
-def _backend_label(cfg: BenchConfig, backend: Any) -> dict[str, Any]:
-    if isinstance(backend, _ReplayOnly):
-        return {"name": "replay", "recording": cfg.replay}
-    label: dict[str, Any] = {"name": getattr(backend, "name", cfg.backend.name)}
-    bundle = getattr(getattr(backend, "bundle", None), "path", None)
-    if bundle:
-        label["bundle"] = str(bundle)
-    if cfg.backend.name == "openai" and label["name"] == "openai":
-        label["base_url"] = cfg.backend.base_url  # type: ignore[union-attr]
-    if cfg.replay is not None:
-        label["replay"] = cfg.replay
-    return label
 
 
 def _run_ceiling(cfg: BenchConfig, out: Path, selected: dict[str, list[Entry]], command: str | None) -> dict[str, Any]:
@@ -347,10 +269,7 @@ def cli(args: list[str]) -> int:
     if summary["mode"] == "run":
         failed = [(c, v, e) for c, vs in summary["categories"].items() for v, s in vs.items() for e in s["backend_errors"]]
         if failed:
-            c, v, e = failed[0]
-            print(f"error: {len(failed)} entr{'y' if len(failed) == 1 else 'ies'} got no answer from the backend and "
-                  f"were not scored (first: {e['entry']} turn {e['turn']}: {e['message']})"
-                  + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
-            if cfg.backend_errors == "fail":
-                return 1
+            _c, _v, e = failed[0]
+            return common.exit_on_backend_errors(cfg, len(failed), f"entr{'y' if len(failed) == 1 else 'ies'}",
+                                                 f"{e['entry']} turn {e['turn']}: {e['message']}")
     return 0

@@ -61,7 +61,7 @@ def summarise(runs: list[Any], seeds: list[int]) -> dict[str, Any]:
 
 
 def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
-    from .tau2_run import SETTINGS
+    from .common import SETTINGS
 
     settings = summary["settings"]
     keys = [k for k in SETTINGS if k in settings]
@@ -135,7 +135,7 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
 
 
 def console_summary(summary: dict[str, Any]) -> str:
-    from .tau2_run import SETTINGS
+    from .common import SETTINGS
 
     lines = []
     for k, s in summary["settings"].items():

@@ -25,42 +25,31 @@ scored, and the command exits 1 unless ``backend_errors=count``.
 from __future__ import annotations
 
 import copy
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from forethought.errors import UserError, ensure_output_dir
-from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, make_model_backend
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
-from forethought.kernel.records import KernelConfig, TurnResult, TurnState
+from forethought.kernel.records import TurnResult, TurnState
 from forethought.kernel.registry import Registry, format_call
-from forethought.kernel.run import KernelSettings, _recorder, _ReplayOnly
 from forethought.kernel.scratchpad import Scratchpad
-from forethought.primitives import Cache, ReplayMissError, Trace
+from forethought.primitives import Cache, Trace
 from forethought.primitives.io import atomic_write_jsonl
 from forethought.primitives.trace import capped_rows
 
-from . import tau2_data, tau2_score
-from .responder import RENDER_VERSION, Endpoint, ResponderConfig, departures, parse_tool_call
+from . import common, tau2_data, tau2_score
+from .responder import RENDER_VERSION, Endpoint, departures, parse_tool_call
 from .tau2_env import Tau2Environment
 
 MODES = ("kernel", "responder", "vanilla")
-SETTINGS = {"cvc_on": "kernel, CVC on", "cvc_off": "kernel, CVC off", "responder_cvc_on": "responder, CVC on",
-            "responder_cvc_off": "responder, CVC off", "vanilla": "vanilla (no kernel)"}
+ITEMS = "tau2 tasks"  # what the oracle backend finds no annotations in
 
 
-def setting_key(mode: str, cvc: bool | None) -> str:
-    if mode == "vanilla":
-        return "vanilla"
-    return ("responder_" if mode == "responder" else "") + ("cvc_on" if cvc else "cvc_off")
-
-
-class Tau2Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Tau2Config(common.RunSettings):
     benchmark: str | None = None  # given positionally: tau2
     domain: str = "telecom"
     split: str = tau2_data.DEFAULT_SPLIT
@@ -69,34 +58,12 @@ class Tau2Config(BaseModel):
     count: int | None = Field(None, ge=1)  # the first N tasks (after ids)
     seeds: list[int] = Field(default_factory=lambda: [0])  # one trial per seed; pass^k for k = 1 .. len(seeds)
     max_steps: int = Field(50, ge=1)  # vanilla: model calls per trial (tau2's orchestrator: 100 steps, agent and environment)
-    output_dir: str | None = None  # null: runs/bench/tau2_<domain>_<mode>[+<mode>...]
-    cvc: Literal["both"] | None = None
-    trace: str = Field("steps", pattern="^(full|steps|off)$")
-    kernel: KernelSettings = Field(default_factory=KernelSettings)
-    backend: BackendConfig = Field(default_factory=HFBackendConfig)
-    responder: ResponderConfig = Field(default_factory=ResponderConfig)
-    record: bool = False
-    replay: str | None = None
-    replay_mode: Literal["strict", "replay"] = "strict"
-    cache: bool = False
-    backend_errors: Literal["fail", "count"] = "fail"
-    trace_max_mb: int = Field(64, ge=1)
+    # output_dir (null: runs/bench/tau2_<domain>_<mode>[+<mode>...]), cvc, backend, responder, record/replay, ...: RunSettings
 
     @field_validator("mode", mode="before")
     @classmethod
     def _mode(cls, value: Any) -> Any:
-        values = [value] if isinstance(value, str) else value
-        if not isinstance(values, list):
-            return value
-        unknown = [v for v in values if v not in MODES]
-        if unknown:
-            raise ValueError(f"unknown mode {unknown[0]!r}; available: {', '.join(MODES)} (or a list of them, side by side)")
-        if not values:
-            raise ValueError(f"name at least one mode: {', '.join(MODES)}")
-        dup = sorted({v for v in values if values.count(v) > 1})
-        if dup:
-            raise ValueError(f"modes listed more than once: {dup}")
-        return values
+        return common.mode_list(value, MODES, "a list of them")
 
     @field_validator("domain")
     @classmethod
@@ -125,9 +92,6 @@ class Tau2Config(BaseModel):
     @property
     def out_dir(self) -> str:
         return self.output_dir or f"runs/bench/tau2_{self.domain}_{'+'.join(self.mode)}"
-
-    def variants(self) -> list[bool]:
-        return [True, False] if self.cvc == "both" else [self.kernel.cvc]
 
 
 @dataclass
@@ -159,11 +123,9 @@ def _call_string(name: str, args: dict[str, Any]) -> str:
 
 def _kernel_turn(task: tau2_data.Task, env: Tau2Environment, scratchpad: Scratchpad, registry: Registry, kernel: Kernel,
                  backend: Any, *, trace: str, recorder: Any, cache: Cache | None, replay: str | None, where: str) -> tuple[TurnResult, Trace]:
-    try:
-        return kernel.run_turn(user=task.ticket, env=env, scratchpad=scratchpad, registry=registry,  # type: ignore[arg-type]
-                               backend=backend, turn_context={}, index=0, trace=trace, recorder=recorder, cache=cache)
-    except ReplayMissError as exc:
-        raise UserError(f"{exc} (task {task.id}, {where}, cvc={kernel.config.cvc})", str(replay)) from None
+    return common.kernel_turn(kernel, where=f"task {task.id}, {where}", replay=replay, user=task.ticket, env=env,
+                              scratchpad=scratchpad, registry=registry, backend=backend, turn_context={}, index=0, trace=trace,
+                              recorder=recorder, cache=cache)
 
 
 def run_kernel_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel, backend: Any, *, trace: str, recorder: Any,
@@ -230,7 +192,6 @@ def stop_tool() -> dict[str, Any]:
 
 
 def run_vanilla_task(domain: str, task: tau2_data.Task, seed: int, endpoint: Endpoint, max_steps: int) -> TaskRun:
-    import json
 
     out = TaskRun(task.id, seed, "vanilla", None, termination="max_steps")
     env = Tau2Environment(domain, task)
@@ -238,25 +199,11 @@ def run_vanilla_task(domain: str, task: tau2_data.Task, seed: int, endpoint: End
     messages: list[dict[str, Any]] = [{"role": "system", "content": solo_system_prompt(env, task)}]
     row: dict[str, Any] = {"steps": [], "parse_errors": [], "errors": 0, "text": ""}
     for step in range(max_steps):
-        try:
-            reply = endpoint.chat(messages, tools, extra={"tool_choice": "required", "seed": seed})
-            message = reply["choices"][0]["message"]
-        except BackendError as exc:
-            out.backend_error = {"source": "vanilla", "step": step, "message": str(exc)}
+        content, tool_calls, error = common.vanilla_step(endpoint, messages, tools, row, step,
+                                                         extra={"tool_choice": "required", "seed": seed})
+        if error is not None:
+            out.backend_error = {"source": "vanilla", "step": step, "message": error}
             break
-        except (KeyError, IndexError, TypeError):
-            out.backend_error = {"source": "vanilla", "step": step,
-                                 "message": f"reply has no choices[0].message: {json.dumps(reply, default=str)[:200]}"}
-            break
-        if not isinstance(message, dict):
-            out.backend_error = {"source": "vanilla", "step": step, "message": "choices[0].message is not an object"}
-            break
-        tool_calls = message.get("tool_calls") or []
-        if not isinstance(tool_calls, list):
-            row["parse_errors"].append(f"step {step}: tool_calls: expected a list, got {type(tool_calls).__name__}")
-            tool_calls = []
-        content = message.get("content") if isinstance(message.get("content"), str) else ""
-        row["text"] = content[:1000]
         parsed = []
         for k, tc in enumerate(tool_calls):
             try:
@@ -283,35 +230,6 @@ def run_vanilla_task(domain: str, task: tau2_data.Task, seed: int, endpoint: End
     return out
 
 
-def _strict_replay(cfg: Tau2Config) -> bool:
-    return cfg.replay is not None and cfg.replay_mode == "strict"
-
-
-def _refuse_oracle(cfg: Tau2Config) -> None:
-    if cfg.backend.name == "oracle" and not _strict_replay(cfg):
-        raise UserError("tau2 tasks carry no annotations for the oracle backend to answer from; use backend=hf (a bundle), "
-                        "backend=openai (a served model) or replay=RECORDING", "backend")
-
-
-def _endpoint(cfg: Tau2Config) -> Endpoint:
-    url = cfg.responder.base_url or (cfg.backend.base_url if cfg.backend.name == "openai" else None)  # type: ignore[union-attr]
-    if url is None:
-        raise UserError("the responder and vanilla modes ask a base model at an OpenAI-compatible URL; give it as "
-                        "responder.base_url=http://HOST:PORT/v1 (docs/serving.md)", "responder.base_url")
-    return Endpoint(cfg.responder, url)
-
-
-def _backend_label(cfg: Tau2Config, backend: Any) -> dict[str, Any]:
-    if isinstance(backend, _ReplayOnly):
-        return {"name": "replay", "recording": cfg.replay}
-    label: dict[str, Any] = {"name": getattr(backend, "name", cfg.backend.name)}
-    if cfg.backend.name == "openai" and label["name"] == "openai":
-        label["base_url"] = cfg.backend.base_url  # type: ignore[union-attr]
-    if cfg.replay is not None:
-        label["replay"] = cfg.replay
-    return label
-
-
 def _simulation_row(run: TaskRun) -> dict[str, Any]:
     """The trial as tau2 writes a simulation: its messages (tau2's own models, dumped) with our verdict."""
     return {"task_id": run.id, "seed": run.seed, "termination_reason": run.termination, "backend_error": run.backend_error,
@@ -334,49 +252,36 @@ def run_bench(cfg: Tau2Config, backend: Any = None, command: str | None = None, 
     ``backend`` replaces the kernel backend (tests record with a scripted one), ``endpoint`` the responder's."""
     from . import tau2_report
 
-    if cfg.record and cfg.replay is not None:
-        raise UserError("record=true and replay=... exclude each other", "record")
-    kernel_modes = [m for m in cfg.mode if m in ("kernel", "responder")]
-    if kernel_modes and backend is None:
-        _refuse_oracle(cfg)
-    if any(m in ("responder", "vanilla") for m in cfg.mode) and endpoint is None:
-        endpoint = _endpoint(cfg)
+    kernel_modes, endpoint = common.preflight(cfg, backend, endpoint, ITEMS)  # before any folder is made
     tau2_data.import_tau2()  # installed, or a located error before anything else
     tasks = tau2_data.select(cfg.domain, cfg.split, cfg.ids, cfg.count)
     if not tasks:
         raise UserError(f"no tasks selected from {cfg.domain}/{cfg.split}", "ids")
     out = Path(cfg.out_dir)
     ensure_output_dir(out, "output_dir")
-    recorder = _recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
-    if kernel_modes and backend is None:
-        backend = _ReplayOnly() if _strict_replay(cfg) else make_model_backend(cfg.backend)
-    cache = Cache() if cfg.cache else None
+    recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
     summary: dict[str, Any] = {"benchmark": "tau2", "domain": cfg.domain, "split": cfg.split, "modes": list(cfg.mode),
                                "seeds": list(cfg.seeds), "command": command, "tau2_version": tau2_data.package_version(),
-                               "backend": _backend_label(cfg, backend) if kernel_modes else None,
+                               "backend": common.backend_label(cfg, backend) if kernel_modes else None,
                                "responder": endpoint.label if endpoint is not None else None, "settings": {}}
-    for mode in cfg.mode:
-        for cvc in (cfg.variants() if mode != "vanilla" else [None]):
-            kernel = Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": bool(cvc)}))
-            key = setting_key(mode, cvc)
-            runs: list[TaskRun] = []
-            for seed in cfg.seeds:
-                for task in tasks:
-                    if mode == "kernel":
-                        run = run_kernel_task(cfg.domain, task, seed, kernel, backend, trace=cfg.trace, recorder=recorder,
-                                              cache=cache, replay=cfg.replay)
-                    elif mode == "responder":
-                        run = run_responder_task(cfg.domain, task, seed, kernel, backend, endpoint, trace=cfg.trace,
-                                                 recorder=recorder, cache=cache, replay=cfg.replay)
-                    else:
-                        run = run_vanilla_task(cfg.domain, task, seed, endpoint, cfg.max_steps)
-                    if run.backend_error is None:  # a trial nobody answered says nothing about the model
-                        run.verdict = tau2_score.evaluate(cfg.domain, task, run.messages, run.termination)
-                    runs.append(run)
-            _write_setting(cfg, out / key, runs)
-            summary["settings"][key] = tau2_report.summarise(runs, cfg.seeds)
-    if cfg.record and recorder is not None:
-        recorder.save(out / "recording.jsonl")
+    for mode, key, kernel in common.settings(cfg):
+        runs: list[TaskRun] = []
+        for seed in cfg.seeds:
+            for task in tasks:
+                if mode == "kernel":
+                    run = run_kernel_task(cfg.domain, task, seed, kernel, backend, trace=cfg.trace, recorder=recorder,
+                                          cache=cache, replay=cfg.replay)
+                elif mode == "responder":
+                    run = run_responder_task(cfg.domain, task, seed, kernel, backend, endpoint, trace=cfg.trace,
+                                             recorder=recorder, cache=cache, replay=cfg.replay)
+                else:
+                    run = run_vanilla_task(cfg.domain, task, seed, endpoint, cfg.max_steps)
+                if run.backend_error is None:  # a trial nobody answered says nothing about the model
+                    run.verdict = tau2_score.evaluate(cfg.domain, task, run.messages, run.termination)
+                runs.append(run)
+        _write_setting(cfg, out / key, runs)
+        summary["settings"][key] = tau2_report.summarise(runs, cfg.seeds)
+    common.save_recording(cfg, recorder, out)
     tau2_report.write_report(out, cfg, summary)
     return out, summary
 
@@ -400,9 +305,6 @@ def cli(args: list[str]) -> int:
     failed = [(k, e) for k, s in summary["settings"].items() for e in s["backend_errors"]]
     if failed:
         k, e = failed[0]
-        print(f"error: {len(failed)} trial{'' if len(failed) == 1 else 's'} got no answer from the backend and were not scored "
-              f"(first: {e['task']} seed {e['seed']} ({SETTINGS[k]}): {e['message']})"
-              + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
-        if cfg.backend_errors == "fail":
-            return 1
+        return common.exit_on_backend_errors(cfg, len(failed), f"trial{'' if len(failed) == 1 else 's'}",
+                                             f"{e['task']} seed {e['seed']} ({common.SETTINGS[k]}): {e['message']}")
     return 0
