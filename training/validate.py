@@ -176,6 +176,9 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
             r["base_exact_match"] = b["exact_match"]
             r["base_contract_valid_rate"] = b["contract_valid_rate"]
             r["base_parse_rate"] = b["parse_rate"]
+            if cfg.compare_decoding:  # base vs tuned under the other decoding too: like for like in both columns
+                other = "free" if cfg.constrained else "constrained"
+                r[f"base_exact_match_{other}"] = score(spec, rows, decode(BASE, not cfg.constrained, f"base {other}"), 0)["exact_match"]
         else:
             r["base_exact_match"] = None
         r["threshold"] = cfg.thresholds[p]
@@ -217,20 +220,22 @@ def gates_markdown(summary: dict[str, Any]) -> str:
     other = "free" if decoding == "constrained" else "constrained"
     lines = [
         f"Gates measured with **{decoding}** decoding. *No near-dup*: the validation rows whose prompt (slot values and "
-        f"digits masked) does not occur in train. *Tuned EM, {other}*: the same adapter decoded the other way.",
+        f"digits masked) does not occur in train. *{other}*: the same base and adapter decoded the other way.",
         "",
-        f"| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, {other} | Contract-valid | Parsed | Threshold | Gate |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
+        f"| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, {other} | Base EM, {other} | Contract-valid | Parsed | "
+        "Threshold | Gate |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
     ]
     for p, r in summary["primitives"].items():
         lines.append(
             f"| {p} | {r['n']} | {_pct(r.get('base_exact_match'))} | {_pct(r['exact_match'])} | "
             f"{_pct(r.get('exact_match_no_near_duplicate'))} ({r.get('n_no_near_duplicate', '—')}) | {_pct(r.get(f'exact_match_{other}'))} | "
+            f"{_pct(r.get(f'base_exact_match_{other}'))} | "
             f"{_pct(r['contract_valid_rate'])} | {_pct(r['parse_rate'])} | {_pct(r['threshold'])} | {'pass' if r['passed'] else 'FAIL'} |"
         )
     lines.append(
         f"| **Weighted avg.** | {sum(r['n'] for r in summary['primitives'].values())} | {_pct(summary.get('weighted_base_exact_match'))} | "
-        f"{_pct(summary['weighted_exact_match'])} | | | | | | {'pass' if summary['passed'] else 'FAIL'} |"
+        f"{_pct(summary['weighted_exact_match'])} | | | | | | | {'pass' if summary['passed'] else 'FAIL'} |"
     )
     lines += ["", "Most frequent failure kinds (tuned adapter):", ""]
     for p, r in summary["primitives"].items():
@@ -273,7 +278,9 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as prog:
         tasks = {}
         other = "tuned free" if cfg.constrained else "tuned constrained"
-        kinds = ["tuned", *([other] if cfg.compare_decoding else []), *(["base"] if cfg.base_comparison else [])]
+        base_other = "base free" if cfg.constrained else "base constrained"
+        kinds = ["tuned", *([other] if cfg.compare_decoding else []), *(["base"] if cfg.base_comparison else []),
+                 *([base_other] if cfg.base_comparison and cfg.compare_decoding else [])]
         for p in prims:
             for kind in kinds:
                 tasks[(p, kind)] = prog.add_task(f"{p} ({kind})", total=sizes[p])
