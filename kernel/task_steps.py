@@ -152,31 +152,24 @@ def retrieval_failed(prerequisite: PrereqCursor, turn: TurnState) -> PrereqCurso
     return _recheck(turn, prerequisite, _record_of(turn, prerequisite))
 
 
+def _block(turn: TurnState, prerequisite: PrereqCursor, reason: str, remediation: ProposedTask | None = None) -> None:
+    """Report Blocked for the prerequisite's task (line 21): it is abandoned (INV-R)."""
+    turn.outcome(prerequisite.task_id, "blocked", tool=turn.tasks[prerequisite.task_id].tool_name, reason=reason,
+                 remediation=remediation, blocked_key=prerequisite.key)
+
+
 def emit_blocked(answer: CheckPrereqOutput, turn: TurnState) -> PrereqCursor:
-    """t' <- TaskToMeet(p); report Blocked(t') (lines 20-21): the task is abandoned (INV-R)."""
+    """t' <- TaskToMeet(p); report Blocked(t') (lines 20-21)."""
     prerequisite = turn.pending_prerequisite
     assert prerequisite is not None
     _record_of(turn, prerequisite).remediation = answer.task
-    turn.outcome(
-        prerequisite.task_id,
-        "blocked",
-        tool=turn.tasks[prerequisite.task_id].tool_name,
-        reason=f"prerequisite {prerequisite.key!r} not met",
-        remediation=answer.task,
-        blocked_key=prerequisite.key,
-    )
+    _block(turn, prerequisite, f"prerequisite {prerequisite.key!r} not met", remediation=answer.task)
     return prerequisite.model_copy(update={"outcome": "not_met"})
 
 
 def block_without_remedy(prerequisite: PrereqCursor, turn: TurnState) -> PrereqCursor:
     """¬Met and no remediation could be proposed: report Blocked all the same (line 21)."""
-    turn.outcome(
-        prerequisite.task_id,
-        "blocked",
-        tool=turn.tasks[prerequisite.task_id].tool_name,
-        reason=f"prerequisite {prerequisite.key!r} not met; no remediation could be proposed",
-        blocked_key=prerequisite.key,
-    )
+    _block(turn, prerequisite, f"prerequisite {prerequisite.key!r} not met; no remediation could be proposed")
     return prerequisite
 
 
