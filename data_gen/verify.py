@@ -28,6 +28,7 @@ from forethought.kernel.environment import Environment
 from forethought.kernel.grounding import canonical
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
+from forethought.kernel.registry.model import fact_of
 from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
 from forethought.kernel.scenario import PATTERN_TAGS, Solution, Turn, load_solution, solution_files
 from forethought.kernel.specs import permutation_problem
@@ -118,14 +119,14 @@ def _check_tags(sol: Solution) -> None:
             raise Divergence(None, "tags", f"tag {tag!r} is not backed by any annotated decision{hint}")
 
 
-def _scratchpad_at_lookup(start: dict[str, Any], res: TurnResult, tid: str, reg: Any) -> dict[str, Any]:
+def _scratchpad_at_lookup(start: dict[str, Any], res: TurnResult, tid: str, reg: Any, own_retrievals: bool = True) -> dict[str, Any]:
     """S when the kernel looked up ``tid``'s parameters: S at the turn's start plus the writes of the calls
-    committed before (earlier tasks, and ``tid``'s own prerequisite retrievals)."""
+    committed before (earlier tasks, and ``tid``'s own prerequisite retrievals; without them, S when the task began)."""
     pos = {t: k for k, t in enumerate(res.order)}
     p = pos.get(tid, len(pos))
     S = dict(start)
     for c in res.calls:
-        before = pos.get(c.task_id, len(pos)) < p or (c.task_id == tid and c.purpose == "retrieval")
+        before = pos.get(c.task_id, len(pos)) < p or (own_retrievals and c.task_id == tid and c.purpose == "retrieval")
         if c.committed and before and c.tool in reg:
             S.update(toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {}))
     return S
@@ -187,6 +188,34 @@ def tau_over_s_conflicts(sol: Solution, results: list[TurnResult], reg: Any) -> 
     return out
 
 
+def per_entity_contrasts(sol: Solution, results: list[TurnResult], reg: Any) -> list[tuple[int, str, str, str, str]]:
+    """Every (turn, task, key checked, other entity's key, its outcome) where a per-entity prerequisite was checked
+    on one entity's entry (``line_status[L-4096]``) while S, when the task began, held another entity's entry of the
+    same fact that the same predicate judges differently (``line_status[L-9009]`` = suspended: not met, against
+    an absent or met entry). That is what the entity changes: the plain key would have given the other answer."""
+    out = []
+    S: dict[str, Any] = dict(sol.config)
+    for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
+        start = {**S, **turn.config}
+        tools = {t.id: t.tool for t in turn.tasks or []}
+        for tid, recs in res.prerequisites.items():
+            spec = reg[tools[tid]] if tools.get(tid) in reg else None
+            if spec is None or not recs:
+                continue
+            at = _scratchpad_at_lookup(start, res, tid, reg, own_retrievals=False)
+            for p, r in zip(spec.prerequisites, recs, strict=False):
+                if p.entity is None or r.key == toolgate.prerequisite_key(p, None):
+                    continue
+                for k, v in at.items():
+                    if k == r.key or fact_of(k) != p.key or k == fact_of(k) or k == toolgate.prerequisite_key(p, None):
+                        continue
+                    other = "met" if toolgate.sat(p.sat, v) else "not_met"
+                    if other != r.outcome:
+                        out.append((i, tid, r.key, k, other))
+        S = res.scratchpad
+    return out
+
+
 def _check_must_not_call(sol: Solution, results: list[TurnResult], reg: Any = None) -> None:
     """Each tool a turn names in must_not_call is not called in it; with the registry, it is also registered and side-effecting."""
     for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
@@ -205,6 +234,12 @@ def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> No
         raise Divergence(
             None, "tags",
             "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key with a different value (tau wins)",
+        )
+    if "per_entity_prerequisite" in sol.tags and not per_entity_contrasts(sol, results, reg):
+        raise Divergence(
+            None, "tags",
+            "tag 'per_entity_prerequisite' needs a prerequisite checked on one entity's key (e.g. line_status[L-1]) while S "
+            "holds another entity's entry of the same fact that its predicate judges differently",
         )
     if "no_side_effect" in sol.tags:
         ok = [

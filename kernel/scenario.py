@@ -34,6 +34,7 @@ PATTERN_TAGS = (
     "no_side_effect",  # the request must not trigger an unrequested side-effecting call
     "parallel_tasks",  # independent tasks ordered by get_order
     "cyclic_dependency",  # the decomposition is cyclic: the turn halts
+    "per_entity_prerequisite",  # a prerequisite checked on one entity's entry while another entity's differs
 )
 Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped"]
 
@@ -56,7 +57,9 @@ class ProposedTaskAnn(_Strict):
 class PrereqAnn(_Strict):
     """One Check(p, S) decision and what followed it."""
 
-    key: str = Field(description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py).")
+    key: str = Field(description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py); "
+                     "for a per-entity prerequisite (one that names an entity parameter) the entity's entry, "
+                     "'<key>[<value>]', e.g. 'line_status[${line}]' ('<key>[]' when no value is known).")
     outcome: Literal["met", "not_met", "absent"] = Field(
         description="Check(p, S): 'met' (S satisfies it), 'not_met' (S holds the key with a failing value: the task "
         "is blocked and the task's remaining prerequisites are not checked), 'absent' (the key is not in S: a "

@@ -35,6 +35,7 @@ from forethought.primitives import Check, Contract, Primitive, slm
 from forethought.primitives.primitive import Message, default_parse
 
 from .grounding import Haystack, canonical, normalize
+from .registry.model import fact_of
 from .scratchpad import bindable
 
 # The declared fan-out of a turn (KernelConfig.max_tasks' default): decompose's decoding schema bounds its task list by it.
@@ -618,9 +619,17 @@ def _prereq_tool(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
     extra = _unknown_params(tool, out.task.parameters)
     if extra:
         return f"{tool.name} has no parameters {extra}"
-    if inp.key not in tool.writes:
+    if not establishes(tool.writes, inp.key):
         return f"{tool.name} does not establish {inp.key!r} (it sets {tool.writes or 'nothing'})"
     return None
+
+
+def establishes(writes: Sequence[str], key: str) -> bool:
+    """Whether a tool whose declared writes are ``writes`` establishes the scratchpad key ``key``: the key itself,
+    or for a per-entity key (``line_status[L-9009]``) a per-entity write of the same fact (``line_status[{params.line_id}]``)."""
+    if key in writes:
+        return True
+    return fact_of(key) != key and any(fact_of(w) == fact_of(key) and fact_of(w) != w for w in writes)
 
 
 def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
@@ -632,7 +641,7 @@ def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | Non
 
 
 def _prereq_schema(inp: CheckPrereqInput, max_tasks: int) -> dict[str, Any]:
-    writers = [t for t in inp.tools if inp.key in t.writes] or list(inp.tools)
+    writers = [t for t in inp.tools if establishes(t.writes, inp.key)] or list(inp.tools)
     task = {"anyOf": [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": _params_object(t)},
                        "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]}
     return {"type": "object", "properties": {"task": {"anyOf": [task, {"type": "null"}]}}, "required": ["task"], "additionalProperties": False}

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from . import toolgate
 from .grounding import Haystack
 from .records import BindingRecord, CallRecord, PrereqCursor, PrereqList, PrereqRecord, TaskCursor, TurnState
+from .registry.model import Prerequisite
 from .scratchpad import Scratchpad, is_truncated
 from .specs import CheckPrereqInput, CheckPrereqOutput, MatchFillInput, MatchFillOutput, ProposedTask, tool_brief
 
@@ -86,13 +87,24 @@ def begin_task(task: TaskCursor, turn: TurnState) -> PrereqList:
                      reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed))
         return PrereqList(prereqs=[])
     spec = turn.registry.get(unit.tool_name)
-    keys = [p.key for p in spec.prerequisites][: turn.config.max_prereqs] if spec else []
+    keys = [_entry_checked(turn, task.task_id, p) for p in spec.prerequisites][: turn.config.max_prereqs] if spec else []
     return PrereqList(prereqs=[PrereqCursor(task_id=task.task_id, index=i, key=k) for i, k in enumerate(keys)])
 
 
-def _prerequisite_spec(turn: TurnState, prerequisite: PrereqCursor):
+def _entry_checked(turn: TurnState, task_id: str, p: Prerequisite) -> str:
+    """The key of S that Check consults for ``p`` (docs/kernel.md, "Per-entity prerequisites"): the plain key, or
+    for a per-entity prerequisite the entry of the entity the task names, its value looked up like a parameter's:
+    τ (the task's parameters as decompose stated them, then the turn context) before S (INV-L). No value known:
+    ``key[]``, which is never written, so Check gives Absent and the retrieval runs."""
+    if p.entity is None:
+        return p.key
+    found = lookup(p.entity, turn.task_context(task_id), turn.scratchpad)
+    return toolgate.prerequisite_key(p, found.value)
+
+
+def _prerequisite_spec(turn: TurnState, prerequisite: PrereqCursor) -> Prerequisite:
     spec = turn.registry.get(turn.tasks[prerequisite.task_id].tool_name)
-    return next(q for q in spec.prerequisites if q.key == prerequisite.key)  # type: ignore[union-attr]
+    return spec.prerequisites[prerequisite.index]  # type: ignore[union-attr]  # begin_task numbered them in declared order
 
 
 def _record_of(turn: TurnState, prerequisite: PrereqCursor) -> PrereqRecord:
@@ -104,7 +116,7 @@ def check_prerequisite(prerequisite: PrereqCursor, turn: TurnState) -> PrereqCur
     """r <- Check(p, S) ∈ {Met, ¬Met, Absent} (line 13)."""
     if turn.outcomes.get(prerequisite.task_id) is not None:  # already blocked by an earlier prerequisite
         return prerequisite.model_copy(update={"outcome": "skipped"})
-    outcome = toolgate.check(_prerequisite_spec(turn, prerequisite), turn.scratchpad)
+    outcome = toolgate.check(_prerequisite_spec(turn, prerequisite), turn.scratchpad, prerequisite.key)
     turn.prerequisites[prerequisite.task_id].append(PrereqRecord(key=prerequisite.key, outcome=outcome))  # type: ignore[arg-type]
     return prerequisite.model_copy(update={"outcome": outcome})
 
@@ -128,12 +140,21 @@ def prepare_prerequisite_question(prerequisite: PrereqCursor, turn: TurnState) -
 
 
 def _recheck(turn: TurnState, prerequisite: PrereqCursor, record: PrereqRecord) -> PrereqCursor:
-    """S <- S ∪ {p -> v} (line 16; None if nothing was retrieved, so Absent fires once: INV-T); re-check (line 17)."""
-    if prerequisite.key not in turn.scratchpad:
+    """S <- S ∪ {p -> v} (line 16; None if nothing was retrieved, so Absent fires once: INV-T); re-check (line 17).
+
+    A per-entity key with no entity known (``key[]``) is not written: it names no entity, so the re-check is not met."""
+    if prerequisite.key not in turn.scratchpad and not _names_no_entity(turn, prerequisite):
         turn.scratchpad.set(prerequisite.key, None, "retrieval")
-    outcome = toolgate.check(_prerequisite_spec(turn, prerequisite), turn.scratchpad)
+    outcome = toolgate.check(_prerequisite_spec(turn, prerequisite), turn.scratchpad, prerequisite.key)
+    if outcome == "absent":  # only a key that names no entity stays absent: fail closed
+        outcome = "not_met"
     record.recheck = outcome  # type: ignore[assignment]
     return prerequisite.model_copy(update={"outcome": outcome})
+
+
+def _names_no_entity(turn: TurnState, prerequisite: PrereqCursor) -> bool:
+    p = _prerequisite_spec(turn, prerequisite)
+    return p.entity is not None and prerequisite.key == toolgate.prerequisite_key(p, None)
 
 
 def execute_retrieval(answer: CheckPrereqOutput, turn: TurnState) -> PrereqCursor:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 from .domains import DomainTool
-from .registry.model import Prerequisite, Sat, ToolSpec
+from .registry.model import Prerequisite, Sat, ToolSpec, entity_key
 from .scratchpad import Scratchpad, truncation_marker
 
 _MISSING = object()
@@ -57,11 +58,20 @@ def describe(p: Prerequisite) -> str:
     return {"truthy": "true", "not_null": "present"}.get(op, f"{op} {json.dumps(v)}")
 
 
-def check(p: Prerequisite, S: Scratchpad) -> str:
-    """Three-valued Check(p, S): met / not_met / absent."""
-    if p.key not in S:
+def check(p: Prerequisite, S: Scratchpad, key: str | None = None) -> str:
+    """Three-valued Check(p, S): met / not_met / absent. ``key``: the entry to consult, for a per-entity
+    prerequisite the entity's (:func:`prerequisite_key`); the plain key otherwise."""
+    key = p.key if key is None else key
+    if key not in S:
         return "absent"
-    return "met" if sat(p.sat, S.get(p.key)) else "not_met"
+    return "met" if sat(p.sat, S.get(key)) else "not_met"
+
+
+def prerequisite_key(p: Prerequisite, entity_value: Any = None) -> str:
+    """The scratchpad key Check consults for ``p``: its plain key, or for a per-entity prerequisite the
+    entry of the entity ``entity_value`` names (``line_status[L-9009]``; ``line_status[]`` when no value
+    is known, which no write produces, so Check gives Absent)."""
+    return p.key if p.entity is None else entity_key(p.key, entity_value)
 
 
 def _validate_args(spec: ToolSpec, args: dict[str, Any]) -> list[str]:
@@ -76,9 +86,10 @@ def _validate_args(spec: ToolSpec, args: dict[str, Any]) -> list[str]:
 def precondition(spec: ToolSpec, args: dict[str, Any], S: Scratchpad) -> list[str]:
     errors = _validate_args(spec, args)
     for p in spec.prerequisites:
-        outcome = check(p, S)
+        key = prerequisite_key(p, args.get(p.entity) if p.entity is not None and isinstance(args, dict) else None)
+        outcome = check(p, S, key)
         if outcome != "met":
-            errors.append(f"prerequisite {p.key!r} is {outcome} (needs {describe(p)})")
+            errors.append(f"prerequisite {key!r} is {outcome} (needs {describe(p)})")
     return errors
 
 
@@ -207,7 +218,9 @@ def writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any],
 def declared_writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """A committed call's bound arguments (not secret ones) plus the tool's declared writes.
 
-    Declared keys may be templates over the arguments, e.g. ``airport:{params.city}``.
+    Declared keys may be templates over the arguments and the result, e.g. ``airport:{params.city}``, or a
+    per-entity fact ``line_status[{params.line_id}]``, ``ticket_status[{result.tickets.0.id}]`` (a dotted path
+    as in the value expressions); a key whose path does not resolve (a bill has no line_id) is not written.
     """
     out: dict[str, Any] = {k: v for k, v in args.items() if k not in spec.secret}  # credentials stay out of S
     env = {"params": args, "result": result}
@@ -215,7 +228,7 @@ def declared_writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]
         key = key_t
         if "{" in key_t:
             try:
-                key = key_t.format_map(_Fmt(env))
+                key = _TEMPLATE_FIELD.sub(lambda m: _template_value(env, m.group(1)), key_t)
             except Exception:
                 continue
         if expr.startswith("const:"):
@@ -233,22 +246,14 @@ def declared_writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any]
     return out
 
 
-class _Fmt(dict):
-    """format_map helper: ``{params.city}`` -> args['city']."""
-
-    def __init__(self, env: dict[str, Any]):
-        super().__init__()
-        self.env = env
-
-    def __missing__(self, key: str) -> Any:
-        return _Dotted(self.env.get(key, {}))
+_TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
 
 
-class _Dotted:
-    def __init__(self, d: Any):
-        self.d = d
-
-    def __getattr__(self, name: str) -> Any:
-        if isinstance(self.d, dict) and name in self.d:
-            return self.d[name]
-        raise AttributeError(name)
+def _template_value(env: dict[str, Any], path: str) -> str:
+    """``{params.city}`` -> str(args['city']); ``{result.tickets.0.id}`` follows the path as resolve_path does.
+    A path that does not resolve, or a null or container value, raises: the templated write is skipped."""
+    root, _, rest = path.partition(".")
+    val = resolve_path(env[root], rest) if root in env and rest else _MISSING
+    if val is _MISSING or val is None or isinstance(val, (dict, list)):
+        raise KeyError(path)
+    return str(val)

@@ -297,9 +297,9 @@ def test_the_rendering_of_figure_1_holds_what_the_responder_needs():
 
 @pytest.mark.parametrize(("path", "needed"), [
     ("data_gen/solutions/telecom/roaming_blocked_then_resume.json",
-     ["outcome: blocked (enable_roaming): prerequisite 'line_status' not met", "blocked on: line_status",
+     ["outcome: blocked (enable_roaming): prerequisite 'line_status[L-2048]' not met", "blocked on: line_status[L-2048]",
       "remediation: resume_line(customer_id='C2003', line_id='L-2048')",
-      "prerequisite line_status: absent; remediation resume_line(customer_id='C2003', line_id='L-2048'); "
+      "prerequisite line_status[L-2048]: absent; remediation resume_line(customer_id='C2003', line_id='L-2048'); "
       "retrieval get_details_by_id(id='L-2048'); rechecked: not_met"]),
     ("data_gen/solutions/telecom/suspend_reason_missing_then_given.json",
      ["parameter reason = MISSING (from missing)", "outcome: missing_param (suspend_line): no value for ['reason']",

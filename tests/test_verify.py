@@ -281,12 +281,12 @@ def _load(rel: str) -> dict:
 def test_prerequisite_divergence_shows_the_value_in_s_and_the_call_that_wrote_it(tmp_path):
     d = _load("ticket/close_then_comment_blocked.json")
     p = d["turns"][1]["tasks"][0]["prerequisites"][1]
-    p["outcome"] = "met"  # wrong: the close in turn 0 wrote ticket_status=Closed
+    p["outcome"] = "met"  # wrong: the close in turn 0 wrote ticket_status[57]=Closed (per ticket)
     del p["remediation"]
     d["tags"] = [t for t in d["tags"] if t != "prereq_not_met_blocked"]
     msg = _verify_one(_write(tmp_path, d))
-    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status: expected met, got not_met "
-                   "(S['ticket_status'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"), msg
+    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status[57]: expected met, got not_met "
+                   "(S['ticket_status[57]'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"), msg
 
 
 def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_path):

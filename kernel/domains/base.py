@@ -209,19 +209,23 @@ class Domain:
                 raise ValueError(f"domain {self.name!r}: duplicate tool {tname!r}")
             desc, pdesc = _doc_parts(fn)
             prereqs = [p if isinstance(p, Prerequisite) else Prerequisite(key=p, sat=Sat()) for p in prerequisites]
-            spec = ToolSpec(
-                name=tname,
-                description=desc,
-                parameters=schema_from_signature(fn, pdesc),
-                output_schema=output_schema,
-                side_effect=side_effect,
-                prerequisites=prereqs,
-                writes=dict(writes or {}),
-                alternatives=list(alternatives),
-                secret=list(secret),
-                domain=self.name,
-                source="domain",
-            )
+            try:
+                spec = ToolSpec(
+                    name=tname,
+                    description=desc,
+                    parameters=schema_from_signature(fn, pdesc),
+                    output_schema=output_schema,
+                    side_effect=side_effect,
+                    prerequisites=prereqs,
+                    writes=dict(writes or {}),
+                    alternatives=list(alternatives),
+                    secret=list(secret),
+                    domain=self.name,
+                    source="domain",
+                )
+            except ValidationError as exc:  # e.g. a per-entity prerequisite naming a parameter the tool lacks
+                first = exc.errors()[0]
+                raise ValueError(f"domain {self.name!r}, tool {tname!r} ({fn.__module__}): {first['msg']}") from None
             self.tools[tname] = DomainTool(spec, fn, list(post), self.name)
             return fn
 

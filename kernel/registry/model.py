@@ -25,12 +25,37 @@ class Sat(BaseModel):
 
 
 class Prerequisite(BaseModel):
-    """A fact a tool needs in the scratchpad before it may run."""
+    """A fact a tool needs in the scratchpad before it may run.
+
+    ``entity`` names the tool parameter that identifies what the fact is about (``line_id`` for a line's
+    status): the fact is then checked per entity, under the key ``<key>[<value>]`` (:func:`entity_key`),
+    not under the plain ``key`` that the latest read of any entity overwrites (docs/kernel.md,
+    "Per-entity prerequisites")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     key: str
     sat: Sat = Field(default_factory=Sat)
     description: str = ""
+    entity: str | None = None
+
+
+# The entity value of a per-entity key when no value is known: no write ever produces it (an entity-keyed
+# write needs the value), so Check finds it Absent.
+UNKNOWN_ENTITY = ""
+
+
+def entity_key(key: str, value: Any) -> str:
+    """The scratchpad key of ``key``'s fact about one entity: ``line_status[L-9009]``, ``ticket_status[57]``.
+
+    The value is written as ``str`` does (as a declared write's template ``{params.line_id}`` renders it),
+    so a ticket id given as 57 or as "57" names the same entry; None gives ``key[]`` (no entity known)."""
+    return f"{key}[{UNKNOWN_ENTITY if value is None else value}]"
+
+
+def fact_of(key: str) -> str:
+    """The fact a scratchpad key is about: ``line_status`` for ``line_status[L-9009]`` and for ``line_status``."""
+    head, bracket, _ = key.partition("[")
+    return head if bracket and key.endswith("]") else key
 
 
 class ToolSpec(BaseModel):
@@ -104,6 +129,15 @@ class ToolSpec(BaseModel):
         for p in self.secret:
             props[p]["writeOnly"] = True
         self.secret = [p for p, sch in props.items() if isinstance(sch, dict) and sch.get("writeOnly") is True]
+        return self
+
+    @model_validator(mode="after")
+    def _entities(self) -> ToolSpec:
+        props = self.parameters.get("properties", {})
+        for i, p in enumerate(self.prerequisites):
+            if p.entity is not None and p.entity not in props:
+                raise ValueError(f"prerequisites[{i}] ({p.key!r}): entity {p.entity!r} is not a parameter of tool "
+                                 f"{self.name!r} (parameters: {sorted(props)})")
         return self
 
     @property

@@ -8,7 +8,12 @@ changed (``reservation_changeable``), a cancellation must be eligible
 (``cancellation_eligible``: booked within 24 hours, business cabin, travel
 insurance, or a flight cancelled by the airline), a booking needs the user's
 profile (``airline_user_loaded``) and a compensation certificate a disrupted
-flight (``flight_disrupted``). The retrieval tools write these facts.
+flight (``flight_disrupted``). The retrieval tools write these facts. The four
+reservation facts are per reservation (entity ``reservation_id``): a task is
+checked on the entry of the reservation it names, ``reservation_loaded[<id>]``
+and so on, which the reservation views write besides the plain keys of the
+reservation read last (docs/kernel.md, "Per-entity prerequisites"), so loading
+one reservation neither clears nor blocks a change to another.
 
 Prices are per passenger and cabin on each flight date; checked bags beyond
 the free allowance cost 50 each; travel insurance costs 30 per passenger.
@@ -49,19 +54,19 @@ COMPENSATION = {"delayed": 50, "cancelled": 100}  # certificate value per passen
 
 # ----------------------------------------------------------- prerequisites
 RESERVATION_LOADED = Prerequisite(
-    key="reservation_loaded", sat=Sat(op="truthy"),
+    key="reservation_loaded", sat=Sat(op="truthy"), entity="reservation_id",
     description="the reservation's details were retrieved (get_reservation_details)",
 )
 DOB_KNOWN = Prerequisite(
-    key="passenger_dob_known", sat=Sat(op="not_null"),
+    key="passenger_dob_known", sat=Sat(op="not_null"), entity="reservation_id",
     description="the stored date of birth of the passengers is known (get_reservation_details)",
 )
 CHANGEABLE = Prerequisite(
-    key="reservation_changeable", sat=Sat(op="truthy"),
+    key="reservation_changeable", sat=Sat(op="truthy"), entity="reservation_id",
     description="the reservation's flights may be changed (not basic economy)",
 )
 CANCELLABLE = Prerequisite(
-    key="cancellation_eligible", sat=Sat(op="truthy"),
+    key="cancellation_eligible", sat=Sat(op="truthy"), entity="reservation_id",
     description="the reservation may be cancelled (booked within 24 h, business, insured, or airline-cancelled flight)",
 )
 USER_LOADED = Prerequisite(
@@ -85,6 +90,11 @@ RESERVATION_WRITES = {
     "cancellation_eligible": "result.cancellation_eligible",
     "reservation_payment_id": "result.payment_history.0.payment_id",
     "reservation_user_id": "result.user_id",
+    # the same facts per reservation, the entries the per-entity prerequisites consult
+    "reservation_loaded[{result.reservation_id}]": "const:true",
+    "passenger_dob_known[{result.reservation_id}]": "result.passengers.0.dob",
+    "reservation_changeable[{result.reservation_id}]": "result.changeable",
+    "cancellation_eligible[{result.reservation_id}]": "result.cancellation_eligible",
 }
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -537,7 +547,8 @@ def update_reservation_flights(
 
 
 @tool(side_effect=True, prerequisites=[RESERVATION_LOADED],
-      writes={"current_cabin": "result.cabin", "reservation_changeable": "result.changeable"}, post=[_post_cabin])
+      writes={"current_cabin": "result.cabin", "reservation_changeable": "result.changeable",
+              "reservation_changeable[{params.reservation_id}]": "result.changeable"}, post=[_post_cabin])
 def upgrade_reservation_cabin(state: AirlineState, reservation_id: str, cabin: CabinName, payment_id: str) -> dict:
     """Move every flight of a reservation to another cabin; the fare difference is charged or refunded.
 

@@ -6,7 +6,11 @@ written by the two ``find_user_id_*`` tools: true when a user was found,
 false when the lookup found nobody); pending orders may be cancelled or
 modified and delivered orders returned or exchanged, which the kernel checks
 on ``order_status`` (written by ``get_order_details_retail`` and by every
-tool that changes an order's status).
+tool that changes an order's status). That check is per order (entity
+``order_id``): it consults ``order_status[<order_id>]``, the entry of the order
+the task names, which the same tools write besides the plain ``order_status``
+of the order read last, so reading a delivered order does not block
+cancelling a pending one.
 
 Exchanged or modified items must be variants of the same product and in
 stock; price differences are charged or refunded to the given payment
@@ -40,17 +44,19 @@ IDENTIFIED = Prerequisite(
     description="the user was identified (find_user_id_by_email or find_user_id_by_name_zip)",
 )
 PENDING = Prerequisite(
-    key="order_status", sat=Sat(op="eq", value="pending"),
+    key="order_status", sat=Sat(op="eq", value="pending"), entity="order_id",
     description="the order is pending (get_order_details_retail shows its status)",
 )
 DELIVERED = Prerequisite(
-    key="order_status", sat=Sat(op="eq", value="delivered"),
+    key="order_status", sat=Sat(op="eq", value="delivered"), entity="order_id",
     description="the order was delivered (get_order_details_retail shows its status)",
 )
 
 FOUND_WRITES = {"retail_user_identified": "result.found", "user_id": "result.user_id"}
+# An order's status also goes to the entry of that order (docs/kernel.md, "Per-entity prerequisites").
+ORDER_STATUS_WRITES = {"order_status": "result.status", "order_status[{params.order_id}]": "result.status"}
 ORDER_WRITES = {
-    "order_status": "result.status",
+    **ORDER_STATUS_WRITES,
     "order_item_ids": "result.item_ids",
     "order_items": "result.items",
     "order_payment_method_id": "result.payment_history.0.payment_method_id",
@@ -300,7 +306,7 @@ def list_all_product_types(db: RetailState) -> dict:
 
 
 # ------------------------------------------------------------ pending orders
-@tool(side_effect=True, prerequisites=[IDENTIFIED, PENDING], writes={"order_status": "result.status"},
+@tool(side_effect=True, prerequisites=[IDENTIFIED, PENDING], writes=ORDER_STATUS_WRITES,
       post=[_post_status("cancelled")])
 def cancel_pending_order(db: RetailState, order_id: str, reason: CancelReason) -> dict:
     """Cancel a pending order; its payments are refunded to the methods they came from.
@@ -401,7 +407,7 @@ def modify_pending_order_payment(db: RetailState, order_id: str, payment_method_
 
 
 # ---------------------------------------------------------- delivered orders
-@tool(side_effect=True, prerequisites=[IDENTIFIED, DELIVERED], writes={"order_status": "result.status"},
+@tool(side_effect=True, prerequisites=[IDENTIFIED, DELIVERED], writes=ORDER_STATUS_WRITES,
       post=[_post_status("return requested")])
 def return_delivered_order_items(db: RetailState, order_id: str, item_ids: list[str], payment_method_id: str) -> dict:
     """Return items of a delivered order; the refund goes to the original payment method or a gift card.
@@ -423,7 +429,7 @@ def return_delivered_order_items(db: RetailState, order_id: str, item_ids: list[
     return {**_order_view(db, order_id), "refund_amount": amount}
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED, DELIVERED], writes={"order_status": "result.status"},
+@tool(side_effect=True, prerequisites=[IDENTIFIED, DELIVERED], writes=ORDER_STATUS_WRITES,
       post=[_post_status("exchange requested")])
 def exchange_delivered_order_items(
     db: RetailState, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str

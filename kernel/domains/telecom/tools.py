@@ -4,7 +4,11 @@ ToolGate prerequisites carry the operator's policy: account and line
 operations need an identified customer (``customer_identified``, written by
 ``get_customer_by_phone``); roaming, data refuels and plan changes need an
 active line (``line_status`` equal to ``active``, written by
-``get_details_by_id`` and by the tools that change a line's status); a
+``get_details_by_id`` and by the tools that change a line's status); that
+prerequisite is per line (entity ``line_id``): it is checked on the entry
+``line_status[<line_id>]`` of the line the task names, which the same tools
+write besides the plain ``line_status`` of the line under discussion, so a
+suspended line that was read does not block another, active line; a
 suspended line is only resumed when the customer has no overdue bill
 (``has_overdue_bill`` false, written by ``get_bills_for_customer`` and
 ``make_payment``). Device tools (speed test, airplane mode) act on the phone
@@ -41,9 +45,11 @@ IDENTIFIED = Prerequisite(
     description="the caller was identified as a customer (get_customer_by_phone)",
 )
 LINE_ACTIVE = Prerequisite(
-    key="line_status", sat=Sat(op="eq", value="active"),
+    key="line_status", sat=Sat(op="eq", value="active"), entity="line_id",
     description="the line is active (get_details_by_id shows its status)",
 )
+# Each status write also goes to the entry of the line it is about (docs/kernel.md, "Per-entity prerequisites").
+LINE_STATUS_OF_RESULT = {"line_status": "result.line_status", "line_status[{result.line_id}]": "result.line_status"}
 NO_OVERDUE = Prerequisite(
     key="has_overdue_bill", sat=Sat(op="eq", value=False),
     description="the customer has no overdue bill (get_bills_for_customer)",
@@ -152,11 +158,12 @@ def get_customer_by_phone(state: TelecomState, phone_number: str) -> dict:
     raise ToolError(f"no customer with phone number {phone_number}")
 
 
-@tool(writes={"line_id": "result.line_id", "line_status": "result.line_status", "roaming_enabled": "result.roaming_enabled"})
+@tool(writes={"line_id": "result.line_id", **LINE_STATUS_OF_RESULT, "roaming_enabled": "result.roaming_enabled"})
 def get_details_by_id(state: TelecomState, id: str) -> dict:
     """Get the details of a customer (C...), line (L-...), bill (B-...) or plan (P-...) by its id.
 
-    A line's details also make it the line under discussion (line_id, line_status, roaming_enabled in S).
+    A line's details also make it the line under discussion (line_id, line_status, roaming_enabled in S);
+    its status is also kept per line (line_status[<line_id>]).
 
     Args:
         id: The id, such as 'L-1001' or 'C1001'.
@@ -282,7 +289,7 @@ def change_plan(state: TelecomState, customer_id: str, line_id: str, plan_id: st
     return _line_view(state, line_id)
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED], writes={"line_status": "result.line_status"},
+@tool(side_effect=True, prerequisites=[IDENTIFIED], writes=LINE_STATUS_OF_RESULT,
       post=[_post_status("suspended")])
 def suspend_line(state: TelecomState, customer_id: str, line_id: str, reason: str) -> dict:
     """Suspend an active line (for example a lost or stolen phone).
@@ -301,7 +308,7 @@ def suspend_line(state: TelecomState, customer_id: str, line_id: str, reason: st
     return _line_view(state, line_id)
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED, NO_OVERDUE], writes={"line_status": "result.line_status"},
+@tool(side_effect=True, prerequisites=[IDENTIFIED, NO_OVERDUE], writes=LINE_STATUS_OF_RESULT,
       post=[_post_status("active")])
 def resume_line(state: TelecomState, customer_id: str, line_id: str) -> dict:
     """Resume a suspended line; not possible while the customer has an overdue bill.

@@ -18,11 +18,12 @@ Scratchpad facts the tools establish (their declared ``writes``) and need
   ``assign_ticket`` and ``escalate_ticket`` need it ``Open`` or
   ``In Progress``; ``reopen_ticket`` needs it ``Resolved`` or ``Closed``.
   When the status is absent, ``get_ticket`` retrieves it; when it is not met,
-  ``reopen_ticket`` is the usual remediation. Prerequisite keys cannot be
-  templated on a task's arguments, so this is the status of the ticket in
-  focus (the one S's ``ticket_id`` names), not necessarily of the ticket a
-  task names; the tools re-check the real status and fail (``ToolError``)
-  rather than act on a stale fact.
+  ``reopen_ticket`` is the usual remediation. The status prerequisites are per
+  ticket (entity ``ticket_id``): they consult ``ticket_status[<id>]``, the
+  entry of the ticket the task names, which every status write also sets
+  (docs/kernel.md, "Per-entity prerequisites"); the plain ``ticket_status`` is
+  the status of the ticket in focus. The tools still re-check the real status
+  and fail (``ToolError``) rather than act on a stale fact.
 - ``ticket_title``, ``ticket_description``, ``ticket_priority``,
   ``ticket_assignee`` -- fields of the ticket in focus (``get_ticket``,
   ``edit_ticket``, ``assign_ticket``, ``escalate_ticket``), named apart from
@@ -62,18 +63,25 @@ STAFF = Prerequisite(
     description="the logged-in account must be a support agent or admin",
 )
 NOT_CLOSED = Prerequisite(
-    key="ticket_status", sat=Sat(op="ne", value="Closed"), description="the ticket must not be Closed"
+    key="ticket_status", sat=Sat(op="ne", value="Closed"), entity="ticket_id", description="the ticket must not be Closed"
 )
 ACTIVE = Prerequisite(
     key="ticket_status",
+    entity="ticket_id",
     sat=Sat(op="in", value=["Open", "In Progress"]),
     description="the ticket must be Open or In Progress",
 )
 REOPENABLE = Prerequisite(
     key="ticket_status",
+    entity="ticket_id",
     sat=Sat(op="in", value=["Resolved", "Closed"]),
     description="the ticket must be Resolved or Closed",
 )
+
+# A status write also goes to the entry of the ticket it is about (per-entity prerequisites).
+STATUS_WRITES = {"ticket_status": "result.status", "ticket_status[{params.ticket_id}]": "result.status"}
+FIRST_HIT_WRITES = {"ticket_id": "result.tickets.0.id", "ticket_status": "result.tickets.0.status",
+                    "ticket_status[{result.tickets.0.id}]": "result.tickets.0.status"}
 
 
 # ------------------------------------------------------------------ helpers
@@ -229,7 +237,7 @@ def ticket_logout(state: TicketState) -> dict:
 @tool(
     side_effect=True,
     prerequisites=[LOGGED_IN],
-    writes={"ticket_id": "result.id", "ticket_status": "result.status"},
+    writes={"ticket_id": "result.id", "ticket_status": "result.status", "ticket_status[{result.id}]": "result.status"},
     post=[_post_created],
 )
 def create_ticket(state: TicketState, subject: str, description: str, priority: int) -> dict:
@@ -253,7 +261,7 @@ def create_ticket(state: TicketState, subject: str, description: str, priority: 
 
 @tool(
     writes={
-        "ticket_status": "result.status",
+        **STATUS_WRITES,
         "ticket_title": "result.title",
         "ticket_description": "result.description",
         "ticket_priority": "result.priority",
@@ -270,7 +278,7 @@ def get_ticket(state: TicketState, ticket_id: int) -> dict:
 
 
 @tool(
-    prerequisites=[LOGGED_IN], writes={"ticket_id": "result.tickets.0.id", "ticket_status": "result.tickets.0.status"}
+    prerequisites=[LOGGED_IN], writes=FIRST_HIT_WRITES
 )
 def get_user_tickets(state: TicketState, status: Status | None = None) -> dict:
     """List the tickets the logged-in user created, newest first, optionally only those with a status.
@@ -284,7 +292,7 @@ def get_user_tickets(state: TicketState, status: Status | None = None) -> dict:
     return {"tickets": [_brief(t) for t in rows], "count": len(rows)}
 
 
-@tool(writes={"ticket_id": "result.tickets.0.id", "ticket_status": "result.tickets.0.status"})
+@tool(writes=FIRST_HIT_WRITES)
 def search_tickets(state: TicketState, keyword: str) -> dict:
     """Find tickets whose title or description contains a keyword (case-insensitive), lowest id first.
 
@@ -299,7 +307,7 @@ def search_tickets(state: TicketState, keyword: str) -> dict:
 
 
 @tool(
-    side_effect=True, prerequisites=[LOGGED_IN], writes={"ticket_status": "result.status"}, post=[_status_is("Closed")]
+    side_effect=True, prerequisites=[LOGGED_IN], writes=STATUS_WRITES, post=[_status_is("Closed")]
 )
 def close_ticket(state: TicketState, ticket_id: int) -> dict:
     """Close a ticket.
@@ -318,7 +326,7 @@ def close_ticket(state: TicketState, ticket_id: int) -> dict:
 @tool(
     side_effect=True,
     prerequisites=[LOGGED_IN, STAFF, ACTIVE],
-    writes={"ticket_status": "result.status"},
+    writes=STATUS_WRITES,
     post=[_status_is("Resolved"), _post_resolution],
 )
 def resolve_ticket(state: TicketState, ticket_id: int, resolution: str) -> dict:
@@ -341,7 +349,7 @@ def resolve_ticket(state: TicketState, ticket_id: int, resolution: str) -> dict:
     side_effect=True,
     prerequisites=[LOGGED_IN, NOT_CLOSED],
     writes={
-        "ticket_status": "result.status",
+        **STATUS_WRITES,
         "ticket_title": "result.title",
         "ticket_description": "result.description",
         "ticket_priority": "result.priority",
@@ -378,7 +386,7 @@ def edit_ticket(state: TicketState, ticket_id: int, updates: dict[str, str | int
 @tool(
     side_effect=True,
     prerequisites=[LOGGED_IN, REOPENABLE],
-    writes={"ticket_status": "result.status"},
+    writes=STATUS_WRITES,
     post=[_status_is("Open")],
 )
 def reopen_ticket(state: TicketState, ticket_id: int) -> dict:
@@ -398,7 +406,7 @@ def reopen_ticket(state: TicketState, ticket_id: int) -> dict:
 @tool(
     side_effect=True,
     prerequisites=[LOGGED_IN, STAFF, ACTIVE],
-    writes={"ticket_status": "result.status", "ticket_assignee": "result.assignee"},
+    writes={**STATUS_WRITES, "ticket_assignee": "result.assignee"},
     post=[_post_assigned],
 )
 def assign_ticket(state: TicketState, ticket_id: int, assignee: str) -> dict:
@@ -422,7 +430,7 @@ def assign_ticket(state: TicketState, ticket_id: int, assignee: str) -> dict:
 @tool(
     side_effect=True,
     prerequisites=[LOGGED_IN, NOT_CLOSED],
-    writes={"ticket_status": "result.status"},
+    writes=STATUS_WRITES,
     post=[_post_commented],
 )
 def add_ticket_comment(state: TicketState, ticket_id: int, comment: str) -> dict:
@@ -444,7 +452,7 @@ def add_ticket_comment(state: TicketState, ticket_id: int, comment: str) -> dict
 @tool(
     side_effect=True,
     prerequisites=[LOGGED_IN, ACTIVE],
-    writes={"ticket_status": "result.status", "ticket_priority": "result.priority"},
+    writes={**STATUS_WRITES, "ticket_priority": "result.priority"},
     post=[_post_escalated],
 )
 def escalate_ticket(state: TicketState, ticket_id: int) -> dict:
