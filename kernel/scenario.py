@@ -34,6 +34,7 @@ PATTERN_TAGS = (
     "no_side_effect",  # the request must not trigger an unrequested side-effecting call
     "parallel_tasks",  # independent tasks ordered by get_order
     "cyclic_dependency",  # the decomposition is cyclic: the turn halts
+    "resume_unfinished_task",  # a later turn completes a blocked / missing_param task from its unfinished entry
 )
 Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped"]
 
