@@ -229,7 +229,30 @@ def _check_must_not_call(sol: Solution, results: list[TurnResult], reg: Any = No
                 raise Divergence(i, "must_not_call", f"{name} was called (task {called[0].task_id}) although the turn says it must not be")
 
 
+def resumed_arguments(sol: Solution, results: list[TurnResult]) -> list[tuple[int, str, str, str]]:
+    """(turn, task, parameter, entry) for every argument of a committed task call that the kernel bound from an
+    ``unfinished.<tool>`` entry (docs/kernel.md, "Unfinished tasks") that an earlier turn's annotated task of that
+    tool, ending blocked or missing_param, left."""
+    out = []
+    for i, res in enumerate(results):
+        left = {f"unfinished.{t.match}" for turn in sol.turns[:i] for t in turn.tasks or []
+                if t.outcome in ("blocked", "missing_param") and t.match is not None}
+        for c in res.committed_calls:
+            if c.purpose != "task":
+                continue
+            for m, b in res.bindings.get(c.task_id, {}).items():
+                if b.entry is not None and b.entry in left and m in c.arguments and _eq(c.arguments[m], b.value):
+                    out.append((i, c.task_id, m, b.entry))
+    return out
+
+
 def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> None:
+    if "resume_unfinished_task" in sol.tags and not resumed_arguments(sol, results):
+        raise Divergence(
+            None, "tags",
+            "tag 'resume_unfinished_task' needs a committed call with an argument bound from the unfinished entry "
+            "(unfinished.<tool>) that an earlier turn's blocked or missing_param task of that tool left",
+        )
     if "tau_over_s" in sol.tags and not tau_over_s_conflicts(sol, results, reg):
         raise Divergence(
             None, "tags",

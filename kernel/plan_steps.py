@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from . import unfinished
 from .records import Batches, MatchBatch, ScratchpadInit, TaskCursor, TaskList, TurnIn, TurnState, TurnSummary
 from .specs import DecomposeInput, DecomposeOutput, GetOrderInput, MatchFuncInput
 
@@ -133,6 +134,7 @@ def finish(done: BaseModel, turn: TurnState) -> TurnSummary:
     for task_id, error in zip(turn.order, errors, strict=False):
         if error is not None and task_id not in turn.outcomes:
             turn.outcome(task_id, "error", reason=error)
+    unfinished.record(turn)  # blocked and missing_param tasks leave their memory in S (docs/kernel.md, "Unfinished tasks")
     turn.check_monotone("turn end")
     missing = [t for t in dict.fromkeys(turn.order) if t not in turn.outcomes]
     if missing:

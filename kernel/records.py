@@ -89,6 +89,9 @@ class BindingRecord(_Model):
     # that made it so, a dependency's result field "<tool>.<field>", or the parameter's own key when S's
     # value there is the same tool's earlier argument. match_fill then proposes the value.
     shadowed_by: str | None = None
+    # For a value bound from an entry of S other than the parameter's own key: the entry, "unfinished.<tool>"
+    # (an earlier turn's unfinished task of the same tool; docs/kernel.md, "Unfinished tasks").
+    entry: str | None = None
 
 
 class CallRecord(_Model):

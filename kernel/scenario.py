@@ -35,6 +35,7 @@ PATTERN_TAGS = (
     "parallel_tasks",  # independent tasks ordered by get_order
     "cyclic_dependency",  # the decomposition is cyclic: the turn halts
     "per_entity_prerequisite",  # a prerequisite checked on one entity's entry while another entity's differs
+    "resume_unfinished_task",  # a later turn completes a blocked / missing_param task from its unfinished entry
 )
 Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped"]
 

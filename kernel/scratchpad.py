@@ -31,8 +31,17 @@ def is_truncated(value: Any) -> bool:
 
 
 def bindable(state: dict[str, Any]) -> dict[str, Any]:
-    """A state without its truncation markers: what Lookup and the grounding contracts may take a value from."""
-    return {k: v for k, v in state.items() if not is_truncated(v)}
+    """A state without its truncation markers: what Lookup and the grounding contracts may take a value from.
+    Markers nested in an entry (an over-long argument of an unfinished task, kernel/unfinished.py) go too."""
+    return {k: _without_markers(v) for k, v in state.items() if not is_truncated(v)}
+
+
+def _without_markers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_markers(v) for k, v in value.items() if not is_truncated(v)}
+    if isinstance(value, list):
+        return [_without_markers(v) for v in value if not is_truncated(v)]
+    return value
 
 
 class Scratchpad:

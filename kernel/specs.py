@@ -472,6 +472,8 @@ DECOMPOSE = PrimitiveSpec(
         "request or context. Do not invent values and do not add tasks the user did not ask for. "
         'The state lists what earlier calls wrote, each result field as "<tool>.<field>"; a value that a task of '
         "this request will produce is left to that task's result, not copied from the state. "
+        'An entry "unfinished.<tool>" is a task of an earlier turn that did not run (its bound arguments, what was '
+        "missing, why): a request that completes it calls that tool again with only the values the request adds. "
         'Answer with JSON: {"tasks": [{"id", "text", "tool_name", "depends_on", "parameters"}]}.'
     ),
     input_type=DecomposeInput,

@@ -20,11 +20,13 @@ from .records import BindingRecord, CallRecord, PrereqCursor, PrereqList, Prereq
 from .registry.model import Prerequisite
 from .scratchpad import Scratchpad, is_truncated
 from .specs import CheckPrereqInput, CheckPrereqOutput, MatchFillInput, MatchFillOutput, ProposedTask, tool_brief
+from .unfinished import key as unfinished_key
+from .unfinished import open_arguments
 
 
 def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad, *,
            fresh: list[tuple[str, dict[str, Any]]] | None = None, copied: frozenset[str] = frozenset(),
-           tool: str | None = None) -> BindingRecord:
+           tool: str | None = None, unfinished: dict[str, Any] | None = None) -> BindingRecord:
     """Lookup(m, τ, S) (line 31), with same-turn binding (docs/kernel.md, "Same-turn binding"). None counts
     as unbound, and so does a truncation marker.
 
@@ -42,6 +44,11 @@ def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad, *,
     5. S(m), unless its latest write was a call of ``tool`` itself: a task that depends on this turn's
        results does not reuse what the same tool was given before (the message to the first person,
        the buy's symbol); m is missing and match_fill proposes the value from the view.
+
+    ``unfinished`` (the bound arguments of ``tool``'s still-unfinished entry, left by an earlier turn:
+    docs/kernel.md, "Unfinished tasks") is consulted just before S, in both cases: the task resumed is
+    more specific than a value some other call left under the same name. Source ``S`` (the entry is in S),
+    ``entry`` names it, consulted ``... → unfinished``.
     """
     consulted = ["tau"]
     stated = turn_context.get(name)
@@ -59,6 +66,11 @@ def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad, *,
         if stated is not None:
             consulted.append("tau")
             return BindingRecord(value=stated, source="tau", consulted=consulted)
+    if unfinished:
+        consulted.append("unfinished")
+        value = unfinished.get(name)
+        if value is not None and not is_truncated(value):
+            return BindingRecord(value=value, source="S", consulted=consulted, entry=unfinished_key(tool or ""))
     consulted.append("S")
     value = scratchpad.get(name)
     if value is not None and not is_truncated(value):
@@ -228,9 +240,14 @@ def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
     ]
     if not turn.config.cvc:  # unchecked: whatever decompose produced is passed on, plus lookups for required ones
         parameters += [p for p in unit.parameters if p not in parameters]
+    # A task resumed from an earlier turn's unfinished entry of this tool also binds the optional parameters
+    # that task had bound (docs/kernel.md, "Unfinished tasks").
+    resumed = open_arguments(turn.scratchpad, tool)
+    parameters += [p for p in spec.param_names if p not in parameters and resumed.get(p) is not None and not is_truncated(resumed[p])]
     fresh = turn.fresh(task.task_id)
     copied = _copied_from_state(turn, unit.parameters) if fresh else frozenset()
-    bindings = {m: lookup(m, task_context, turn.scratchpad, fresh=fresh, copied=copied, tool=tool) for m in parameters}
+    bindings = {m: lookup(m, task_context, turn.scratchpad, fresh=fresh, copied=copied, tool=tool, unfinished=resumed)
+                for m in parameters}
     looked_up = task.model_copy(update={
         "parameters": parameters,
         "bindings": bindings,

@@ -396,6 +396,11 @@ def _same_turn_binding(m: str, task: Any, ctx: dict[str, Any], user: str, fresh:
             return False, None
         if stated is not None:
             return True, stated
+    entry = S.get(f"unfinished.{tool}")  # an earlier turn's unfinished task of this tool (docs/kernel.md, "Unfinished tasks")
+    if isinstance(entry, dict) and entry.get("outcome") in ("blocked", "missing_param"):
+        kept = entry.get("arguments", {}).get(m)
+        if kept is not None and not is_truncated(kept):
+            return True, kept
     if S.get(m) is not None and not is_truncated(S[m]):
         if fresh and sources.get(m) == f"call:{tool}":
             return False, None
@@ -533,7 +538,14 @@ def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict
     c2 = [c.model_dump() for c in res2.calls]
     if c1 != c2:
         problems.append(f"{where}: calls of the other tasks changed: {c1} vs {c2}")
-    if not _same(res.scratchpad, res2.scratchpad):
+    # A blocked victim leaves its memory (docs/kernel.md, "Unfinished tasks"), written when the turn ends, so that no
+    # other task of the turn saw it: S must be the same apart from the victim's entry unfinished.<tool>.
+    memory = {f"unfinished.{res.outcomes[victim].tool}"} if res.outcomes[victim].status == "blocked" else set()
+    if memory and not memory <= set(res.scratchpad):
+        problems.append(f"{where}: the blocked task left no {sorted(memory)[0]} entry")
+    s1 = {k: v for k, v in res.scratchpad.items() if k not in memory}
+    s2 = {k: v for k, v in res2.scratchpad.items() if k not in memory}
+    if not _same(s1, s2):
         problems.append(f"{where}: final scratchpad changed: {res.scratchpad} vs {res2.scratchpad}")
     if not _same(env2.states["fuzz"].model_dump(), world_after.model_dump()):
         problems.append(f"{where}: final world changed: {world_after.model_dump()} vs {env2.states['fuzz'].model_dump()}")
@@ -604,5 +616,6 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", coun
             stats["bound_from_dependencies"] += sum(1 for b in binds.values() if b.source == "S" and "dependencies" in b.consulted)
             stats["shadowed_by_a_result_field"] += sum(1 for b in binds.values() if b.shadowed_by and "." in b.shadowed_by)
             stats["shadowed_as_same_tool_argument"] += sum(1 for b in binds.values() if b.shadowed_by and "." not in b.shadowed_by)
+            stats["bound_from_unfinished"] += sum(1 for b in binds.values() if b.entry is not None and b.entry.startswith("unfinished."))
         stats["unregistered_proposed"] += sum(1 for _, rep in backend.log if any(f'"{u}"' in rep.text for u in case.unregistered))
     return CaseOutcome(results, problems, adversary.calls, stats)
