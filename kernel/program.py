@@ -273,7 +273,8 @@ class Kernel:
         result = TurnResult(
             index=index,
             user=user,
-            tasks=[t for t in turn.tasks.values() if t.id not in turn.instance_of],  # decompose's tasks (instances are in outcomes)
+            tasks=[t for t in turn.tasks.values() if t.id not in turn.instance_of],  # decompose's tasks
+            instances=[t for t in turn.tasks.values() if t.id in turn.instance_of],
             order=turn.order,
             matches=turn.matches,
             prerequisites=turn.prerequisites,

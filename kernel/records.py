@@ -128,6 +128,8 @@ class TurnResult(_Model):
     index: int
     user: str
     tasks: list[UnitTask] = Field(default_factory=list)
+    # The instances of fan-out tasks (ids "<task>[k]"), each with its τ: the task's parameters plus the element.
+    instances: list[UnitTask] = Field(default_factory=list)
     order: list[str] = Field(default_factory=list)
     matches: dict[str, str | None] = Field(default_factory=dict)
     prerequisites: dict[str, list[PrereqRecord]] = Field(default_factory=dict)
