@@ -197,3 +197,12 @@ def test_generated_decompose_targets_teach_when_and_for_each(tmp_path):
     assert any(t["when"] is not None for t in tasks) and any(t["for_each"] is not None for t in tasks)
     fan = next(t for t in tasks if t["for_each"] is not None)
     assert fan["for_each"]["task"] in fan["depends_on"] and fan["for_each"]["param"] == "stock"
+
+
+def test_the_html_trace_shows_the_condition_and_each_instance():
+    from forethought.kernel.trace_html import render_turn
+    res, _ = _run(_load("telecom/payment_request_each_overdue_bill.json"))
+    html = render_turn(res, None)
+    assert "for each bill_id in t1.bills" in html and "Task t2[0]" in html and "Task t2[1]" in html
+    res, _ = _run(_load("telecom/resume_if_suspended_line_active.json"))
+    assert "when get_details_by_id.line_status eq" in render_turn(res, None)
