@@ -131,7 +131,10 @@ def rename_task_ids(sol: Solution, rng: random.Random) -> Solution:
             continue
         m = {task.id: scheme(i) for i, task in enumerate(t.tasks)}
         tasks = [
-            task.model_copy(update={"id": m[task.id], "depends_on": [m.get(d, d) for d in task.depends_on]})
+            task.model_copy(update={"id": m[task.id], "depends_on": [m.get(d, d) for d in task.depends_on],
+                                    # a fan-out names the task whose list it runs over
+                                    "for_each": task.for_each.model_copy(update={"task": m.get(task.for_each.task, task.for_each.task)})
+                                    if task.for_each is not None else None})
             for task in t.tasks
         ]
         turns.append(t.model_copy(update={"tasks": tasks, "order": [m.get(x, x) for x in t.order or []]}))

@@ -23,14 +23,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forethought.errors import UserError
-from forethought.kernel import plan_steps, toolgate
+from forethought.kernel import condition_steps, plan_steps, toolgate
 from forethought.kernel.environment import Environment
 from forethought.kernel.grounding import canonical
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
 from forethought.kernel.registry.model import fact_of
 from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
-from forethought.kernel.scenario import PATTERN_TAGS, Solution, Turn, load_solution, solution_files
+from forethought.kernel.scenario import PATTERN_TAGS, Solution, TaskAnn, Turn, instance_id, load_solution, solution_files
 from forethought.kernel.specs import permutation_problem
 
 DEFAULT_SOLUTIONS = Path(__file__).resolve().parent / "solutions"
@@ -112,6 +112,9 @@ def _check_tags(sol: Solution) -> None:
         "no_side_effect": any(turn.must_not_call for turn in turns),
         "parallel_tasks": any(_has_parallel(turn) for turn in turns),
         "cyclic_dependency": any(turn.halt == "cycle" for turn in turns),
+        # the replay's evidence for these two is checked in _check_conditions (it needs the calls)
+        "conditional_task": any(t.when is not None for t in tasks),
+        "fan_out": any(t.for_each is not None for t in tasks),
     }
     for tag in sol.tags:
         if not evidence.get(tag, True):
@@ -126,7 +129,7 @@ def _scratchpad_at_lookup(start: dict[str, Any], res: TurnResult, tid: str, reg:
     p = pos.get(tid, len(pos))
     S = dict(start)
     for c in res.calls:
-        before = pos.get(c.task_id, len(pos)) < p or (own_retrievals and c.task_id == tid and c.purpose == "retrieval")
+        before = pos.get(c.task_id.split("[")[0], len(pos)) < p or (own_retrievals and c.task_id == tid and c.purpose == "retrieval")
         if c.committed and before and c.tool in reg:
             S.update(toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {}))
     return S
@@ -246,7 +249,48 @@ def resumed_arguments(sol: Solution, results: list[TurnResult]) -> list[tuple[in
     return out
 
 
+def _check_conditions(sol: Solution, results: list[TurnResult], reg: Any) -> None:
+    """Every conditional task: the replay re-evaluates its predicate on S as it was when the task ran (the turn's
+    start plus the writes of the calls committed before) and the kernel agrees; its call is committed iff the
+    predicate holds. Every fan-out task: one committed call per executed instance. Then the tags' evidence:
+    conditional_task needs such a predicate evaluated, fan_out a fan-out task with at least two instances run."""
+    evaluated = fanned = False
+    S: dict[str, Any] = dict(sol.config)
+    for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
+        start = {**S, **turn.config}
+        S = res.scratchpad
+        if turn.halt is not None:
+            continue
+        for t in turn.tasks or []:
+            out = res.outcomes.get(t.id)
+            if out is None:
+                continue
+            mine = [c for c in res.committed_calls if c.task_id.split("[")[0] == t.id and c.purpose == "task"]
+            if t.when is not None and out.status != "skipped":
+                at = _scratchpad_at_lookup(start, res, t.id, reg)
+                want = t.when.key in at and condition_steps.holds(t.when.op, t.when.value, at[t.when.key])
+                if out.condition is not want:
+                    raise Divergence(i, f"task {t.id}/when", f"the replay evaluates {t.when.key} {t.when.op} {t.when.value!r} on "
+                                     f"S[{t.when.key!r}] = {at.get(t.when.key, 'absent')!r} as {want}, the kernel as {out.condition}")
+                if not want and mine:
+                    raise Divergence(i, f"task {t.id}/when", f"the predicate is false, yet {mine[0].tool} was called")
+                evaluated |= want == bool(mine)
+            if t.for_each is not None:
+                for iid in out.instances:
+                    calls = [c for c in mine if c.task_id == iid]
+                    done = res.outcomes.get(iid)
+                    if done is not None and done.status == "executed" and len(calls) != 1:
+                        raise Divergence(i, f"task {iid}", f"an executed instance must commit exactly one call, committed {len(calls)}")
+                fanned |= len(out.instances) >= 2 and len(mine) >= 2
+    if "conditional_task" in sol.tags and not evaluated:
+        raise Divergence(None, "tags", "tag 'conditional_task' needs a task with a when predicate that the replay evaluated "
+                         "(the task's call committed iff it holds)")
+    if "fan_out" in sol.tags and not fanned:
+        raise Divergence(None, "tags", "tag 'fan_out' needs a for_each task that ran at least two instances, each committing its call")
+
+
 def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> None:
+    _check_conditions(sol, results, reg)
     if "resume_unfinished_task" in sol.tags and not resumed_arguments(sol, results):
         raise Divergence(
             None, "tags",
@@ -356,11 +400,14 @@ def compare_turn(
 def _compare_decisions(i: int, turn: Turn, res: TurnResult, scratchpad_at: Callable[[str, str], str] | None = None) -> None:
     if res.order != turn.order:
         raise Divergence(i, "get_order", f"expected order {turn.order}, got {res.order}")
-    for t in turn.tasks or []:
+    for t in decision_tasks(turn):
         where = f"task {t.id}"
         got_match = res.matches.get(t.id)
         if got_match != t.match:
             raise Divergence(i, f"{where}/match_func", f"expected {t.match!r}, got {got_match!r}")
+        if t.for_each is not None:  # its instances follow as tasks of their own
+            _compare_fan_out(i, t, res)
+            continue
         recs = res.prerequisites.get(t.id, [])
         if len(recs) != len(t.prerequisites):
             raise Divergence(
@@ -387,6 +434,50 @@ def _compare_decisions(i: int, turn: Turn, res: TurnResult, scratchpad_at: Calla
                 raise Divergence(i, f"{where}/parameter {m}", f"expected source {b.source}, got {g.source} (value {g.value!r})")
             if b.source != "missing" and not _eq(g.value, b.value):
                 raise Divergence(i, f"{where}/parameter {m}", f"expected value {b.value!r}, got {g.value!r} (from {g.source})")
+
+
+def decision_tasks(turn: Turn) -> list[TaskAnn]:
+    """The turn's annotated tasks, each fan-out task followed by its instances (ids '<id>[k]') as tasks of their own."""
+    return [x for t in turn.tasks or [] for x in [t, *t.instance_tasks()]]
+
+
+def fan_out_elements(t: TaskAnn, res: TurnResult) -> list[Any] | None:
+    """What a fan-out task runs over, recomputed from the replay: the list field of its source task's committed call
+    result, filtered by ``where`` and picked by ``item_field`` (None when that call committed no such list)."""
+    f = t.for_each
+    assert f is not None
+    calls = [c for c in res.committed_calls if c.task_id == f.task and c.purpose == "task"]
+    result = calls[-1].result if calls else None
+    if not isinstance(result, dict) or not isinstance(result.get(f.field), list):
+        return None
+    out = []
+    for e in result[f.field]:
+        if f.where is not None:
+            actual = (e.get(f.where.field, _MISSING) if isinstance(e, dict) else _MISSING) if f.where.field is not None else e
+            if actual is _MISSING or not condition_steps.holds(f.where.op, f.where.value, actual):
+                continue
+        out.append(e if f.item_field is None else (e.get(f.item_field) if isinstance(e, dict) else None))
+    return out
+
+
+def _compare_fan_out(i: int, t: TaskAnn, res: TurnResult) -> None:
+    """A fan-out task: its summary outcome, one instance per (filtered) element up to the bound, the rest reported."""
+    where = f"task {t.id}"
+    out = res.outcomes.get(t.id)
+    if out is None or out.status != t.outcome:
+        why = f" ({out.reason})" if out and out.reason else ""
+        raise Divergence(i, f"{where}/outcome", f"expected {t.outcome}, got {out.status if out else 'no outcome'}{why}")
+    want_ids = [instance_id(t.id, k) for k in range(len(t.instances or []))]
+    if out.instances != want_ids:
+        raise Divergence(i, f"{where}/for_each", f"expected instances {want_ids}, the kernel ran {out.instances}")
+    if out.status in ("skipped",) or out.elements is None:
+        return
+    elements = fan_out_elements(t, res)
+    values = [x.value for x in t.instances or []]
+    if elements is None or not _eq(elements, values + list(t.beyond_bound)):
+        raise Divergence(i, f"{where}/for_each", f"annotated elements {values + list(t.beyond_bound)}, the replay's list gives {elements}")
+    if not _eq(out.elements, elements) or not _eq(out.beyond_bound, list(t.beyond_bound)):
+        raise Divergence(i, f"{where}/for_each", f"the kernel ran over {out.elements} (beyond the bound: {out.beyond_bound}), the replay gives {elements}")
 
 
 def _first_diff(a: Any, b: Any, path: str = "") -> str:

@@ -125,7 +125,8 @@ def record_matches(matched: BaseModel, turn: TurnState) -> TaskList:
     results = list(getattr(matched, "results", []))
     for task_id, answer in zip(unique, results, strict=False):
         turn.matches[task_id] = answer.tool_name if answer is not None else None
-    return TaskList(tasks=[TaskCursor(task_id=t, matched_tool=turn.matches.get(t)) for t in turn.order])
+    return TaskList(tasks=[TaskCursor(task_id=t, matched_tool=turn.matches.get(t), fan_out=turn.tasks[t].for_each is not None)
+                           for t in turn.order])
 
 
 def finish(done: BaseModel, turn: TurnState) -> TurnSummary:

@@ -44,7 +44,7 @@ from forethought.primitives import (
 )
 from forethought.primitives.store import Cache
 
-from . import plan_steps, task_steps
+from . import condition_steps, plan_steps, task_steps
 from .environment import Environment
 from .records import (
     Batches,
@@ -187,7 +187,28 @@ def build_program(cfg: KernelConfig) -> Program:
     )
     get_order = ForEach(slm_step(GET_ORDER), over="batches", max_items=cfg.max_tasks, on_item_error="skip", label="get_order")
     match_func = ForEach(slm_step(MATCH_FUNC), over="items", max_items=cfg.max_tasks, on_item_error="skip", label="match_func")
-    tasks = ForEach(task, over="tasks", max_items=cfg.max_tasks, on_item_error="skip", label="tasks")
+    # A fan-out task (decompose's for_each) runs the same task body once per element of an earlier task's list, at
+    # most max_fanout times (INV-T: the bound enters the static SLM-call bound); a failing instance is skipped alone (INV-R).
+    instances = ForEach(task, over="tasks", max_items=cfg.max_fanout, on_item_error="skip", label="instances")
+    fan_out = Sequence(
+        _symbolic_step("expand_fan_out", condition_steps.expand_fan_out, TaskCursor, TaskList),
+        instances,
+        _symbolic_step("collect_fan_out", condition_steps.collect_fan_out, instances.output_type, TaskCursor),
+        label="fan_out",
+    )
+    # A conditional task (decompose's when) is evaluated right before it runs: a false predicate skips it.
+    planned_task = Sequence(
+        _symbolic_step("check_condition", condition_steps.check_condition, TaskCursor, TaskCursor),
+        Conditional(
+            when=lambda c: c.status == "skipped_condition",
+            then=Step(keep_task, label="condition_false"),
+            otherwise=Conditional(when=lambda c: c.fan_out, then=fan_out, otherwise=task, label="if_fan_out"),
+            label="if_condition",
+        ),
+        _symbolic_step("record_condition", condition_steps.record_condition, TaskCursor, TaskCursor),
+        label="planned_task",
+    )
+    tasks = ForEach(planned_task, over="tasks", max_items=cfg.max_tasks, on_item_error="skip", label="tasks")
     root = Sequence(
         _symbolic_step("init_scratchpad", plan_steps.init_scratchpad, TurnIn, ScratchpadInit,
                        Contract(value=[Check("config_in_S", "value", plan_steps.config_in_scratchpad)])),
@@ -252,7 +273,8 @@ class Kernel:
         result = TurnResult(
             index=index,
             user=user,
-            tasks=list(turn.tasks.values()),
+            tasks=[t for t in turn.tasks.values() if t.id not in turn.instance_of],  # decompose's tasks
+            instances=[t for t in turn.tasks.values() if t.id in turn.instance_of],
             order=turn.order,
             matches=turn.matches,
             prerequisites=turn.prerequisites,

@@ -32,7 +32,8 @@ from .specs import MAX_TASKS, GetOrderInput, MatchFuncInput, ProposedTask, TaskR
 from .toolgate import RESULT_ENTRY_MAX_CHARS
 
 Status = Literal[
-    "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error"
+    "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error",
+    "skipped_condition", "partial",  # a conditional task whose predicate is false; a fan-out task not every element of which ran
 ]
 
 
@@ -44,6 +45,8 @@ class KernelConfig:
     max_tasks: int = MAX_TASKS  # declared fan-out: tasks per turn (also bounds decompose's decoding schema)
     max_prereqs: int = 4  # prerequisites checked per task
     max_candidates: int = 3  # matched tool + declared alternatives tried
+    # Instances of one fan-out task (decompose's for_each): the elements beyond it are reported, not run (INV-T).
+    max_fanout: int = 8
     state_view: int = 24  # scratchpad entries shown to primitives (most recent)
     # A result field whose JSON is longer than this enters S as a truncation marker (a preview that is
     # never bound as an argument): a long_context result must not flood every prompt's state view.
@@ -114,12 +117,22 @@ class TaskOutcome(_Model):
     remediation: ProposedTask | None = None
     blocked_key: str | None = None
     missing: list[str] = Field(default_factory=list)
+    # A conditional task (decompose's `when`): the predicate's verdict right before it ran, and S's value it tested.
+    condition: bool | None = None
+    condition_value: Any = None
+    # A fan-out task (decompose's `for_each`): the elements it applies to (after the filter), the ids of the instances
+    # run for them (in order, each with its own outcome), and the elements beyond KernelConfig.max_fanout, not run.
+    elements: list[Any] | None = None
+    instances: list[str] = Field(default_factory=list)
+    beyond_bound: list[Any] = Field(default_factory=list)
 
 
 class TurnResult(_Model):
     index: int
     user: str
     tasks: list[UnitTask] = Field(default_factory=list)
+    # The instances of fan-out tasks (ids "<task>[k]"), each with its τ: the task's parameters plus the element.
+    instances: list[UnitTask] = Field(default_factory=list)
     order: list[str] = Field(default_factory=list)
     matches: dict[str, str | None] = Field(default_factory=dict)
     prerequisites: dict[str, list[PrereqRecord]] = Field(default_factory=dict)
@@ -183,6 +196,7 @@ class TaskCursor(_Model):
     # ToolGate verdicts of the last execution attempt ("tool: pre|post: reason"), so the trace shows
     # why a call was not committed and the next candidate tried.
     toolgate: list[str] = Field(default_factory=list)
+    fan_out: bool = False  # decompose gave the task a for_each: it runs as one instance per element
 
 
 class TaskList(_Model):
@@ -258,6 +272,12 @@ class TurnState:
     decompose_state: dict[str, Any] = field(default_factory=dict)
     pending_prerequisite: PrereqCursor | None = None
     pending_task: TaskCursor | None = None
+    # fan-out instances of this turn: instance id -> the task it is an instance of (their UnitTasks are in ``tasks``)
+    instance_of: dict[str, str] = field(default_factory=dict)
+    # the fan-out task whose instances are running (the instances ForEach returns only their results)
+    current_fan_out: TaskCursor | None = None
+    # a conditional task whose predicate held, until its outcome exists: task id -> (verdict, S's value)
+    pending_condition: dict[str, tuple[bool, Any]] = field(default_factory=dict)
     # INV-S monitor
     keys_seen: set[str] = field(default_factory=set)
     # The S entries each committed call of this turn wrote, in commit order: (task id, tool, entries).

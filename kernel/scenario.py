@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from forethought.errors import UserError
 
 from .registry.model import ToolSpec
+from .specs import FanOut, TaskCondition
 
 PATTERN_TAGS = (
     "cross_turn_state",  # a later turn uses state established by an earlier one
@@ -36,8 +37,12 @@ PATTERN_TAGS = (
     "cyclic_dependency",  # the decomposition is cyclic: the turn halts
     "per_entity_prerequisite",  # a prerequisite checked on one entity's entry while another entity's differs
     "resume_unfinished_task",  # a later turn completes a blocked / missing_param task from its unfinished entry
+    "conditional_task",  # a task with a `when` predicate: the replay evaluates it and the call happens iff it holds
+    "fan_out",  # a task with `for_each`: one instance (and one call) per (filtered) element of an earlier task's list
 )
-Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped"]
+Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped", "skipped_condition", "partial"]
+# The outcomes of a task (or fan-out instance) that reached Lookup, so it has bindings.
+LOOKED_UP = ("executed", "missing_param", "tool_failed")
 
 
 class _Strict(BaseModel):
@@ -147,12 +152,75 @@ class TaskAnn(_Strict):
         "(a task it depends on did not execute).",
     )
     setup: bool = Field(False, description="True for a task the user did not name (authenticate, resolve a code, navigate first).")
+    when: TaskCondition | None = Field(
+        None,
+        description="decompose's predicate for a conditional task: {key, op, value} on S (a declared write, or a result entry "
+        "'<tool>.<field>' of a task it depends on), evaluated right before the task runs. False (or the key absent): outcome "
+        "'skipped_condition', nothing called.",
+    )
+    for_each: FanOut | None = Field(
+        None,
+        description="decompose's fan-out: {task, field, param, item_field, where}. The task runs once per element of the list "
+        "field 'field' of task 'task''s result (which must be in depends_on), the element (or its item_field) bound to 'param' "
+        "from tau; 'where' {field, op, value} keeps only matching elements. Needs 'instances'.",
+    )
+    instances: list[InstanceAnn] | None = Field(
+        None,
+        description="Only with for_each: one entry per instance the kernel runs, in element order (at most KernelConfig.max_fanout). "
+        "For such a task 'prerequisites' and 'bindings' are what every instance checks and binds (the for_each parameter is "
+        "bound from tau to the instance's value), and 'outcome' sums them up: executed (every instance executed), partial "
+        "(one did not, or elements were beyond the bound), skipped_condition (no element).",
+    )
+    beyond_bound: list[Any] = Field(
+        default_factory=list, description="Only with for_each: the elements beyond KernelConfig.max_fanout, reported and not run."
+    )
 
     @model_validator(mode="after")
     def _default_match(self) -> TaskAnn:
         if "match" not in self.model_fields_set:
             self.match = self.tool
+        if (self.for_each is None) != (self.instances is None):
+            raise ValueError("for_each and instances go together: list the instances the fan-out runs ([] for none)")
+        if self.for_each is not None and self.for_each.task not in self.depends_on:
+            raise ValueError(f"for_each reads task {self.for_each.task!r}, which must be in depends_on {self.depends_on}")
+        if self.beyond_bound and self.for_each is None:
+            raise ValueError("beyond_bound only applies to a for_each task")
         return self
+
+    def instance_tasks(self) -> list[TaskAnn]:
+        """A fan-out task's instances as tasks of their own (ids '<id>[k]'), with every decision the kernel takes for each:
+        the task's prerequisites and bindings (its own where given), the for_each parameter bound from tau."""
+        if self.for_each is None or not self.instances:
+            return []
+        out = []
+        for k, inst in enumerate(self.instances):
+            bindings: dict[str, BindingAnn] = {}
+            if inst.outcome in LOOKED_UP:
+                bindings = {**self.bindings, self.for_each.param: BindingAnn(source="tau", value=inst.value), **inst.bindings}
+            out.append(TaskAnn(
+                id=instance_id(self.id, k), text=self.text, tool=self.tool, depends_on=list(self.depends_on),
+                parameters={**self.parameters, self.for_each.param: inst.value}, match=self.match,
+                prerequisites=list(self.prerequisites if inst.prerequisites is None else inst.prerequisites),
+                bindings=bindings, outcome=inst.outcome, setup=self.setup,
+            ))
+        return out
+
+
+class InstanceAnn(_Strict):
+    """One instance of a fan-out task: the element it is for and how it ended."""
+
+    value: Any = Field(description="The value bound to the for_each parameter (the element, or its item_field). Use \"${slot}\" for an entity.")
+    outcome: Outcome = Field("executed", description="How this instance ended; a failing instance abandons only itself.")
+    prerequisites: list[PrereqAnn] | None = Field(None, description="This instance's prerequisite checks, when they differ from the task's.")
+    bindings: dict[str, BindingAnn] = Field(default_factory=dict, description="Bindings of this instance that differ from the task's.")
+
+
+def instance_id(task_id: str, k: int) -> str:
+    """The id of a fan-out task's k-th instance (0-based), in the kernel's records and the annotations alike."""
+    return f"{task_id}[{k}]"
+
+
+TaskAnn.model_rebuild()
 
 
 class StateAssertion(_Strict):

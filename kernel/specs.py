@@ -21,6 +21,7 @@ import itertools
 import json
 import random
 import re
+import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass, field
@@ -61,6 +62,41 @@ class TaskRef(BaseModel):
     tool_name: str | None = None
 
 
+# Conditional and fan-out tasks (docs/kernel.md, "Conditional and fan-out tasks"). The predicates take the
+# prerequisites' operators (kernel/registry/model.py SatOp) plus three on strings, for filtering names.
+ConditionOp = Literal["truthy", "not_null", "eq", "ne", "in", "gt", "gte", "lt", "lte", "startswith", "endswith", "contains"]
+
+
+class TaskCondition(BaseModel):
+    """``when``: the task runs only if S's value under ``key`` satisfies ``op`` ``value``; evaluated right before it runs."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: str  # a scratchpad key: a declared write ("line_status") or a result entry ("get_details_by_id.line_status")
+    op: ConditionOp = "truthy"
+    value: Any = None
+
+
+class ItemFilter(BaseModel):
+    """``for_each.where``: keep an element whose ``field`` (the element itself when null) satisfies ``op`` ``value``."""
+
+    model_config = ConfigDict(extra="forbid")
+    field: str | None = None
+    op: ConditionOp = "truthy"
+    value: Any = None
+
+
+class FanOut(BaseModel):
+    """``for_each``: run the task once per element of the list field ``field`` of task ``task``'s result,
+    the element (or its ``item_field``) bound to parameter ``param`` of that instance."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str  # an id in the task's depends_on
+    field: str  # a field of that task's result (S entry "<tool>.<field>", as its call wrote it)
+    param: str  # the parameter each element binds to
+    item_field: str | None = None  # for elements that are objects: the field that is the value
+    where: ItemFilter | None = None
+
+
 class UnitTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
@@ -68,6 +104,8 @@ class UnitTask(BaseModel):
     tool_name: str | None = None
     depends_on: list[str] = Field(default_factory=list)
     parameters: dict[str, Any] = Field(default_factory=dict)
+    when: TaskCondition | None = None
+    for_each: FanOut | None = None
 
 
 class ProposedTask(BaseModel):
@@ -122,7 +160,10 @@ class Annotation:
 
     @classmethod
     def of(cls, turn: Any) -> Annotation:
-        return cls(turn, {t.id: t for t in turn.tasks or []})
+        tasks = {t.id: t for t in turn.tasks or []}
+        for t in turn.tasks or []:  # a fan-out task's instances are answered as tasks of their own ("t2[0]", ...)
+            tasks.update({i.id: i for i in t.instance_tasks()})
+        return cls(turn, tasks)
 
 
 @dataclass(frozen=True)
@@ -400,6 +441,37 @@ def _dec_grounded(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
     return None
 
 
+def _dec_conditions(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
+    """``when`` and ``for_each`` are well formed: a fan-out reads a task this one depends on and binds a parameter
+    of its tool that decompose does not state; the predicates' values are grounded like parameter values."""
+    tm = _tool_map(inp.tools)
+    hay = Haystack([inp.user], [inp.context, bindable(inp.state)])
+    for t in out.tasks:
+        preds = []
+        if t.when is not None:
+            if not t.when.key:
+                return f"task {t.id}: when needs the scratchpad key it tests"
+            preds.append(("when", t.when.op, t.when.value))
+        f = t.for_each
+        if f is not None:
+            if f.task not in t.depends_on:
+                return f"task {t.id}: for_each reads task {f.task!r}, which is not in its depends_on {t.depends_on}"
+            tool = tm.get(t.tool_name or "")
+            if tool is not None and f.param not in tool.params:
+                return f"task {t.id}: for_each binds {f.param!r}, which is not a parameter of {tool.name}"
+            if t.parameters.get(f.param) is not None:
+                return f"task {t.id}: for_each binds {f.param!r} per element, so its parameters must not state it"
+            if f.where is not None:
+                preds.append(("for_each.where", f.where.op, f.where.value))
+        for where, op, value in preds:
+            if op in ("truthy", "not_null"):
+                if value is not None:
+                    return f"task {t.id}: {where} op {op!r} takes no value, got {value!r}"
+            elif value is None or not hay.contains(value):
+                return f"task {t.id}: {where} value {value!r} is not grounded in the request, context or scratchpad"
+    return None
+
+
 def _dec_cover(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
     if inp.user.strip() and not out.tasks:
         return "a non-empty request was decomposed into no tasks"
@@ -409,9 +481,23 @@ def _dec_cover(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
 def _dec_canon(out: DecomposeOutput) -> Any:
     # The task text is explanatory; exact match compares the decisions.
     return [
-        {"id": t.id, "tool_name": t.tool_name, "depends_on": sorted(t.depends_on), "parameters": normalize(t.parameters)}
+        {"id": t.id, "tool_name": t.tool_name, "depends_on": sorted(t.depends_on), "parameters": normalize(t.parameters),
+         **({"when": normalize(t.when.model_dump())} if t.when is not None else {}),
+         **({"for_each": normalize(t.for_each.model_dump())} if t.for_each is not None else {})}
         for t in out.tasks
     ]
+
+
+_OPS = {"enum": list(typing.get_args(ConditionOp))}
+_NAME_STR = {"type": "string", "maxLength": 80}
+_CONDITION = {"type": "object", "properties": {"key": _NAME_STR, "op": _OPS, "value": _ANY_VALUE},
+              "required": ["key", "op", "value"], "additionalProperties": False}
+_FILTER = {"type": "object", "properties": {"field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "op": _OPS, "value": _ANY_VALUE},
+           "required": ["field", "op", "value"], "additionalProperties": False}
+_FAN_OUT = {"type": "object",
+            "properties": {"task": {"type": "string", "maxLength": 12}, "field": _NAME_STR, "param": _NAME_STR,
+                           "item_field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "where": {"anyOf": [_FILTER, {"type": "null"}]}},
+            "required": ["task", "field", "param", "item_field", "where"], "additionalProperties": False}
 
 
 def _dec_schema(inp: DecomposeInput, max_tasks: int) -> dict[str, Any]:
@@ -423,8 +509,10 @@ def _dec_schema(inp: DecomposeInput, max_tasks: int) -> dict[str, Any]:
             "tool_name": _tool_enum(inp.tools, True),
             "depends_on": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 8},
             "parameters": {"type": "object", "additionalProperties": _ANY_VALUE},
+            "when": {"anyOf": [_CONDITION, {"type": "null"}]},
+            "for_each": {"anyOf": [_FAN_OUT, {"type": "null"}]},
         },
-        "required": ["id", "text", "tool_name", "depends_on", "parameters"],
+        "required": ["id", "text", "tool_name", "depends_on", "parameters", "when", "for_each"],
         "additionalProperties": False,
     }
     # No more tasks than the kernel's declared fan-out: a longer decomposition halts the turn anyway.
@@ -435,7 +523,9 @@ def _dec_schema(inp: DecomposeInput, max_tasks: int) -> dict[str, Any]:
 def _dec_oracle(inp: DecomposeInput, ann: Annotation) -> dict[str, Any]:
     return {
         "tasks": [
-            {"id": t.id, "text": t.text, "tool_name": t.tool, "depends_on": list(t.depends_on), "parameters": dict(t.parameters)}
+            {"id": t.id, "text": t.text, "tool_name": t.tool, "depends_on": list(t.depends_on), "parameters": dict(t.parameters),
+             "when": t.when.model_dump(mode="json") if t.when is not None else None,
+             "for_each": t.for_each.model_dump(mode="json") if t.for_each is not None else None}
             for t in ann.turn.tasks or []
         ]
     }
@@ -474,7 +564,14 @@ DECOMPOSE = PrimitiveSpec(
         "this request will produce is left to that task's result, not copied from the state. "
         'An entry "unfinished.<tool>" is a task of an earlier turn that did not run (its bound arguments, what was '
         "missing, why): a request that completes it calls that tool again with only the values the request adds. "
-        'Answer with JSON: {"tasks": [{"id", "text", "tool_name", "depends_on", "parameters"}]}.'
+        'A task the user wants only if something holds ("if the line is suspended, resume it") gets "when": '
+        '{"key", "op", "value"}, a test of a state key or of a result field "<tool>.<field>" of a task it depends on, '
+        'checked right before it runs. A task the user wants for every element of a list that another task returns '
+        '("add each of them") gets "for_each": {"task", "field", "param", "item_field", "where"}: the id of that task '
+        "(in depends_on), the list field of its result, the parameter each element binds to (not stated in parameters), "
+        'the element field that is the value (null: the element itself) and an optional filter {"field", "op", "value"}. '
+        "Ops: truthy, not_null, eq, ne, in, gt, gte, lt, lte, startswith, endswith, contains. Otherwise both are null. "
+        'Answer with JSON: {"tasks": [{"id", "text", "tool_name", "depends_on", "parameters", "when", "for_each"}]}.'
     ),
     input_type=DecomposeInput,
     output_type=DecomposeOutput,
@@ -483,6 +580,7 @@ DECOMPOSE = PrimitiveSpec(
         Check("ids_consistent", "value", _dec_ids),
         Check("tools_registered", "value", _dec_tools),
         Check("values_grounded", "value", _dec_grounded),
+        Check("conditions_well_formed", "value", _dec_conditions),
         Check("covers_request", "semantic", _dec_cover),
     ),
     canonical_fn=_dec_canon,

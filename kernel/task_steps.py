@@ -246,6 +246,8 @@ def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
     parameters += [p for p in spec.param_names if p not in parameters and resumed.get(p) is not None and not is_truncated(resumed[p])]
     fresh = turn.fresh(task.task_id)
     copied = _copied_from_state(turn, unit.parameters) if fresh else frozenset()
+    if task.task_id in turn.instance_of:  # the element a fan-out instance is for is its τ, never a copy of S
+        copied = copied - {turn.tasks[turn.instance_of[task.task_id]].for_each.param}  # type: ignore[union-attr]
     bindings = {m: lookup(m, task_context, turn.scratchpad, fresh=fresh, copied=copied, tool=tool, unfinished=resumed)
                 for m in parameters}
     looked_up = task.model_copy(update={

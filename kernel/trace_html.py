@@ -44,11 +44,17 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
     out.append("<div class='box'><span class='sp'>1. Decompose</span><ul>")
     for task in t.tasks:
         deps = f" <span class='muted'>after {', '.join(task.depends_on)}</span>" if task.depends_on else ""
+        if task.when is not None:
+            deps += f" <span class='muted'>when {_e(task.when.key)} {_e(task.when.op)} {_e(json.dumps(task.when.value, default=str))}</span>"
+        if task.for_each is not None:
+            deps += f" <span class='muted'>for each {_e(task.for_each.param)} in {_e(task.for_each.task)}.{_e(task.for_each.field)}</span>"
         out.append(f"<li><b>{_e(task.id)}</b>: {_e(task.text)} <span class='muted'>[{_e(task.tool_name or '—')}]</span>{deps}</li>")
     out.append("</ul></div>")
     if t.order:
         out.append(f"<div class='box'><span class='sp'>2. Get-Order:</span> {' ≺ '.join(_e(x) for x in t.order)}</div>")
-    for tid in dict.fromkeys(t.order):
+    # a fan-out task's instances follow it, each with its own checks, bindings and outcome
+    shown = [x for tid in dict.fromkeys(t.order) for x in [tid, *(t.outcomes[tid].instances if tid in t.outcomes else [])]]
+    for tid in shown:
         o = t.outcomes.get(tid)
         out.append(f"<div class='box'><span class='sp'>Task {_e(tid)}</span>")
         pre = t.prerequisites.get(tid, [])
@@ -74,7 +80,7 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
                            f"<td><code>{_e(r.value)}</code></td><td>{_e(' → '.join(r.consulted))}</td></tr>")
             out.append("</table>")
         if o is not None:
-            cls = "ok" if o.status == "executed" else "bad"
+            cls = "ok" if o.status in ("executed", "skipped_condition") else "bad"  # a false condition is no failure
             why = f" — {_e(o.reason)}" if o.reason else ""
             out.append(f"<div>Outcome: <span class='{cls}'>{_e(o.status)}</span>{why}</div>")
         out.append("</div>")

@@ -126,7 +126,9 @@ def build_domain(case: FuzzCase, probe: Probe | None = None) -> Domain:
             if _mode == "bad_result":
                 return {"unexpected": True}
             # result fields named like parameters, so that same-turn binding's shadowing is reached
-            return {"ok": True, "value": state.counter, "name": f"item{state.counter}", "target": f"t{state.counter}"}
+            # and a list, for decompose's fan-outs (for_each) to run over
+            return {"ok": True, "value": state.counter, "name": f"item{state.counter}", "target": f"t{state.counter}",
+                    "items": [f"item{state.counter}", f"t{state.counter}"]}
 
         dom.tools[spec.name] = DomainTool(spec, fn, [], "fuzz")
     return dom
@@ -198,7 +200,12 @@ class AdversarialBackend:
                 params = {self.rng.choice(PARAMS): self._value() for _ in range(self.rng.randint(0, 3))}
                 tool = self._tool()
                 self.decomposed_tools[tid] = tool
-                tasks.append({"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params})
+                task = {"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params}
+                if self.rng.random() < 0.05:  # malformed conditions and fan-outs: unknown keys, tasks, parameters and ops
+                    task["when"] = {"key": self.rng.choice(PARAMS), "op": self.rng.choice(["eq", "gt", "bogus"]), "value": self._value()}
+                if self.rng.random() < 0.05:
+                    task["for_each"] = {"task": self.rng.choice(ids + ["ghost"]), "field": self.rng.choice(PARAMS), "param": self.rng.choice(PARAMS)}
+                tasks.append(task)
             return json.dumps({"tasks": tasks, **extra})
         if p == "get_order":
             ids = [t.id for t in inp.tasks]
@@ -241,7 +248,18 @@ class AdversarialBackend:
                 if k >= 2 and rng.random() < 0.3:  # the same tool again after another task's result (same-turn binding)
                     tool, params, deps = tasks[k - 2]["tool_name"], {}, [f"t{k - 1}"]
                 self.decomposed_tools[tid] = tool
-                tasks.append({"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params})
+                task = {"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params}
+                if deps and rng.random() < 0.15:  # a conditional task: a predicate on a dependency's result or on S
+                    dep_tool = self.decomposed_tools.get(deps[-1]) or "x"
+                    key = rng.choice([f"{dep_tool}.ok", f"{dep_tool}.{rng.choice(PARAMS)}", *list(inp.state)[:3], "nothing_here"])
+                    task["when"] = rng.choice([{"key": key, "op": "truthy", "value": None}, {"key": key, "op": "not_null", "value": None},
+                                               {"key": key, "op": "eq", "value": rng.choice(grounded or [None])}])
+                if deps and tool is not None and briefs[tool].params and rng.random() < 0.3:  # a fan-out over a dependency's result
+                    param = rng.choice(list(briefs[tool].params))
+                    task["parameters"].pop(param, None)
+                    task["for_each"] = {"task": deps[-1], "field": rng.choice(["items"] * 6 + ["value", *PARAMS]),
+                                        "param": param, "item_field": None, "where": None}
+                tasks.append(task)
             if len(tasks) > 1 and rng.random() < 0.05:  # an otherwise valid decomposition with a cycle
                 tasks[0]["depends_on"].append(tasks[-1]["id"])
                 tasks[-1]["depends_on"].append(tasks[0]["id"])
@@ -414,7 +432,7 @@ def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[A
     binds it (the task's decompose-grounded parameters, then the turn context; None is unbound), else S's value
     at that moment (which includes what match_fill just wrote for a missing parameter)."""
     problems: list[str] = []
-    tasks = {t.id: t for t in res.tasks}
+    tasks = {t.id: t for t in res.tasks + res.instances}  # a fan-out's instances are tasks of their own
     if len(staged) != len(probe.invocations):
         return [f"turn {i}: {len(staged)} calls recorded as run but the tools were invoked {len(probe.invocations)} times"]
     retrievals: dict[str, deque] = {
@@ -469,9 +487,10 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
     """INV-R refined: a skipped task has a dependency that did not execute; with CVC, a task whose dependency did
     not execute is skipped, and a task executes only after all its dependencies executed before it."""
     problems: list[str] = []
-    tasks = {t.id: t for t in res.tasks}
+    tasks = {t.id: t for t in res.tasks + res.instances}  # a fan-out's instances are tasks of their own
     status = {tid: o.status for tid, o in res.outcomes.items()}
     position = {tid: n for n, tid in reversed(list(enumerate(res.order)))}  # first position in the order
+    position.update({iid: position[o.task_id] for o in res.outcomes.values() for iid in o.instances if o.task_id in position})  # an instance runs at its task's
     for tid, o in res.outcomes.items():
         t = tasks.get(tid)
         deps = [d for d in (t.depends_on if t else []) if d in tasks and d != tid]
@@ -493,7 +512,7 @@ def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict
     """INV-R by comparison: rerun the turn without one failed, effect-free task (and its dependents)."""
     if res.halted is not None:
         return []
-    tasks = {t.id: t for t in res.tasks}
+    tasks = {t.id: t for t in res.tasks + res.instances}  # a fan-out's instances are tasks of their own
     by_task: dict[str, list[SLMRequest]] = defaultdict(list)
     for req, _ in log:
         t = getattr(req.input, "task", None)

@@ -288,11 +288,11 @@ def test_without_cvc_the_same_primitives_chain_unchecked():
 
 
 def test_static_bound_and_program_structure():
-    k = Kernel(KernelConfig(retries=1, max_tasks=4, max_prereqs=2, max_candidates=2))
+    k = Kernel(KernelConfig(retries=1, max_tasks=4, max_prereqs=2, max_candidates=2, max_fanout=3))
     names = {p.name for p in k.program.primitives()}
     assert {"decompose", "get_order", "check_prerequisites", "match_func", "match_fill", "build_dep_graph", "guard_execute", "lookup_params"} <= names
-    # decompose 2 + get_order 4*2 + match_func 4*2 + per task (2 prereqs * (2 + 2) + 2 candidates * 2)
-    assert k.program.max_slm_calls == 2 + 8 + 8 + 4 * (2 * 4 + 2 * 2)
+    # decompose 2 + get_order 4*2 + match_func 4*2 + per task (a fan-out task runs up to 3 instances) 3 * (2 prereqs * (2 + 2) + 2 candidates * 2)
+    assert k.program.max_slm_calls == 2 + 8 + 8 + 4 * 3 * (2 * 4 + 2 * 2)
 
 
 @pytest.mark.parametrize("path", ["data_gen/solutions/file_system/paper_figure1.json"])

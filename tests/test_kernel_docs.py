@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from forethought.kernel import plan_steps, records, task_steps
+from forethought.kernel import condition_steps, plan_steps, records, task_steps
 from forethought.kernel.program import Kernel
 from forethought.primitives import Step
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "kernel.md"
-MODULES = {"P": plan_steps, "T": task_steps, "R": records}
+MODULES = {"P": plan_steps, "T": task_steps, "R": records, "C": condition_steps}
 # Lines of Algorithm 2 that do something (the others are "end if" / "end for").
 ALGORITHM_LINES = set(range(1, 41)) - {18, 22, 23, 28, 36, 38}
 # Steps whose function has another name: one function serves both, or the step only passes its input on.
@@ -26,7 +26,7 @@ def _table_rows() -> list[str]:
 
 
 def test_the_line_by_line_table_names_existing_code():
-    cited = [ref for row in _table_rows() for ref in re.findall(r"`([PTR]):([\w.]+)`", row)]
+    cited = [ref for row in _table_rows() for ref in re.findall(r"`([PTRC]):([\w.]+)`", row)]
     assert len(cited) >= 30, cited
     missing = []
     for module, dotted in cited:
@@ -65,7 +65,7 @@ def test_each_symbolic_step_is_the_function_named_as_the_step():
             continue
         expected = SHARED.get(name, name)
         fn = step.primitive.fn
-        if fn.__name__ != expected or fn.__module__ not in (plan_steps.__name__, task_steps.__name__):
+        if fn.__name__ != expected or fn.__module__ not in (plan_steps.__name__, task_steps.__name__, condition_steps.__name__):
             wrong.append(f"{name}: {fn.__module__}.{fn.__name__}")
     assert wrong == []
     text = DOC.read_text(encoding="utf-8")

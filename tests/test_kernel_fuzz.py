@@ -54,6 +54,8 @@ def _observe(out) -> None:
     STATS.update(out.stats)
     for t in out.turns:
         SEEN["status"].update(o.status for o in t.outcomes.values())
+        STATS["fan_out_instances"] += sum("[" in tid for tid in t.outcomes)  # instances of decompose's for_each tasks
+        STATS["conditions_held"] += sum(o.condition is True for o in t.outcomes.values())
         if t.halted:
             SEEN["halted"].add(t.halted["step"].split("/")[-1])
 
@@ -73,7 +75,8 @@ def test_fuzzing_reached_every_outcome():
     if not SEEN["status"]:  # run alone: do a short pass here
         for s in range(400):
             _observe(run_case(KERNEL, random_case(random.Random(s)), s, counterfactual=True))
-    assert {"executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped"} <= SEEN["status"]
+    assert {"executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped", "skipped_condition"} <= SEEN["status"]
+    assert STATS["fan_out_instances"] >= 1 and STATS["conditions_held"] >= 1, STATS  # the when/for_each branches ran too
     assert {"decompose", "build_dep_graph"} <= SEEN["halted"]
     assert STATS["calls_checked"] >= 100, STATS  # INV-L compared bound values on real calls
     assert STATS["counterfactual_runs"] >= 50, STATS  # INV-R replays happened
