@@ -398,3 +398,13 @@ def test_unreachable_backend_is_never_scored(policy, code, tmp_path, capsys):
 def test_result_rows_are_bfcls_decoded_form():
     assert bfcl_score.candidate_steps([["ls()"], [], ["cd(folder='a')", "pwd()"]]) == [[["ls()"]], [], [["cd(folder='a')", "pwd()"]]]
     assert Path(bfcl_data.bfcl_data_dir(), "BFCL_v4_multi_turn_base.json").is_file()
+
+
+def test_the_reports_count_every_final_task_status():
+    """A status the kernel can end a task with (the conditional and fan-out ones too) has its column."""
+    from typing import get_args
+
+    from forethought.bench.bfcl_report import STATUSES
+    from forethought.kernel.records import Status
+
+    assert set(get_args(Status)) - {"pending", "ready", "trying"} == set(STATUSES)

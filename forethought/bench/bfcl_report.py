@@ -11,7 +11,7 @@ from typing import Any
 
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
-STATUSES = ("executed", "missing_function", "missing_param", "blocked", "tool_failed", "skipped", "error")
+STATUSES = ("executed", "partial", "missing_function", "missing_param", "blocked", "tool_failed", "skipped", "skipped_condition", "error")
 
 
 def _pct(k: int, n: int) -> str:
