@@ -192,6 +192,12 @@ class Haystack:
             return all(self.contains(v) for v in value)
         return False
 
+    def composed_only(self, value: str) -> bool:
+        """``value`` is grounded as a composition of grounded parts and connective text, not as a whole
+        (verify's evidence for the ``composed_value`` tag)."""
+        v = _fold(value)
+        return bool(v) and not self._part(v) and self._composed(v)
+
     # ------------------------------------------------------------ strings
     @property
     def runs(self) -> set[str]:
