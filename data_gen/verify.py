@@ -25,12 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from forethought.errors import UserError
 from forethought.kernel import condition_steps, plan_steps, toolgate
 from forethought.kernel.environment import Environment
-from forethought.kernel.grounding import canonical
+from forethought.kernel.grounding import Haystack, canonical
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
 from forethought.kernel.registry.model import fact_of
 from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
 from forethought.kernel.scenario import PATTERN_TAGS, Solution, TaskAnn, Turn, instance_id, load_solution, solution_files
+from forethought.kernel.scratchpad import bindable
 from forethought.kernel.specs import permutation_problem
 
 DEFAULT_SOLUTIONS = Path(__file__).resolve().parent / "solutions"
@@ -289,8 +290,37 @@ def _check_conditions(sol: Solution, results: list[TurnResult], reg: Any) -> Non
         raise Divergence(None, "tags", "tag 'fan_out' needs a for_each task that ran at least two instances, each committing its call")
 
 
+def composed_arguments(sol: Solution, results: list[TurnResult], reg: Any) -> list[tuple[int, str, str, str]]:
+    """(turn, task, parameter, value) for every string argument of a committed task call that is grounded only as a
+    composition of parts (docs/kernel.md, "Grounding") in the request, the turn context and S as the task's Lookup
+    saw it: the value as a whole occurs in none of them."""
+    out = []
+    S: dict[str, Any] = dict(sol.config)
+    for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
+        start = {**S, **turn.config}
+        for c in res.committed_calls:
+            if c.purpose != "task":
+                continue
+            spec = reg.get(c.tool) if reg is not None else None
+            # a value of the parameter's enum is grounded by the schema, not composed
+            strings = {m: v for m, v in c.arguments.items() if isinstance(v, str)
+                       and not (spec is not None and v in (spec.param_schema(m).get("enum") or []))}
+            if not strings:
+                continue
+            hay = Haystack(texts=[turn.user], values=[turn.context, bindable(_scratchpad_at_lookup(start, res, c.task_id, reg))])
+            out += [(i, c.task_id, m, v) for m, v in strings.items() if hay.composed_only(v)]
+        S = res.scratchpad
+    return out
+
+
 def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> None:
     _check_conditions(sol, results, reg)
+    if "composed_value" in sol.tags and not composed_arguments(sol, results, reg):
+        raise Divergence(
+            None, "tags",
+            "tag 'composed_value' needs a committed call with a string argument grounded only by its parts (the whole "
+            "value occurs in neither the request, the context nor S)",
+        )
     if "resume_unfinished_task" in sol.tags and not resumed_arguments(sol, results):
         raise Divergence(
             None, "tags",

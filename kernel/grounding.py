@@ -192,6 +192,14 @@ class Haystack:
             return all(self.contains(v) for v in value)
         return False
 
+    def composed_only(self, value: str) -> bool:
+        """``value`` is grounded as a composition of at least two grounded parts that carry content (a word
+        outside ``FUNCTION_WORDS`` or a meaningful symbol) and connective text, not as a whole (verify's evidence
+        for the ``composed_value`` tag). One such part wrapped in connective text ("the report.txt.") is grounded
+        too, but it assembles nothing, so it is no evidence."""
+        v = _fold(value)
+        return bool(v) and not self._part(v) and self._composed(v, min_parts=2)
+
     # ------------------------------------------------------------ strings
     @property
     def runs(self) -> set[str]:
@@ -243,9 +251,10 @@ class Haystack:
             self._strings[v] = hit
         return hit
 
-    def _composed(self, v: str) -> bool:
-        """Dynamic programme over the value's pieces: reach[k] is None (unreachable), False (reached with
-        connectives only) or True (reached with at least one grounded part)."""
+    def _composed(self, v: str, min_parts: int = 1) -> bool:
+        """Dynamic programme over the value's pieces: reach[k] is None (unreachable) or the most grounded parts
+        (capped at ``min_parts``; above 1, only parts with content count) of a cut of the first k pieces;
+        the value is composed when reach[n] is ``min_parts``."""
         pieces = [(m.lastindex, m.group()) for m in _PIECES.finditer(v)]
         if sum(kind == 1 for kind, _ in pieces) > MAX_COMPOSED_WORDS:
             return False  # a long text is grounded only as a whole (it is quoted, not composed)
@@ -256,27 +265,32 @@ class Haystack:
                     and not (_NUMBER_WORD.fullmatch(piece) and float(piece.replace(",", "")) in self.numbers):
                 return False
         n = len(pieces)
-        reach: list[bool | None] = [None] * (n + 1)
-        reach[0] = False
+        reach: list[int | None] = [None] * (n + 1)
+        reach[0] = 0
         for k in range(n):
-            if reach[k] is None:
+            here = reach[k]
+            if here is None:
                 continue
             kind, piece = pieces[k]
             if kind == 2 or (kind == 3 and piece in CONNECTIVE_PUNCTUATION) or (kind == 1 and piece in FUNCTION_WORDS):
-                reach[k + 1] = bool(reach[k + 1]) or reach[k]
+                reach[k + 1] = max(reach[k + 1] or 0, here)
             if kind == 2 or (kind == 3 and piece in CONNECTIVE_PUNCTUATION):
                 continue  # a part starts with a word or a meaningful symbol, never with connective text
-            span = ""
+            span, content = "", False
             for m in range(k, n):
                 mkind, mpiece = pieces[m]
                 span += mpiece
+                content = content or (mkind == 1 and mpiece not in FUNCTION_WORDS) or (mkind == 3 and mpiece not in CONNECTIVE_PUNCTUATION)
                 # a part ends with a word or a meaningful symbol (trailing connective text is covered by the step above)
                 if (mkind == 1 or (mkind == 3 and mpiece not in CONNECTIVE_PUNCTUATION)) and self._part(span):
-                    reach[m + 1] = True
+                    # the contract (min_parts 1) takes any grounded part; more parts are counted only when they carry
+                    # content, so "the" that happens to occur does not turn "the report.txt" into two parts
+                    step = 1 if content or min_parts == 1 else 0
+                    reach[m + 1] = max(reach[m + 1] or 0, min(here + step, min_parts))
                 # a longer span can only occur if this one could (or a synonym name starts with it)
                 if not ((mkind != 1 or self._could_occur(mpiece)) and span in self.text) and not any(s.startswith(span) for s in syn_names):
                     break
-        return reach[n] is True
+        return reach[n] == min_parts
 
 
 def _leaves(v: Any, out: list[Any]) -> None:

@@ -37,6 +37,7 @@ PATTERN_TAGS = (
     "cyclic_dependency",  # the decomposition is cyclic: the turn halts
     "per_entity_prerequisite",  # a prerequisite checked on one entity's entry while another entity's differs
     "resume_unfinished_task",  # a later turn completes a blocked / missing_param task from its unfinished entry
+    "composed_value",  # a committed string argument grounded by its parts plus connective text, not as a whole
     "conditional_task",  # a task with a `when` predicate: the replay evaluates it and the call happens iff it holds
     "fan_out",  # a task with `for_each`: one instance (and one call) per (filtered) element of an earlier task's list
 )
