@@ -201,6 +201,7 @@ def pretrain(cfg: TrainConfig) -> Path:
 
     from forethought.bundle.models import load_model, load_tokenizer
     from forethought.training.callbacks import ExactMatchCurve, RichProgress, Throughput
+    from forethought.training.lm_head import compact_on_cpu
     from forethought.training.models import resolve_device
     from forethought.training.plots import plot_em, plot_loss
     from forethought.training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
@@ -248,6 +249,8 @@ def pretrain(cfg: TrainConfig) -> Path:
     if s.em_eval_steps:
         curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed), s.em_eval_steps)
         callbacks.append(curve)
+    if device == "cpu":
+        compact_on_cpu()  # score only the completion positions in trl's LM head (training/lm_head.py)
     with _env(_wandb_env(cfg)):
         try:
             _start_wandb(cfg, run, "base", config)
