@@ -90,6 +90,8 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
     if not rows:
         raise UserError("no <primitive>/train.jsonl found: the base stage trains on the train splits", str(cfg.dataset_dir))
     rng.shuffle(rows)
+    if cfg.model.pretrain.loss == "prompt":  # a language model of the requests: the answers are left to the adapters
+        return [{"messages": r["prompt"]} for r in rows]
     return rows
 
 
