@@ -5,7 +5,7 @@ Same model (a built-here base's random initialisation, ``model=tiny`` or ``model
 generated data (all five train splits mixed, as the base stage sees them), same number of optimizer
 steps; only the trainer settings differ. trl's defaults need two changes to run on a CPU at all
 (``bf16=True`` raises there, and ``use_cpu`` must be set); everything else is left at trl's value
-(gradient checkpointing on, no packing, batch 8, max_length 1024). Prints non-padding training tokens
+(gradient checkpointing on, no packing, batch 8, max_length 1024, every position through the LM head). Prints non-padding training tokens
 per second per setting and the ratio to trl's defaults.
 
     python scripts/bench_cpu_settings.py --data runs/pipeline/data --model small --steps 30
@@ -32,11 +32,13 @@ for k, v in (("HF_HUB_OFFLINE", "1"), ("HF_HUB_DISABLE_TELEMETRY", "1"), ("TOKEN
 
 def settings(max_length: int) -> dict[str, dict]:
     trl_defaults = {"use_cpu": True, "bf16": False}  # the minimum for trl's defaults to run on a CPU
+    # compact_lm_head: training/lm_head.py (score only the labelled positions on CPU), not an SFTConfig field
     ours = {**trl_defaults, "activation_checkpointing": False, "dataloader_pin_memory": False, "max_length": max_length,
-            "completion_only_loss": True}
+            "completion_only_loss": True, "compact_lm_head": True}
     return {
         "trl SFTConfig defaults": trl_defaults,
         "ours, no packing (bs 8)": {**ours, "per_device_train_batch_size": 8, "packing": False},
+        "ours, packing, trl's LM head": {**ours, "per_device_train_batch_size": 2, "packing": True, "compact_lm_head": False},
         "ours, packing (2 rows)": {**ours, "per_device_train_batch_size": 2, "packing": True},
     }
 
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from trl import SFTConfig, SFTTrainer
 
     from forethought.bundle.models import load_model, load_tokenizer
-    from forethought.training import pretrain
+    from forethought.training import lm_head, pretrain
     from forethought.training.callbacks import Throughput
     from forethought.training.train import config_from_overrides
 
@@ -68,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     for threads in a.threads:
         torch.set_num_threads(threads)
         for name, kw in settings(cfg.model.pretrain.max_length if cfg.model.pretrain else 1536).items():
+            kw = dict(kw)
+            if kw.pop("compact_lm_head", False):
+                lm_head.compact_on_cpu()
+            else:
+                lm_head.restore()
             model = load_model(init, dtype=torch.float32, attn_implementation="sdpa")
             tp = Throughput()
             args = SFTConfig(output_dir=str(tmp / "ckpt"), max_steps=a.steps, save_strategy="no", report_to="none", disable_tqdm=True,

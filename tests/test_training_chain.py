@@ -49,7 +49,7 @@ def _train_and_validate(data: Path, out: Path, *extra: str) -> dict:
         "model.tiny.hidden_size=64", "model.tiny.intermediate_size=256", "model.tiny.num_layers=1", "model.tiny.num_heads=2",
         "model.tiny.num_kv_heads=1", f"model.pretrain.max_steps={STEPS}", "model.pretrain.learning_rate=3e-3",
         "model.pretrain.per_device_batch_size=4", "model.pretrain.packing=false", "model.pretrain.max_length=512",
-        "model.pretrain.em_eval_steps=null", "train=quick", "train.max_steps=2", "train.learning_rate=1e-5",
+        "model.pretrain.em_eval_steps=null", "model.pretrain.loss=completion", "train=quick", "train.max_steps=2", "train.learning_rate=1e-5",
         "logging=none", "logging.progress=false", "train.cpu_threads=1", *extra,
     ])
     run(cfg)

@@ -106,7 +106,8 @@ class PretrainSettings(_Strict):
     per_device_batch_size: int = Field(2, ge=1, description="rows per step; with packing a row holds max_length tokens")
     max_length: int = Field(1536, ge=16)
     packing: bool = True
-    loss: Literal["completion", "full"] = Field("completion", description="completion: the answer tokens only; full: every token")
+    loss: Literal["completion", "full", "prompt"] = Field(
+        "completion", description="completion: the answer tokens only; full: every token; prompt: the requests only, never an answer")
     max_examples_per_primitive: int | None = Field(None, ge=1, description="use at most N train rows of each primitive")
     logging_steps: int = Field(25, ge=1)
     save_steps: int = Field(200, ge=1)

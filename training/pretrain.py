@@ -90,6 +90,8 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
     if not rows:
         raise UserError("no <primitive>/train.jsonl found: the base stage trains on the train splits", str(cfg.dataset_dir))
     rng.shuffle(rows)
+    if cfg.model.pretrain.loss == "prompt":  # a language model of the requests: the answers are left to the adapters
+        return [{"messages": r["prompt"]} for r in rows]
     return rows
 
 
@@ -201,6 +203,7 @@ def pretrain(cfg: TrainConfig) -> Path:
 
     from forethought.bundle.models import load_model, load_tokenizer
     from forethought.training.callbacks import ExactMatchCurve, RichProgress, Throughput
+    from forethought.training.lm_head import compact_on_cpu
     from forethought.training.models import resolve_device
     from forethought.training.plots import plot_em, plot_loss
     from forethought.training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
@@ -248,6 +251,8 @@ def pretrain(cfg: TrainConfig) -> Path:
     if s.em_eval_steps:
         curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed), s.em_eval_steps)
         callbacks.append(curve)
+    if device == "cpu":
+        compact_on_cpu()  # score only the completion positions in trl's LM head (training/lm_head.py)
     with _env(_wandb_env(cfg)):
         try:
             _start_wandb(cfg, run, "base", config)

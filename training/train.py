@@ -646,6 +646,7 @@ def train_primitive(
     from forethought.bundle.models import check_saved_adapter, load_model, load_tokenizer
     from forethought.training.callbacks import RichProgress, Throughput
     from forethought.training.data import load_splits
+    from forethought.training.lm_head import compact_on_cpu
     from forethought.training.models import check_adapter_targets, lora_config, resolve_device, resolve_dtype
     from forethought.training.plots import plot_loss
 
@@ -685,6 +686,8 @@ def train_primitive(
         if resume_from is None:
             atomic_write_json(run_dir / "run_state.json", run_state)
 
+    if device == "cpu":
+        compact_on_cpu()  # score only the completion positions in trl's LM head (training/lm_head.py)
     with _env(_wandb_env(cfg)):
         try:
             _start_wandb(cfg, run_dir, primitive, resolved_config(cfg, primitive))
