@@ -46,7 +46,8 @@ STATS: Counter = Counter()
 
 
 def _fuzz_settings(n: int):
-    return settings(max_examples=n, deadline=None, database=None, derandomize=True,
+    # print_blob: a failure in CI prints the @reproduce_failure line that replays it exactly (no database here).
+    return settings(max_examples=n, deadline=None, database=None, derandomize=True, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
