@@ -26,7 +26,7 @@ import traceback
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
@@ -34,7 +34,16 @@ from forethought.errors import UserError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
 from forethought.kernel.scenario import Solution, load_solution, solution_files
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, default_sizes, derived_specs, per_primitive
+from forethought.kernel.specs import (
+    PRIMITIVE_NAMES,
+    SPECS,
+    PrimitiveName,
+    active_tool_rendering,
+    default_sizes,
+    derived_specs,
+    per_primitive,
+    set_tool_rendering,
+)
 from forethought.primitives import SLMReply, SLMRequest
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
@@ -78,6 +87,9 @@ class DataConfig(BaseModel):
     max_dropped_fraction: float = Field(0.02, ge=0, le=1)
     max_rounds: int = Field(400, ge=1)
     workers: int = Field(2, ge=1)
+    # How prompts show tool lists (kernel/specs.py TOOL_RENDERINGS): full, or compact for small models. Recorded in
+    # stats.json; training, validation, the bundle and the kernel then render the same way.
+    tool_rendering: Literal["full", "compact"] = "full"
 
     @field_validator("sizes")
     @classmethod
@@ -224,6 +236,7 @@ _CFG: DataConfig | None = None
 
 def _init(solutions: dict[str, Solution], cfg: DataConfig) -> None:
     global _KERNEL, _SOLUTIONS, _CFG
+    set_tool_rendering(cfg.tool_rendering)  # the workers render the prompts too
     _KERNEL = Kernel(KernelConfig())
     _SOLUTIONS = solutions
     _CFG = cfg
@@ -493,9 +506,38 @@ def _input_order_is_target_rate(rows: list[Example]) -> float:
     return round(same / len(rows), 4)
 
 
+def _refusal(job: tuple[str, str, Any, str]) -> tuple[str, str | None]:
+    """Why the primitive's decoding grammar refuses this written target (None: it admits it)."""
+    from forethought.kernel.decoding import admits
+
+    row_id, prim, inp, completion = job
+    spec = SPECS[prim]
+    return row_id, admits(spec.decoding_schema(spec.input_type.model_validate(inp)), completion)
+
+
+def decoding_coverage(stats: dict[str, Any]) -> float:
+    """The share of all written targets that their decoding grammar admits."""
+    rows = [(i[sp]["examples"], i[sp].get("decoding_coverage", 1.0)) for i in stats["primitives"].values() for sp in ("train", "validation")]
+    total = sum(n for n, _ in rows)
+    return sum(n * c for n, c in rows) / total if total else 1.0
+
+
+def grammar_refusals(cfg: DataConfig, rows: list[Example]) -> dict[str, str]:
+    """Row id -> why its decoding grammar (kernel/decoding.py) refuses its target, for the rows it refuses. Every
+    target passed its contract, so each refusal is a gap in the grammar, never in the data."""
+    jobs = [(e.id, e.primitive, e.input, e.completion[0]["content"]) for e in rows]
+    if cfg.workers > 1 and len(jobs) > 64:
+        with mp.get_context("fork").Pool(cfg.workers, initializer=set_tool_rendering, initargs=(cfg.tool_rendering,)) as pool:
+            results = pool.map(_refusal, jobs, chunksize=max(1, len(jobs) // (cfg.workers * 8)))
+    else:
+        results = [_refusal(j) for j in jobs]
+    return {i: why for i, why in results if why is not None}
+
+
 def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path) -> dict[str, Any]:
     per: dict[str, Any] = {}
     checked = valid = 0
+    refused = grammar_refusals(cfg, [e for rows in pools.rows.values() for e in rows])
     for prim in PRIMITIVE_NAMES:
         info: dict[str, Any] = {"requested": cfg.sizes[prim]}
         spec = SPECS[prim]
@@ -521,6 +563,9 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
                 "target_tokens": _dist([approx_tokens(e.completion[0]["content"]) for e in rows]),
                 "near_duplicate_rate": _near_dup_rate(rows),
                 "contract_valid_rate": round(ok / len(rows), 4) if rows else 1.0,
+                # the share of targets the primitive's decoding grammar admits (kernel/decoding.py): 1.0, or a gap to fix
+                "decoding_coverage": round(1 - sum(e.id in refused for e in rows) / len(rows), 4) if rows else 1.0,
+                "decoding_refusals": [{"id": e.id, "solution": e.solution_id, "why": refused[e.id]} for e in rows if e.id in refused][:20],
             }
             if prim == "get_order":
                 info[split]["input_order_is_target_rate"] = _input_order_is_target_rate(rows)
@@ -535,6 +580,7 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
     stats = {
         "code_version": CODE_VERSION,
         "seed": cfg.seed,
+        "tool_rendering": active_tool_rendering(),
         "spec_hashes": {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES},
         "solutions": len(sols),
         "validation_solutions": sorted(s for s, sp in split_of.items() if sp == "validation"),
@@ -607,7 +653,8 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         "Every example is a decision point of a worked solution replayed through the kernel with the oracle "
         "backend after variation (entities, paraphrases, task ids, task order, registry subsets with near-miss "
         "and cross-domain tools, look-alike context keys). "
-        f"{100 * stats['contract_valid_rate']:.1f} % of the written targets pass their primitive's contract (checked again when written). "
+        f"{100 * stats['contract_valid_rate']:.1f} % of the written targets pass their primitive's contract (checked again when written), "
+        f"and {100 * decoding_coverage(stats):.2f} % are admitted by their primitive's decoding grammar (kernel/decoding.py). "
         "Validation examples come only from held-out solutions; no rendered prompt appears in both splits. "
         "get_order's batches are always presented in a shuffled order that differs from the target order.",
         "",
@@ -675,6 +722,14 @@ def cli(args: list[str]) -> int:
         console.print(f"[yellow]{n_dropped} of {n_copies} varied copies did not verify and were dropped:[/yellow]")
         for line in dropped_lines(stats):
             console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
+    cover = decoding_coverage(stats)
+    if cover < 1:  # every target passed its contract: a refusal is a gap in the grammar (kernel/decoding.py), never in the data
+        console.print(f"[yellow]the decoding grammar refuses {100 * (1 - cover):.2f} % of the written targets; constrained decoding "
+                      "could not produce them (stats.json: decoding_refusals lists them):[/yellow]")
+        for p in PRIMITIVE_NAMES:
+            for sp in ("train", "validation"):
+                for r in stats["primitives"][p][sp]["decoding_refusals"][:3]:
+                    console.print(f"  {p} {sp} {r['id']} ({r['solution']}): {escape(r['why'])}", soft_wrap=True, highlight=False)
     short = undersized(stats)
     if short:  # only reached with data.allow_undersized=true
         console.print(f"[yellow]requested sizes not reached within max_rounds={cfg.data.max_rounds}: {', '.join(short)} "

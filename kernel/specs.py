@@ -35,6 +35,7 @@ from forethought.config import use_primitive_registry
 from forethought.primitives import Check, Contract, Primitive, slm
 from forethought.primitives.primitive import Message, default_parse
 
+from .decoding import FREE_TEXT, SchemaBuilder, ValueSpace, with_format
 from .grounding import Haystack, canonical, normalize
 from .registry.model import fact_of
 from .scratchpad import bindable
@@ -114,6 +115,17 @@ class ProposedTask(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
+def _whole_numbers(value: Any) -> Any:
+    """Integral floats as ints, everything else (key order included) as it is."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value
+
+
 def _short(text: str, n: int = 80) -> str:
     text = " ".join(text.split())
     first = text.split(". ")[0]
@@ -124,11 +136,56 @@ def _dumps(v: Any) -> str:
     return json.dumps(v, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
+# How a prompt shows a tool list (docs/primitives.md, "Tool rendering"). ``full``: every parameter with its type and
+# the description's first sentence (up to 80 characters). ``compact``: a string parameter without its type (the
+# usual one), and the description's first clause (up to 48 characters): about half the prompt tokens on the
+# generated data (docs/training.md), for small models whose compute goes into reading prompts. The rendering is
+# part of every spec's hash, recorded with the data, the adapters and the bundle, and the kernel renders as the
+# bundle was trained (training and serving see the same prompt).
+# One rendering per process (not per context: the engine and the openai backend render in worker threads).
+TOOL_RENDERINGS = ("full", "compact")
+_TOOL_RENDERING = ["full"]
+
+
+def active_tool_rendering() -> str:
+    return _TOOL_RENDERING[0]
+
+
+def set_tool_rendering(style: str) -> None:
+    """Render every prompt of this process with ``style``; a command sets it from the data or the bundle it works
+    on, before it renders or hashes anything."""
+    if style not in TOOL_RENDERINGS:
+        raise ValueError(f"unknown tool rendering {style!r}; expected one of {', '.join(TOOL_RENDERINGS)}")
+    _TOOL_RENDERING[0] = style
+
+
+@contextlib.contextmanager
+def tool_rendering(style: str) -> Iterator[None]:
+    """``with tool_rendering("compact"):`` prompts and spec hashes inside the block use that rendering."""
+    before = active_tool_rendering()
+    set_tool_rendering(style)
+    try:
+        yield
+    finally:
+        _TOOL_RENDERING[0] = before
+
+
+def _clause(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    first = re.split(r"[.;:(]\s|, (?:and |or |which |so |but )|\s[-–—]\s", text, maxsplit=1)[0].rstrip(".;:, ")
+    return first if len(first) <= n else first[: n - 1].rstrip() + "…"
+
+
 def render_tools(tools: Sequence[ToolBrief]) -> str:
+    compact = _TOOL_RENDERING[0] == "compact"
     lines = []
     for t in tools:
-        ps = ", ".join(f"{p}{'' if p in t.required else '?'}: {ty}" for p, ty in t.params.items())
-        lines.append(f"- {t.name}({ps}): {_short(t.description)}")
+        if compact:
+            ps = ", ".join(f"{p}{'' if p in t.required else '?'}{'' if ty == 'string' else ': ' + ty}" for p, ty in t.params.items())
+            lines.append(f"- {t.name}({ps}): {_clause(t.description, 48)}")
+        else:
+            ps = ", ".join(f"{p}{'' if p in t.required else '?'}: {ty}" for p, ty in t.params.items())
+            lines.append(f"- {t.name}({ps}): {_short(t.description)}")
     return "\n".join(lines) or "(none)"
 
 
@@ -211,9 +268,19 @@ class PrimitiveSpec:
     # Golden inputs and targets ({"input", "target"}) for a spec that kernel/spec_golden.json does not list.
     golden_cases: tuple[dict[str, Any], ...] = ()
 
+    def system_text(self) -> str:
+        """The system prompt under the active tool rendering: whole, or (``compact``) its first sentence and its
+        answer-format sentence only. A model fine-tuned on the primitive learns the rest from its examples; a
+        small model trained here pays for every prompt token in every step (docs/training.md)."""
+        if _TOOL_RENDERING[0] != "compact":
+            return self.system
+        sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", " ".join(self.system.split()))
+        answer = [x for x in sentences if x.startswith("Answer with JSON")]
+        return " ".join([sentences[0], *[a for a in answer if a != sentences[0]]])
+
     def messages(self, inp: BaseModel, feedback: Sequence[str] = ()) -> list[Message]:
         msgs: list[Message] = [
-            {"role": "system", "content": self.system},
+            {"role": "system", "content": self.system_text()},
             {"role": "user", "content": self.render_user(inp)},
         ]
         if feedback:
@@ -237,9 +304,11 @@ class PrimitiveSpec:
         return default_parse(text)
 
     def target_text(self, output: BaseModel | dict[str, Any]) -> str:
-        """The completion a model is trained to produce: compact JSON of the output."""
+        """The completion a model is trained to produce: compact JSON of the output, a whole number written as one
+        (``20``, not ``20.0``: the grounded number, in the one form the decoding grammar offers)."""
         data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
-        return json.dumps(self.output_type.model_validate(data).model_dump(mode="json"), ensure_ascii=False, separators=(", ", ": "))
+        dumped = _whole_numbers(self.output_type.model_validate(data).model_dump(mode="json"))
+        return json.dumps(dumped, ensure_ascii=False, separators=(", ", ": "))
 
     def canonical(self, output: BaseModel | dict[str, Any]) -> str:
         """Canonical string for exact match (same for prediction and target)."""
@@ -263,10 +332,12 @@ class PrimitiveSpec:
 
     @property
     def spec_hash(self) -> str:
-        """What the model sees and how its answer is judged, hashed (cached; see :meth:`compute_spec_hash`)."""
-        if self.name not in _SPEC_HASHES:
-            _SPEC_HASHES[self.name] = self.compute_spec_hash()
-        return _SPEC_HASHES[self.name]
+        """What the model sees and how its answer is judged, under the active tool rendering, hashed (cached; see
+        :meth:`compute_spec_hash`)."""
+        key = f"{self.name}:{_TOOL_RENDERING[0]}"
+        if key not in _SPEC_HASHES:
+            _SPEC_HASHES[key] = self.compute_spec_hash()
+        return _SPEC_HASHES[key]
 
     def golden(self) -> list[tuple[BaseModel, BaseModel]]:
         """Fixed inputs and targets (kernel/spec_golden.json, else ``golden_cases``) whose rendering the spec hash covers."""
@@ -333,20 +404,9 @@ class PrimitiveSpec:
         )
 
 
-_STR = {"type": "string", "maxLength": 160}
-_ANY_VALUE = {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
-                        {"type": "array", "items": {"anyOf": [_STR, {"type": "number"}, {"type": "boolean"}]}, "maxItems": 8}]}
-
-
 def _tool_enum(tools: Sequence[ToolBrief], nullable: bool) -> dict[str, Any]:
     names: list[Any] = [t.name for t in tools]
     return {"enum": names + ([None] if nullable else [])}
-
-
-def _params_object(tool: ToolBrief | None) -> dict[str, Any]:
-    if tool is None:
-        return {"type": "object", "properties": {}, "additionalProperties": False}
-    return {"type": "object", "properties": {p: _ANY_VALUE for p in tool.params}, "additionalProperties": False}
 
 
 def _hallucinated(rng: random.Random) -> str:
@@ -490,40 +550,51 @@ def _dec_canon(out: DecomposeOutput) -> Any:
 
 _OPS = {"enum": list(typing.get_args(ConditionOp))}
 _NAME_STR = {"type": "string", "maxLength": 80}
-_CONDITION = {"type": "object", "properties": {"key": _NAME_STR, "op": _OPS, "value": _ANY_VALUE},
-              "required": ["key", "op", "value"], "additionalProperties": False}
-_FILTER = {"type": "object", "properties": {"field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "op": _OPS, "value": _ANY_VALUE},
-           "required": ["field", "op", "value"], "additionalProperties": False}
-_FAN_OUT = {"type": "object",
-            "properties": {"task": {"type": "string", "maxLength": 12}, "field": _NAME_STR, "param": _NAME_STR,
-                           "item_field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "where": {"anyOf": [_FILTER, {"type": "null"}]}},
-            "required": ["task", "field", "param", "item_field", "where"], "additionalProperties": False}
+_ID = {"type": "string", "maxLength": 12}
 
 
 def _dec_schema(inp: DecomposeInput, max_tasks: int) -> dict[str, Any]:
-    item = {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "maxLength": 12},
-            "text": _STR,
-            "tool_name": _tool_enum(inp.tools, True),
-            "depends_on": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 8},
-            "parameters": {"type": "object", "additionalProperties": _ANY_VALUE},
-            "when": {"anyOf": [_CONDITION, {"type": "null"}]},
-            "for_each": {"anyOf": [_FAN_OUT, {"type": "null"}]},
-        },
-        "required": ["id", "text", "tool_name", "depends_on", "parameters", "when", "for_each"],
-        "additionalProperties": False,
-    }
+    """One variant per registered tool (its parameters, each grounded) and one for "no listed tool"."""
+    b = SchemaBuilder(ValueSpace([inp.user], [inp.context, bindable(inp.state)]))
+    value = {"anyOf": [b.scalar(), {"type": "array", "items": b.scalar(), "maxItems": 8}]}
+    condition = {"type": "object", "properties": {"key": _NAME_STR, "op": _OPS, "value": value},
+                 "required": ["key", "op", "value"], "additionalProperties": False}
+    item_filter = {"type": "object", "properties": {"field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "op": _OPS, "value": value},
+                   "required": ["field", "op", "value"], "additionalProperties": False}
+    fan_out = {"type": "object",
+               "properties": {"task": _ID, "field": _NAME_STR, "param": _NAME_STR,
+                              "item_field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "where": {"anyOf": [item_filter, {"type": "null"}]}},
+               "required": ["task", "field", "param", "item_field", "where"], "additionalProperties": False}
+    b.defs["condition"], b.defs["fan_out"] = condition, fan_out
+    common = {"depends_on": {"type": "array", "items": _ID, "maxItems": 8}}
+    tail = {"when": {"anyOf": [{"$ref": "#/$defs/condition"}, {"type": "null"}]},
+            "for_each": {"anyOf": [{"$ref": "#/$defs/fan_out"}, {"type": "null"}]}}
+    keys = ["id", "text", "tool_name", "depends_on", "parameters", "when", "for_each"]
+
+    def task(tool_name: Any, parameters: dict[str, Any]) -> dict[str, Any]:
+        props = {"id": _ID, "text": FREE_TEXT, "tool_name": {"const": tool_name}, **common, "parameters": parameters, **tail}
+        return {"type": "object", "properties": props, "required": keys, "additionalProperties": False}
+
+    variants = [task(t.name, b.parameters(t.params)) for t in inp.tools]
+    variants.append(task(None, {"type": "object", "properties": {}, "additionalProperties": False}))
     # No more tasks than the kernel's declared fan-out: a longer decomposition halts the turn anyway.
-    tasks = {"type": "array", "items": item, "maxItems": max_tasks}
-    return {"type": "object", "properties": {"tasks": tasks}, "required": ["tasks"], "additionalProperties": False}
+    tasks = {"type": "array", "items": {"anyOf": variants}, "maxItems": max_tasks}
+    return b.finish({"type": "object", "properties": {"tasks": tasks}, "required": ["tasks"], "additionalProperties": False})
+
+
+def _in_tool_order(tool: ToolBrief | None, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters in the tool's declared order (any it does not declare last): the one order the decoding grammar
+    writes them in, so the target a model learns is always one it may decode."""
+    rank = {p: i for i, p in enumerate(tool.params)} if tool is not None else {}
+    return dict(sorted(params.items(), key=lambda kv: rank.get(kv[0], len(rank))))
 
 
 def _dec_oracle(inp: DecomposeInput, ann: Annotation) -> dict[str, Any]:
+    tm = _tool_map(inp.tools)
     return {
         "tasks": [
-            {"id": t.id, "text": t.text, "tool_name": t.tool, "depends_on": list(t.depends_on), "parameters": dict(t.parameters),
+            {"id": t.id, "text": t.text, "tool_name": t.tool, "depends_on": list(t.depends_on),
+             "parameters": _in_tool_order(tm.get(t.tool or ""), t.parameters),
              "when": t.when.model_dump(mode="json") if t.when is not None else None,
              "for_each": t.for_each.model_dump(mode="json") if t.for_each is not None else None}
             for t in ann.turn.tasks or []
@@ -626,7 +697,7 @@ def _order_schema(inp: GetOrderInput, max_tasks: int) -> dict[str, Any]:
         order: dict[str, Any] = {"anyOf": [{"const": list(p)} for p in itertools.permutations(ids)]}
     else:  # too many to list: right ids and length, uniqueness left to the contract
         order = {"type": "array", "items": {"enum": ids}, "minItems": len(ids), "maxItems": len(ids)}
-    return {"type": "object", "properties": {"ordered_task_ids": order}, "required": ["ordered_task_ids"], "additionalProperties": False}
+    return with_format({"type": "object", "properties": {"ordered_task_ids": order}, "required": ["ordered_task_ids"], "additionalProperties": False})
 
 
 def _order_oracle(inp: GetOrderInput, ann: Annotation) -> dict[str, Any]:
@@ -741,10 +812,13 @@ def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | Non
 
 
 def _prereq_schema(inp: CheckPrereqInput, max_tasks: int) -> dict[str, Any]:
-    writers = [t for t in inp.tools if establishes(t.writes, inp.key)] or list(inp.tools)
-    task = {"anyOf": [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": _params_object(t)},
-                       "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]}
-    return {"type": "object", "properties": {"task": {"anyOf": [task, {"type": "null"}]}}, "required": ["task"], "additionalProperties": False}
+    """A tool that establishes the key (none: only null), its parameters, each grounded in the task, context or state."""
+    b = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
+    writers = [t for t in inp.tools if establishes(t.writes, inp.key)]
+    task = [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": b.parameters(t.params)},
+             "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]
+    return b.finish({"type": "object", "properties": {"task": {"anyOf": [*task, {"type": "null"}]}}, "required": ["task"],
+                     "additionalProperties": False})
 
 
 def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
@@ -753,7 +827,9 @@ def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
         if p.key != inp.key:
             continue
         task = p.retrieval if inp.outcome == "absent" else p.remediation
-        return {"task": task.model_dump(mode="json") if task is not None else None}
+        if task is None:
+            return {"task": None}
+        return {"task": {"tool_name": task.tool_name, "parameters": _in_tool_order(_tool_map(inp.tools).get(task.tool_name), task.parameters)}}
     return {"task": None}
 
 
@@ -813,7 +889,8 @@ def _match_registered(inp: MatchFuncInput, out: MatchFuncOutput) -> str | None:
 
 
 def _match_schema(inp: MatchFuncInput, max_tasks: int) -> dict[str, Any]:
-    return {"type": "object", "properties": {"tool_name": _tool_enum(inp.tools, True)}, "required": ["tool_name"], "additionalProperties": False}
+    return with_format({"type": "object", "properties": {"tool_name": _tool_enum(inp.tools, True)}, "required": ["tool_name"],
+                        "additionalProperties": False})
 
 
 def _match_oracle(inp: MatchFuncInput, ann: Annotation) -> dict[str, Any]:
@@ -895,13 +972,11 @@ def _fill_grounded(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
 
 
 def _fill_schema(inp: MatchFillInput, max_tasks: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"values": {"type": "object", "properties": {m: _ANY_VALUE for m in inp.missing},
-                                  "required": list(inp.missing), "additionalProperties": False}},
-        "required": ["values"],
-        "additionalProperties": False,
-    }
+    """Exactly the missing parameters, in order, each a grounded value of its type or null."""
+    b = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
+    values = {"type": "object", "properties": {m: b.value(inp.tool.params.get(m, "any")) for m in inp.missing},
+              "required": list(inp.missing), "additionalProperties": False}
+    return b.finish({"type": "object", "properties": {"values": values}, "required": ["values"], "additionalProperties": False})
 
 
 def _fill_oracle(inp: MatchFillInput, ann: Annotation) -> dict[str, Any]:
@@ -1039,9 +1114,14 @@ def register_spec(spec: PrimitiveSpec) -> PrimitiveSpec:
     problems = _spec_problems(spec)
     if problems:
         raise ValueError(f"cannot register primitive {getattr(spec, 'name', spec)!r}: " + "; ".join(problems))
-    _SPEC_HASHES.pop(spec.name, None)
+    _forget_hashes(spec.name)
     SPECS[spec.name] = spec
     return spec
+
+
+def _forget_hashes(name: str) -> None:
+    for style in TOOL_RENDERINGS:
+        _SPEC_HASHES.pop(f"{name}:{style}", None)
 
 
 def unregister_spec(name: str) -> None:
@@ -1051,7 +1131,7 @@ def unregister_spec(name: str) -> None:
     if users:
         raise ValueError(f"cannot unregister {name!r}: {users} derive their decision points from it")
     del SPECS[name]
-    _SPEC_HASHES.pop(name, None)
+    _forget_hashes(name)
 
 
 @contextlib.contextmanager

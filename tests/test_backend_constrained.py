@@ -70,4 +70,7 @@ def test_decompose_schema_is_valid_and_bounded():
     import jsonschema
 
     jsonschema.Draft202012Validator.check_schema(s)
-    assert s["properties"]["tasks"]["items"]["properties"]["tool_name"]["enum"] == ["cd", "ls", "mkdir", "grep", None]
+    variants = s["properties"]["tasks"]["items"]["anyOf"]  # one per registered tool, and one for "no listed tool"
+    assert [v["properties"]["tool_name"]["const"] for v in variants] == ["cd", "ls", "mkdir", "grep", None]
+    assert [list(v["properties"]["parameters"]["properties"]) for v in variants] == [["x"]] * 4 + [[]]
+    assert s["properties"]["tasks"]["maxItems"] == 12  # the kernel's declared fan-out

@@ -224,16 +224,20 @@ def test_an_unknown_adapter_or_primitive_is_a_clear_error(two_adapters):
 
 
 def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
-    """backend.constrained=null takes the bundle's manifest.decoding; an explicit setting wins."""
+    """backend.constrained=null takes the bundle's manifest.decoding, per primitive; an explicit setting wins."""
     from types import SimpleNamespace
 
     from forethought.kernel.backends.hf import HFBackend
 
-    def fake_bundle(constrained):
-        return SimpleNamespace(smoke=False, path="b", base_id="base", manifest={"decoding": {"constrained": constrained}},
+    def fake_bundle(decoding):
+        return SimpleNamespace(smoke=False, path="b", base_id="base", manifest={"decoding": decoding},
                                load_model=lambda device: (SimpleNamespace(peft_config={}), None))
 
-    for recorded in (True, False):
-        monkeypatch.setattr(hf, "load_bundle", lambda path, spec_hashes, allow_smoke=False, r=recorded: fake_bundle(r))
-        assert HFBackend.from_bundle("b", device="cpu").constrained is recorded
-        assert HFBackend.from_bundle("b", device="cpu", constrained=not recorded).constrained is (not recorded)
+    recorded = {"decompose": "free", "match_func": "constrained"}
+    monkeypatch.setattr(hf, "bundle_tool_rendering", lambda path: "full")
+    monkeypatch.setattr(hf, "load_bundle", lambda path, spec_hashes, allow_smoke=False: fake_bundle(recorded))
+    backend = HFBackend.from_bundle("b", device="cpu")
+    assert (backend._constrained("decompose"), backend._constrained("match_func")) == (False, True)
+    for explicit in (True, False):
+        backend = HFBackend.from_bundle("b", device="cpu", constrained=explicit)
+        assert (backend._constrained("decompose"), backend._constrained("match_func")) == (explicit, explicit)

@@ -19,16 +19,27 @@ from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 SNAP = Path(__file__).parent / "snapshots" / "prompts"
 
 
+@pytest.mark.parametrize("rendering", specs.TOOL_RENDERINGS)
 @pytest.mark.parametrize("name", PRIMITIVE_NAMES)
-def test_golden_prompts_match_their_snapshots(name):
-    got = SPECS[name].golden_rendering()
-    f = SNAP / f"{name}.txt"
+def test_golden_prompts_match_their_snapshots(name, rendering):
+    with specs.tool_rendering(rendering):
+        got = SPECS[name].golden_rendering()
+    f = SNAP / (f"{name}.txt" if rendering == "full" else f"{name}.{rendering}.txt")
     if os.environ.get("FORETHOUGHT_UPDATE_SNAPSHOTS"):
         f.write_text(got, encoding="utf-8")
     assert f.is_file(), f"no snapshot {f}; run with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
     assert got == f.read_text(encoding="utf-8"), (
         f"the {name} prompt changed (see the diff); its spec hash changed with it, so datasets and adapters made "
         "before are refused. If intended, regenerate the snapshot with FORETHOUGHT_UPDATE_SNAPSHOTS=1")
+
+
+def test_the_tool_rendering_is_part_of_every_spec_hash():
+    """Data, adapters and bundles rendered one way are refused under the other: each records its spec hashes."""
+    full = {n: SPECS[n].spec_hash for n in PRIMITIVE_NAMES}
+    with specs.tool_rendering("compact"):
+        compact = {n: SPECS[n].spec_hash for n in PRIMITIVE_NAMES}
+    assert all(full[n] != compact[n] for n in PRIMITIVE_NAMES)
+    assert {n: SPECS[n].spec_hash for n in PRIMITIVE_NAMES} == full  # the block restored the rendering
 
 
 def test_changing_render_tools_changes_every_affected_spec_hash(monkeypatch):

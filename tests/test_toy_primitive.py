@@ -123,7 +123,7 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
 
     # validate: the toy's gate uses its spec's threshold, its contract and exact-match rule
     vcfg = ValidateConfig(train_dir=str(train), dataset_dir=str(data), output_dir=str(gates_dir), max_examples=2, max_new_tokens=8,
-                          base_comparison=False, compare_decoding=False, constrained=True, device="cpu")
+                          base_comparison=False, compare_decoding=False, decoding="constrained", device="cpu")
     gates = run_validation(vcfg)
     g = gates["primitives"]["count_tasks"]
     assert g["threshold"] == 0.5 and g["spec_hash"] == toy.spec_hash and g["n"] == 2
@@ -139,7 +139,7 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
     # kernel: the one kernel step that calls it, placed in the real kernel program (before decompose,
     # on the same request), run by Kernel.run_turn with the bundle's hf backend on a real domain turn
     backend = HFBackend.from_bundle(bundle_dir, device="cpu", allow_smoke=True, max_new_tokens=16)
-    assert backend.constrained  # decoded as its gates were measured
+    assert backend._constrained("count_tasks")  # decoded as its gate was measured
     kernel = Kernel(KernelConfig(retries=0, backend_retries=0))
     root = kernel.program.root
     assert [s.label for s in root.steps[:3]] == ["init_scratchpad", "init_decompose", "decompose"]

@@ -59,12 +59,12 @@ def test_validate_writes_table5_report_and_gate_verdicts(tiny_run):
         assert {"exact_match", "contract_valid_rate", "parse_rate", "base_exact_match", "threshold", "failures"} <= set(r)
         assert r["spec_hash"] == SPECS[p].spec_hash
         # the gate's decoding, the other decoding, and the rows with no near-duplicate in train
-        assert r["decoding"] == "free" and {"exact_match_free", "exact_match_constrained", "exact_match_no_near_duplicate"} <= set(r)
-        assert r["exact_match_free"] == r["exact_match"] and 0 <= r["n_no_near_duplicate"] <= r["n"]
-        assert 0 <= r["base_exact_match_constrained"] <= 1  # the base decoded the other way too, like for like
-    assert gates["decoding"] == "free"
+        assert r["decoding"] == "constrained" and {"exact_match_free", "exact_match_constrained", "exact_match_no_near_duplicate"} <= set(r)
+        assert r["exact_match_constrained"] == r["exact_match"] and 0 <= r["n_no_near_duplicate"] <= r["n"]
+        assert 0 <= r["base_exact_match_free"] <= 1  # the base decoded the other way too, like for like
+    assert gates["decoding"] == dict.fromkeys(PRIMITIVE_NAMES, "constrained") and gates["tool_rendering"] == "full"
     md = (tiny_run / "validate" / "gates.md").read_text()
-    assert "| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, constrained | Base EM, constrained |" in md
+    assert "| Primitive | n | Decoding | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, other decoding | Base EM, other decoding |" in md
     assert "Weighted avg." in md
     assert (tiny_run / "validate" / "gates.png").stat().st_size > 1000
 
@@ -127,10 +127,11 @@ def test_bundle_manifest_and_model_cards(tiny_run):
     m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
     assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
     assert m["base"]["attn_implementation"] == "sdpa" and m["code_version"].startswith("0.")
-    assert m["decoding"] == {"constrained": False}  # the gates' decoding; the hf backend decodes the same way by default
+    # each gate's decoding; the hf backend decodes the same way by default, and renders prompts as they were trained
+    assert m["decoding"] == dict.fromkeys(PRIMITIVE_NAMES, "constrained") and m["tool_rendering"] == "full"
     for p in PRIMITIVE_NAMES:
         e = m["primitives"][p]
-        assert e["gate"]["decoding"] == "free" and "exact_match_no_near_duplicate" in e["gate"]
+        assert e["gate"]["decoding"] == "constrained" and "exact_match_no_near_duplicate" in e["gate"]
         assert e["spec_hash"] == SPECS[p].spec_hash and "adapter_model.safetensors" in e["files"]
         assert e["probe_delta"] > 0  # the adapter-applies check ran
         adir = tiny_run / "bundle" / "adapters" / p

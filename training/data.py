@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.data_gen.row import read_rows
+from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.data_gen.unit import checked_bytes
 from forethought.errors import UserError
 
@@ -49,6 +49,32 @@ def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
     return value
 
 
+def dataset_tool_rendering(dataset_dir: str | Path) -> str:
+    """How the dataset's prompts show tool lists (``stats.json`` ``tool_rendering``; ``full`` when not recorded)."""
+    f = Path(dataset_dir) / "stats.json"
+    if not f.is_file():
+        return "full"
+    try:
+        stats = json.loads(checked_bytes(dataset_dir, "stats.json"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise UserError(f"stats.json is not valid JSON: {exc}", str(f)) from None
+    style = stats.get("tool_rendering", "full") if isinstance(stats, dict) else "full"
+    from forethought.kernel.specs import TOOL_RENDERINGS
+
+    if style not in TOOL_RENDERINGS:
+        raise UserError(f"tool_rendering must be one of {', '.join(TOOL_RENDERINGS)}, got {style!r}", str(f))
+    return style
+
+
+def use_dataset_tool_rendering(dataset_dir: str | Path) -> str:
+    """Render prompts in this process as the dataset's were rendered (before any spec hash is compared)."""
+    from forethought.kernel.specs import set_tool_rendering
+
+    style = dataset_tool_rendering(dataset_dir)
+    set_tool_rendering(style)
+    return style
+
+
 def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required: bool = True, limit: int | None = None) -> list[dict[str, Any]] | None:
     """Read and check one split (every row a :class:`~forethought.data_gen.row.DatasetRow`); ``None`` when it is
     absent and not required. Returns what the trainer takes: each row's ``prompt`` and ``completion``."""
@@ -60,15 +86,55 @@ def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required:
     rows = read_rows(dataset_dir, primitive, split, limit=limit)
     if not rows:
         raise UserError("no examples", str(path))
+    return trainer_rows(rows)
+
+
+def is_dev_solution(solution_id: str, fraction: float, seed: int) -> bool:
+    """Whether a train solution is held out as *dev* (for early stopping and checkpoint selection).
+
+    Decided by a hash of the solution id and the seed alone, so every primitive, and the base stage, hold out
+    the same solutions without reading each other's rows; a solution is all dev or all train. Validation
+    solutions never come into it: they are in another file, held out by ``forethought generate``.
+    """
+    if fraction <= 0:
+        return False
+    digest = hashlib.sha256(f"dev:{seed}:{solution_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def train_and_dev_rows(dataset_dir: str | Path, primitive: str, fraction: float, seed: int, *,
+                       limit: int | None = None) -> tuple[list[DatasetRow], list[DatasetRow]]:
+    """The train split's rows, cut by solution into (train, dev). With a fraction > 0 and at least two train
+    solutions, dev holds at least one solution (the one of lowest hash) and train keeps at least one."""
+    rows = read_rows(dataset_dir, primitive, "train", limit=limit)
+    if fraction <= 0:
+        return rows, []
+    solutions = sorted({r.solution_id for r in rows})
+    dev = {s for s in solutions if is_dev_solution(s, fraction, seed)}
+    if len(solutions) >= 2 and not dev:
+        dev = {min(solutions, key=lambda s: hashlib.sha256(f"dev:{seed}:{s}".encode()).digest())}
+    if dev == set(solutions):
+        dev.discard(max(solutions))
+    return [r for r in rows if r.solution_id not in dev], [r for r in rows if r.solution_id in dev]
+
+
+def trainer_rows(rows: list[DatasetRow]) -> list[dict[str, Any]]:
+    """What the trainer takes of each row: ``prompt`` and ``completion``."""
     return [row.model_dump(include={"prompt", "completion"}) for row in rows]
 
 
-def load_splits(dataset_dir: str | Path, primitive: str, *, max_train: int | None = None, max_eval: int | None = None) -> tuple[Dataset, Dataset | None]:
+def load_splits(dataset_dir: str | Path, primitive: str, *, max_train: int | None = None, max_eval: int | None = None,
+                dev_fraction: float = 0.0, seed: int = 0) -> tuple[Dataset, Dataset | None, list[DatasetRow]]:
+    """(train, eval, dev rows). With ``dev_fraction`` > 0 the eval set is the dev rows carved from the train
+    solutions (early stopping and selection read it); otherwise it is the validation split (eval loss only)."""
     from datasets import Dataset
 
-    train = read_split(dataset_dir, primitive, "train", limit=max_train)
-    val = read_split(dataset_dir, primitive, "validation", required=False, limit=max_eval)
-    return Dataset.from_list(train), (Dataset.from_list(val) if val else None)
+    train, dev = train_and_dev_rows(dataset_dir, primitive, dev_fraction, seed, limit=max_train)
+    if dev_fraction > 0:
+        evaluation = trainer_rows(dev[:max_eval] if max_eval else dev)
+    else:
+        evaluation = read_split(dataset_dir, primitive, "validation", required=False, limit=max_eval) or []
+    return Dataset.from_list(trainer_rows(train)), (Dataset.from_list(evaluation) if evaluation else None), dev
 
 
 def file_sha256(path: str | Path) -> str | None:

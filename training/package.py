@@ -146,6 +146,10 @@ def package(cfg: PackageConfig) -> Path:
     gates_path = Path(cfg.validate_dir) / "gates.json"
     gates_doc = read_gates(gates_path)
     gates = gates_doc["primitives"]
+    from forethought.kernel.specs import set_tool_rendering
+
+    # The prompts the gates were measured with are the bundle's: its spec hashes are under that rendering.
+    set_tool_rendering(gates_doc.get("tool_rendering", "full"))
     missing = [p for p in PRIMITIVE_NAMES if p not in gates]
     if missing:
         raise UserError(f"gates.json has no result for {missing}", str(gates_path))
@@ -223,8 +227,10 @@ def package(cfg: PackageConfig) -> Path:
             "base": base_info,
             "tokenizer": {"path": "tokenizer", "files": hash_files(tok_dir)},
             "gates": {"path": "gates.json", "sha256": sha256_file(tmp / "gates.json")},
-            # The decoding the gates were measured with; the kernel's hf backend decodes the same way by default.
-            "decoding": {"constrained": gates_doc.get("decoding") == "constrained"},
+            # Per primitive, the decoding its gate was measured with; the kernel's hf backend decodes the same way by default.
+            "decoding": {p: gates[p]["decoding"] for p in PRIMITIVE_NAMES},
+            # How the prompts show tool lists (kernel/specs.py): the kernel renders as the adapters were trained.
+            "tool_rendering": gates_doc.get("tool_rendering", "full"),
             "primitives": prims,
         }
         atomic_write_json(tmp / MANIFEST, manifest)

@@ -13,14 +13,14 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.kernel.backends.factory import Device
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, PrimitiveSpec, default_thresholds, per_primitive
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, PrimitiveSpec, active_tool_rendering, default_thresholds, per_primitive
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 from forethought.training.provenance import measured
 
@@ -33,6 +33,18 @@ def _all_or_names(v: object) -> object:
         if v not in PRIMITIVE_NAMES:
             raise ValueError(f"expected 'all', one of {', '.join(PRIMITIVE_NAMES)}, or a list of them")
         return [v]
+    return v
+
+
+Decoding = Literal["constrained", "free"]
+
+
+def _per_primitive_decoding(v: object) -> object:
+    """``decoding``: one value for every primitive, or a table (a primitive it does not name decodes constrained)."""
+    if isinstance(v, str):
+        return dict.fromkeys(PRIMITIVE_NAMES, v)
+    if isinstance(v, dict):
+        return {**dict.fromkeys(PRIMITIVE_NAMES, "constrained"), **v}
     return v
 
 
@@ -50,10 +62,11 @@ class ValidateConfig(BaseModel):
     max_new_tokens: int = Field(384, ge=1)
     device: Device = "auto"
     base_comparison: bool = True
-    # The gate's decoding: constrained = JSON-schema-constrained (the bundle records it and the kernel's
-    # hf backend decodes the same way). compare_decoding also measures the tuned adapter the other way,
-    # so format errors and decision errors can be told apart.
-    constrained: bool = False
+    # The gates' decoding, per primitive (a single value applies to all): constrained = contract-compiled
+    # (kernel/decoding.py), or free. The bundle records it per primitive and the kernel decodes the same way.
+    # compare_decoding also measures each adapter the other way, so format errors and decisions can be told apart.
+    decoding: Annotated[dict[PrimitiveName, Decoding], BeforeValidator(_per_primitive_decoding)] = Field(
+        default_factory=lambda: dict.fromkeys(PRIMITIVE_NAMES, "constrained"))
     compare_decoding: bool = True
     # exact-match rates in [0, 1]; a primitive not named keeps its spec's gate_threshold (kernel/specs.py)
     thresholds: dict[PrimitiveName, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=default_thresholds)
@@ -136,7 +149,9 @@ def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[DatasetRo
 def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None) -> dict[str, Any]:
     from forethought.kernel.backends.hf import BASE, generate, pick_device
     from forethought.training.artifacts import check_spec_hashes, load_adapters
+    from forethought.training.data import use_dataset_tool_rendering
 
+    use_dataset_tool_rendering(cfg.dataset_dir)
     prims = cfg.selected()
     trained_hashes = check_spec_hashes(cfg.train_dir, prims)  # before any decoding: a stale adapter is refused
     rows_by = {p: _read_rows(cfg.dataset_dir, p, cfg.max_examples) for p in prims}
@@ -154,13 +169,14 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
                             schemas=schemas if constrained else None,
                             on_batch=(lambda k: progress(p, kind, k)) if progress else None)
 
+        constrained = cfg.decoding[p] == "constrained"
         t1 = time.perf_counter()
-        tuned = decode(p, cfg.constrained, "tuned")
+        tuned = decode(p, constrained, "tuned")
         gen_s = time.perf_counter() - t1
         r = score(spec, rows, tuned, cfg.examples_per_failure)
         r["generation_s"] = round(gen_s, 2)
         r["examples_per_s"] = round(len(rows) / gen_s, 2) if gen_s > 0 else None
-        r["decoding"] = "constrained" if cfg.constrained else "free"
+        r["decoding"] = cfg.decoding[p]
         r[f"exact_match_{r['decoding']}"] = r["exact_match"]
         # Rows with no near-duplicate in train (prompt with slot values and digits masked): the honest figure.
         fresh = [i for i, row in enumerate(rows) if not row.near_duplicate_across_split]
@@ -169,16 +185,16 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
             score(spec, [rows[i] for i in fresh], [tuned[i] for i in fresh], 0)["exact_match"] if fresh else None
         )
         if cfg.compare_decoding:
-            other = "free" if cfg.constrained else "constrained"
-            r[f"exact_match_{other}"] = score(spec, rows, decode(p, not cfg.constrained, f"tuned {other}"), 0)["exact_match"]
+            other = "free" if constrained else "constrained"
+            r[f"exact_match_{other}"] = score(spec, rows, decode(p, not constrained, "tuned other"), 0)["exact_match"]
         if cfg.base_comparison:
-            b = score(spec, rows, decode(BASE, cfg.constrained, "base"), 0)
+            b = score(spec, rows, decode(BASE, constrained, "base"), 0)
             r["base_exact_match"] = b["exact_match"]
             r["base_contract_valid_rate"] = b["contract_valid_rate"]
             r["base_parse_rate"] = b["parse_rate"]
             if cfg.compare_decoding:  # base vs tuned under the other decoding too: like for like in both columns
-                other = "free" if cfg.constrained else "constrained"
-                r[f"base_exact_match_{other}"] = score(spec, rows, decode(BASE, not cfg.constrained, f"base {other}"), 0)["exact_match"]
+                other = "free" if constrained else "constrained"
+                r[f"base_exact_match_{other}"] = score(spec, rows, decode(BASE, not constrained, "base other"), 0)["exact_match"]
         else:
             r["base_exact_match"] = None
         r["threshold"] = cfg.thresholds[p]
@@ -191,7 +207,8 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         "dataset_dir": cfg.dataset_dir,
         "primitives": results,
         "passed": all(r["passed"] for r in results.values()),
-        "decoding": "constrained" if cfg.constrained else "free",  # what the gates measured; package records it
+        "decoding": {p: cfg.decoding[p] for p in prims},  # what each gate measured; package records it
+        "tool_rendering": active_tool_rendering(),
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
         "elapsed_s": round(time.perf_counter() - t0, 2),
@@ -215,26 +232,30 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}"
 
 
+def _other(decoding: str) -> str:
+    return "free" if decoding == "constrained" else "constrained"
+
+
 def gates_markdown(summary: dict[str, Any]) -> str:
-    decoding = summary.get("decoding", "free")
-    other = "free" if decoding == "constrained" else "constrained"
     lines = [
-        f"Gates measured with **{decoding}** decoding. *No near-dup*: the validation rows whose prompt (slot values and "
-        f"digits masked) does not occur in train. *{other}*: the same base and adapter decoded the other way.",
+        "Each gate is measured with its primitive's decoding (*decoding*: constrained = contract-compiled, kernel/decoding.py). "
+        "*No near-dup*: the validation rows whose prompt (slot values and digits masked) does not occur in train. *Other "
+        "decoding*: the same base and adapter decoded the other way.",
         "",
-        f"| Primitive | n | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, {other} | Base EM, {other} | Contract-valid | Parsed | "
-        "Threshold | Gate |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
+        "| Primitive | n | Decoding | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, other decoding | Base EM, other decoding | "
+        "Contract-valid | Parsed | Threshold | Gate |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
     ]
     for p, r in summary["primitives"].items():
+        other = _other(r.get("decoding", "free"))
         lines.append(
-            f"| {p} | {r['n']} | {_pct(r.get('base_exact_match'))} | {_pct(r['exact_match'])} | "
+            f"| {p} | {r['n']} | {r.get('decoding', 'free')} | {_pct(r.get('base_exact_match'))} | {_pct(r['exact_match'])} | "
             f"{_pct(r.get('exact_match_no_near_duplicate'))} ({r.get('n_no_near_duplicate', '—')}) | {_pct(r.get(f'exact_match_{other}'))} | "
             f"{_pct(r.get(f'base_exact_match_{other}'))} | "
             f"{_pct(r['contract_valid_rate'])} | {_pct(r['parse_rate'])} | {_pct(r['threshold'])} | {'pass' if r['passed'] else 'FAIL'} |"
         )
     lines.append(
-        f"| **Weighted avg.** | {sum(r['n'] for r in summary['primitives'].values())} | {_pct(summary.get('weighted_base_exact_match'))} | "
+        f"| **Weighted avg.** | {sum(r['n'] for r in summary['primitives'].values())} | | {_pct(summary.get('weighted_base_exact_match'))} | "
         f"{_pct(summary['weighted_exact_match'])} | | | | | | | {'pass' if summary['passed'] else 'FAIL'} |"
     )
     lines += ["", "Most frequent failure kinds (tuned adapter):", ""]
@@ -277,13 +298,12 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
     sizes = {p: len(_read_rows(cfg.dataset_dir, p, cfg.max_examples)) for p in prims}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as prog:
         tasks = {}
-        other = "tuned free" if cfg.constrained else "tuned constrained"
-        base_other = "base free" if cfg.constrained else "base constrained"
-        kinds = ["tuned", *([other] if cfg.compare_decoding else []), *(["base"] if cfg.base_comparison else []),
-                 *([base_other] if cfg.base_comparison and cfg.compare_decoding else [])]
+        kinds = ["tuned", *(["tuned other"] if cfg.compare_decoding else []), *(["base"] if cfg.base_comparison else []),
+                 *(["base other"] if cfg.base_comparison and cfg.compare_decoding else [])]
         for p in prims:
             for kind in kinds:
-                tasks[(p, kind)] = prog.add_task(f"{p} ({kind})", total=sizes[p])
+                label = kind.replace("other", _other(cfg.decoding[p])) if "other" in kind else f"{kind} {cfg.decoding[p]}"
+                tasks[(p, kind)] = prog.add_task(f"{p} ({label})", total=sizes[p])
         return run_validation(cfg, progress=lambda p, kind, k: prog.advance(tasks[(p, kind)], k))
 
 

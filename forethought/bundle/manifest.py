@@ -34,7 +34,9 @@ from forethought.errors import UserError
 
 from .models import load_model, load_tokenizer
 
-FORMAT_VERSION = 3  # 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed
+# 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed;
+# 4: decoding per primitive (contract-compiled or free), tool_rendering
+FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 GATE_KEYS = ("n", "exact_match", "base_exact_match", "exact_match_no_near_duplicate", "contract_valid_rate", "parse_rate", "threshold",
@@ -127,10 +129,6 @@ class GatesEntry(_M):
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
-class DecodingEntry(_M):
-    constrained: bool
-
-
 class Manifest(_M):
     """manifest.json, one schema: a missing, extra or mistyped field is a located error."""
 
@@ -141,7 +139,8 @@ class Manifest(_M):
     base: BaseEntry
     tokenizer: TokenizerEntry
     gates: GatesEntry
-    decoding: DecodingEntry  # as the gates were measured (derived from, and checked against, gates.json)
+    decoding: dict[str, Literal["free", "constrained"]]  # per primitive, as its gate was measured (checked against gates.json)
+    tool_rendering: Literal["full", "compact"]  # how the prompts show tool lists (kernel/specs.py TOOL_RENDERINGS)
     primitives: dict[str, PrimitiveEntry]
 
 
@@ -217,9 +216,13 @@ def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
         have = {f: p["files"].get(f) for f in (want or {})}
         if not want or have != want:
             raise BundleError(f"{g['path']} was measured on other adapter files than the bundled ones", where)
-    if m["decoding"]["constrained"] != (doc.get("decoding") == "constrained"):
-        raise BundleError(f"decoding does not match {g['path']} (the decoding the gates were measured with): the manifest was edited",
-                          f"{mpath}: decoding.constrained")
+    for name in m["primitives"]:
+        if m["decoding"].get(name) != results[name].get("decoding"):
+            raise BundleError(f"decoding does not match {g['path']} (the decoding the gate was measured with): the manifest was edited",
+                              f"{mpath}: decoding.{name}")
+    if m["tool_rendering"] != doc.get("tool_rendering", "full"):
+        raise BundleError(f"tool_rendering does not match {g['path']} (the prompts the gates were measured with): the manifest was edited",
+                          f"{mpath}: tool_rendering")
     if m["smoke"] != bool(failed):
         raise BundleError(f"smoke is {str(m['smoke']).lower()} but {g['path']} records "
                           + (f"failed gates for {failed}" if failed else "no failed gate") + ": the manifest was edited",
@@ -291,6 +294,15 @@ class Bundle:
             peft.load_adapter(str(self.adapter_path(n)), adapter_name=n, is_trainable=False)
         peft.eval()
         return peft, tok
+
+
+def bundle_tool_rendering(path: str | Path) -> str:
+    """The tool rendering a bundle's adapters were trained with (its manifest's ``tool_rendering``), read after the
+    manifest's own checks: the caller renders with it before it compares spec hashes (:func:`load_bundle`)."""
+    mpath = Path(path) / MANIFEST
+    if not mpath.is_file():
+        raise BundleError("not a bundle: manifest.json is missing", str(path))
+    return _parse_manifest(mpath)["tool_rendering"]
 
 
 def load_bundle(path: str | Path, spec_hashes: Mapping[str, str], *, allow_smoke: bool = False,

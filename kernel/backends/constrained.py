@@ -1,15 +1,17 @@
-"""JSON-schema-constrained decoding for the hf backend (optional; needs ``llguidance``).
+"""Contract-compiled decoding for the hf backend (llguidance).
 
-At each step the logits of tokens that cannot continue a JSON value of the
-primitive's output schema are set to -inf, so every completion parses and
-the type level of the contract holds by construction (value and semantic
-checks still run). Install with ``pip install 'forethought[constrained]'``.
+At each step the logits of tokens that cannot continue an answer of the
+request's decoding schema (kernel/decoding.py: the primitive's contract
+compiled into a grammar, in the JSON text format the models are trained on)
+are set to -inf, so every completion parses, names only registered tools and
+parameters and takes only grounded values; the contract still checks it.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ..decoding import compile_grammar
 
 _TOKENIZERS: dict[tuple[int, int], Any] = {}
 
@@ -18,7 +20,7 @@ def _lltokenizer(tokenizer: Any, n_vocab: int, eos: list[int]) -> Any:
     try:
         import llguidance.hf
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise RuntimeError("constrained decoding needs llguidance: pip install 'forethought[constrained]'") from exc
+        raise RuntimeError("constrained decoding needs llguidance: pip install llguidance") from exc
     key = (id(tokenizer), n_vocab)
     if key not in _TOKENIZERS:
         _TOKENIZERS[key] = (tokenizer, llguidance.hf.from_tokenizer(tokenizer, n_vocab=n_vocab, eos_token=eos[0]))
@@ -45,8 +47,7 @@ class SchemaLogitsProcessor:
             if s is None:
                 self.matchers.append(None)
                 continue
-            grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(s), defaults={"whitespace_flexible": False})
-            self.matchers.append(llguidance.LLMatcher(lltok, grammar))
+            self.matchers.append(llguidance.LLMatcher(lltok, compile_grammar(s)))
         self.done = [m is None for m in self.matchers]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:

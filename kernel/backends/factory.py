@@ -11,7 +11,7 @@ from forethought.errors import UserError
 
 from ..runner import oracle_factory
 from ..scenario import Solution
-from ..specs import PrimitiveName  # a registered primitive's name, checked against the registry
+from ..specs import PrimitiveName, set_tool_rendering  # a registered primitive's name, checked against the registry
 from .hf import HFBackend
 from .openai_backend import OpenAIBackend, resolve_api_key
 
@@ -51,7 +51,11 @@ class OpenAIBackendConfig(_B):
     max_tokens: int = Field(512, ge=1)
     timeout_s: float = Field(120.0, gt=0)
     concurrency: int = Field(8, ge=1)
-    json_schema: bool = False  # structured outputs (vLLM guided decoding)
+    # Contract-compiled decoding on the server (vLLM structured outputs; its guidance backend reads the schema's
+    # x-guidance JSON format): each request carries its decoding schema (kernel/decoding.py).
+    json_schema: bool = False
+    # How the prompts show tool lists: as the served adapters were trained (their bundle's manifest tool_rendering).
+    tool_rendering: Literal["full", "compact"] = "full"
     extra_body: dict[str, Any] = Field(default_factory=dict)  # e.g. {"stop_token_ids": [106]}
 
 
@@ -80,6 +84,7 @@ def backend_factory(cfg: Any, sol: Solution):
 
 def make_model_backend(cfg: Any):
     if cfg.name == "openai":
+        set_tool_rendering(cfg.tool_rendering)
         return OpenAIBackend(
             cfg.base_url, api_key=resolve_api_key(cfg, "backend"), models=cfg.models, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s,
             concurrency=cfg.concurrency, json_schema=cfg.json_schema, extra_body=cfg.extra_body,

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from forethought.bundle.manifest import load_bundle
+from forethought.bundle.manifest import bundle_tool_rendering, load_bundle
 from forethought.primitives import SLMReply, SLMRequest
 
-from ..specs import spec_hashes
+from ..specs import set_tool_rendering, spec_hashes
 
 BASE = "__base__"  # generate with every adapter disabled
 
@@ -170,7 +170,7 @@ class HFBackend:
         *,
         batch_size: int = 16,
         max_new_tokens: int = 384,
-        constrained: bool = False,
+        constrained: bool | Mapping[str, bool] = False,
         model_id: str = "",
         bundle: Any = None,
     ):
@@ -178,7 +178,7 @@ class HFBackend:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
-        self.constrained = constrained
+        self.constrained = constrained  # for every adapter, or per adapter (a primitive's name)
         self.model_id = model_id
         self.bundle = bundle
         self.adapters = set(getattr(model, "peft_config", {}) or {})
@@ -186,7 +186,9 @@ class HFBackend:
     @classmethod
     def from_bundle(cls, path: str | Path, *, device: str = "auto", batch_size: int = 16, max_new_tokens: int = 384,
                     constrained: bool | None = None, allow_smoke: bool = False) -> HFBackend:
-        """``constrained=None`` decodes as the bundle's gates were measured (its manifest's ``decoding``)."""
+        """``constrained=None`` decodes each primitive as its gate was measured (the manifest's ``decoding``); the prompts
+        are rendered as the adapters were trained (the manifest's ``tool_rendering``, set for this process)."""
+        set_tool_rendering(bundle_tool_rendering(path))
         bundle = load_bundle(path, spec_hashes(), allow_smoke=allow_smoke)
         if bundle.smoke:
             print(
@@ -195,10 +197,15 @@ class HFBackend:
                 file=sys.stderr,
             )
         if constrained is None:
-            constrained = bool((bundle.manifest.get("decoding") or {}).get("constrained", False))
+            constrained = {name: d == "constrained" for name, d in bundle.manifest["decoding"].items()}
         model, tok = bundle.load_model(pick_device(device))
         return cls(model, tok, batch_size=batch_size, max_new_tokens=max_new_tokens, constrained=constrained,
                    model_id=bundle.base_id, bundle=bundle)
+
+    def _constrained(self, adapter: str) -> bool:
+        if isinstance(self.constrained, Mapping):
+            return bool(self.constrained.get(adapter, False))
+        return bool(self.constrained)
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         groups: dict[str, list[int]] = defaultdict(list)
@@ -212,7 +219,7 @@ class HFBackend:
             texts = generate(
                 self.model, self.tokenizer, [r.messages for r in reqs], adapter=adapter,
                 batch_size=self.batch_size, max_new_tokens=self.max_new_tokens,
-                schemas=[r.json_schema for r in reqs] if self.constrained else None,
+                schemas=[r.json_schema for r in reqs] if self._constrained(adapter) else None,
             )
             meta = {"backend": "hf", "model": self.model_id, "adapter": adapter}
             if self.bundle is not None:

@@ -1,0 +1,227 @@
+"""Contract-compiled decoding: what a primitive's contract can check, compiled into the grammar of its answer.
+
+Each primitive's output contract judges an answer after it is written (kernel/specs.py). Much of what it
+checks is known before a token is decoded: the registry's tool names, the chosen tool's parameter names,
+the batch's task ids, and the values a grounded parameter may take — spans of the request at word
+boundaries, the context's and the scratchpad's values, the documented options of an enum, the numbers the
+text states. This module turns that knowledge into a JSON schema per request, so a decoder that follows the
+schema (llguidance in the hf backend, a vLLM server's structured outputs over the openai backend) cannot
+write a tool that is not registered, a parameter the tool lacks, or a value that appears nowhere.
+
+Two rules keep it honest:
+
+- **It admits every answer the contract accepts that our data can hold** (tests/test_decoding_coverage.py
+  measures it on every train and validation target; the exceptions are listed there and in
+  docs/kernel.md). A grammar that refused a contract-valid target would teach the decoder to be wrong.
+- **It never replaces the contract**: the contract still checks every answer (a composed value, the
+  dependency structure and a fan-out's fields stay the contract's).
+
+The JSON text format is the one the models are trained on (:data:`JSON_FORMAT`: ``", "`` and ``": "``
+separators, no other whitespace, as ``PrimitiveSpec.target_text`` writes it). It travels inside each schema
+as ``x-guidance``, the key llguidance reads, so a server using llguidance applies the same format.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .grounding import _PIECES, CONNECTIVE_PUNCTUATION, FUNCTION_WORDS, MAX_COMPOSED_WORDS, _leaves, number_tokens, synonym_table
+
+# The separators of PrimitiveSpec.target_text (json.dumps(..., separators=(", ", ": "))), and no other whitespace.
+JSON_FORMAT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+# A string of more words than this is grounded only as a whole (grounding.MAX_COMPOSED_WORDS): such a value of the
+# context or the scratchpad is offered whole.
+FREE_TEXT = {"type": "string", "maxLength": 160}
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+_WORD, _OTHER = 1, 3
+
+
+def _regex_literal(text: str) -> str:
+    return "".join("\\" + c if c in _REGEX_META else c for c in text)
+
+
+# Inside a word, these joiners bound a word too ("IAH-BOS" names IAH, "John's" names John), "." and "@" do not
+# ("report" does not occur in "report.txt"): grounding.Haystack._occurs.
+_INNER_BOUNDARY = re.compile(r"[-/+':]")
+
+
+def _parts(text: str) -> Iterable[str]:
+    """The words of ``text``, the pieces its inner joiners bound, and its meaningful symbols (``$``, ``%``): the
+    parts a grounded string is built from."""
+    for m in _PIECES.finditer(text):
+        if m.lastindex == _WORD:
+            yield m.group()
+            yield from (p for p in _INNER_BOUNDARY.split(m.group()) if p)
+        elif m.lastindex == _OTHER and m.group() not in CONNECTIVE_PUNCTUATION and not m.group().isspace():
+            yield m.group()
+
+
+class ValueSpace:
+    """The values a grounded parameter may take in one request: what the grammar offers.
+
+    Built from the same parts as the contract's :class:`~forethought.kernel.grounding.Haystack` (texts, then
+    values: the context and the bindable scratchpad), and following its rule for strings: a string is
+    grounded when it is a sequence of parts (words and meaningful symbols the haystack holds, their synonyms,
+    numbers it states) joined by connective text (whitespace, connective punctuation, function words). The
+    grammar admits exactly such sequences, a superset of the contract's grounded strings (it does not ask a
+    multi-word part to occur contiguously; the contract does); a longer string is offered only whole.
+    """
+
+    def __init__(self, texts: Sequence[str], values: Sequence[Any]):
+        parts: set[str] = set()
+        numbers: set[float] = set()
+        whole: set[str] = set()
+        leaves: list[Any] = []
+        for v in values:
+            _leaves(v, leaves)
+        for text in [*[t for t in texts if t], *[x for x in leaves if isinstance(x, str)]]:
+            parts.update(_parts(text))
+            numbers.update(number_tokens(text))
+            if len(text.split()) > MAX_COMPOSED_WORDS:
+                whole.add(text)
+        for leaf in leaves:
+            if isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
+                numbers.add(float(leaf))
+        # A currency or unit the haystack names may be written with any name of its group ("dollars" -> "USD").
+        table = synonym_table()
+        for part in list(parts):
+            for other in table.get(part.lower(), ()):
+                parts.update({other, other.upper(), other.capitalize()})
+        self.parts = sorted(parts)
+        self.numbers = sorted(numbers)
+        self.whole = sorted(whole)
+
+    def string_schema(self) -> dict[str, Any]:
+        if not self.parts:
+            return {"enum": self.whole} if self.whole else {"enum": [""]}
+        words = "|".join(_regex_literal(p) for p in sorted(self.parts, key=lambda p: (-len(p), p)))
+        connective = "|".join(_regex_literal(c) for c in sorted(CONNECTIVE_PUNCTUATION)) + "|" + "|".join(sorted(FUNCTION_WORDS))
+        # Case-insensitive, as the contract folds case.
+        pattern = {"type": "string", "pattern": f"^(?i:{words}|{connective}|\\s)*$"}
+        return {"anyOf": [pattern, {"enum": self.whole}]} if self.whole else pattern
+
+    def number_schema(self, integers_only: bool = False) -> dict[str, Any]:
+        nums = [n for n in self.numbers if n.is_integer() or not integers_only]
+        if not nums:
+            return {"type": "null"}  # no grounded number in this request: the contract would refuse any
+        kind = "integer" if integers_only else "number"
+        return {"anyOf": [{"type": kind, "minimum": int(n) if n.is_integer() else n, "maximum": int(n) if n.is_integer() else n}
+                          for n in nums]}
+
+
+class SchemaBuilder:
+    """Builds one request's schema; the value sets are defined once (``$defs``) and referenced per parameter."""
+
+    def __init__(self, space: ValueSpace):
+        self.space = space
+        self.defs: dict[str, Any] = {}
+
+    def _ref(self, name: str, schema_fn: Any) -> dict[str, Any]:
+        if name not in self.defs:
+            self.defs[name] = schema_fn()
+        return {"$ref": f"#/$defs/{name}"}
+
+    def strings(self) -> dict[str, Any]:
+        return self._ref("grounded_string", self.space.string_schema)
+
+    def numbers(self, integers_only: bool = False) -> dict[str, Any]:
+        return self._ref("grounded_integer" if integers_only else "grounded_number", lambda: self.space.number_schema(integers_only))
+
+    def scalar(self) -> dict[str, Any]:
+        return self._ref("grounded_scalar", lambda: {"anyOf": [self.strings(), self.numbers(), {"type": "boolean"}, {"type": "null"}]})
+
+    def value(self, short_type: str) -> dict[str, Any]:
+        """A grounded value of a parameter of this short type (kernel/specs.py ``_short_type``), or null."""
+        alts: list[dict[str, Any]]
+        if short_type.startswith("enum[") and short_type.endswith("]"):
+            options = short_type[5:-1].split("|")
+            alts = [{"enum": options}, self.strings()]  # a documented option, or a value the request grounds
+        elif short_type == "string":
+            alts = [self.strings()]
+        elif short_type == "integer":
+            alts = [self.numbers(integers_only=True)]
+        elif short_type == "number":
+            alts = [self.numbers()]
+        elif short_type == "boolean":
+            alts = [{"type": "boolean"}]
+        elif short_type.startswith("list["):
+            item = short_type[5:-1]
+            inner = self.value(item) if item in ("string", "integer", "number", "boolean") else self._object()
+            alts = [{"type": "array", "items": inner, "maxItems": 16}]
+        elif short_type == "object":
+            alts = [self._object()]
+        else:  # a union or an unknown type: any grounded scalar
+            alts = [self.scalar()]
+        return {"anyOf": [*alts, {"type": "null"}]}
+
+    def _object(self) -> dict[str, Any]:
+        # Keys are free (the tool's schema names them, not the request); every value must be grounded.
+        return self._ref("grounded_object", lambda: {
+            "type": "object", "additionalProperties": {"anyOf": [self.scalar(), {"type": "array", "items": self.scalar(), "maxItems": 16}]},
+            "maxProperties": 12,
+        })
+
+    def parameters(self, params: dict[str, str]) -> dict[str, Any]:
+        """An object of the tool's parameters (any subset, in the tool's declared order), each grounded."""
+        return {"type": "object", "properties": {p: self.value(t) for p, t in params.items()}, "additionalProperties": False}
+
+    def finish(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, **({"$defs": self.defs} if self.defs else {}), "x-guidance": dict(JSON_FORMAT)}
+
+
+def with_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema with the trained JSON text format attached (``x-guidance``)."""
+    return {**schema, "x-guidance": dict(JSON_FORMAT)}
+
+
+
+
+# ------------------------------------------------------------------ membership
+_BYTE_TOKENIZER: list[Any] = []
+
+
+def _byte_tokenizer() -> Any:
+    """An llguidance tokenizer of one token per byte: membership of a text in a grammar, whatever model's tokenizer."""
+    if not _BYTE_TOKENIZER:
+        import llguidance
+
+        class _Bytes:
+            eos_token_id = 256
+            bos_token_id = None
+            tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+            special_token_ids = [256]
+
+            def __call__(self, s: Any) -> list[int]:
+                return list(s if isinstance(s, bytes) else s.encode("utf-8"))
+
+        _BYTE_TOKENIZER.append(llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Bytes())))
+    return _BYTE_TOKENIZER[0]
+
+
+def compile_grammar(schema: dict[str, Any]) -> str:
+    """The llguidance grammar of a decoding schema (its ``x-guidance`` format included)."""
+    import json
+
+    import llguidance
+
+    return llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=dict(JSON_FORMAT))
+
+
+def admits(schema: dict[str, Any], text: str) -> str | None:
+    """None when the schema's grammar admits ``text`` exactly; otherwise why not (where it stopped)."""
+    import llguidance
+
+    tok = _byte_tokenizer()
+    matcher = llguidance.LLMatcher(tok, compile_grammar(schema))
+    if matcher.is_error():
+        return f"the schema does not compile: {matcher.get_error()}"
+    data = text.encode("utf-8")
+    n = matcher.try_consume_tokens(list(data))
+    if n < len(data):
+        return f"refused at byte {n}: ...{data[max(0, n - 40):n].decode('utf-8', 'replace')!r} then {data[n:n + 20].decode('utf-8', 'replace')!r}"
+    if not matcher.is_accepting():
+        return "the text ends before the grammar does"
+    return None

@@ -1,0 +1,128 @@
+"""Contract-compiled decoding (kernel/decoding.py): the grammar admits every contract-valid target and refuses
+what the contract refuses that it can know before decoding."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forethought.data_gen.row import read_rows
+from forethought.kernel.decoding import JSON_FORMAT, admits
+from forethought.kernel.specs import (
+    PRIMITIVE_NAMES,
+    SPECS,
+    CheckPrereqInput,
+    DecomposeInput,
+    MatchFillInput,
+    TaskRef,
+    ToolBrief,
+    tool_rendering,
+)
+
+TOOLS = [
+    ToolBrief(name="get_details_by_id", description="Get details", params={"id": "string"}, required=["id"], writes=["line_status[{params.id}]"]),
+    ToolBrief(name="refuel_data", description="Add data", params={"line_id": "string", "gb_amount": "number"}, required=["line_id", "gb_amount"]),
+    ToolBrief(name="set_mode", description="Set a mode", params={"mode": "enum[eco|sport]", "count": "integer"}),
+]
+
+
+@pytest.mark.parametrize("rendering", ["full", "compact"])
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_the_grammar_admits_every_target_of_the_fixture_datasets(generated_data, tmp_path, rendering, split):
+    """A grammar that refused a contract-valid target would forbid the right answer: every one must pass."""
+    from forethought.cli import main
+    from tests.conftest import TINY_GENERATE, sizes_override
+
+    data = generated_data
+    if rendering == "compact":
+        data = tmp_path / "compact"
+        sizes = sizes_override(decompose=24, match_func=24, match_fill=24)
+        assert main(["generate", *TINY_GENERATE, f"data.sizes={sizes}", f"data.output_dir={data}", "data.tool_rendering=compact"]) == 0
+    stats = json.loads((data / "stats.json").read_text())
+    with tool_rendering(rendering):
+        for p in PRIMITIVE_NAMES:
+            spec = SPECS[p]
+            rows = read_rows(data, p, split)
+            assert rows
+            for row in rows:
+                inp = spec.input_type.model_validate(row.input_value)
+                assert admits(spec.decoding_schema(inp), row.completion[0].content) is None, (p, row.id, row.completion[0].content)
+            assert stats["primitives"][p][split]["decoding_coverage"] == 1.0  # what generate measured and records
+
+
+def _decompose(user: str, **kw) -> DecomposeInput:
+    return DecomposeInput(user=user, tools=TOOLS, **kw)
+
+
+def _task(tool, params, **kw):
+    return {"id": "t1", "text": "x", "tool_name": tool, "depends_on": [], "parameters": params, "when": None, "for_each": None, **kw}
+
+
+def _text(spec_name: str, answer: dict) -> str:
+    return SPECS[spec_name].target_text(answer)
+
+
+def test_decompose_grammar_admits_grounded_values_and_refuses_invented_ones():
+    spec = SPECS["decompose"]
+    inp = _decompose("Add 3 GB of data to line L-3141", context={"customer": "Daniel Park"})
+    schema = spec.decoding_schema(inp)
+    ok = [
+        _task("refuel_data", {"line_id": "L-3141", "gb_amount": 3}),
+        _task("refuel_data", {"line_id": "l-3141"}),  # the contract folds case, so does the grammar
+        _task("get_details_by_id", {"id": "Daniel"}),  # a piece of a context value
+        _task("set_mode", {"mode": "eco"}),  # a documented option
+        _task(None, {}),
+    ]
+    for task in ok:
+        answer = {"tasks": [task]}
+        assert spec.check_output(inp, answer).ok
+        assert admits(schema, _text("decompose", answer)) is None, task
+    refused = [
+        _task("refuel_data", {"line_id": "L-9999"}),  # a value that appears nowhere
+        _task("refuel_data", {"gb_amount": 5}),  # a number the request does not state
+        _task("refuel_data", {"volume": 3}),  # a parameter the tool does not have
+        _task("cancel_everything", {}),  # a tool that is not registered
+        _task("set_mode", {"count": 2.5}),  # an integer parameter takes a whole number
+    ]
+    for task in refused:
+        assert admits(schema, _text("decompose", {"tasks": [task]})) is not None, task
+
+
+def test_the_json_format_is_the_trained_one():
+    """Separators as target_text writes them (", " and ": "), nothing else: the format the models learn."""
+    spec = SPECS["match_func"]
+    from forethought.kernel.specs import MatchFuncInput
+
+    schema = spec.decoding_schema(MatchFuncInput(task=TaskRef(id="t1", text="x"), tools=TOOLS))
+    assert schema["x-guidance"] == JSON_FORMAT
+    assert admits(schema, '{"tool_name": "refuel_data"}') is None
+    assert admits(schema, '{"tool_name":"refuel_data"}') is not None
+    assert admits(schema, '{ "tool_name": "refuel_data"}') is not None
+
+
+def test_check_prerequisites_grammar_offers_only_tools_that_establish_the_key():
+    spec = SPECS["check_prerequisites"]
+    inp = CheckPrereqInput(task=TaskRef(id="t1", text="Add 3 GB to line L-3141"), key="line_status[L-3141]", outcome="absent", tools=TOOLS)
+    schema = spec.decoding_schema(inp)
+    assert admits(schema, _text("check_prerequisites", {"task": {"tool_name": "get_details_by_id", "parameters": {"id": "L-3141"}}})) is None
+    assert admits(schema, _text("check_prerequisites", {"task": None})) is None
+    assert admits(schema, _text("check_prerequisites", {"task": {"tool_name": "refuel_data", "parameters": {}}})) is not None
+    none_writes = CheckPrereqInput(task=TaskRef(id="t1", text="x"), key="unknown_key", outcome="absent", tools=TOOLS)
+    assert admits(spec.decoding_schema(none_writes), _text("check_prerequisites", {"task": {"tool_name": "get_details_by_id", "parameters": {}}}))
+
+
+def test_match_fill_grammar_names_exactly_the_missing_parameters_with_grounded_values():
+    spec = SPECS["match_fill"]
+    inp = MatchFillInput(task=TaskRef(id="t1", text='Tweet "Filed:" followed by the file name'), tool=ToolBrief(name="post", params={"content": "string"}),
+                         missing=["content"], state={"mv.file_name": "expenses.csv"})
+    schema = spec.decoding_schema(inp)
+    assert admits(schema, _text("match_fill", {"values": {"content": "Filed: expenses.csv"}})) is None  # a composition of grounded parts
+    assert admits(schema, _text("match_fill", {"values": {"content": None}})) is None
+    assert admits(schema, _text("match_fill", {"values": {"content": "Filed: invoice.pdf"}})) is not None
+    assert admits(schema, _text("match_fill", {"values": {"other": "x"}})) is not None
+
+
+def test_whole_numbers_are_written_as_integers():
+    """20.0 and 20 are the same grounded number; the target writes it one way, the one the grammar offers."""
+    assert SPECS["match_fill"].target_text({"values": {"gallon": 20.0}}) == '{"values": {"gallon": 20}}'
