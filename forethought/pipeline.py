@@ -48,7 +48,7 @@ MODEL_CODE = ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs
 
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    profile: Literal["tiny", "small", "paper"] = "tiny"  # set by the profile group (conf/profile/*.yaml)
+    profile: Literal["tiny", "small", "converge", "paper"] = "tiny"  # set by the profile group (conf/profile/*.yaml)
     run_dir: str = "runs/pipeline"
     force: bool = False
     stages: list[StageName] = Field(default_factory=lambda: list(STAGES), min_length=1)
@@ -131,6 +131,8 @@ class Stage:
     code: list[str]
     run: Callable[[], Any]
     libs: tuple[str, ...] = ()
+    # Run again after an interruption, keeping what the interrupted run finished (training: its checkpoints).
+    resume: Callable[[], Any] | None = None
     status: str = "pending"
     seconds: float = 0.0
     note: str = ""
@@ -229,9 +231,9 @@ def build(cfg: PipelineConfig) -> PipelineRun:
             [run / "data" / "stats.json"], code_kernel + ["data_gen"], lambda: _generate(configs["generate"]),
         ),
         "base": Stage("base", configs["base"], [run / "data"], base_outputs, MODEL_CODE, lambda: _train(configs["base"]),
-                      libs=TRAIN_LIBS),
+                      libs=TRAIN_LIBS, resume=lambda: _train(_resuming(configs["base"]))),
         "train": Stage("train", configs["train"], [run / "data", *base_outputs[1:2]], train_outputs, MODEL_CODE,
-                       lambda: _train(configs["train"]), libs=TRAIN_LIBS),
+                       lambda: _train(configs["train"]), libs=TRAIN_LIBS, resume=lambda: _train(_resuming(configs["train"]))),
         "validate": Stage(
             "validate", configs["validate"], [run / "train", run / "data"], [run / "validate" / "gates.json"],
             [*MODEL_CODE, "kernel/backends/hf.py", "kernel/backends/constrained.py"], lambda: _validate(configs["validate"]),
@@ -279,6 +281,12 @@ def _generate(c: Any) -> Any:
     with _console().status("generate: round 0") as st:
         return generate(c.data, progress=lambda r, counts: st.update(
             f"generate: round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())))
+
+
+def _resuming(c: Any) -> Any:
+    """The stage's train config continuing its interrupted run (its checkpoints, its finished adapters) instead of
+    replacing it: the same inputs, so what it finished is still right."""
+    return c.model_copy(update={"train": c.train.model_copy(update={"overwrite": False, "resume": True})})
 
 
 def _train(c: Any) -> Any:
@@ -329,15 +337,24 @@ def execute(pr: PipelineRun, console: Any) -> None:
             continue
         reason = "forced" if pr.cfg.force else ("first run" if prev is None else
                                                  (out_problem if prev.get("fingerprint") == fp else why_changed(prev, config, manifest)))
+        # A stage that started with these very inputs and did not finish (killed) continues where it stopped.
+        started_path = state_dir / f"{name}.started.json"
+        started = json.loads(started_path.read_text()) if started_path.is_file() else None
+        resume = st.resume is not None and not pr.cfg.force and started is not None and started.get("fingerprint") == fp
+        if resume:
+            reason = f"resuming the run interrupted after {started.get('started')}"
         console.rule(f"[bold]{name}[/bold] ({reason})")
+        atomic_write_json(started_path, {"fingerprint": fp, "started": (started or {}).get("started") if resume else
+                                         dt.datetime.now().isoformat(timespec="seconds")})
         t0 = time.perf_counter()
-        st.result = st.run()
+        st.result = st.resume() if resume and st.resume is not None else st.run()
         st.seconds = time.perf_counter() - t0
         st.status = "ran"
         summary = _summarise(name, st.result)
         atomic_write_json(rec_path, {"fingerprint": fp, "finished": dt.datetime.now().isoformat(timespec="seconds"),
                                      "seconds": round(st.seconds, 1), "config": config, "inputs": manifest,
                                      "outputs": input_manifest(st.outputs, []), "result": summary})
+        started_path.unlink(missing_ok=True)
         st.result = summary
         console.print(f"{name:<9} done in {st.seconds:.1f} s")
 
@@ -446,6 +463,43 @@ def _learning_curve_png(train_dir: Path, out: Path) -> bool:
     return True
 
 
+def _dev_curve_png(train_dir: Path, out: Path) -> bool:
+    """Each adapter's exact match on its dev rows (carved from train solutions) at every epoch's end, the kept epoch marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from forethought.kernel.specs import PRIMITIVE_NAMES
+
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for p in PRIMITIVE_NAMES:
+        f = train_dir / p / "metrics.json"
+        if not f.is_file():
+            continue
+        m = json.loads(f.read_text())
+        pts = [(e["epoch"], 100 * e["eval_exact_match"]) for e in m.get("eval_history") or [] if "eval_exact_match" in e]
+        if not pts:
+            continue
+        (line,) = ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=p)
+        best = (m.get("selection") or {}).get("best_global_step")
+        kept = [(e["epoch"], 100 * e["eval_exact_match"]) for e in m["eval_history"] if e.get("step") == best and "eval_exact_match" in e]
+        if kept:
+            ax.scatter([kept[0][0]], [kept[0][1]], s=80, facecolors="none", edgecolors=line.get_color(), zorder=3)
+    if not ax.lines:
+        plt.close(fig)
+        return False
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("exact match on dev rows (%)")
+    ax.set_ylim(-2, 102)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("Adapters: dev exact match per epoch (circled: the epoch kept)")
+    fig.tight_layout()
+    atomic_write_figure(out, fig)
+    return True
+
+
 def _datasets_png(stats_path: Path, out: Path) -> bool:
     import matplotlib
 
@@ -485,7 +539,8 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         f"- Machine: {machine()}",
         "",
     ]
-    if pr.cfg.profile in BUILT_HERE:
+    train_cfg = pr.stages["train"].config if "train" in pr.stages else None
+    if train_cfg is not None and train_cfg.model.profile in BUILT_HERE:
         L += [
             f"> **Small-model results.** The `{pr.cfg.profile}` profile builds a small Gemma-3-architecture model here, "
             "pretrains it full-parameter on the train splits of the five primitives (the base stage), then trains one LoRA "
@@ -525,9 +580,14 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     if _learning_curve_png(run / "train", run / "exact_match_curves.png"):
         L += ["", "### Learning curve (exact match on a fixed validation subset, monitoring only)", "",
               "![exact match against steps](exact_match_curves.png)"]
+    if _dev_curve_png(run / "train", run / "dev_exact_match_curves.png"):
+        L += ["", "### Adapters: exact match on the dev rows per epoch (the selection's measure)", "",
+              "Dev rows come from train solutions held out of training (never a validation row); each adapter keeps the "
+              "epoch of best dev exact match (circled).", "", "![dev exact match per epoch](dev_exact_match_curves.png)"]
     if _combined_loss_png(run / "train", run / "loss_curves.png"):
         L += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
-        L += ["| primitive | steps | final train loss | eval loss | tokens/s | wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        L += ["| primitive | steps | epochs run | epoch kept | dev exact match kept | final train loss | eval loss | tokens/s | wall s |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         from forethought.kernel.specs import PRIMITIVE_NAMES
 
         for p in PRIMITIVE_NAMES:
@@ -535,7 +595,11 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             if f.is_file():
                 m = json.loads(f.read_text())
                 fmt = lambda x: "—" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))  # noqa: E731
-                cells = [m.get(k) for k in ("global_step", "train_loss_last", "eval_loss", "tokens_per_second", "wall_time_s")]
+                sel = m.get("selection") or {}
+                kept_epoch = next((e.get("epoch") for e in m.get("eval_history") or [] if e.get("step") == sel.get("best_global_step")), None)
+                em = sel.get("best_dev_exact_match")
+                cells = [m.get("global_step"), m.get("epochs_completed"), kept_epoch, None if em is None else f"{100 * em:.1f} %",
+                         m.get("train_loss_last"), m.get("eval_loss"), m.get("tokens_per_second"), m.get("wall_time_s")]
                 L.append(f"| {p} | " + " | ".join(fmt(c) for c in cells) + " |")
     gates = run / "validate" / "gates.md"
     if gates.is_file():

@@ -141,38 +141,85 @@ class Throughput(TrainerCallback):
         }
 
 
-class ExactMatchCurve(TrainerCallback):
-    """A learning curve in exact match: greedy decoding on a fixed validation subset every N steps.
+def exact_match_now(model: Any, tokenizer: Any, rows: dict[str, list[DatasetRow]], *, constrained: bool, max_new_tokens: int = 256) -> dict[str, float]:
+    """Greedy decoding of each primitive's rows with the model as it is, scored as ``forethought validate`` scores
+    (the primitive's spec: parse, canonical exact match); the model is put back in training mode after."""
+    from forethought.kernel.backends.hf import generate
+    from forethought.kernel.specs import SPECS
+    from forethought.training.validate import score
 
-    Scored exactly as ``forethought validate`` scores (the primitive's spec: parse, canonical exact
-    match), kept in ``history`` (the run's metrics.json) and logged to wandb as ``em/<primitive>``
-    when a wandb run is open. It is monitoring only: nothing is selected or tuned with these rows.
+    was_training = model.training
+    side = tokenizer.padding_side
+    model.eval()
+    try:
+        ems = {}
+        for p, prows in rows.items():
+            spec = SPECS[p]
+            schemas = [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in prows] if constrained else None
+            texts = generate(model, tokenizer, [r.prompt_messages() for r in prows], adapter=None, batch_size=16,
+                             max_new_tokens=max_new_tokens, schemas=schemas)
+            ems[p] = score(spec, prows, texts, 0)["exact_match"]
+    finally:
+        tokenizer.padding_side = side  # generate() pads on the left; training pads on the right
+        if was_training:
+            model.train()
+    return ems
+
+
+class DevExactMatch(TrainerCallback):
+    """Exact match on the dev rows at every evaluation, added to the evaluation's metrics as ``eval_exact_match``,
+    and ``eval_selection_score``: the exact match, ties broken by the dev loss (``em - loss / 1000``: a loss below
+    10 never outweighs one row of 100), so epochs that only lower the loss still count as progress.
+
+    The trainer keeps the best checkpoint by the score (``metric_for_best_model``, ``load_best_model_at_end``) and
+    transformers' ``EarlyStoppingCallback`` stops on it, with their state saved in each checkpoint, so a resumed
+    run selects exactly as an uninterrupted one. Must come before ``EarlyStoppingCallback`` in the callback list.
+    The dev rows come from train solutions (training/data.py): no validation row is read.
     """
 
-    def __init__(self, tokenizer: Any, rows: dict[str, list[DatasetRow]], every: int, *, max_new_tokens: int = 256):
+    def __init__(self, tokenizer: Any, primitive: str, rows: list[DatasetRow], *, constrained: bool, max_new_tokens: int = 256):
         self.tokenizer = tokenizer
-        self.rows = rows  # primitive -> validation rows
+        self.primitive = primitive
+        self.rows = rows
+        self.constrained = constrained
+        self.max_new_tokens = max_new_tokens
+
+    def on_evaluate(self, args, state, control, metrics=None, model=None, **kwargs):
+        if model is None or metrics is None:
+            return
+        em = exact_match_now(model, self.tokenizer, {self.primitive: self.rows}, constrained=self.constrained,
+                             max_new_tokens=self.max_new_tokens)[self.primitive]
+        metrics["eval_exact_match"] = em
+        metrics["eval_selection_score"] = em - float(metrics.get("eval_loss", 0.0)) / 1000
+        for entry in reversed(state.log_history):  # the evaluation's own log line, for metrics.json and the plots
+            if "eval_loss" in entry and entry.get("step") == state.global_step:
+                entry["eval_exact_match"] = em
+                break
+        wandb = sys.modules.get("wandb")
+        if state.is_world_process_zero and wandb is not None and getattr(wandb, "run", None) is not None:
+            wandb.log({"eval/exact_match": em, "train/global_step": state.global_step})
+        if state.is_world_process_zero:
+            print(f"[{self.primitive}] epoch {state.epoch:.2f}: dev exact match {100 * em:.1f} % ({len(self.rows)} rows)", file=sys.stderr, flush=True)
+
+
+class ExactMatchCurve(TrainerCallback):
+    """A learning curve in exact match: greedy decoding on a fixed subset of rows every N steps.
+
+    Scored exactly as ``forethought validate`` scores, kept in ``history`` (the run's metrics.json) and logged
+    to wandb as ``em/<primitive>`` when a wandb run is open. It is monitoring only: nothing is selected or
+    tuned with these rows (with a dev split they are dev rows, otherwise validation rows).
+    """
+
+    def __init__(self, tokenizer: Any, rows: dict[str, list[DatasetRow]], every: int, *, max_new_tokens: int = 256, constrained: bool = False):
+        self.tokenizer = tokenizer
+        self.rows = rows  # primitive -> rows
         self.every = every
         self.max_new_tokens = max_new_tokens
+        self.constrained = constrained
         self.history: list[dict[str, Any]] = []
 
     def measure(self, model: Any, step: int) -> dict[str, float]:
-        from forethought.kernel.backends.hf import generate
-        from forethought.kernel.specs import SPECS
-        from forethought.training.validate import score
-
-        was_training = model.training
-        side = self.tokenizer.padding_side
-        model.eval()
-        try:
-            ems = {}
-            for p, rows in self.rows.items():
-                texts = generate(model, self.tokenizer, [r.prompt_messages() for r in rows], adapter=None, batch_size=16, max_new_tokens=self.max_new_tokens)
-                ems[p] = score(SPECS[p], rows, texts, 0)["exact_match"]
-        finally:
-            self.tokenizer.padding_side = side  # generate() pads on the left; training pads on the right
-            if was_training:
-                model.train()
+        ems = exact_match_now(model, self.tokenizer, self.rows, constrained=self.constrained, max_new_tokens=self.max_new_tokens)
         self.history.append({"step": step, **{f"em/{p}": v for p, v in ems.items()}})
         return ems
 

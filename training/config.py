@@ -183,6 +183,25 @@ class LoraSettings(_Strict):
         return reject_duplicates(v, "LoRA target modules")
 
 
+Decoding = Literal["constrained", "free"]
+
+
+class PrimitiveOverrides(_Strict):
+    """``train.per_primitive.<name>``: settings of one primitive's adapter that differ from ``train``'s (its budget in
+    epochs, its lr). Each primitive's curve flattens after its own number of epochs (docs/training.md)."""
+
+    epochs: float | None = Field(None, gt=0)
+    max_steps: int | None = None
+    learning_rate: float | None = Field(None, gt=0)
+    lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] | None = None
+    warmup_ratio: float | None = Field(None, ge=0.0, lt=1.0)
+    weight_decay: float | None = Field(None, ge=0.0)
+    per_device_batch_size: int | None = Field(None, ge=1)
+    early_stopping_patience: int | None = Field(None, ge=1)
+    dev_em_examples: int | None = Field(None, ge=1)
+    decoding: Decoding | None = None
+
+
 class TrainSettings(_Strict):
     preset: str = Field(description="name of the train/ preset this came from (informational)")
     epochs: float = Field(gt=0)
@@ -218,11 +237,33 @@ class TrainSettings(_Strict):
     max_train_examples: int | None = Field(None, ge=1, description="use only the first N train examples")
     max_eval_examples: int | None = Field(None, ge=1, description="use only the first N validation examples")
     em_eval_steps: int | None = Field(None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)")
-    em_eval_examples: int = Field(16, ge=1, description="validation rows for em_eval_steps")
+    em_eval_examples: int = Field(16, ge=1, description="rows for em_eval_steps (dev rows when dev_fraction > 0, else validation rows)")
+    # Early stopping and checkpoint selection read a dev split carved from the train *solutions* (never a
+    # validation row): training/data.py is_dev_solution.
+    dev_fraction: float = Field(0.0, ge=0.0, lt=1.0, description="share of train solutions held out as dev (0: none)")
+    selection: Literal["last", "dev_exact_match"] = Field(
+        "last", description="the adapter kept: the last step's, or the epoch checkpoint of best exact match on the dev rows")
+    early_stopping_patience: int | None = Field(None, ge=1, description="stop after N epochs without a better dev exact match")
+    dev_em_examples: int = Field(64, ge=1, description="dev rows decoded for exact match at each epoch's end (a fixed subset)")
+    decoding: Decoding = Field("constrained", description="how the dev rows (and em_eval_steps) are decoded: as the gates will")
+    per_primitive: dict[PrimitiveName, PrimitiveOverrides] = Field(default_factory=dict)
+
+    def for_primitive(self, name: str) -> TrainSettings:
+        """These settings with ``per_primitive[name]`` applied."""
+        over = self.per_primitive.get(name)
+        if over is None:
+            return self
+        return self.model_copy(update={k: v for k, v in over.model_dump().items() if v is not None})
 
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
         errors = []
+        if data.get("selection") == "dev_exact_match" and not data.get("dev_fraction"):
+            errors.append("train.selection=dev_exact_match needs a dev split: set train.dev_fraction (e.g. 0.1)")
+        patience = [data.get("early_stopping_patience")] + [o.get("early_stopping_patience") for o in (data.get("per_primitive") or {}).values()
+                                                            if isinstance(o, dict)]
+        if any(p is not None for p in patience) and data.get("selection") != "dev_exact_match":
+            errors.append("train.early_stopping_patience needs train.selection=dev_exact_match (it stops on the dev exact match)")
         if data.get("resume") is True and data.get("overwrite") is True:
             errors.append("train.resume and train.overwrite exclude each other")
         if data.get("padding_free") is True and data.get("packing", False) is False:

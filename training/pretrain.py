@@ -56,6 +56,8 @@ def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     fp = base_fingerprint(cfg.dataset_dir, cfg.model.tiny, cfg.seed)
     if cfg.model.pretrain is not None:
         fp["pretrain"] = {"version": PRETRAIN_VERSION, **cfg.model.pretrain.model_dump()}
+        if cfg.train.dev_fraction:  # the dev solutions' rows are left out of the base
+            fp["pretrain"]["dev_fraction"] = cfg.train.dev_fraction
     return fp
 
 
@@ -74,17 +76,20 @@ def is_current(cfg: TrainConfig) -> bool:
 
 
 def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
-    """Every primitive's train rows (capped per primitive), shuffled with the seed. Never a validation row.
+    """Every primitive's train rows (capped per primitive), shuffled with the seed. Never a validation row, and
+    never a dev row (``train.dev_fraction``: the adapters select on those, so the base must not have read them).
 
     A dataset folder holding only some primitives (a user's own, or the chain test's) gives a base of those."""
-    from forethought.training.data import read_split
+    from forethought.training.data import split_path, train_and_dev_rows, trainer_rows
 
     assert cfg.model.pretrain is not None
     cap = cfg.model.pretrain.max_examples_per_primitive
     rng = random.Random(cfg.seed)
     rows: list[dict[str, Any]] = []
     for p in PRIMITIVES:
-        got = read_split(cfg.dataset_dir, p, "train", required=False) or []
+        if not split_path(cfg.dataset_dir, p, "train").is_file():
+            continue
+        got = trainer_rows(train_and_dev_rows(cfg.dataset_dir, p, cfg.train.dev_fraction, cfg.seed)[0])
         rng.shuffle(got)  # a cap takes a random subset, not the first solutions of the file
         rows += got[:cap] if cap else got
     if not rows:
@@ -95,14 +100,18 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
     return rows
 
 
-def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int) -> dict[str, list[DatasetRow]]:
-    """A fixed random subset of each primitive's validation split, for the exact-match learning curve."""
+def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int, dev_fraction: float = 0.0) -> dict[str, list[DatasetRow]]:
+    """A fixed random subset of each primitive's dev rows (``dev_fraction`` > 0) or validation split, for the
+    exact-match learning curve."""
+    from forethought.training.data import train_and_dev_rows
+
     out = {}
     for p in primitives:
-        f = Path(dataset_dir) / p / "validation.jsonl"
-        if not f.is_file():
+        split = "train" if dev_fraction > 0 else "validation"
+        if not (Path(dataset_dir) / p / f"{split}.jsonl").is_file():
             continue
-        rows = read_rows(dataset_dir, p, "validation")  # checked as validate checks them: the curve scores the same rows
+        # checked as validate checks them: the curve scores what validate would
+        rows = train_and_dev_rows(dataset_dir, p, dev_fraction, seed)[1] if dev_fraction > 0 else read_rows(dataset_dir, p, "validation")
         random.Random(f"{seed}:{p}").shuffle(rows)
         out[p] = rows[:n]
     return out
@@ -249,7 +258,8 @@ def pretrain(cfg: TrainConfig) -> Path:
         callbacks.append(RichProgress("base"))
     curve = None
     if s.em_eval_steps:
-        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed), s.em_eval_steps)
+        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed, cfg.train.dev_fraction),
+                                s.em_eval_steps, constrained=cfg.train.decoding == "constrained")
         callbacks.append(curve)
     if device == "cpu":
         compact_on_cpu()  # score only the completion positions in trl's LM head (training/lm_head.py)

@@ -286,8 +286,9 @@ def _preflight(cfg: TrainConfig) -> None:
 
     With ``primitive=all`` a bad row in the last dataset fails here, not after four adapters.
     """
-    from forethought.training.data import read_split, split_path
+    from forethought.training.data import read_split, split_path, use_dataset_tool_rendering
 
+    use_dataset_tool_rendering(cfg.dataset_dir)  # prompts and spec hashes as the data was rendered
     missing = [str(split_path(cfg.dataset_dir, p, "train")) for p in cfg.primitives() if not split_path(cfg.dataset_dir, p, "train").is_file()]
     if missing:
         raise UserError(
@@ -405,14 +406,22 @@ def _diff(a: Any, b: Any, path: tuple[str, ...] = ()) -> list[str]:
 
 
 def last_checkpoint(ckpt_dir: Path) -> Path | None:
-    """The newest complete checkpoint (its trainer_state.json is written last)."""
+    """The newest complete checkpoint: its trainer_state.json (written last) parses. A kill while the trainer was
+    writing one leaves it empty or cut short; the checkpoint before it is then the one to resume from."""
     if not ckpt_dir.is_dir():
         return None
     found = []
     for d in ckpt_dir.iterdir():
-        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[len("checkpoint-"):].isdigit() and (d / "trainer_state.json").is_file():
+        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[len("checkpoint-"):].isdigit() and _complete_state(d / "trainer_state.json"):
             found.append((int(d.name[len("checkpoint-"):]), d))
     return max(found)[1] if found else None
+
+
+def _complete_state(f: Path) -> bool:
+    try:
+        return f.is_file() and isinstance(json.loads(f.read_text(encoding="utf-8")), dict)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
 
 
 def _run_state(cfg: TrainConfig, primitive: str, base: BaseRef) -> dict[str, Any]:
@@ -537,7 +546,8 @@ def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, pr
     import torch
     from trl import SFTConfig
 
-    t = cfg.train
+    t = cfg.train.for_primitive(primitive)
+    select = t.selection == "dev_exact_match" and has_eval
     gc = t.gradient_checkpointing if t.gradient_checkpointing is not None else device == "cuda"
     liger = False
     if t.liger:
@@ -548,6 +558,11 @@ def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, pr
         else:
             liger = True
     eval_strategy = t.eval_strategy if has_eval else "no"
+    # Selection on the dev rows: an evaluation and a checkpoint at every epoch's end; the trainer keeps the best
+    # checkpoint by dev exact match (DevExactMatch adds it to the evaluation's metrics) and loads it at the end.
+    selection = {"eval_strategy": "epoch", "save_strategy": "epoch", "load_best_model_at_end": True,
+                 "metric_for_best_model": "selection_score", "greater_is_better": True} if select else {
+        "eval_strategy": eval_strategy, "save_strategy": "steps", "save_steps": t.save_steps}
     return SFTConfig(
         output_dir=str(ckpt_dir),
         run_name=primitive,
@@ -584,10 +599,8 @@ def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, pr
         # bookkeeping
         logging_steps=t.logging_steps,
         logging_first_step=True,
-        eval_strategy=eval_strategy,
-        eval_steps=t.eval_steps,
-        save_strategy="steps",
-        save_steps=t.save_steps,
+        eval_steps=t.eval_steps if not select else None,
+        **selection,
         save_total_limit=t.save_total_limit,
         include_num_input_tokens_seen="non_padding",
         ddp_find_unused_parameters=False,  # every LoRA parameter is used; the frozen vision tower needs no gradients
@@ -657,9 +670,11 @@ def train_primitive(
     dtype = resolve_dtype(cfg.model, device)
     transformers.set_seed(cfg.seed)
 
-    train_ds, eval_ds = load_splits(cfg.dataset_dir, primitive, max_train=cfg.train.max_train_examples, max_eval=cfg.train.max_eval_examples)
+    settings = cfg.train.for_primitive(primitive)
+    train_ds, eval_ds, dev_rows = load_splits(cfg.dataset_dir, primitive, max_train=cfg.train.max_train_examples,
+                                              max_eval=cfg.train.max_eval_examples, dev_fraction=settings.dev_fraction, seed=cfg.seed)
     if eval_ds is None:
-        notes.append("no validation split: no eval loss")
+        notes.append("no dev rows: no eval loss, no selection" if settings.dev_fraction > 0 else "no validation split: no eval loss")
     tokenizer = load_tokenizer(base.path)
     model = load_model(base.path, dtype=dtype, attn_implementation=cfg.model.attn_implementation, device=device)
     peft_config = lora_config(model, cfg.lora)
@@ -669,12 +684,26 @@ def train_primitive(
     cbs: list[Any] = [throughput]
     if cfg.logging.progress:
         cbs.append(RichProgress(primitive))
+    constrained = settings.decoding == "constrained"
+    if settings.selection == "dev_exact_match" and dev_rows:
+        import random
+
+        from transformers import EarlyStoppingCallback
+
+        from forethought.training.callbacks import DevExactMatch
+
+        subset = list(dev_rows)
+        random.Random(f"{cfg.seed}:{primitive}:dev").shuffle(subset)
+        cbs.append(DevExactMatch(tokenizer, primitive, subset[: settings.dev_em_examples], constrained=constrained))
+        if settings.early_stopping_patience:
+            cbs.append(EarlyStoppingCallback(early_stopping_patience=settings.early_stopping_patience))
     curve = None
     if cfg.train.em_eval_steps and eval_ds is not None:
         from forethought.training.callbacks import ExactMatchCurve
         from forethought.training.pretrain import em_rows
 
-        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed), cfg.train.em_eval_steps)
+        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed, settings.dev_fraction),
+                                cfg.train.em_eval_steps, constrained=constrained)
         cbs.append(curve)
     cbs.extend(callbacks or [])
 
@@ -748,7 +777,8 @@ def train_primitive(
         for e in history
         if "loss" in e
     ]
-    eval_hist = [{k: e[k] for k in ("step", "epoch", "eval_loss", "eval_mean_token_accuracy") if k in e} for e in history if "eval_loss" in e]
+    eval_hist = [{k: e[k] for k in ("step", "epoch", "eval_loss", "eval_mean_token_accuracy", "eval_exact_match") if k in e}
+                 for e in history if "eval_loss" in e]
     tp = throughput.summary()
     metrics: dict[str, Any] = {
         "primitive": primitive,
@@ -776,6 +806,17 @@ def train_primitive(
         "eval_mean_token_accuracy": eval_metrics.get("eval_mean_token_accuracy"),
         "eval_history": eval_hist,
         "exact_match_history": curve.history if curve else [],
+        # What was kept: the last step's adapter, or the epoch checkpoint of best dev exact match.
+        "selection": {
+            "rule": settings.selection if dev_rows else "last",
+            "dev_fraction": settings.dev_fraction,
+            "dev_rows": len(dev_rows),
+            "dev_solutions": len({r.solution_id for r in dev_rows}),
+            "decoding": settings.decoding,
+            "best_dev_exact_match": _em_at(eval_hist, state.best_global_step) if settings.selection == "dev_exact_match" else None,
+            "best_global_step": state.best_global_step if settings.selection == "dev_exact_match" else None,
+            "stopped_early": bool(settings.early_stopping_patience) and state.global_step < state.max_steps,
+        },
         "resumed_from": resume_from.name if resume_from else None,
         "adapter": {"path": "adapter", **targets},
         "notes": notes,
@@ -792,6 +833,10 @@ def train_primitive(
     for n in notes:
         print(f"[{primitive}] note: {n}", file=sys.stderr)
     return RunResult(primitive, run_dir, metrics, trainer=trainer if keep_trainer else None, notes=notes)
+
+
+def _em_at(eval_hist: list[dict[str, Any]], step: int | None) -> float | None:
+    return next((e.get("eval_exact_match") for e in eval_hist if e.get("step") == step), None)
 
 
 def _version(pkg: str) -> str | None:
