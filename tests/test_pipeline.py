@@ -168,3 +168,61 @@ def test_pipeline_evaluate_and_backend_configs_are_typed():
     ok = compose_and_validate("evaluate", ["backend.device=cuda:0", "noise.rates.decompose=0.5"], EvaluateConfig)[1]
     assert ok.backend.device == "cuda:0" and ok.noise.rates["decompose"] == 0.5
     assert re.fullmatch(r"cuda:\d", ok.backend.device)
+
+
+@pytest.mark.parametrize("profile", ["tiny", "small", "converge"])
+def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
+    """Each profile's seven stage configs validate (litgpt-style: the registry of configs, one test over all)."""
+    cfg = compose_and_validate("pipeline", [f"profile={profile}", f"run_dir={tmp_path}"], PipelineConfig)[1]
+    pr = build(cfg)
+    assert list(pr.stages) == ["verify", "generate", "base", "train", "validate", "package", "evaluate"]
+    assert not (tmp_path / ".stages").exists()  # building validates; nothing runs
+    if profile == "converge":
+        train = pr.stages["train"].config.train
+        # budgets in epochs per primitive, selection on a dev split carved from train solutions, each gate's decoding
+        assert train.selection == "dev_exact_match" and 0 < train.dev_fraction < 1 and train.max_steps == -1
+        assert pr.stages["generate"].config.data.tool_rendering == "compact"
+        assert set(pr.stages["validate"].config.decoding.values()) <= {"constrained", "free"}
+
+
+def test_a_killed_train_stage_resumes_instead_of_starting_over(tmp_path):
+    """The pipeline records a stage's start; a rerun with the same inputs continues it (train.resume) instead of
+    replacing it, and a rerun after its inputs changed starts it over."""
+    from forethought.pipeline import STAGES, Stage, _resuming
+
+    cfg = compose_and_validate("pipeline", ["profile=converge", f"run_dir={tmp_path}"], PipelineConfig)[1]
+    train = build(cfg).stages["train"].config
+    assert train.train.overwrite and not train.train.resume
+    resumed = _resuming(train)
+    assert resumed.train.resume and not resumed.train.overwrite and resumed.train.epochs == train.train.epochs
+
+    calls = []
+    data = tmp_path / "input.txt"
+    data.write_text("v1")
+
+    def killed():
+        calls.append("run")
+        raise KeyboardInterrupt("killed")
+
+    def stages(run):
+        out = {s: Stage(s, PipelineConfig(), [], [], [], lambda: None) for s in STAGES}
+        out["train"] = Stage("train", PipelineConfig(), [data], [], [], run, resume=lambda: calls.append("resume"))
+        return out
+
+    pr = build(cfg)
+    pr.cfg = cfg.model_copy(update={"stages": ["train"]})
+    pr.stages = stages(killed)
+    console = Console(file=io.StringIO())
+    with pytest.raises(KeyboardInterrupt):
+        execute(pr, console)
+    pr.stages = stages(lambda: calls.append("run"))
+    execute(pr, console)
+    assert calls == ["run", "resume"]  # the same inputs: continued
+    data.write_text("v2")
+    pr.stages = stages(killed)
+    with pytest.raises(KeyboardInterrupt):
+        execute(pr, console)
+    data.write_text("v3")  # changed inputs after the kill: the interrupted run is not continued
+    pr.stages = stages(lambda: calls.append("run"))
+    execute(pr, console)
+    assert calls == ["run", "resume", "run", "run"]

@@ -1,0 +1,119 @@
+"""Training to convergence: the dev split carved from train solutions, best-epoch selection and early stopping on it,
+per-primitive budgets, and resuming such a run (real trl SFTTrainer on a tiny model, real generated data)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["WANDB_MODE"] = "offline"
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from safetensors.torch import load_file  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+
+from forethought.data_gen.row import read_rows  # noqa: E402
+from forethought.data_gen.unit import load_manifest  # noqa: E402
+from forethought.training.config import PRIMITIVES  # noqa: E402
+from forethought.training.data import is_dev_solution, train_and_dev_rows  # noqa: E402
+from forethought.training.train import config_from_overrides, run  # noqa: E402
+
+PRIM = "match_func"  # the fixture data's match_func rows come from several solutions: a dev split exists
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def overrides(data: Path, out: Path, *extra: str) -> list[str]:
+    return [f"primitive={PRIM}", "model=tiny", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={out}", "train=converge",
+            "train.epochs=3", "train.per_device_batch_size=4", "train.dev_fraction=0.3", "train.dev_em_examples=4", "train.cpu_threads=1",
+            "train.early_stopping_patience=null", "model.tiny.vocab_size=1024", "logging=none", "logging.progress=false", "seed=3", *extra]
+
+
+def test_the_dev_split_is_carved_from_train_solutions_only(generated_data):
+    held_out = set(load_manifest(generated_data)["validation_solutions"])
+    dev_by_primitive = {}
+    for p in PRIMITIVES:
+        train, dev = train_and_dev_rows(generated_data, p, 0.3, seed=0)
+        train_ids, dev_ids = {r.solution_id for r in train}, {r.solution_id for r in dev}
+        assert not (train_ids | dev_ids) & held_out, "a validation solution reached training or selection"
+        assert not train_ids & dev_ids, "a solution is all dev or all train"
+        assert {r.id for r in train} | {r.id for r in dev} == {r.id for r in read_rows(generated_data, p, "train")}
+        dev_by_primitive[p] = dev_ids
+    # one rule for every primitive (and the base stage): a solution that is dev for one is dev for all
+    every = set().union(*dev_by_primitive.values())
+    for p in PRIMITIVES:
+        train_ids = {r.solution_id for r in train_and_dev_rows(generated_data, p, 0.3, seed=0)[0]}
+        assert not train_ids & {s for s in every if is_dev_solution(s, 0.3, 0)}
+    assert dev_by_primitive[PRIM], "the fixture's match_func rows must yield a dev split"
+
+
+def test_the_base_stage_reads_exactly_the_train_rows_left_after_the_dev_carve(generated_data, tmp_path):
+    from forethought.training.data import trainer_rows
+    from forethought.training.pretrain import mixed_train_rows
+
+    cfg = config_from_overrides([o for o in overrides(generated_data, tmp_path, "primitive=all") if o != "model.pretrain=null"])
+    got = sorted(json.dumps(r["messages"], sort_keys=True) for r in mixed_train_rows(cfg))  # the tiny base: requests only
+    want = sorted(json.dumps(r["prompt"], sort_keys=True) for p in PRIMITIVES
+                  for r in trainer_rows(train_and_dev_rows(generated_data, p, 0.3, seed=3)[0]))
+    assert got == want and len(got) < sum(len(read_rows(generated_data, p, "train")) for p in PRIMITIVES)
+
+
+class StopAfterFirstSave(TrainerCallback):
+    def on_save(self, args, state, control, **kwargs):
+        raise KeyboardInterrupt(f"simulated kill after the checkpoint of step {state.global_step}")
+
+
+@pytest.fixture(scope="module")
+def selected_run(generated_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("selected")
+    res = run(config_from_overrides(overrides(generated_data, out)))[PRIM]
+    return out, res.metrics
+
+
+def test_the_adapter_kept_is_the_epoch_of_best_dev_exact_match(selected_run):
+    out, m = selected_run
+    sel = m["selection"]
+    assert sel["rule"] == "dev_exact_match" and sel["dev_rows"] >= 1 and sel["dev_solutions"] >= 1 and sel["decoding"] == "constrained"
+    evals = [e for e in m["eval_history"] if "eval_exact_match" in e]
+    assert [round(e["epoch"]) for e in evals] == [1, 2, 3]  # one evaluation per epoch
+    score = {e["step"]: e["eval_exact_match"] - e["eval_loss"] / 1000 for e in evals}
+    assert sel["best_global_step"] == max(score, key=lambda s: (score[s], -s))  # the first of the best
+    kept = load_file(str(out / PRIM / "adapter" / "adapter_model.safetensors"))
+    best = load_file(str(out / PRIM / "checkpoints" / f"checkpoint-{sel['best_global_step']}" / "adapter_model.safetensors"))
+    assert kept.keys() == best.keys() and all(torch.equal(kept[k], best[k]) for k in kept)
+
+
+def test_an_interrupted_converge_run_resumes_to_the_same_selection(generated_data, selected_run, tmp_path):
+    out = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        run(config_from_overrides(overrides(generated_data, out)), callbacks=[StopAfterFirstSave()])
+    assert not (out / PRIM / "metrics.json").exists()
+    m = run(config_from_overrides(overrides(generated_data, out, "train.resume=true")))[PRIM].metrics
+    assert m["resumed_from"] == "checkpoint-" + str(selected_run[1]["eval_history"][0]["step"])
+    assert m["selection"] == selected_run[1]["selection"] and m["eval_history"] == selected_run[1]["eval_history"]
+    a = load_file(str(selected_run[0] / PRIM / "adapter" / "adapter_model.safetensors"))
+    b = load_file(str(out / PRIM / "adapter" / "adapter_model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a), "the resumed run keeps the same adapter as the uninterrupted one"
+
+
+def test_early_stopping_ends_a_flat_curve_and_per_primitive_budgets_apply(generated_data, tmp_path):
+    # lr 1e-9: nothing is learned, so the dev score never improves after the first epoch
+    cfg = config_from_overrides(overrides(generated_data, tmp_path, "train.epochs=50", "train.learning_rate=1e-9",
+                                          f"+train.per_primitive.{PRIM}.early_stopping_patience=1",
+                                          f"+train.per_primitive.{PRIM}.epochs=6"))
+    assert cfg.train.for_primitive(PRIM).epochs == 6 and cfg.train.for_primitive("decompose").epochs == 50
+    m = run(cfg)[PRIM].metrics
+    assert m["selection"]["stopped_early"] and round(m["epochs_completed"]) < 6
+
+
+def test_selection_needs_a_dev_split_and_patience_needs_selection(generated_data, tmp_path):
+    from forethought.config import ConfigError
+
+    with pytest.raises(ConfigError, match="needs a dev split"):
+        config_from_overrides(overrides(generated_data, tmp_path, "train.dev_fraction=0"))
+    with pytest.raises(ConfigError, match="needs train.selection=dev_exact_match"):
+        config_from_overrides(overrides(generated_data, tmp_path, "train.selection=last", "train.early_stopping_patience=2"))
