@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.bundle.models import check_saved_adapter, load_model, load_tokenizer, text_model_prefix
+from forethought.bundle.models import adapter_kind, check_saved_adapter, load_full_adapters, load_model, load_tokenizer, text_model_prefix
 from forethought.errors import UserError
 from forethought.kernel.backends.hf import stop_ids
 from forethought.kernel.specs import SPECS
@@ -101,7 +101,7 @@ def trained_primitives(output_dir: str | Path) -> list[str]:
     out = []
     for p in PRIMITIVES:
         m = run_metrics(output_dir, p)
-        if m and m.get("completed") and (adapter_dir(output_dir, p) / "adapter_model.safetensors").is_file():
+        if m and m.get("completed") and adapter_kind(adapter_dir(output_dir, p)) is not None:
             out.append(p)
     return out
 
@@ -141,21 +141,29 @@ def load_adapters(
     """A ``PeftModel`` holding one adapter per primitive, named after it; ``set_adapter(name)`` switches.
 
     ``primitives`` defaults to every completed run. Each adapter's keys are
-    checked to lie inside the language model before it is loaded.
+    checked to lie inside the language model before it is loaded. Full weights (``train.finetuning=full``)
+    load as a :class:`~forethought.bundle.models.PerPrimitiveModels`, which answers the same calls.
     """
     from peft import PeftModel  # lazily: peft pulls in torch and transformers
 
     names = primitives or trained_primitives(output_dir)
     if not names:
         raise UserError("no trained adapters found", str(output_dir))
-    for p in names:
-        if not (adapter_dir(output_dir, p) / "adapter_model.safetensors").is_file():
+    kinds = {p: adapter_kind(adapter_dir(output_dir, p)) for p in names}
+    for p, kind in kinds.items():
+        if kind is None:
             raise UserError(f"no adapter for primitive {p!r}", str(adapter_dir(output_dir, p)))
+    if len(set(kinds.values())) > 1:
+        raise UserError(f"the adapters mix LoRA and full weights ({kinds}); one bundle holds one kind: retrain with one "
+                        "train.finetuning", str(output_dir))
     if model is None:
         model, tok = load_base(output_dir, device=device, dtype=dtype)
         tokenizer = tokenizer or tok
     elif tokenizer is None:
         tokenizer = load_tokenizer(base_path(output_dir))
+    if set(kinds.values()) == {"full"}:
+        return load_full_adapters(model, base_path(output_dir), {p: adapter_dir(output_dir, p) for p in names}, dtype=model.dtype,
+                                  attn_implementation=model.config._attn_implementation or "sdpa", device=str(model.device)), tokenizer
     prefix = text_model_prefix(model)
     for p in names:
         check_saved_adapter(adapter_dir(output_dir, p), prefix)

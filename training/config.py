@@ -247,6 +247,11 @@ class TrainSettings(_Strict):
     dev_em_examples: int = Field(64, ge=1, description="dev rows decoded for exact match at each epoch's end (a fixed subset)")
     decoding: Decoding = Field("constrained", description="how the dev rows (and em_eval_steps) are decoded: as the gates will")
     per_primitive: dict[PrimitiveName, PrimitiveOverrides] = Field(default_factory=dict)
+    # lora: one LoRA adapter per primitive (lora.*). full: every weight of the base fine-tuned per primitive and shipped
+    # whole: the built-here profiles' small models learn a primitive only when their embeddings train too (a frozen
+    # embedding table held match_func at 20-34 % dev exact match where full weights reached 81 %; docs/training.md),
+    # and vLLM serves no LoRA adapter with trained embeddings. Built-here profiles only.
+    finetuning: Literal["lora", "full"] = "lora"
 
     def for_primitive(self, name: str) -> TrainSettings:
         """These settings with ``per_primitive[name]`` applied."""
@@ -306,6 +311,9 @@ class TrainConfig(_Strict):
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
         train, model = _sub(data, "train"), _sub(data, "model")
+        if train.get("finetuning") == "full" and model.get("profile") not in (None, *BUILT_HERE):
+            return [f"train.finetuning=full is for the built-here profiles {BUILT_HERE}: a {model.get('profile')} model is fine-tuned "
+                    "with LoRA (five full copies of a 12B model would be ~120 GB, and vLLM serves one base with many adapters)"]
         attn = model.get("attn_implementation", "sdpa")
         if (train.get("packing") is True or train.get("padding_free") is True) and isinstance(attn, str) and attn not in PACKING_ATTENTION:
             return [

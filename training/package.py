@@ -113,14 +113,16 @@ def model_card(prim: str, entry: dict[str, Any], base: dict[str, Any], stats: di
     n_train, n_val = ds.get("train", {}).get("examples", "?"), ds.get("validation", {}).get("examples", "?")
     base_em = "—" if gate.get("base_exact_match") is None else f"{100 * gate['base_exact_match']:.1f}%"
     verdict = "passed" if gate.get("passed") else "FAILED"
+    full = entry.get("kind") == "full"
+    what = ("Full weights of the base model fine-tuned for" if full else "LoRA adapter implementing")
     return f"""---
 base_model: {base.get('name', 'base')}
-library_name: peft
-tags: [forethought, lora, {prim}]
+library_name: {"transformers" if full else "peft"}
+tags: [forethought, {"full-fine-tune" if full else "lora"}, {prim}]
 ---
 # forethought `{prim}` adapter
 {warn}
-LoRA adapter implementing the `{prim}` SLM primitive of the forethought tool-calling kernel
+{what} the `{prim}` SLM primitive of the forethought tool-calling kernel
 (spec hash `{entry['spec_hash']}`; prompt, schema, contract and exact-match rule in `kernel/specs.py`).
 
 - Base model: `{base.get('name')}` (config sha256 `{base['config_sha256'][:16]}…`)
@@ -138,6 +140,7 @@ NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin
 
 
 def package(cfg: PackageConfig) -> Path:
+    from forethought.bundle.models import adapter_kind
     from forethought.errors import ensure_output_dir
     from forethought.training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
     from forethought.training.provenance import check_measured, read_gates
@@ -211,6 +214,7 @@ def package(cfg: PackageConfig) -> Path:
             g = gates[p]
             entry = {
                 "adapter_path": f"adapters/{p}",
+                "kind": adapter_kind(dst),  # lora, or full weights of the base's architecture
                 "spec_hash": SPECS[p].spec_hash,
                 "trained_spec_hash": trained_hashes[p],
                 "gate": {k: g.get(k) for k in GATE_KEYS},

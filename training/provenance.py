@@ -15,14 +15,14 @@ from forethought.bundle.manifest import sha256_file
 from forethought.errors import UserError
 from forethought.training.artifacts import adapter_dir
 
-# The adapter files that decide what the model answers.
-MEASURED_FILES = ("adapter_model.safetensors", "adapter_config.json")
+# The adapter files that decide what the model answers (a LoRA adapter's, or full weights').
+MEASURED_FILES = ("adapter_model.safetensors", "adapter_config.json", "model.safetensors", "config.json")
 MAX_GATES_BYTES = 64 * 1024 * 1024
 
 
 def adapter_digests(train_dir: str | Path, primitive: str) -> dict[str, str | None]:
     d = adapter_dir(train_dir, primitive)
-    return {f: (sha256_file(d / f) if (d / f).is_file() else None) for f in MEASURED_FILES}
+    return {f: sha256_file(d / f) for f in MEASURED_FILES if (d / f).is_file()}
 
 
 def measured(train_dir: str | Path, primitives: list[str], dataset_dir: str | Path) -> dict[str, Any]:

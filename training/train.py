@@ -442,10 +442,12 @@ def _run_state(cfg: TrainConfig, primitive: str, base: BaseRef) -> dict[str, Any
 def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef) -> tuple[Path | None, bool]:
     """Where to start: ``(checkpoint or None, already_complete)``; refuses unsafe reuse of a run folder."""
     ckpt = last_checkpoint(run_dir / "checkpoints")
-    adapter = run_dir / "adapter" / "adapter_model.safetensors"
+    from forethought.bundle.models import adapter_kind
+
+    adapter = run_dir / "adapter"
     metrics_file = run_dir / "metrics.json"
     if not cfg.train.resume:
-        if ckpt or adapter.is_file() or metrics_file.is_file():
+        if ckpt or adapter_kind(adapter) is not None or metrics_file.is_file():
             raise UserError(
                 "this run folder already holds a run; pass train.resume=true to continue it, train.overwrite=true to "
                 "replace it, or choose another output_dir",
@@ -467,7 +469,7 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
         diffs = _diff(old_state, new_state)
         if diffs:
             raise UserError("cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs), str(state_file))
-    if metrics_file.is_file() and adapter.is_file():
+    if metrics_file.is_file() and adapter_kind(adapter) is not None:
         if json.loads(metrics_file.read_text(encoding="utf-8")).get("completed"):
             return None, True
     return ckpt, False
@@ -677,7 +679,8 @@ def train_primitive(
         notes.append("no dev rows: no eval loss, no selection" if settings.dev_fraction > 0 else "no validation split: no eval loss")
     tokenizer = load_tokenizer(base.path)
     model = load_model(base.path, dtype=dtype, attn_implementation=cfg.model.attn_implementation, device=device)
-    peft_config = lora_config(model, cfg.lora)
+    full = settings.finetuning == "full"
+    peft_config = None if full else lora_config(model, cfg.lora)
     args = _sft_config(cfg, ckpt_dir=ckpt_dir, device=device, dtype=dtype, primitive=primitive, has_eval=eval_ds is not None, notes=notes)
 
     throughput = Throughput()
@@ -733,7 +736,10 @@ def train_primitive(
                 from transformers.trainer_callback import PrinterCallback
 
                 trainer.remove_callback(PrinterCallback)  # the rich display replaces the printed log dicts
-            targets = check_adapter_targets(trainer.model, cfg.lora)
+            if full:  # every weight trains; the run's output is the whole model, of the base's architecture
+                targets = {"kind": "full", "parameters": int(sum(p.numel() for p in trainer.model.parameters() if p.requires_grad))}
+            else:
+                targets = {"kind": "lora", **check_adapter_targets(trainer.model, cfg.lora)}
             tokens_per_epoch, completion_tokens_per_epoch = _dataset_tokens(trainer.train_dataset)
             if len(trainer.train_dataset) == 0:
                 raise UserError(
@@ -766,7 +772,11 @@ def train_primitive(
         finally:
             _finish_wandb()
 
-    if main:
+    if main and full:
+        from forethought.bundle.models import check_full_adapter
+
+        check_full_adapter(adapter_dir, base.path)
+    elif main:
         expected = len(trainer.model.get_base_model().get_decoder().layers) * len(cfg.lora.target_modules)
         check_saved_adapter(adapter_dir, targets["text_model_prefix"], expected)
 

@@ -9,7 +9,9 @@ Layout::
                                referenced by its local path and pinned by its config hash)
       tokenizer/
       adapters/<primitive>/    adapter_model.safetensors, adapter_config.json, README.md (model card),
-                               tokenizer copy; never a pickle (training_args.bin is not shipped)
+                               tokenizer copy; never a pickle (training_args.bin is not shipped). Built-here
+                               profiles may ship full weights instead (kind "full": model.safetensors +
+                               config.json of the base's architecture)
 
 Every file under ``adapters/``, ``tokenizer/`` and a copied ``base/`` is listed
 with its sha256 in the manifest, the model cards included. Loading refuses a
@@ -32,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forethought.errors import UserError
 
-from .models import load_model, load_tokenizer
+from .models import WEIGHT_FILES, load_full_adapters, load_model, load_tokenizer
 
 # 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed;
 # 4: decoding per primitive (contract-compiled or free), tool_rendering
@@ -100,6 +102,7 @@ class GateEntry(_M):
 
 class PrimitiveEntry(_M):
     adapter_path: str
+    kind: Literal["lora", "full"]  # a LoRA adapter, or full weights of the base's architecture (built-here profiles)
     spec_hash: str
     trained_spec_hash: str | None
     gate: GateEntry
@@ -276,7 +279,7 @@ class Bundle:
 
     def adapter_digest(self, name: str) -> str | None:
         p = self.primitives.get(name)
-        return None if p is None else p["files"].get("adapter_model.safetensors")
+        return None if p is None else p["files"].get(WEIGHT_FILES[p["kind"]][0])
 
     def load_model(self, device: str = "cpu") -> tuple[Any, Any]:
         """Base + every adapter (named after its primitive) and the tokenizer."""
@@ -289,6 +292,9 @@ class Bundle:
         model.eval()
         tok = load_tokenizer(self.path / self.manifest["tokenizer"]["path"])
         names = list(self.primitives)
+        if all(p["kind"] == "full" for p in self.primitives.values()):
+            return load_full_adapters(model, self.base_dir, {n: self.adapter_path(n) for n in names}, dtype=dtype,
+                                      attn_implementation=self.manifest["base"].get("attn_implementation", "sdpa"), device=device), tok
         peft = PeftModel.from_pretrained(model, str(self.adapter_path(names[0])), adapter_name=names[0], is_trainable=False)
         for n in names[1:]:
             peft.load_adapter(str(self.adapter_path(n)), adapter_name=n, is_trainable=False)
@@ -338,9 +344,11 @@ def load_bundle(path: str | Path, spec_hashes: Mapping[str, str], *, allow_smoke
                 "schema or contract changed since this adapter was trained; retrain and repackage",
                 where,
             )
-        for required in ("adapter_model.safetensors", "README.md"):
+        for required in (*WEIGHT_FILES[p["kind"]], "README.md"):
             if required not in p.get("files", {}):
-                raise BundleError(f"no {required} listed", where)
+                raise BundleError(f"no {required} listed (a {p['kind']} adapter)", where)
+    if len({p["kind"] for p in m["primitives"].values()}) > 1:
+        raise BundleError("the primitives mix LoRA and full weights: one bundle holds one kind", f"{mpath}: primitives")
     _check_gates(root, m, mpath)
     for name, p in m["primitives"].items():
         adir = _inside(root, p["adapter_path"], f"{mpath}: primitives.{name}.adapter_path")

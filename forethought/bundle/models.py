@@ -16,7 +16,9 @@ the kernel's backends import this module, and every CLI command imports those, s
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,3 +144,94 @@ def check_saved_adapter(adapter_dir: str | Path, prefix: str, expected_modules: 
         keys = list(st.keys())
     check_module_names(keys, prefix, expected_modules, "saved adapter keys")
     return keys
+
+
+# What a primitive's adapter folder holds: a LoRA adapter (peft), or full weights of the whole model fine-tuned
+# for that primitive (the built-here CPU profiles: a model this small learns its task only when its embeddings
+# train too, and LoRA adapters with trained embeddings are not servable by vLLM; docs/training.md).
+LORA_WEIGHTS = "adapter_model.safetensors"
+FULL_WEIGHTS = "model.safetensors"
+WEIGHT_FILES = {"lora": (LORA_WEIGHTS, "adapter_config.json"), "full": (FULL_WEIGHTS, "config.json")}
+
+
+def adapter_kind(adapter_dir: str | Path) -> str | None:
+    """``lora`` or ``full`` by the files the folder holds; None when it holds neither."""
+    d = Path(adapter_dir)
+    if (d / LORA_WEIGHTS).is_file():
+        return "lora"
+    if (d / FULL_WEIGHTS).is_file() and (d / "config.json").is_file():
+        return "full"
+    return None
+
+
+def check_full_adapter(adapter_dir: str | Path, base_dir: str | Path) -> None:
+    """Full weights must be the base's architecture (the same config, dtype aside): the tokenizer, the chat template
+    and the stop tokens of the base apply to them."""
+    import json
+
+    def arch(d: Path) -> dict[str, Any]:
+        cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        return {k: v for k, v in cfg.items() if k not in ("dtype", "torch_dtype", "transformers_version", "use_cache", "_name_or_path")}
+
+    if arch(Path(adapter_dir)) != arch(Path(base_dir)):
+        raise AdapterTargetError(f"the full weights in {adapter_dir} are not of the base's architecture ({base_dir}/config.json differs)")
+
+
+class PerPrimitiveModels:
+    """The base and one fully fine-tuned model per primitive, behind the calls the backends make of a ``PeftModel``
+    holding named adapters: ``set_adapter(name)``, ``disable_adapter()`` (the base), calling, ``generate``."""
+
+    def __init__(self, base: Any, models: dict[str, Any]):
+        self.base = base
+        self.models = dict(models)
+        self.active_adapter = next(iter(self.models))
+        self._disabled = False
+
+    @property
+    def peft_config(self) -> dict[str, str]:  # the adapter names, as a PeftModel lists them
+        return dict.fromkeys(self.models, "full")
+
+    @property
+    def active(self) -> Any:
+        return self.base if self._disabled else self.models[self.active_adapter]
+
+    def set_adapter(self, name: str) -> None:
+        if name not in self.models:
+            raise KeyError(f"no adapter named {name!r} (loaded: {sorted(self.models)})")
+        self.active_adapter = name
+
+    @contextlib.contextmanager
+    def disable_adapter(self) -> Iterator[None]:
+        self._disabled = True
+        try:
+            yield
+        finally:
+            self._disabled = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.active(*args, **kwargs)
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        return self.active.generate(*args, **kwargs)
+
+    def parameters(self) -> Any:
+        return self.active.parameters()
+
+    def eval(self) -> PerPrimitiveModels:
+        for m in [self.base, *self.models.values()]:
+            m.eval()
+        return self
+
+    @property
+    def generation_config(self) -> Any:
+        return self.active.generation_config
+
+
+def load_full_adapters(base: Any, base_dir: str | Path, dirs: dict[str, Path], *, dtype: Any, attn_implementation: str,
+                       device: str) -> PerPrimitiveModels:
+    """Each primitive's full weights (checked to be the base's architecture), with the base, as one model object."""
+    models = {}
+    for name, d in dirs.items():
+        check_full_adapter(d, base_dir)
+        models[name] = load_model(d, dtype=dtype, attn_implementation=attn_implementation, device=device).eval()
+    return PerPrimitiveModels(base, models).eval()
