@@ -94,6 +94,25 @@ def test_model_names_map_and_structured_outputs(recorded):
     assert body["response_format"]["type"] == "json_schema" and body["stop_token_ids"] == [106]
 
 
+def test_the_server_gets_the_same_contract_compiled_schema_the_hf_backend_decodes_with(recorded):
+    """Through the kernel, each request carries its primitive's per-request schema (kernel/decoding.py), with the
+    trained JSON format as x-guidance, so a vLLM server (guidance backend) constrains exactly as the hf backend."""
+    import re
+
+    from forethought.kernel.decoding import JSON_FORMAT
+
+    sol, table, _ = recorded
+    with Server(table) as srv:
+        b = OpenAIBackend(srv.url, json_schema=True)
+        run_solution(sol, Kernel(), lambda i, t: b)
+    sent = [(body["model"], body["response_format"]["json_schema"], body["messages"]) for _, body, _ in srv.requests]
+    assert sent and all(schema["name"] == model and schema["schema"]["x-guidance"] == JSON_FORMAT for model, schema, _ in sent)
+    model, schema, messages = next(x for x in sent if x[0] == "decompose")
+    offered = [v["properties"]["tool_name"]["const"] for v in schema["schema"]["properties"]["tasks"]["items"]["anyOf"]]
+    listed = re.findall(r"^- (\w+)\(", messages[-1]["content"], re.M)
+    assert offered == [*listed, None]  # the tools of this very request, and "no listed tool"
+
+
 @pytest.mark.parametrize("mode,needle", [("500", "HTTP 500: model crashed"), ("garbage", "reply is not JSON"), ("no_choices", "no choices[0].message.content")])
 def test_bad_server_replies_give_located_errors(recorded, mode, needle):
     sol, table, _ = recorded
