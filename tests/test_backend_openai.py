@@ -113,6 +113,18 @@ def test_the_server_gets_the_same_contract_compiled_schema_the_hf_backend_decode
     assert offered == [*listed, None]  # the tools of this very request, and "no listed tool"
 
 
+def test_each_primitive_may_have_its_own_server(recorded):
+    """A full-weight bundle is served one model per server: backend.urls routes a served name to its URL."""
+    sol, table, oracle_res = recorded
+    with Server(table) as main, Server(table) as own:
+        b = OpenAIBackend(main.url, urls={"match_func": own.url})
+        res = run_solution(sol, Kernel(), lambda i, t: b)
+    assert _calls(res) == _calls(oracle_res)
+    assert {body["model"] for _, body, _ in own.requests} == {"match_func"}
+    assert "match_func" not in {body["model"] for _, body, _ in main.requests} and main.requests
+    assert res.traces[0].by_primitive("match_func")[0].model["url"].startswith(own.url)
+
+
 @pytest.mark.parametrize("mode,needle", [("500", "HTTP 500: model crashed"), ("garbage", "reply is not JSON"), ("no_choices", "no choices[0].message.content")])
 def test_bad_server_replies_give_located_errors(recorded, mode, needle):
     sol, table, _ = recorded

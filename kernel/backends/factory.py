@@ -48,6 +48,8 @@ class OpenAIBackendConfig(_B):
     api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     api_key_file: str | None = None
     models: dict[PrimitiveName, str] = Field(default_factory=dict)  # primitive -> served model (LoRA module) name
+    # served model name -> its own server URL (a full-weight bundle: one vLLM server per primitive); others use base_url
+    urls: dict[str, Annotated[str, Field(pattern=r"^https?://\S+$")]] = Field(default_factory=dict)
     max_tokens: int = Field(512, ge=1)
     timeout_s: float = Field(120.0, gt=0)
     concurrency: int = Field(8, ge=1)
@@ -87,7 +89,7 @@ def make_model_backend(cfg: Any):
         set_tool_rendering(cfg.tool_rendering)
         return OpenAIBackend(
             cfg.base_url, api_key=resolve_api_key(cfg, "backend"), models=cfg.models, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s,
-            concurrency=cfg.concurrency, json_schema=cfg.json_schema, extra_body=cfg.extra_body,
+            concurrency=cfg.concurrency, json_schema=cfg.json_schema, extra_body=cfg.extra_body, urls=cfg.urls,
         )
     if cfg.name == "hf":
         return HFBackend.from_bundle(cfg.bundle, device=cfg.device, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,

@@ -91,6 +91,10 @@ class _Deadline:
         self.timer.cancel()
 
 
+def _chat_url(base_url: str) -> str:
+    return base_url + "/chat/completions" if base_url.endswith("/v1") else base_url + "/v1/chat/completions"
+
+
 class OpenAIBackend:
     name = "openai"
 
@@ -105,9 +109,12 @@ class OpenAIBackend:
         concurrency: int = 8,
         json_schema: bool = False,
         extra_body: dict[str, Any] | None = None,
+        urls: dict[str, str] | None = None,
     ):
         self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions" if self.base_url.endswith("/v1") else self.base_url + "/v1/chat/completions"
+        self.url = _chat_url(self.base_url)
+        # served model name -> its own server (full-weight bundles: one vLLM server per primitive)
+        self.urls = {name: _chat_url(u.rstrip("/")) for name, u in (urls or {}).items()}
         self.api_key = api_key
         self.models = dict(models or {})  # primitive (adapter) name -> served model name
         self.max_tokens = max_tokens
@@ -133,9 +140,9 @@ class OpenAIBackend:
         body.update(self.extra_body)
         return body
 
-    def _send(self, data: bytes, headers: dict[str, str], where: str) -> bytes:
+    def _send(self, data: bytes, headers: dict[str, str], where: str, url: str | None = None) -> bytes:
         """POST ``data``; the reply body, or a located :class:`BackendError`. ``timeout_s`` bounds it all."""
-        u = urllib.parse.urlsplit(self.url)
+        u = urllib.parse.urlsplit(url or self.url)
         cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
         conn = cls(u.hostname or "", u.port, timeout=self.timeout_s)
         path = (u.path or "/") + (f"?{u.query}" if u.query else "")
@@ -174,8 +181,9 @@ class OpenAIBackend:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        where = f"{self.url} (model {body.get('model')!r})"
-        raw = self._send(data, headers, where)
+        url = self.urls.get(body.get("model"), self.url)
+        where = f"{url} (model {body.get('model')!r})"
+        raw = self._send(data, headers, where, url)
         try:
             reply = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -186,7 +194,7 @@ class OpenAIBackend:
 
     def _post(self, req: SLMRequest) -> SLMReply:
         body = self._body(req)
-        where = f"{self.url} (model {body['model']!r})"
+        where = f"{self.urls.get(body['model'], self.url)} (model {body['model']!r})"
         reply = self.chat(body)
         try:
             text = reply["choices"][0]["message"]["content"]
@@ -195,7 +203,7 @@ class OpenAIBackend:
         if not isinstance(text, str):
             raise BackendError(f"{where}: choices[0].message.content is {type(text).__name__}, not text")
         model = reply.get("model", body["model"])
-        return SLMReply(text, {"backend": "openai", "model": model, "adapter": req.adapter, "url": self.base_url})
+        return SLMReply(text, {"backend": "openai", "model": model, "adapter": req.adapter, "url": self.urls.get(body["model"], self.url)})
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         if len(requests) <= 1 or self.concurrency <= 1:
