@@ -24,10 +24,10 @@ as ``x-guidance``, the key llguidance reads, so a server using llguidance applie
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from .grounding import _PIECES, CONNECTIVE_PUNCTUATION, FUNCTION_WORDS, MAX_COMPOSED_WORDS, _leaves, number_tokens, synonym_table
+from .grounding import _JOINERS, _PIECES, CONNECTIVE_PUNCTUATION, FUNCTION_WORDS, MAX_COMPOSED_WORDS, _leaves, number_tokens, synonym_table
 
 # The separators of PrimitiveSpec.target_text (json.dumps(..., separators=(", ", ": "))), and no other whitespace.
 JSON_FORMAT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
@@ -45,18 +45,39 @@ def _regex_literal(text: str) -> str:
 
 # Inside a word, these joiners bound a word too ("IAH-BOS" names IAH, "John's" names John), "." and "@" do not
 # ("report" does not occur in "report.txt"): grounding.Haystack._occurs.
-_INNER_BOUNDARY = re.compile(r"[-/+':]")
+_INNER_BOUNDARY = re.compile(r"([-/+':])")
 
 
-def _parts(text: str) -> Iterable[str]:
-    """The words of ``text``, the pieces its inner joiners bound, and its meaningful symbols (``$``, ``%``): the
+def _words_and_symbols(text: str) -> tuple[set[str], set[str]]:
+    """The words of ``text`` (and the pieces its inner joiners bound) and its meaningful symbols (``$``, ``%``): the
     parts a grounded string is built from."""
+    words: set[str] = set()
+    symbols: set[str] = set()
     for m in _PIECES.finditer(text):
         if m.lastindex == _WORD:
-            yield m.group()
-            yield from (p for p in _INNER_BOUNDARY.split(m.group()) if p)
+            # every run of the pieces its inner joiners bound: "Coca-Cola's" gives "Coca-Cola", "Cola's", "Coca", ...
+            pieces = _INNER_BOUNDARY.split(m.group())  # [piece, joiner, piece, ...]
+            for i in range(0, len(pieces), 2):
+                for j in range(i, len(pieces), 2):
+                    if pieces[i] and pieces[j]:
+                        words.add("".join(pieces[i:j + 1]))
         elif m.lastindex == _OTHER and m.group() not in CONNECTIVE_PUNCTUATION and not m.group().isspace():
-            yield m.group()
+            symbols.add(m.group())
+    return words, symbols
+
+
+def _case_forms(word: str) -> set[str]:
+    """The spellings a value may give a word: as written, lower case, upper case, capitalised. The contract folds
+    case entirely; offering every mix of cases would let a decoder spell "ReaD_WRite", one token at a time."""
+    return {word, word.lower(), word.upper(), word[:1].upper() + word[1:].lower()}
+
+
+def _char_class(chars: set[str] | frozenset[str], whitespace: bool = False) -> str:
+    return "[" + ("\\s" if whitespace else "") + "".join("\\" + c if c in _REGEX_META or c in "[]" else c for c in sorted(chars)) + "]"
+
+
+def _alternation(items: set[str]) -> str:
+    return "|".join(_regex_literal(x) for x in sorted(items, key=lambda x: (-len(x), x)))
 
 
 class ValueSpace:
@@ -66,41 +87,61 @@ class ValueSpace:
     values: the context and the bindable scratchpad), and following its rule for strings: a string is
     grounded when it is a sequence of parts (words and meaningful symbols the haystack holds, their synonyms,
     numbers it states) joined by connective text (whitespace, connective punctuation, function words). The
-    grammar admits exactly such sequences, a superset of the contract's grounded strings (it does not ask a
-    multi-word part to occur contiguously; the contract does); a longer string is offered only whole.
+    grammar admits such sequences, words apart from each other by connective text and spelled as written or in
+    one case throughout; it does not ask a multi-word part to occur contiguously (the contract does). A string
+    longer than the composition limit is offered only whole.
     """
 
     def __init__(self, texts: Sequence[str], values: Sequence[Any]):
-        parts: set[str] = set()
+        words: set[str] = set()
+        symbols: set[str] = set()
         numbers: set[float] = set()
         whole: set[str] = set()
         leaves: list[Any] = []
         for v in values:
             _leaves(v, leaves)
         for text in [*[t for t in texts if t], *[x for x in leaves if isinstance(x, str)]]:
-            parts.update(_parts(text))
+            w, sym = _words_and_symbols(text)
+            words |= w
+            symbols |= sym
             numbers.update(number_tokens(text))
             if len(text.split()) > MAX_COMPOSED_WORDS:
                 whole.add(text)
+            # a token of punctuation alone (cd's "..", "/") is a value of its own
+            whole.update(t for t in text.split() if not any(c.isalnum() for c in t) and len(t) <= 8)
         for leaf in leaves:
             if isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
                 numbers.add(float(leaf))
-        # A currency or unit the haystack names may be written with any name of its group ("dollars" -> "USD").
+        # A currency or unit the haystack names may be written with any name of its group ("dollars" -> "USD"); a
+        # name of several words ("us dollars") is a sequence of words.
         table = synonym_table()
-        for part in list(parts):
+        for part in list(words | symbols):
             for other in table.get(part.lower(), ()):
-                parts.update({other, other.upper(), other.capitalize()})
-        self.parts = sorted(parts)
+                w, sym = _words_and_symbols(other)
+                words |= w
+                symbols |= sym
+        self.words = sorted({form for w in words for form in _case_forms(w)})
+        self.symbols = sorted(symbols)
         self.numbers = sorted(numbers)
         self.whole = sorted(whole)
 
     def string_schema(self) -> dict[str, Any]:
-        if not self.parts:
-            return {"enum": self.whole} if self.whole else {"enum": [""]}
-        words = "|".join(_regex_literal(p) for p in sorted(self.parts, key=lambda p: (-len(p), p)))
-        connective = "|".join(_regex_literal(c) for c in sorted(CONNECTIVE_PUNCTUATION)) + "|" + "|".join(sorted(FUNCTION_WORDS))
-        # Case-insensitive, as the contract folds case.
-        pattern = {"type": "string", "pattern": f"^(?i:{words}|{connective}|\\s)*$"}
+        if not self.words and not self.symbols:
+            return {"enum": [*self.whole, ""]}
+        connective = _char_class(CONNECTIVE_PUNCTUATION, whitespace=True)
+        joiners = _char_class(CONNECTIVE_PUNCTUATION & set(_JOINERS))
+        breaks = _char_class(CONNECTIVE_PUNCTUATION - set(_JOINERS), whitespace=True)
+        # Between two words: connective text with a break in it (whitespace, a comma...): joiners alone ("L" "-"
+        # "555") would glue them into one word, which the contract grounds only if it occurs whole. Bounded, so a
+        # decoder cannot run on with separators.
+        gap = f"{joiners}{{0,2}}{breaks}{connective}{{0,2}}"
+        separator = f"{gap}(?:(?:{_alternation(set(FUNCTION_WORDS))}){gap}){{0,3}}"
+        word = f"(?:{_alternation(set(self.words))})" if self.words else None
+        symbol = f"(?:{_alternation(set(self.symbols))})" if self.symbols else None
+        # a unit: words glued by meaningful symbols ("$5", "50%", "#W123", "Jade%River8"), or symbols alone
+        units = [f"{symbol}*{word}(?:{symbol}+{word})*{symbol}*" if symbol and word else word, f"{symbol}+" if symbol else None]
+        unit = "(?:" + "|".join(u for u in units if u) + ")"
+        pattern = {"type": "string", "pattern": f"^(?:{connective}{{0,2}}{unit}(?:{separator}{unit})*{connective}{{0,2}})?$"}
         return {"anyOf": [pattern, {"enum": self.whole}]} if self.whole else pattern
 
     def number_schema(self, integers_only: bool = False) -> dict[str, Any]:
