@@ -110,8 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"forethought: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
+    from forethought.config import refuse_secrets_on_command_line
     from forethought.errors import run_guarded
 
+    # One rule for credentials, whatever the command: never on its command line (docs/guarantees.md).
+    if run_guarded(lambda: refuse_secrets_on_command_line(rest)) != 0:
+        return 2
     if command in CONFIGURED:
         if "-h" in rest or "--help" in rest:
             sub = next((a for a in rest if not a.startswith("-") and "=" not in a), None)

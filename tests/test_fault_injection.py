@@ -122,7 +122,38 @@ def test_protocol_errors_name_the_url(handler, needle):
     assert url in str(ei.value) and needle in str(ei.value) and "'decompose'" in str(ei.value)
 
 
+def oversized(conn: socket.socket) -> None:  # announces and sends a reply over the backend's size cap
+    from forethought.kernel.backends.openai_backend import MAX_REPLY_BYTES
+
+    body = b'{"choices": [], "padding": "' + b"x" * MAX_REPLY_BYTES + b'"}'
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+    conn.sendall(body)
+
+
+def test_a_reply_over_the_size_cap_is_named_as_such_not_as_a_protocol_error():
+    # Issue 25: the unread rest of a reply over the cap was reported as the server's IncompleteRead.
+    with raw_server(oversized) as url:
+        with pytest.raises(BackendError) as ei:
+            OpenAIBackend(url, timeout_s=10).complete([_request()])
+    assert "is larger than" in str(ei.value) and "size cap" in str(ei.value) and "protocol error" not in str(ei.value)
+
+
 # ----------------------------------------------------------- commands over HTTP
+@pytest.mark.parametrize("handler", [None, bad_status_line, garbage, oversized])
+def test_bench_serving_against_a_dead_or_misbehaving_server_fails_with_a_located_message(handler, capsys):
+    # Issue 25: the probe's BackendError escaped as a traceback ("internal error").
+    def run(url: str) -> int:
+        return main(["bench", "serving", "backend=openai", f"backend.base_url={url}", "backend.timeout_s=10"])
+
+    if handler is None:
+        rc = run(DEAD)
+    else:
+        with raw_server(handler) as url:
+            rc = run(url)
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "error: backend.base_url: the deployment did not answer the probe" in err
+    assert "Traceback" not in err and "internal error" not in err
 def test_evaluate_against_a_dead_server_exits_1_and_publishes_nothing(tmp_path, capsys):
     # Finding 1: evaluate exited 0 and published "call match 20.0 %, decompose: 5 violations".
     out = tmp_path / "ev"

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from forethought.kernel.backends.factory import ServerURL
 from forethought.kernel.backends.openai_backend import BackendError, OpenAIBackend, resolve_api_key
 from forethought.kernel.records import TurnResult
 from forethought.kernel.registry import CallParseError, Registry, format_call, parse_calls
@@ -54,7 +55,7 @@ class ResponderConfig(BaseModel):
     """An OpenAI-compatible endpoint serving the base model (the responder, and the vanilla baseline)."""
 
     model_config = ConfigDict(extra="forbid")
-    base_url: str | None = Field(None, pattern=r"^https?://\S+$")  # null: backend.base_url when backend=openai
+    base_url: ServerURL | None = None  # null: backend.base_url when backend=openai
     model: str = "base"  # the served name of the base model (vLLM: --served-model-name)
     # The key as for the backend: $OPENAI_API_KEY (api_key_env) or api_key_file; masked wherever shown.
     api_key: SecretStr | None = None
