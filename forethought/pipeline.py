@@ -628,7 +628,10 @@ def cli(args: list[str]) -> int:
     if cfg is None:
         return 0
     console = Console(stderr=True)
-    pr = build(cfg)
+    pr = build(cfg)  # every stage's config, checked before anything is written
+    from forethought.errors import ensure_output_dir
+
+    ensure_output_dir(cfg.run_dir, "run_dir")  # a file there, or an unwritable folder: refused before any stage runs
     t0 = time.perf_counter()
     try:
         execute(pr, console)

@@ -9,7 +9,6 @@ every file under the test's folder (the output folder and the working directory)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,6 +18,7 @@ from omegaconf import OmegaConf
 
 from forethought.cli import CONFIGURED, SUBCOMMAND_CONFIGS, main
 from forethought.config import MASK, SECRET_KEYS, compose_config, mask_secrets, recorded_command, secrets_on_command_line
+from tests.disk import tree
 from tests.openai_stub import StubServer
 
 KEY = "sk-planted-7c1f0e93d2a4b8"  # made up; any file or output holding it is a leak
@@ -52,11 +52,6 @@ class EchoingServer(StubServer):
     def reply(self, body):
         auth = self.requests[-1][2] if self.requests else None
         return 401, json.dumps({"error": {"message": f"invalid credentials in header 'Authorization: {auth}'"}}).encode()
-
-
-def _tree(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))}
 
 
 def _leaks(folder: Path) -> list[str]:
@@ -98,12 +93,12 @@ def test_a_key_on_the_command_line_is_refused_and_changes_nothing(name, field, t
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
     line = PIPELINE if name == "pipeline" else [*SECRET_COMMANDS[name], f"{field}={KEY}"]
-    before = _tree(tmp_path)
+    before = tree(tmp_path)
     assert main(_args(line, "http://127.0.0.1:9/v1", out)) == 2
     printed = capsys.readouterr()
     assert KEY not in printed.out + printed.err
     assert "not accepted on the command line" in printed.err and "$OPENAI_API_KEY" in printed.err and "api_key_file" in printed.err
-    assert _tree(tmp_path) == before  # refused before anything was written
+    assert tree(tmp_path) == before  # refused before anything was written
 
 
 @pytest.mark.parametrize("name", SECRET_COMMANDS)

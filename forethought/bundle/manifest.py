@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,6 +251,41 @@ def _check_base(root: Path, m: dict[str, Any], mpath: Path) -> Path:
     return base
 
 
+def _previous(out: Path) -> Path:
+    """Where a bundle being replaced waits while its successor is renamed in (the swap's journal)."""
+    return out.with_name(f".{out.name}.old")
+
+
+def swap_in(staged: Path, out: Path) -> None:
+    """Put the complete bundle ``staged`` at ``out``, replacing any bundle there. Replacing a folder by rename takes two
+    renames (``out`` aside, ``staged`` in); a crash between them leaves the old bundle aside, where
+    :func:`recover_swap` (run when package starts and when a bundle is loaded) puts it back."""
+    old = _previous(out)
+    recover_swap(out)
+    if out.exists():
+        os.replace(out, old)
+        os.replace(staged, out)
+        shutil.rmtree(old)
+    else:
+        os.replace(staged, out)
+
+
+def recover_swap(out: str | Path) -> str | None:
+    """Finish a swap that a crash interrupted, as a journal is replayed: the old bundle set aside and no bundle at ``out``
+    (killed between the two renames) is put back; set aside with the new one in place (killed before its removal), it
+    is removed. Returns what was done, or None when there was nothing to do."""
+    out = Path(out)
+    old = _previous(out)
+    if not old.is_dir():
+        return None
+    if out.exists():
+        shutil.rmtree(old)
+        return "removed the replaced bundle left behind by an interrupted package"
+    os.replace(old, out)
+    print(f"note: {out}: restored the bundle that an interrupted `forethought package` had set aside", file=sys.stderr)
+    return "restored"
+
+
 @dataclass
 class Bundle:
     path: Path
@@ -299,6 +337,7 @@ class Bundle:
 def bundle_tool_rendering(path: str | Path) -> str:
     """The tool rendering a bundle's adapters were trained with (its manifest's ``tool_rendering``), read after the
     manifest's own checks: the caller renders with it before it compares spec hashes (:func:`load_bundle`)."""
+    recover_swap(path)
     mpath = Path(path) / MANIFEST
     if not mpath.is_file():
         raise BundleError("not a bundle: manifest.json is missing", str(path))
@@ -314,6 +353,7 @@ def load_bundle(path: str | Path, spec_hashes: Mapping[str, str], *, allow_smoke
     ``require`` (default: every primitive of ``spec_hashes``) names the primitives the bundle must hold.
     """
     root = Path(path)
+    recover_swap(root)
     mpath = root / MANIFEST
     if not mpath.is_file():
         raise BundleError("not a bundle: manifest.json is missing", str(root))
