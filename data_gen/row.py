@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from forethought.bounded import JSONProblem, json_path, loads_json
 from forethought.errors import UserError
 
 from .unit import MAX_FILE_BYTES, checked_bytes, load_manifest, split_problem
@@ -149,9 +150,12 @@ def read_rows(dataset_dir: str | Path, primitive: str, split: str, *, limit: int
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            errors.append(f"line {i}: not valid JSON ({getattr(exc, 'msg', exc)})")
+            raw = loads_json(line, str(path))
+        except json.JSONDecodeError as exc:
+            errors.append(f"line {i}: not valid JSON ({exc.msg})")
+            continue
+        except JSONProblem as exc:
+            errors.append(f"line {i}: {exc.detail}" + (f" at {json_path(exc.path)}" if exc.path else ""))
             continue
         row, problem = row_problem(raw)
         if row is not None:

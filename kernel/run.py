@@ -78,8 +78,8 @@ def _recorder(cfg: RunConfig) -> Recorder | None:
             raise UserError(f"no recording at {cfg.replay}", "replay")
         try:
             return Recorder.load(cfg.replay, mode=cfg.replay_mode)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"{cfg.replay}: not a recording: {exc}", "replay") from None
+        except UserError as exc:
+            raise UserError(f"not a usable recording: {exc.message}", f"replay ({cfg.replay})") from None
     return Recorder("record") if cfg.record else None
 
 
@@ -88,14 +88,15 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
         raise UserError("record=true and replay=... exclude each other", "record")
     from forethought.errors import ensure_output_dir
 
-    ensure_output_dir(cfg.output_dir, "output_dir")  # before any model call
+    # The inputs first (the scenario, the recording), then the output folder: a refusal writes nothing.
     sol = load_solution(path).rendered()
+    recorder = _recorder(cfg)
+    ensure_output_dir(cfg.output_dir, "output_dir")  # before any model call
     if cfg.replay is not None and cfg.replay_mode == "strict":
         factory = lambda i, turn: _ReplayOnly()  # noqa: E731 - every answer comes from the recording
     else:
         factory = backend_factory(cfg.backend, sol)
     kernel = Kernel(cfg.kernel.build())
-    recorder = _recorder(cfg)
     try:
         res = run_solution(sol, kernel, factory, trace=cfg.trace, recorder=recorder, cache=Cache() if cfg.cache else None)
     except ReplayMissError as exc:

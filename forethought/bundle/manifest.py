@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from forethought.bounded import loads_json
 from forethought.errors import UserError
 
 from .models import load_model, load_tokenizer
@@ -151,8 +152,8 @@ def _parse_manifest(mpath: Path) -> dict[str, Any]:
     if mpath.stat().st_size > MAX_MANIFEST_BYTES:
         raise BundleError(f"manifest is larger than {MAX_MANIFEST_BYTES >> 20} MiB", str(mpath))
     try:
-        m = json.loads(mpath.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        m = loads_json(mpath.read_bytes(), str(mpath), max_bytes=MAX_MANIFEST_BYTES)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"manifest is not valid JSON: {exc}", str(mpath)) from None
     if not isinstance(m, dict):
         raise BundleError("manifest is not a JSON object", str(mpath))
@@ -202,9 +203,9 @@ def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
     if sha256_file(gpath) != g["sha256"]:
         raise BundleError("sha256 does not match the manifest: the gates file was modified", str(gpath))
     try:
-        doc = json.loads(gpath.read_bytes())
+        doc = loads_json(gpath.read_bytes(), str(gpath), max_bytes=MAX_MANIFEST_BYTES)
         measured = doc["primitives"], doc["measured"]["adapters"]
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise BundleError(f"not a gates file: {exc!r}", str(gpath)) from None
     results, digests = measured
     failed = []
