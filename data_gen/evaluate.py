@@ -32,7 +32,7 @@ from forethought.kernel.grounding import canonical
 from forethought.kernel.program import Kernel
 from forethought.kernel.run import KernelSettings
 from forethought.kernel.runner import run_solution
-from forethought.kernel.scenario import Solution, load_solution, solution_files
+from forethought.kernel.scenario import Solution, load_solution, solution_files, warn_format_notes
 from forethought.kernel.specs import PRIMITIVE_NAMES
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_jsonl, atomic_write_text
 
@@ -103,6 +103,7 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
     by_id = {}
     for f in solution_files(cfg.solutions):
         s = load_solution(f)
+        warn_format_notes(s)
         by_id[s.id] = s
     missing = [i for i in ids if i not in by_id]
     if missing:

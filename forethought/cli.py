@@ -25,6 +25,7 @@ for _k, _v in (
 # exit status.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("forethought.data_gen.verify", "cli", "replay worked solutions through the kernel and check them"),
+    "migrate": ("forethought.data_gen.migrate", "cli", "rewrite solution files of an older format version (with a backup)"),
     "generate": ("forethought.data_gen.generate", "cli", "expand verified solutions into the five SFT datasets"),
     "train": ("forethought.training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
     "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),

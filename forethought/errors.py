@@ -76,6 +76,11 @@ def run_guarded(fn: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of the output went away (`forethought ... | head`): its choice, not a failure. Point stdout at
+        # /dev/null so that flushing it at exit raises nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception:
         if os.environ.get("FORETHOUGHT_DEBUG"):
             raise

@@ -23,8 +23,9 @@ from forethought.primitives.trace import capped_rows
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
 from .program import Kernel
 from .records import KernelConfig
-from .runner import run_solution
-from .scenario import load_solution
+from .runner import build_environment, build_registry, run_solution
+from .scenario import load_solution, warn_format_notes
+from .solution_format import key_problems
 from .specs import MAX_TASKS
 from .trace_html import render_html
 
@@ -90,6 +91,11 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
 
     # The inputs first (the scenario, the recording), then the output folder: a refusal writes nothing.
     sol = load_solution(path).rendered()
+    warn_format_notes(sol)
+    if any(t.annotated for t in sol.turns):  # annotations that cannot mean what the kernel checks: refused, not run
+        problems = key_problems(sol, build_registry(sol, build_environment(sol)))
+        if problems:
+            raise UserError(f"{len(problems)} prerequisite key(s) do not name what their tool checks: " + "; ".join(problems[:5]), path)
     recorder = _recorder(cfg)
     ensure_output_dir(cfg.output_dir, "output_dir")  # before any model call
     if cfg.replay is not None and cfg.replay_mode == "strict":

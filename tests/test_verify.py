@@ -283,7 +283,7 @@ def test_prerequisite_divergence_shows_the_value_in_s_and_the_call_that_wrote_it
     del p["remediation"]
     d["tags"] = [t for t in d["tags"] if t != "prereq_not_met_blocked"]
     msg = _verify_one(_write(tmp_path, d))
-    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status[57]: expected met, got not_met "
+    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status[57]: outcome: expected met, got not_met "
                    "(S['ticket_status[57]'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"), msg
 
 

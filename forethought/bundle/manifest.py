@@ -157,9 +157,12 @@ def _parse_manifest(mpath: Path) -> dict[str, Any]:
         raise BundleError(f"manifest is not valid JSON: {exc}", str(mpath)) from None
     if not isinstance(m, dict):
         raise BundleError("manifest is not a JSON object", str(mpath))
-    if m.get("format_version") != FORMAT_VERSION:
-        raise BundleError(f"format_version {m.get('format_version')!r} is not supported (expected {FORMAT_VERSION}); "
-                          "repackage with this forethought", str(mpath))
+    version = m.get("format_version")
+    if version != FORMAT_VERSION:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
+        raise BundleError(f"format_version {version!r} is not the one this forethought reads ({FORMAT_VERSION}): "
+                          + ("upgrade forethought" if newer else "repackage the adapters with this forethought (forethought package)"),
+                          str(mpath))
     try:
         Manifest.model_validate(m)
     except ValidationError as exc:
