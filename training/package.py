@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.bundle.manifest import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, recover_swap, sha256_file, swap_in
+from forethought.bundle.models import PICKLE_PATTERNS
 from forethought.errors import UserError
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 from forethought.primitives.io import atomic_write_json, atomic_write_text
@@ -133,7 +134,7 @@ Load it through the bundle (`backend=hf backend.bundle=<bundle dir>`), which che
 
 
 # Never shipped: pickles (training_args.bin is a pickled TrainingArguments; loading a pickle runs code).
-NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin")
+NOT_SHIPPED = PICKLE_PATTERNS
 
 
 def package(cfg: PackageConfig) -> Path:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from forethought.bounded import loads_json
 from forethought.errors import UserError
 
+from . import models
 from .models import load_model, load_tokenizer
 
 # 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed;
@@ -182,19 +183,11 @@ def _inside(root: Path, rel: str, where: str) -> Path:
 
 
 def check_safetensors(path: Path) -> None:
-    """A .safetensors file starts with an 8-byte header length and a JSON header: a pickle does not."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        n = int.from_bytes(head, "little") if len(head) == 8 else -1
-        ok = 2 <= n <= min(size - 8, 100 * 1024 * 1024)
-        if ok:
-            try:
-                ok = isinstance(json.loads(f.read(n)), dict)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                ok = False
-    if not ok:
-        raise BundleError("not a safetensors file (no valid header; a pickle renamed?)", str(path))
+    """A .safetensors file of the bundle that is one (models.check_safetensors), refused as a :class:`BundleError`."""
+    try:
+        models.check_safetensors(path)
+    except UserError as exc:
+        raise BundleError(exc.message, exc.where) from None
 
 
 def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
@@ -252,6 +245,10 @@ def _check_base(root: Path, m: dict[str, Any], mpath: Path) -> Path:
     if config_sha256(base) != b["config_sha256"]:
         raise BundleError("base model config hash does not match the manifest: a different base model", str(base / "config.json"))
     check_files(base, b["files"], "base model")
+    try:  # an external base lies outside the bundle's own safetensors check (load_bundle): no pickle, wherever it is
+        models.check_model_files(base)
+    except UserError as exc:
+        raise BundleError(exc.message, exc.where) from None
     return base
 
 
