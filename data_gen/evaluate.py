@@ -252,14 +252,9 @@ def noise_sweep(sols: list[Solution], refs: dict[str, Any], cfg: EvaluateConfig)
 
 
 def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = None) -> dict[str, Any]:
-    from forethought.errors import ensure_output_dir
+    from forethought.errors import check_output_dir
 
-    out_ok = Path(cfg.output_dir)
-    if not out_ok.exists():  # checked up front, created only when there are figures to write
-        ensure_output_dir(out_ok, "output_dir")
-        out_ok.rmdir()
-    else:
-        ensure_output_dir(out_ok, "output_dir")
+    check_output_dir(cfg.output_dir, "output_dir")  # checked up front, created only when there are figures to write
     sols = [s.rendered() for s in held_out(cfg)]
     if not sols:
         raise UserError("no held-out scenarios to evaluate", cfg.dataset_dir)

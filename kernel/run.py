@@ -87,7 +87,7 @@ def _recorder(cfg: RunConfig) -> Recorder | None:
 def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     if cfg.record and cfg.replay is not None:
         raise UserError("record=true and replay=... exclude each other", "record")
-    from forethought.errors import ensure_output_dir
+    from forethought.errors import check_output_dir
 
     # The inputs first (the scenario, the recording), then the output folder: a refusal writes nothing.
     sol = load_solution(path).rendered()
@@ -97,7 +97,7 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
         if problems:
             raise UserError(f"{len(problems)} prerequisite key(s) do not name what their tool checks: " + "; ".join(problems[:5]), path)
     recorder = _recorder(cfg)
-    ensure_output_dir(cfg.output_dir, "output_dir")  # before any model call
+    check_output_dir(cfg.output_dir, "output_dir")  # before any model is loaded; created when the artefacts are written
     if cfg.replay is not None and cfg.replay_mode == "strict":
         factory = lambda i, turn: _ReplayOnly()  # noqa: E731 - every answer comes from the recording
     else:

@@ -134,3 +134,16 @@ def test_a_package_killed_between_its_two_renames_leaves_the_old_bundle_restorab
     load_bundle(bundle, spec_hashes(), allow_smoke=True)
     assert not (run_copy / ".bundle.old").exists()
     assert json.loads((bundle / "manifest.json").read_text())["smoke"] is True
+
+
+@pytest.mark.parametrize("line", [
+    ["run", "tests/fixtures/solutions/paper_figure1.json", "backend=hf", "backend.bundle={t}/no-bundle", "output_dir={t}/out/run"],
+    ["evaluate", "dataset_dir={t}/no-data", "settings=[oracle]", "noise.sweep=[]", "output_dir={t}/out/evaluate"],
+    ["validate", "dataset_dir={t}/no-data", "train_dir={t}/no-train", "output_dir={t}/out/validate"],
+])  # fmt: skip
+def test_a_command_refused_on_its_inputs_creates_no_output_folder(line, tmp_path, capsys):
+    # The output folder used to be made (or its parents, by evaluate) before the inputs were read and refused.
+    before = tree(tmp_path)
+    assert main([a.replace("{t}", str(tmp_path)) for a in line]) == 2
+    assert "error: " in capsys.readouterr().err
+    assert tree(tmp_path) == before

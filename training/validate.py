@@ -301,9 +301,9 @@ def cli(args: list[str]) -> int:
     cfg = load("validate", split_args(args), ValidateConfig)
     if cfg is None:
         return 0
-    from forethought.errors import ensure_output_dir
+    from forethought.errors import check_output_dir
 
-    ensure_output_dir(cfg.output_dir, "output_dir")  # before decoding, not after it
+    check_output_dir(cfg.output_dir, "output_dir")  # before decoding, not after it; created when the gates are written
     console = Console(stderr=True)
     summary = validate_with_progress(cfg, console)
     console.print(gates_markdown(summary))
