@@ -131,11 +131,11 @@ def _locate(text: str, where: str, max_depth: int) -> JSONProblem | None:
     frames: list[dict[str, Any]] = []  # per open container: kind, its current key or index, keys seen, its "name"
     expect_key = False
 
-    def problem(detail: str, start: int, extra: list[str | int] = ()) -> JSONProblem:  # type: ignore[assignment]
+    def problem(detail: str, start: int) -> JSONProblem:
         line = text.count("\n", 0, start) + 1
         column = start - (text.rfind("\n", 0, start) + 1) + 1
-        path = [f["at"] for f in frames if f["at"] is not None] + list(extra)
-        return JSONProblem(detail, where, path, [f["name"] for f in frames if f["at"] is not None] + [None] * len(extra), line, column)
+        along = [f for f in frames if f["at"] is not None]  # a container not yet into its first member adds nothing
+        return JSONProblem(detail, where, [f["at"] for f in along], [f["name"] for f in along], line, column)
 
     last_key: str | None = None
     for m in _TOKEN.finditer(text):
