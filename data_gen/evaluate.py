@@ -32,7 +32,7 @@ from forethought.kernel.grounding import canonical
 from forethought.kernel.program import Kernel
 from forethought.kernel.run import KernelSettings
 from forethought.kernel.runner import run_solution
-from forethought.kernel.scenario import Solution, load_solution, solution_files
+from forethought.kernel.scenario import Solution, load_solution, solution_files, warn_format_notes
 from forethought.kernel.specs import PRIMITIVE_NAMES
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_jsonl, atomic_write_text
 
@@ -103,6 +103,7 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
     by_id = {}
     for f in solution_files(cfg.solutions):
         s = load_solution(f)
+        warn_format_notes(s)
         by_id[s.id] = s
     missing = [i for i in ids if i not in by_id]
     if missing:
@@ -251,14 +252,9 @@ def noise_sweep(sols: list[Solution], refs: dict[str, Any], cfg: EvaluateConfig)
 
 
 def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = None) -> dict[str, Any]:
-    from forethought.errors import ensure_output_dir
+    from forethought.errors import check_output_dir
 
-    out_ok = Path(cfg.output_dir)
-    if not out_ok.exists():  # checked up front, created only when there are figures to write
-        ensure_output_dir(out_ok, "output_dir")
-        out_ok.rmdir()
-    else:
-        ensure_output_dir(out_ok, "output_dir")
+    check_output_dir(cfg.output_dir, "output_dir")  # checked up front, created only when there are figures to write
     sols = [s.rendered() for s in held_out(cfg)]
     if not sols:
         raise UserError("no held-out scenarios to evaluate", cfg.dataset_dir)

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validat
 from forethought.errors import UserError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
-from forethought.kernel.scenario import Solution, load_solution, solution_files
+from forethought.kernel.scenario import Solution, load_solution, solution_files, warn_format_notes
 from forethought.kernel.specs import (
     PRIMITIVE_NAMES,
     SPECS,
@@ -358,6 +358,7 @@ def load_solutions(paths: list[str], allow_skip: bool) -> tuple[dict[str, Soluti
             continue
         if s.id in sols:
             raise UserError(f"duplicate solution id {s.id!r} (also in {sols[s.id].source_file})", str(f))
+        warn_format_notes(s)
         sols[s.id] = s
     return sols, skipped
 

@@ -9,13 +9,13 @@ with its file, line and field, so train and validate accept and refuse exactly t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from forethought.bounded import JSONProblem, json_path, loads_json
 from forethought.errors import UserError
 
 from .unit import MAX_FILE_BYTES, checked_bytes, load_manifest, split_problem
@@ -63,18 +63,22 @@ class DatasetRow(BaseModel):
         if not completion[0].content.strip():
             raise ValueError("empty completion")
         try:  # every primitive answers in JSON; a completion that is not JSON teaches the model to break its contract
-            json.loads(completion[0].content)
-        except (json.JSONDecodeError, RecursionError):
+            loads_json(completion[0].content, "completion")
+        except json.JSONDecodeError:
             raise ValueError("the completion's content is not JSON (every primitive's target is a JSON object)") from None
+        except UserError as exc:
+            raise ValueError(f"the completion's content: {exc.message}") from None
         return completion
 
     @field_validator("input")
     @classmethod
     def _input_is_json(cls, text: str) -> str:
         try:
-            json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
+            loads_json(text, "input")
+        except json.JSONDecodeError:
             raise ValueError("not valid JSON") from None
+        except UserError as exc:
+            raise ValueError(exc.message) from None
         return text
 
     @model_validator(mode="after")
@@ -82,6 +86,27 @@ class DatasetRow(BaseModel):
         # Otherwise the model is trained on one answer (the completion) and judged against another (the target).
         if json.loads(self.completion[0].content) != self.target:
             raise ValueError("field 'target' is not the completion's JSON")
+        return self
+
+    @model_validator(mode="after")
+    def _valid_for_its_primitive(self) -> DatasetRow:
+        """``input`` and ``target`` as the primitive's spec types them: a target that is JSON but not the primitive's
+        output would teach the model an answer its contract refuses. Part of the row, so generate, train and validate
+        accept and refuse the same rows."""
+        from forethought.kernel.specs import SPECS
+
+        spec = SPECS.get(self.primitive)
+        if spec is None:
+            raise ValueError(f"field 'primitive': {self.primitive!r} is not a registered primitive ({', '.join(SPECS)})")
+        try:
+            spec.input_type.model_validate(self.input_value)
+        except ValidationError as exc:
+            raise ValueError(f"field 'input' is not a {spec.input_type.__name__}: {_first(exc)}") from None
+        try:
+            spec.target_text(self.target)
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise ValueError(f"field 'target' is not a valid {spec.name} target (its output type {spec.output_type.__name__}): "
+                             f"{_first(exc)}") from None
         return self
 
     @cached_property
@@ -96,6 +121,15 @@ class DatasetRow(BaseModel):
     def line(self) -> str:
         """The row as one JSON Lines line (no newline), fields in their declared order."""
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False)
+
+
+def _first(exc: Exception) -> str:
+    """The first problem of a validation error, with its field, on one line."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        e = exc.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"])
+        return (f"{loc}: " if loc else "") + e["msg"].removeprefix("Value error, ")
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 def row_problem(raw: Any) -> tuple[DatasetRow | None, str | None]:
@@ -131,13 +165,12 @@ def dataset_text(dataset_dir: str | Path, rel: str) -> str:
         raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
 
 
-def read_rows(dataset_dir: str | Path, primitive: str, split: str, *, limit: int | None = None,
-              check: Callable[[DatasetRow], str | None] | None = None) -> list[DatasetRow]:
+def read_rows(dataset_dir: str | Path, primitive: str, split: str, *, limit: int | None = None) -> list[DatasetRow]:
     """The rows of ``<dataset_dir>/<primitive>/<split>.jsonl``, each checked; every bad one is listed with its line.
 
-    A row must be a :class:`DatasetRow` of this primitive, on its side of the train/validation split
-    (the manifest's held-out solutions); ``check`` adds a caller's own test (validate checks ``input``
-    and ``target`` against the primitive's spec). Stops after ``limit`` good rows.
+    A row must be a :class:`DatasetRow` of this primitive (its ``input`` and ``target`` valid for the primitive's spec),
+    on its side of the train/validation split (the manifest's held-out solutions). Train and validate read through
+    here alike. Stops after ``limit`` good rows.
     """
     rel = f"{primitive}/{split}.jsonl"
     path = Path(dataset_dir) / rel
@@ -149,16 +182,20 @@ def read_rows(dataset_dir: str | Path, primitive: str, split: str, *, limit: int
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            errors.append(f"line {i}: not valid JSON ({getattr(exc, 'msg', exc)})")
+            raw = loads_json(line, str(path))
+        except json.JSONDecodeError as exc:
+            errors.append(f"line {i}: not valid JSON ({exc.msg})")
             continue
-        row, problem = row_problem(raw)
+        except JSONProblem as exc:
+            errors.append(f"line {i}: {exc.detail}" + (f" at {json_path(exc.path)}" if exc.path else ""))
+            continue
+        named = raw.get("primitive") if isinstance(raw, dict) else None
+        if isinstance(named, str) and named != primitive:  # before the row is read as that primitive's
+            row, problem = None, f"field 'primitive' is {named!r}, expected {primitive!r} (the folder it is in)"
+        else:
+            row, problem = row_problem(raw)
         if row is not None:
-            if row.primitive != primitive:
-                problem = f"field 'primitive' is {row.primitive!r}, expected {primitive!r} (the folder it is in)"
-            else:
-                problem = split_problem(row.solution_id, split, held_out) or (check(row) if check else None)
+            problem = split_problem(row.solution_id, split, held_out)
         if problem:
             errors.append(f"line {i}: {problem}")
             continue

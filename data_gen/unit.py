@@ -84,7 +84,10 @@ def load_manifest(root: str | Path) -> dict[str, Any]:
 
     m = read_json_file(path, max_bytes=MAX_MANIFEST_BYTES, hint=f"; rerun forethought generate ({SEAL_HINT})")
     if not isinstance(m, dict) or m.get("format") != FORMAT:
-        raise UserError(f"not a format-{FORMAT} dataset manifest (field 'format')", where)
+        found = m.get("format") if isinstance(m, dict) else None
+        newer = isinstance(found, int) and not isinstance(found, bool) and found > FORMAT
+        raise UserError(f"field 'format' is {found!r}, not the dataset format this forethought reads ({FORMAT}): "
+                        + ("upgrade forethought" if newer else "regenerate the dataset with forethought generate"), where)
     files, val, run_id = m.get("files"), m.get("validation_solutions"), m.get("run_id")
     if not isinstance(run_id, str) or not run_id:
         raise UserError("field 'run_id' must be a non-empty string", where)

@@ -32,6 +32,7 @@ from forethought.kernel.registry.model import fact_of
 from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
 from forethought.kernel.scenario import PATTERN_TAGS, Solution, TaskAnn, Turn, instance_id, load_solution, solution_files
 from forethought.kernel.scratchpad import bindable
+from forethought.kernel.solution_format import key_problems
 from forethought.kernel.specs import permutation_problem
 
 DEFAULT_SOLUTIONS = Path(__file__).resolve().parent / "solutions"
@@ -445,12 +446,12 @@ def _compare_decisions(i: int, turn: Turn, res: TurnResult, scratchpad_at: Calla
                 f"expected checks {[(p.key, p.outcome) for p in t.prerequisites]}, got {[(r.key, r.outcome) for r in recs]}",
             )
         for p, r in zip(t.prerequisites, recs, strict=False):
-            if (p.key, p.outcome, p.recheck) != (r.key, r.outcome, r.recheck):
+            # Every field that differs, named: a key alone differing once read "expected met, got met".
+            fields = (("key", repr(p.key), repr(r.key)), ("outcome", p.outcome, r.outcome), ("recheck", p.recheck or "none", r.recheck or "none"))
+            differ = [f"{name}: expected {want}, got {got}" for name, want, got in fields if want != got]
+            if differ:
                 held = f" ({scratchpad_at(t.id, r.key)})" if scratchpad_at is not None else ""
-                raise Divergence(
-                    i, f"{where}/check_prerequisites/{p.key}",
-                    f"expected {p.outcome}{' then ' + p.recheck if p.recheck else ''}, got {r.outcome}{' then ' + r.recheck if r.recheck else ''}{held}",
-                )
+                raise Divergence(i, f"{where}/check_prerequisites/{p.key}", "; ".join(differ) + held)
         out = res.outcomes.get(t.id)
         if out is None or out.status != t.outcome:
             why = f" ({out.reason})" if out and out.reason else ""
@@ -553,6 +554,9 @@ def verify_solution(
         raise Divergence(None, "slots", f"the substituted solution is invalid: {exc.errors()[0]['msg']}") from None
     try:
         static_checks(r, tags=check_tags)
+        problems = key_problems(r, build_registry(r, build_environment(r)))
+        if problems:
+            raise Divergence(None, "annotations", problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
         ref_states = reference_states(r)
         results = _replay(r, kernel, ref_states, wrap_backend=wrap_backend, trace=trace)
         if paraphrases:
@@ -636,9 +640,10 @@ def verify_paths(paths: list[str | Path], kernel: Kernel | None = None, *, warni
         seen[sol.id] = str(f)
         try:
             turns = verify_solution(sol, kernel, trace="violations")
-            out.append(VerifyResult(str(f), sol, True, turns=turns, warnings=solution_warnings(sol, kernel) if warnings else []))
+            out.append(VerifyResult(str(f), sol, True, turns=turns,
+                                    warnings=sol.format_notes + (solution_warnings(sol, kernel) if warnings else [])))
         except Divergence as d:
-            out.append(VerifyResult(str(f), sol, False, d.describe()))
+            out.append(VerifyResult(str(f), sol, False, d.describe(), warnings=sol.format_notes))
     return out
 
 

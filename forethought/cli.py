@@ -25,6 +25,7 @@ for _k, _v in (
 # exit status.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("forethought.data_gen.verify", "cli", "replay worked solutions through the kernel and check them"),
+    "migrate": ("forethought.data_gen.migrate", "cli", "rewrite solution files of an older format version (with a backup)"),
     "generate": ("forethought.data_gen.generate", "cli", "expand verified solutions into the five SFT datasets"),
     "train": ("forethought.training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
     "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),
@@ -49,6 +50,10 @@ CONFIGURED: dict[str, tuple[str, set[str]]] = {
     "pipeline": ("", set()),
     "bench": ("bfcl|tau2|serving", set()),
 }
+# Subcommands with a config of their own: (command, subcommand) -> its config (conf/<name>.yaml).
+SUBCOMMAND_CONFIGS: dict[tuple[str, str], str] = {("bench", "tau2"): "bench_tau2"}
+# Every command line whose --help is a promise (tests/test_cli.py runs each in a fresh process).
+HELP_LINES: list[list[str]] = [*([c] for c in COMMANDS), ["bench", "bfcl"], ["bench", "tau2"], ["bench", "serving"], ["registry", "check"]]
 
 
 def _usage() -> str:
@@ -61,20 +66,26 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
-def command_help(command: str) -> str:
-    """What ``forethought <command> --help`` prints: usage, config file, groups and every default setting."""
+def command_help(command: str, subcommand: str | None = None) -> str:
+    """What ``forethought <command> [subcommand] --help`` prints: usage, config file, groups and every default setting."""
     from omegaconf import OmegaConf
 
     from forethought.config import CONF_DIR, compose_config
 
+    # The command's own module first: composing a config checks its per-primitive tables against the
+    # primitive registry, which the command's imports register (as they do when the command runs).
+    resolve(command)
     positional, flags = CONFIGURED[command]
+    conf = SUBCOMMAND_CONFIGS.get((command, subcommand or ""), command)
+    if conf != command:
+        positional = str(subcommand)
     extra = "[-m|--multirun]" if "--multirun" in flags else ""
     usage = " ".join(x for x in ("usage: forethought", command, positional, "[key=value ...]", "[--cfg]", extra) if x)
-    cfg = compose_config(command, [])
-    raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / f"{command}.yaml"))
+    cfg = compose_config(conf, [])
+    raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / f"{conf}.yaml"))
     defaults = [d for d in raw.get("defaults", []) if isinstance(d, dict)]  # type: ignore[union-attr]
     lines = [usage, "", COMMANDS[command][2] + ".", "",
-             f"config: conf/{command}.yaml (strict: unknown keys and wrong types are rejected, all at once)"]
+             f"config: conf/{conf}.yaml (strict: unknown keys and wrong types are rejected, all at once)"]
     if defaults:
         lines.append("config groups (group=option):")
         for d in defaults:
@@ -100,11 +111,16 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"forethought: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
+    from forethought.config import refuse_secrets_on_command_line
     from forethought.errors import run_guarded
 
+    # One rule for credentials, whatever the command: never on its command line (docs/guarantees.md).
+    if run_guarded(lambda: refuse_secrets_on_command_line(rest)) != 0:
+        return 2
     if command in CONFIGURED:
         if "-h" in rest or "--help" in rest:
-            return run_guarded(lambda: print(command_help(command)) or 0)
+            sub = next((a for a in rest if not a.startswith("-") and "=" not in a), None)
+            return run_guarded(lambda: print(command_help(command, sub)) or 0)
         flags = [a for a in rest if a.startswith("-")]
         bad = sorted(set(flags) - {"--cfg"} - CONFIGURED[command][1])
         if bad:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -234,11 +235,47 @@ def mask_secrets(value: Any) -> Any:
         return {k: (MASK if k in SECRET_KEYS and v not in (None, "") else mask_secrets(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [mask_secrets(v) for v in value]
-    if isinstance(value, str):
-        key, eq, rest = value.partition("=")
-        if eq and key.lstrip("+~").rsplit(".", 1)[-1] in SECRET_KEYS and rest not in ("", "null"):
-            return f"{key}={MASK}"
+    if isinstance(value, str) and secrets_on_command_line([value]):
+        return _SECRET_ON_COMMAND_LINE.sub(
+            lambda m: m.group(0) if m.group("value").lower() in _NO_VALUE else m.group(0)[: m.start("value") - m.start()] + MASK, value)
     return value
+
+
+# ``<path>.api_key=VALUE`` (or ``api_key: VALUE`` inside a dict or list override, as pipeline's overrides.<stage> hold
+# them): a secret written on the command line. An empty or null value sets no secret.
+_SECRET_ON_COMMAND_LINE = re.compile(
+    r"(?P<field>(?<![\w.])[\w.]*(?<![\w])(?:" + "|".join(sorted(SECRET_KEYS)) + r"))\s*[=:]\s*(?P<value>[^\s,\]}]*)")
+_NO_VALUE = {"", "null", "~", "none", "''", '""'}
+
+
+def secrets_on_command_line(args: Sequence[str]) -> list[str]:
+    """The secret fields that ``args`` (a command's arguments) set to a value, as written (``backend.api_key``)."""
+    found = []
+    for a in args:
+        for m in _SECRET_ON_COMMAND_LINE.finditer(a):
+            if m.group("value").lower() not in _NO_VALUE:
+                found.append(m.group("field").lstrip("+~"))
+    return found
+
+
+def refuse_secrets_on_command_line(args: Sequence[str]) -> None:
+    """The one rule for credentials on every command: a key on the command line is refused before anything runs. It
+    would stay in the shell's history and the process list, and a recorded command line (a bench report, the pipeline's
+    report) would carry it into files; the value itself is never echoed."""
+    fields = secrets_on_command_line(args)
+    if fields:
+        field = fields[0]
+        section = field.rsplit(".", 1)[0] if "." in field else "backend"
+        raise ConfigError("command line", [
+            f"{field}: a key is not accepted on the command line (it would stay in the shell history and the process list, and "
+            f"a recorded command line would carry it into reports); put it in the environment variable $OPENAI_API_KEY "
+            f"({section}.api_key_env=NAME names another variable) or in a file whose first line is the key "
+            f"({section}.api_key_file=PATH) (docs/serving.md, Credentials)"])
+
+
+def recorded_command(words: Sequence[str]) -> str:
+    """A command line as reports record it: every secret masked (the CLI refuses one; a caller from Python may pass one)."""
+    return " ".join(mask_secrets([str(w) for w in words]))
 
 
 def reject_duplicates(values: list[str], what: str) -> list[str]:

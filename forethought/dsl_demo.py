@@ -153,7 +153,7 @@ def _parse_args(args: list[str]) -> Path | None:
     out = DEFAULT_OUT
     for a in args:
         if a in ("-h", "--help"):
-            print(__doc__)
+            print("usage: forethought demo-dsl [out=PATH]\n\n" + (__doc__ or "").strip())
             return None
         key, eq, value = a.partition("=")
         if eq and key == "out":

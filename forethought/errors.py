@@ -34,14 +34,29 @@ def ensure_output_dir(path: str | os.PathLike, field: str) -> None:
     from pathlib import Path
 
     p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise UserError(f"{p} is a file, not a folder", field)
+    check_output_dir(p, field)  # names the file that stands where a folder belongs, creating nothing
     try:
         p.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=p):
             pass
     except OSError as exc:
         raise UserError(f"cannot write to {p}: {exc.strerror or exc}", field) from None
+
+
+def check_output_dir(path: str | os.PathLike, field: str) -> None:
+    """Refuse now, creating nothing, a folder that could not be made or written later: a file where it or a folder above
+    it belongs, or an unwritable nearest existing folder. For a command whose other checks come after this one: a
+    refusal changes nothing on disk (docs/guarantees.md)."""
+    from pathlib import Path
+
+    p = Path(path).absolute()
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise UserError(f"{q} is a file, not a folder", field)
+            if not os.access(q, os.W_OK | os.X_OK):
+                raise UserError(f"cannot write to {q}: permission denied", field)
+            return
 
 
 def run_guarded(fn: Callable[[], int | None]) -> int:
@@ -61,6 +76,11 @@ def run_guarded(fn: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of the output went away (`forethought ... | head`): its choice, not a failure. Point stdout at
+        # /dev/null so that flushing it at exit raises nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception:
         if os.environ.get("FORETHOUGHT_DEBUG"):
             raise

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forethought.config import ConfigError, compose_config, validate
+from forethought.config import ConfigError, compose_config, recorded_command, validate
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 from forethought.training.config import BUILT_HERE
@@ -534,7 +534,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     run = pr.run_dir
     L: list[str] = [f"# forethought pipeline report — profile `{pr.cfg.profile}`", ""]
     L += [
-        f"- Command: `{' '.join(['forethought', 'pipeline', *argv])}`",
+        f"- Command: `{recorded_command(['forethought', 'pipeline', *argv])}`",
         f"- Date: {dt.datetime.now().isoformat(timespec='seconds')}",
         f"- Machine: {machine()}",
         "",
@@ -628,7 +628,10 @@ def cli(args: list[str]) -> int:
     if cfg is None:
         return 0
     console = Console(stderr=True)
-    pr = build(cfg)
+    pr = build(cfg)  # every stage's config, checked before anything is written
+    from forethought.errors import ensure_output_dir
+
+    ensure_output_dir(cfg.run_dir, "run_dir")  # a file there, or an unwritable folder: refused before any stage runs
     t0 = time.perf_counter()
     try:
         execute(pr, console)

@@ -23,8 +23,9 @@ from forethought.primitives.trace import capped_rows
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
 from .program import Kernel
 from .records import KernelConfig
-from .runner import run_solution
-from .scenario import load_solution
+from .runner import build_environment, build_registry, run_solution
+from .scenario import load_solution, warn_format_notes
+from .solution_format import key_problems
 from .specs import MAX_TASKS
 from .trace_html import render_html
 
@@ -78,24 +79,30 @@ def _recorder(cfg: RunConfig) -> Recorder | None:
             raise UserError(f"no recording at {cfg.replay}", "replay")
         try:
             return Recorder.load(cfg.replay, mode=cfg.replay_mode)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"{cfg.replay}: not a recording: {exc}", "replay") from None
+        except UserError as exc:
+            raise UserError(f"not a usable recording: {exc.message}", f"replay ({cfg.replay})") from None
     return Recorder("record") if cfg.record else None
 
 
 def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     if cfg.record and cfg.replay is not None:
         raise UserError("record=true and replay=... exclude each other", "record")
-    from forethought.errors import ensure_output_dir
+    from forethought.errors import check_output_dir
 
-    ensure_output_dir(cfg.output_dir, "output_dir")  # before any model call
+    # The inputs first (the scenario, the recording), then the output folder: a refusal writes nothing.
     sol = load_solution(path).rendered()
+    warn_format_notes(sol)
+    if any(t.annotated for t in sol.turns):  # annotations that cannot mean what the kernel checks: refused, not run
+        problems = key_problems(sol, build_registry(sol, build_environment(sol)))
+        if problems:
+            raise UserError(f"{len(problems)} prerequisite key(s) do not name what their tool checks: " + "; ".join(problems[:5]), path)
+    recorder = _recorder(cfg)
+    check_output_dir(cfg.output_dir, "output_dir")  # before any model is loaded; created when the artefacts are written
     if cfg.replay is not None and cfg.replay_mode == "strict":
         factory = lambda i, turn: _ReplayOnly()  # noqa: E731 - every answer comes from the recording
     else:
         factory = backend_factory(cfg.backend, sol)
     kernel = Kernel(cfg.kernel.build())
-    recorder = _recorder(cfg)
     try:
         res = run_solution(sol, kernel, factory, trace=cfg.trace, recorder=recorder, cache=Cache() if cfg.cache else None)
     except ReplayMissError as exc:

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from forethought.errors import UserError
 
 from .registry.model import ToolSpec
+from .solution_format import CHANGES, FORMAT_VERSION
 from .specs import FanOut, TaskCondition
 
 PATTERN_TAGS = (
@@ -61,12 +62,17 @@ class ProposedTaskAnn(_Strict):
     )
 
 
+# A plain key, or a per-entity key: the key, then the entity's value in one pair of brackets at the end.
+_PREREQ_KEY = re.compile(r"[^\[\]]+(\[[^\[\]]*\])?")
+
+
 class PrereqAnn(_Strict):
     """One Check(p, S) decision and what followed it."""
 
     key: str = Field(description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py); "
                      "for a per-entity prerequisite (one that names an entity parameter) the entity's entry, "
-                     "'<key>[<value>]', e.g. 'line_status[${line}]' ('<key>[]' when no value is known).")
+                     "'<key>[<value>]', e.g. 'line_status[${line}]' ('<key>[]' when no value is known).",
+                     json_schema_extra={"pattern": f"^{_PREREQ_KEY.pattern}$"})
     outcome: Literal["met", "not_met", "absent"] = Field(
         description="Check(p, S): 'met' (S satisfies it), 'not_met' (S holds the key with a failing value: the task "
         "is blocked and the task's remaining prerequisites are not checked), 'absent' (the key is not in S: a "
@@ -83,6 +89,14 @@ class PrereqAnn(_Strict):
         description="Only after a 'not_met' outcome or recheck: the task proposed to fix it (reported, never executed), "
         "or null when no tool can establish the key without an unrequested side effect.",
     )
+
+    @field_validator("key")
+    @classmethod
+    def _well_formed(cls, key: str) -> str:
+        if not _PREREQ_KEY.fullmatch(key):
+            raise ValueError(f"{key!r} is not a prerequisite key: a plain key ('customer_identified'), or a per-entity key "
+                             "'<key>[<entity>]' with one pair of brackets at its end ('line_status[${line}]')")
+        return key
 
     @model_validator(mode="after")
     def _consistent(self) -> PrereqAnn:
@@ -335,6 +349,12 @@ class RegistryRef(_Strict):
 class Solution(_Strict):
     """A scenario; with every turn annotated, a worked solution that forethought verify replays."""
 
+    format_version: int = Field(
+        FORMAT_VERSION,
+        description=f"The file's format version ({FORMAT_VERSION}: {CHANGES[FORMAT_VERSION]}). A file without it was written before "
+        "versions (version 1): it is read by migrating it in memory, with a warning naming each change, and "
+        "`forethought migrate FILE` rewrites it (kernel/solution_format.py).",
+    )
     id: str = Field(description="Unique id.")
     title: str = Field("", description="One line: what the scenario tests.")
     description: str = Field("", description="What the scenario tests and why.")
@@ -354,6 +374,20 @@ class Solution(_Strict):
     config: dict[str, Any] = Field(default_factory=dict, description="Initial scratchpad entries (gamma), e.g. {\"authenticated\": true}.")
     turns: list[Turn] = Field(description="The user turns, in order; S and the world persist across them.")
     source_file: str | None = Field(default=None, exclude=True)
+    # What reading an older format version changed (kernel/solution_format.py): shown as a warning by the commands.
+    _format_notes: list[str] = PrivateAttr(default_factory=list)
+
+    @field_validator("format_version")
+    @classmethod
+    def _current(cls, v: int) -> int:
+        if v != FORMAT_VERSION:
+            raise ValueError(f"format_version {v} is not this forethought's ({FORMAT_VERSION}); load the file with load_solution, "
+                             "which reads an older one, or rewrite it with forethought migrate")
+        return v
+
+    @property
+    def format_notes(self) -> list[str]:
+        return list(self._format_notes)
 
     @property
     def annotated(self) -> bool:
@@ -368,6 +402,7 @@ class Solution(_Strict):
         out["slots"] = {k: {"type": s.type, "value": vals[k]} for k, s in self.slots.items()}
         sol = Solution.model_validate(out)
         sol.source_file = self.source_file
+        sol._format_notes = list(self._format_notes)
         return sol
 
 
@@ -408,13 +443,24 @@ def _format_error(exc: ValidationError, path: str) -> str:
 
 
 def parse_solution(data: Any, path: str = "<data>") -> Solution:
+    """A solution from parsed JSON/YAML; a file of an older format version is migrated in memory, the changes kept as
+    :attr:`Solution.format_notes` (which the commands print as a warning)."""
+    from .solution_format import migrate, summary, version_of
+
     if not isinstance(data, dict):
         raise UserError("a solution must be a JSON/YAML object", path)
+    version = version_of(data, path)
+    notes: list[str] = []
+    if version < FORMAT_VERSION:
+        data, changed, left = migrate(data, path)
+        if changed or left:
+            notes.append(summary(version, changed, left) + f"; rewrite the file with `forethought migrate {path}`")
     try:
         sol = Solution.model_validate(data)
     except ValidationError as exc:
         raise UserError(_format_error(exc, path), path) from None
     sol.source_file = path
+    sol._format_notes = notes
     _normalise_extra_tools(sol, path)
     try:
         sol.rendered()
@@ -453,6 +499,14 @@ def load_solution(path: str | Path) -> Solution:
     except yaml.YAMLError as exc:
         raise UserError(f"not valid YAML: {exc}", str(p)) from None
     return parse_solution(data, str(p))
+
+
+def warn_format_notes(sol: Solution) -> None:
+    """Say on stderr what reading the file's older format version changed (nothing for a current file)."""
+    import sys
+
+    for note in sol.format_notes:
+        print(f"warning: {sol.source_file}: {note}", file=sys.stderr)
 
 
 def solution_files(paths: list[str | Path]) -> list[Path]:

@@ -57,6 +57,9 @@ def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
 
 
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
+    """One strict JSON value per non-blank line (forethought/bounded.py: no NaN, no key given twice), located by line."""
+    from forethought.bounded import JSONProblem, loads_json
+
     out = []
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, start=1):
@@ -64,9 +67,11 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
             if not line:
                 continue
             try:
-                out.append(json.loads(line))
+                out.append(loads_json(line, str(path)))
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{i}: not valid JSON: {exc.msg}") from None
+            except JSONProblem as exc:
+                raise ValueError(f"{path}:{i}: {exc.detail}") from None
     return out
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ReplayMissError
-from .io import atomic_write_jsonl, read_jsonl
+from .io import atomic_write_jsonl
 
 ReplayMode = Literal["off", "record", "replay", "strict"]
 
@@ -50,11 +52,68 @@ class Recorder:
             return self.entries.setdefault(key, {"primitive": primitive, "key": key, "text": text, "model": model})
 
     def save(self, path: str | os.PathLike) -> None:
-        atomic_write_jsonl(path, sorted(self.entries.values(), key=lambda e: e["key"]))
+        """JSON Lines: a header naming the format version, then one entry per line, in key order."""
+        atomic_write_jsonl(path, [{HEADER: RECORDING_VERSION}, *sorted(self.entries.values(), key=lambda e: e["key"])])
 
     @classmethod
     def load(cls, path: str | os.PathLike, mode: ReplayMode = "strict") -> Recorder:
-        return cls(mode, {e["key"]: e for e in read_jsonl(path)})
+        return cls(mode, read_recording(path))
+
+
+# A recording's first line: {"forethought_recording": <version>}. 1: the entries below, one per line. A file without
+# it was written before recordings carried a version; its entries are the same, so it is read as version 1.
+HEADER = "forethought_recording"
+RECORDING_VERSION = 1
+ENTRY_FIELDS = {"primitive": str, "key": str, "text": str, "model": dict}
+
+
+def read_recording(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """A recording's entries by key; every problem is a located error naming the line and field, so a replay never
+    starts from an entry it cannot use (a missing ``text`` used to load, and the run then blamed a missing entry)."""
+    from forethought.bounded import JSONProblem, json_path, loads_json
+    from forethought.errors import UserError
+
+    where = str(path)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start}); a recording is UTF-8 JSON Lines", where) from None
+    entries: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    first = True
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = loads_json(line, where)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"line {n}: not valid JSON ({exc.msg}, column {exc.colno})", where) from None
+        except JSONProblem as exc:
+            raise UserError(f"line {n}: {exc.detail}" + (f" at {json_path(exc.path)}" if exc.path else ""), where) from None
+        if first and isinstance(row, dict) and HEADER in row:
+            version = row[HEADER]
+            if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+                raise UserError(f"line {n}: {HEADER} must be a format version (a positive integer), got {version!r}", where)
+            if version > RECORDING_VERSION:
+                raise UserError(f"line {n}: recording format {version} is newer than this forethought reads "
+                                f"(up to {RECORDING_VERSION}); upgrade forethought, or record the run again", where)
+            first = False
+            continue
+        first = False
+        if not isinstance(row, dict):
+            raise UserError(f"line {n}: expected a recorded reply (a JSON object with {', '.join(ENTRY_FIELDS)}), "
+                            f"got a JSON {type(row).__name__}", where)
+        for field, kind in ENTRY_FIELDS.items():
+            if field not in row:
+                raise UserError(f"line {n}: field {field!r} is missing (a recorded reply has {', '.join(ENTRY_FIELDS)})", where)
+            if not isinstance(row[field], kind):
+                raise UserError(f"line {n}: field {field!r} must be a {'string' if kind is str else 'JSON object'}, "
+                                f"got {type(row[field]).__name__}", where)
+        if row["key"] in lines:
+            raise UserError(f"line {n}: key {row['key'][:16]}... is recorded already at line {lines[row['key']]}", where)
+        lines[row["key"]] = n
+        entries[row["key"]] = row
+    return entries
 
 
 class Cache:

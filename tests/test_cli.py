@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from forethought.cli import CONFIGURED, main
+from forethought.cli import CONFIGURED, HELP_LINES, main
 
 
 @pytest.mark.parametrize("command", sorted(CONFIGURED))
@@ -15,6 +19,25 @@ def test_help_lists_settings_and_runs_nothing(command, capsys, tmp_path, monkeyp
     assert out.startswith(f"usage: forethought {command}")
     assert f"conf/{command}.yaml" in out and "settings and their defaults" in out
     assert not (tmp_path / "runs").exists()
+
+
+def test_help_of_every_command_and_subcommand_works_in_a_fresh_process(tmp_path):
+    """Each in its own interpreter: a --help that works only after another command imported something
+    (generate, validate and evaluate needed the primitive registry) fails here."""
+    env = {**os.environ, "FORETHOUGHT_DEBUG": ""}
+    procs = {" ".join(line): subprocess.Popen([sys.executable, "-m", "forethought.cli", *line, "--help"], cwd=tmp_path, env=env,
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for line in HELP_LINES}
+    for name, proc in procs.items():
+        out, err = proc.communicate()
+        assert proc.returncode == 0 and "Traceback" not in err, f"{name} --help: {err[-2000:]}"
+        assert out.startswith("usage: forethought"), f"{name} --help printed {out[:200]!r}"
+    assert list(tmp_path.iterdir()) == []  # --help runs nothing
+
+
+def test_a_subcommand_with_its_own_config_shows_it(capsys):
+    assert main(["bench", "tau2", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: forethought bench tau2") and "conf/bench_tau2.yaml" in out and "seeds:" in out
 
 
 def test_help_names_config_groups_and_their_options(capsys):

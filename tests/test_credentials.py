@@ -57,10 +57,13 @@ def test_the_key_never_shows_in_a_dump_of_the_config():
 
 
 @pytest.mark.parametrize("command", [["run", FIG1], ["bench", "bfcl"]])
-def test_cfg_masks_a_key_given_on_the_command_line(command, capsys):
-    assert main([*command, "backend=openai", f"backend.api_key={KEY}", "--cfg"]) == 0
-    printed = capsys.readouterr().out
-    assert KEY not in printed and f"api_key: '{MASK}'" in printed and "api_key_env: OPENAI_API_KEY" in printed
+def test_a_key_on_the_command_line_is_refused_even_with_cfg(command, capsys):
+    # Issue 25: one rule for every command (tests/test_secrets.py runs it on each): never on the command line.
+    assert main([*command, "backend=openai", f"backend.api_key={KEY}", "--cfg"]) == 2
+    printed = capsys.readouterr()
+    assert KEY not in printed.out + printed.err and "backend.api_key: a key is not accepted on the command line" in printed.err
+    assert main([*command, "backend=openai", "--cfg"]) == 0
+    assert "api_key: null" in capsys.readouterr().out
 
 
 def _files_containing(folder: Path, text: str) -> list[str]:

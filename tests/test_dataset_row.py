@@ -47,6 +47,14 @@ BROKEN = {
     "a completion by the user": (lambda r: {**r, "completion": [{**r["completion"][0], "role": "user"}]}, "field 'completion': the completion message's role"),
     "a prompt with a tool message": (lambda r: {**r, "prompt": [*r["prompt"][:1], {"role": "tool", "content": "x"}]}, "field 'prompt': roles must be"),
     "input that is not JSON": (lambda r: {**r, "input": "{"}, "field 'input': not valid JSON"),
+    # Issue 25: train accepted these two (validate refused them): the row model itself now checks the primitive's types.
+    "a target that is JSON but not the primitive's output": (
+        lambda r: {**r, "target": {"tool": 3}, "completion": [{"role": "assistant", "content": '{"tool": 3}'}]},
+        "field 'target' is not a valid match_func target (its output type MatchFuncOutput): tool_name: Field required"),
+    "an input the primitive's input type refuses": (lambda r: {**r, "input": json.dumps({"task": "not a task"})},
+                                                     "field 'input' is not a MatchFuncInput: task:"),
+    "a NaN in the completion": (lambda r: {**r, "completion": [{"role": "assistant", "content": '{"tool_name": NaN}'}]},
+                                "field 'completion': the completion's content: NaN is not a JSON number at tool_name"),
 }
 
 
@@ -67,3 +75,21 @@ def test_train_and_validate_refuse_the_same_bad_row_with_its_line_and_field(gene
     for err, split in ((train_err.value, "train"), (val_err.value, "validation")):
         assert err.where == str(data / "match_func" / f"{split}.jsonl")
         assert f"1 bad row(s):\n  line 2: {needle}" in str(err), str(err)
+
+
+def test_the_train_command_refuses_a_target_its_primitive_does_not_accept(generated_data, tmp_path, capsys):
+    from forethought.cli import main
+    from tests.disk import tree
+
+    data = tmp_path / "d"
+    shutil.copytree(generated_data, data)
+    path = data / "match_func" / "train.jsonl"
+    good = _first(generated_data, "match_func", "train")
+    bad = {**good, "target": {"tool_name": ["ls"]}, "completion": [{"role": "assistant", "content": '{"tool_name": ["ls"]}'}]}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    seal(data)
+    before = tree(tmp_path)
+    assert main(["train", "primitive=match_func", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'out'}"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}: 1 bad row(s):\n  line 2: field 'target' is not a valid match_func target" in err
+    assert tree(tmp_path) == before  # refused before any folder was made

@@ -62,7 +62,8 @@ def test_unknown_domain_is_a_located_error(tmp_path, capsys):
 def test_record_then_strict_replay_reproduces_the_run_without_the_backend(tmp_path, capsys):
     assert main(["run", FIG1, f"output_dir={tmp_path / 'a'}", "record=true"]) == 0
     rec = tmp_path / "a" / "fs-paper-figure1" / "recording.jsonl"
-    entries = [json.loads(x) for x in rec.read_text().splitlines()]
+    header, *entries = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert header == {"forethought_recording": 1}  # the format version, checked on load
     assert {e["primitive"] for e in entries} >= {"decompose", "match_func"}
     # strict replay needs no backend at all: a bundle that does not exist is never opened
     assert main(["run", FIG1, f"output_dir={tmp_path / 'b'}", f"replay={rec}", "backend=hf", "backend.bundle=/nonexistent"]) == 0
@@ -73,7 +74,8 @@ def test_record_then_strict_replay_reproduces_the_run_without_the_backend(tmp_pa
     assert {r["source"] for r in replayed if r["kind"] == "slm"} == {"replay"}
     # a recording with an entry missing: strict replay is a located error, not a crash
     short = tmp_path / "short.jsonl"
-    short.write_text("".join(x + "\n" for x in rec.read_text().splitlines()[1:]))
+    lines = rec.read_text().splitlines()
+    short.write_text("".join(x + "\n" for x in [lines[0], *lines[2:]]))
     capsys.readouterr()
     assert main(["run", FIG1, f"output_dir={tmp_path / 'c'}", f"replay={short}"]) == 2
     assert "strict replay: no recorded output" in capsys.readouterr().err

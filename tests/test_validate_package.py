@@ -138,7 +138,8 @@ def test_bundle_manifest_and_model_cards(tiny_run):
         card = (adir / "README.md").read_text()
         assert "SMOKE BUNDLE" in card and "library_name: peft" in card
         assert e["files"] == hash_files(adir), "every file shipped is hashed, the model card included"
-        assert (tiny_run / "train" / p / "adapter" / "training_args.bin").is_file() and not (adir / "training_args.bin").exists()
+        # the trainer's pickled TrainingArguments is removed from the run's adapter folder and never shipped
+        assert not (tiny_run / "train" / p / "adapter" / "training_args.bin").exists() and not (adir / "training_args.bin").exists()
     for sub in ("adapters", "tokenizer", "base"):  # no pickles anywhere in the bundle
         assert not [f for f in (tiny_run / "bundle" / sub).rglob("*") if f.suffix in (".bin", ".pt", ".pth", ".pkl")]
 
@@ -154,8 +155,8 @@ def test_tampered_model_card_is_refused(tiny_run, tmp_path):
 
 def test_unlisted_file_in_the_bundle_is_refused(tiny_run, tmp_path):
     b = _copy(tiny_run, tmp_path)
-    shutil.copy(tiny_run / "train" / "match_func" / "adapter" / "training_args.bin", b / "adapters" / "match_func")
-    with pytest.raises(BundleError, match="adapter file training_args.bin is not listed in the manifest"):
+    (b / "adapters" / "match_func" / "notes.txt").write_text("added after packaging")
+    with pytest.raises(BundleError, match="adapter file notes.txt is not listed in the manifest"):
         load_bundle(b, spec_hashes(), allow_smoke=True)
 
 

@@ -251,17 +251,15 @@ def test_failure_messages_keep_bracketed_check_names(tmp_path, capsys):
 
 def test_a_yaml_alias_bomb_in_a_solution_is_refused_cheaply(tmp_path):
     # Finding 6: an alias bomb inside a solution's config: grew memory at ~60 MB/s until killed.
-    import time
-
     bomb = "id: x\nconfig:\n  a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"  {chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
         for i in range(9))
     p = tmp_path / "bomb.yaml"
     p.write_text(bomb)
-    t0 = time.monotonic()
+    # Refused at the first alias it meets (line 4), so nothing was expanded: a fact, not a time (issue 25).
     msg = _verify_one(p)
-    assert "YAML aliases (*a) are not accepted (line 4)" in msg and time.monotonic() - t0 < 2
+    assert "YAML aliases (*a) are not accepted (line 4)" in msg
 
 
 def test_json_nested_too_deep_is_a_located_error(tmp_path):
@@ -285,7 +283,7 @@ def test_prerequisite_divergence_shows_the_value_in_s_and_the_call_that_wrote_it
     del p["remediation"]
     d["tags"] = [t for t in d["tags"] if t != "prereq_not_met_blocked"]
     msg = _verify_one(_write(tmp_path, d))
-    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status[57]: expected met, got not_met "
+    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status[57]: outcome: expected met, got not_met "
                    "(S['ticket_status[57]'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"), msg
 
 

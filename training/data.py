@@ -29,6 +29,17 @@ def split_path(dataset_dir: str | Path, primitive: str, split: str) -> Path:
     return Path(dataset_dir) / primitive / f"{split}.jsonl"
 
 
+def _stats(dataset_dir: str | Path) -> Any:
+    """The dataset's stats.json (its bytes vouched for by the manifest), strictly parsed."""
+    from forethought.bounded import loads_json
+
+    f = Path(dataset_dir) / "stats.json"
+    try:
+        return loads_json(checked_bytes(dataset_dir, "stats.json"), str(f))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"stats.json is not valid JSON: {exc}", str(f)) from None
+
+
 def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
     """The spec hash the dataset's prompts were rendered with (``stats.json`` ``spec_hashes``), or None if not recorded.
 
@@ -38,10 +49,7 @@ def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
     f = Path(dataset_dir) / "stats.json"
     if not f.is_file():
         return None
-    try:
-        stats = json.loads(checked_bytes(dataset_dir, "stats.json"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise UserError(f"stats.json is not valid JSON: {exc}", str(f)) from None
+    stats = _stats(dataset_dir)
     hashes = stats.get("spec_hashes") if isinstance(stats, dict) else None
     value = hashes.get(primitive) if isinstance(hashes, dict) else None
     if value is not None and not isinstance(value, str):
@@ -54,10 +62,7 @@ def dataset_tool_rendering(dataset_dir: str | Path) -> str:
     f = Path(dataset_dir) / "stats.json"
     if not f.is_file():
         return "full"
-    try:
-        stats = json.loads(checked_bytes(dataset_dir, "stats.json"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise UserError(f"stats.json is not valid JSON: {exc}", str(f)) from None
+    stats = _stats(dataset_dir)
     style = stats.get("tool_rendering", "full") if isinstance(stats, dict) else "full"
     from forethought.kernel.specs import TOOL_RENDERINGS
 

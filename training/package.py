@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,7 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forethought.bundle.manifest import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, sha256_file
+from forethought.bundle.manifest import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, recover_swap, sha256_file, swap_in
+from forethought.bundle.models import PICKLE_PATTERNS
 from forethought.errors import UserError
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 from forethought.primitives.io import atomic_write_json, atomic_write_text
@@ -136,16 +136,22 @@ Load it through the bundle (`backend=hf backend.bundle=<bundle dir>`), which che
 
 
 # Never shipped: pickles (training_args.bin is a pickled TrainingArguments; loading a pickle runs code).
-NOT_SHIPPED = ("training_args.bin", "*.pkl", "*.pickle", "*.pt", "*.pth", "*.bin")
+NOT_SHIPPED = PICKLE_PATTERNS
 
 
 def package(cfg: PackageConfig) -> Path:
     from forethought.bundle.models import adapter_kind
-    from forethought.errors import ensure_output_dir
+    from forethought.errors import check_output_dir
     from forethought.training.artifacts import adapter_dir, check_spec_hashes, load_adapters, read_base_ref, run_metrics
     from forethought.training.provenance import check_measured, read_gates
 
-    ensure_output_dir(Path(cfg.output_dir).parent, "output_dir")  # before loading any model
+    out = Path(cfg.output_dir)
+    recover_swap(out)  # a package killed between its two renames left the old bundle aside: put it back first
+    # Refusals change nothing (docs/guarantees.md): the output is checked, not created, before the gates are read.
+    check_output_dir(out.parent, "output_dir")
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
+        raise UserError(f"{out} exists and is not a bundle (no {MANIFEST}): refusing to replace it; choose another output_dir",
+                        "output_dir")
     gates_path = Path(cfg.validate_dir) / "gates.json"
     gates_doc = read_gates(gates_path)
     gates = gates_doc["primitives"]
@@ -180,7 +186,6 @@ def package(cfg: PackageConfig) -> Path:
     size = sum(f.stat().st_size for f in base_src.rglob("*") if f.is_file())
     copy = cfg.copy_base == "always" or (cfg.copy_base == "auto" and size < 2 * 1024**3)
 
-    out = Path(cfg.output_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -238,15 +243,7 @@ def package(cfg: PackageConfig) -> Path:
             "primitives": prims,
         }
         atomic_write_json(tmp / MANIFEST, manifest)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, out)
+        swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

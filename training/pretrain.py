@@ -123,11 +123,25 @@ def prepare(cfg: TrainConfig) -> Path:
     assert cfg.model.tiny is not None
     if cfg.model.pretrain is None:  # a random base (fast tests, smoke runs)
         return build_tiny_base(cfg.dataset_dir, cfg.model.tiny, cfg.seed, out)
+    check_usable(cfg)
+    if stored_fingerprint(cfg) is not None:  # current: check_usable refuses a stale one
+        return out
+    return pretrain(cfg)
+
+
+def check_usable(cfg: TrainConfig) -> None:
+    """What :func:`prepare` refuses, without changing anything: ``train`` checks it before ``train.overwrite`` deletes a
+    primitive's folder, so a refusal leaves everything as it was (docs/guarantees.md, "Refusals change nothing").
+    A stale base (built from other inputs), a folder that holds no complete base, a base stage that started and is
+    neither resumed nor replaced."""
+    if cfg.model.pretrain is None:
+        return
+    out = base_dir(cfg)
     stored = stored_fingerprint(cfg)
     if stored is not None:
         current = fingerprint(cfg)
         if stored == current:
-            return out
+            return
         diff = sorted(k for k in set(current) | set(stored) if stored.get(k) != current.get(k))
         raise UserError(
             f"an existing base was built from different inputs (differs in: {', '.join(diff)}); rerun the base stage "
@@ -136,20 +150,36 @@ def prepare(cfg: TrainConfig) -> Path:
         )
     if out.exists() and any(out.iterdir()):
         raise UserError(f"folder exists but holds no complete base (no {BASE_MANIFEST}); delete it or use another output_dir", str(out))
-    return pretrain(cfg)
+    _check_not_started(cfg)
 
 
-def clear(cfg: TrainConfig) -> None:
-    """``train.overwrite``: remove the base and its run folder, only where they are recognisably ours."""
+def _check_not_started(cfg: TrainConfig) -> None:
+    """A base stage that started here (a checkpoint or its config) is continued (train.resume) or replaced (train.overwrite),
+    never restarted silently."""
+    from forethought.training.train import last_checkpoint
+
+    run = run_dir(cfg)
+    if _is_main_process() and not cfg.train.resume and (last_checkpoint(run / "checkpoints") is not None or (run / "config.yaml").is_file()):
+        raise UserError(
+            "the base stage already started here; pass train.resume=true to continue it, train.overwrite=true to "
+            "replace it, or choose another output_dir",
+            str(run),
+        )
+
+
+def clear_targets(cfg: TrainConfig) -> list[Path]:
+    """``train.overwrite``: the base and its run folder, which ``train`` deletes; refused unless recognisably ours."""
     out, run = base_dir(cfg), run_dir(cfg)
+    targets = []
     if out.exists():
         if not (out / BASE_MANIFEST).is_file() and any(out.iterdir()):
             raise UserError("train.overwrite: not a forethought base, refusing to delete it", str(out))
-        shutil.rmtree(out)
+        targets.append(out)
     if run.exists():
         if not any((run / m).exists() for m in ("config.yaml", "init", "checkpoints", "metrics.json")):
             raise UserError("train.overwrite: not a forethought base run folder, refusing to delete it", str(run))
-        shutil.rmtree(run)
+        targets.append(run)
+    return targets
 
 
 def _init(cfg: TrainConfig, run: Path) -> Path:
@@ -226,13 +256,8 @@ def pretrain(cfg: TrainConfig) -> Path:
     config = resolved_config(cfg, "base")
     # Under `accelerate launch` every rank trains (DDP); only rank 0 checks and writes the run folder.
     main = _is_main_process()
+    _check_not_started(cfg)
     if main and (resume_from is not None or (run / "config.yaml").is_file()):
-        if not cfg.train.resume:
-            raise UserError(
-                "the base stage already started here; pass train.resume=true to continue it, train.overwrite=true to "
-                "replace it, or choose another output_dir",
-                str(run),
-            )
         import yaml
 
         from forethought.training.train import _diff

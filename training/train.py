@@ -201,6 +201,7 @@ def run(cfg: TrainConfig, *, callbacks: list[Any] | None = None, keep_trainer: b
     current) and all five adapters on it (``all``)."""
     _preflight(cfg)
     _set_offline_env()
+    _check_before_changes(cfg)  # every refusal first: one never follows a deletion or a write
     with _run_folder_locks(cfg):
         if cfg.train.overwrite and _is_main_process():
             _clear_outputs(cfg)
@@ -320,26 +321,64 @@ def _preflight(cfg: TrainConfig) -> None:
 _RUN_MARKERS = ("config.yaml", "metrics.json", "run_state.json", "checkpoints", "adapter")
 
 
-def _clear_outputs(cfg: TrainConfig) -> None:
-    """``train.overwrite=true``: remove what an earlier run left, only where it is recognisably ours."""
-    import shutil
+def _check_before_changes(cfg: TrainConfig) -> None:
+    """Everything the run could refuse after ``train.overwrite`` deleted a folder or after it wrote one, checked while
+    nothing has changed (docs/guarantees.md, "Refusals change nothing"): the folders it would delete are ours; the base
+    it would keep is usable (not built from other inputs); ``base.json`` names that base while adapters remain that
+    belong to it; a run folder that holds a run is continued or replaced, never trained over."""
+    if not _is_main_process():
+        return
+    targets = _overwrite_targets(cfg) if cfg.train.overwrite else []
+    clears_base = cfg.train.overwrite and _clears_base(cfg)
+    if cfg.model.profile in BUILT_HERE and not clears_base:
+        from forethought.training import pretrain
 
-    from forethought.training import pretrain
+        pretrain.check_usable(cfg)
+    if not (cfg.train.overwrite and cfg.primitive in ("base", "all")):  # those drop base.json along with its adapters
+        from forethought.training.artifacts import trained_primitives
 
+        out = Path(cfg.output_dir)
+        kept = [p for p in trained_primitives(out) if out / p not in targets]
+        _check_base_ref(out, _base_path(cfg), cfg.model.profile, kept)
+    if not cfg.train.overwrite:
+        for p in cfg.primitives():
+            _check_reuse(cfg, Path(cfg.output_dir) / p)
+
+
+def _overwrite_targets(cfg: TrainConfig) -> list[Path]:
+    """The folders ``train.overwrite=true`` deletes: those of the primitives it trains and the base when it goes too;
+    refused, before any is deleted, unless every one is recognisably ours."""
     out = Path(cfg.output_dir)
+    targets = []
     for p in cfg.primitives():
         d = out / p
         if d.exists():
             if not any((d / m).exists() for m in _RUN_MARKERS):
                 raise UserError("train.overwrite: not a forethought run folder, refusing to delete it", str(d))
-            shutil.rmtree(d)
-    # The base goes with primitive=base, and with primitive=all when it is stale (built from other inputs):
-    # a current base is reused, so the pipeline's base stage is not undone by its train stage.
-    if cfg.model.profile in BUILT_HERE and (cfg.primitive == "base" or (cfg.primitive == "all" and not pretrain.is_current(cfg))):
-        pretrain.clear(cfg)
-        (out / BASE_REF).unlink(missing_ok=True)
-    elif cfg.primitive in ("base", "all"):
-        (out / BASE_REF).unlink(missing_ok=True)
+            targets.append(d)
+    if _clears_base(cfg):
+        from forethought.training import pretrain
+
+        targets += pretrain.clear_targets(cfg)
+    return targets
+
+
+def _clears_base(cfg: TrainConfig) -> bool:
+    """Whether ``train.overwrite`` takes the base with it: with primitive=base, and with primitive=all when it is stale
+    (built from other inputs). A current base is reused, so the pipeline's base stage is not undone by its train stage."""
+    from forethought.training import pretrain
+
+    return cfg.model.profile in BUILT_HERE and (cfg.primitive == "base" or (cfg.primitive == "all" and not pretrain.is_current(cfg)))
+
+
+def _clear_outputs(cfg: TrainConfig) -> None:
+    """``train.overwrite=true``: remove what an earlier run left, only where it is recognisably ours."""
+    import shutil
+
+    for d in _overwrite_targets(cfg):
+        shutil.rmtree(d)
+    if cfg.primitive in ("base", "all"):
+        (Path(cfg.output_dir) / BASE_REF).unlink(missing_ok=True)
 
 
 def _set_offline_env() -> None:
@@ -366,20 +405,40 @@ def prepare_base(cfg: TrainConfig) -> BaseRef:
     ref_file = out / BASE_REF
     from forethought.training.artifacts import trained_primitives
 
-    if _is_main_process() and ref_file.is_file() and not trained_primitives(out):
+    kept = trained_primitives(out)
+    if _is_main_process() and ref_file.is_file() and not kept:
         # No adapter belongs to the recorded base yet (e.g. its load failed): the record binds nothing.
         ref_file.unlink()
-    if ref_file.is_file():
-        old = json.loads(ref_file.read_text(encoding="utf-8"))
-        if old.get("path") != ref.to_json()["path"] or old.get("profile") != ref.profile:
-            raise UserError(
-                f"this output folder's adapters belong to another base ({old.get('profile')} at {old.get('path')}); "
-                "adapters of different bases cannot share a bundle: use another output_dir",
-                str(ref_file),
-            )
-    elif _is_main_process():
+    _check_base_ref(out, path, ref.profile, kept)
+    if not ref_file.is_file() and _is_main_process():
         atomic_write_json(ref_file, ref.to_json())
     return ref
+
+
+def _base_path(cfg: TrainConfig) -> Path:
+    """Where the base of this run is (or will be, for a built-here profile), without building it."""
+    if cfg.model.profile in BUILT_HERE:
+        from forethought.training import pretrain
+
+        return pretrain.base_dir(cfg)
+    from forethought.training.models import require_local_path
+
+    return require_local_path(cfg.model)
+
+
+def _check_base_ref(out: Path, path: Path, profile: str, kept: list[str]) -> None:
+    """Adapters of one output folder share one base: refuse a base other than the one ``base.json`` records while
+    adapters trained on that one remain (``kept``)."""
+    ref_file = out / BASE_REF
+    if not kept or not ref_file.is_file():
+        return
+    old = json.loads(ref_file.read_text(encoding="utf-8"))
+    if old.get("path") != str(path.resolve()) or old.get("profile") != profile:
+        raise UserError(
+            f"this output folder's adapters belong to another base ({old.get('profile')} at {old.get('path')}); "
+            "adapters of different bases cannot share a bundle: use another output_dir",
+            str(ref_file),
+        )
 
 
 def _base_result(cfg: TrainConfig, base: BaseRef) -> RunResult:
@@ -447,12 +506,7 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
     adapter = run_dir / "adapter"
     metrics_file = run_dir / "metrics.json"
     if not cfg.train.resume:
-        if ckpt or adapter_kind(adapter) is not None or metrics_file.is_file():
-            raise UserError(
-                "this run folder already holds a run; pass train.resume=true to continue it, train.overwrite=true to "
-                "replace it, or choose another output_dir",
-                str(run_dir),
-            )
+        _check_reuse(cfg, run_dir)
         return None, False
     cfg_file = run_dir / "config.yaml"
     if cfg_file.is_file():
@@ -473,6 +527,20 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
         if json.loads(metrics_file.read_text(encoding="utf-8")).get("completed"):
             return None, True
     return ckpt, False
+
+
+def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
+    """A run folder that holds a run (a checkpoint, an adapter, metrics) is continued or replaced, never trained over."""
+    if cfg.train.resume or cfg.train.overwrite:
+        return
+    from forethought.bundle.models import adapter_kind
+
+    if last_checkpoint(run_dir / "checkpoints") or adapter_kind(run_dir / "adapter") is not None or (run_dir / "metrics.json").is_file():
+        raise UserError(
+            "this run folder already holds a run; pass train.resume=true to continue it, train.overwrite=true to "
+            "replace it, or choose another output_dir",
+            str(run_dir),
+        )
 
 
 @contextlib.contextmanager
@@ -768,6 +836,9 @@ def train_primitive(
                 else:
                     eval_metrics = trainer.evaluate()
             trainer.save_model(str(adapter_dir))
+            # The trainer also pickles its TrainingArguments there; nothing loads it (config.yaml records the run), and
+            # model folders holding a pickle are refused on load (forethought/bundle/models.py check_model_files).
+            (adapter_dir / "training_args.bin").unlink(missing_ok=True)
             trainer.accelerator.wait_for_everyone()
         finally:
             _finish_wandb()

@@ -32,7 +32,7 @@ from .bfcl_data import Entry, entry_registry, release_withheld, turn_text
 from .bfcl_env import BfclEnvironment
 from .bfcl_run import EntryRun, EntryTurns
 from .common import kernel_turn, vanilla_step
-from .responder import RENDER_VERSION, Answer, Endpoint, departures, openai_tools, parse_tool_call
+from .responder import RENDER_VERSION, Answer, Endpoint, departures, openai_tools, parse_tool_call, registry_name
 
 MAX_TOOL_MESSAGE_CHARS = 20_000  # a tool result sent back to the model (a long_context listing is megabytes)
 
@@ -135,6 +135,7 @@ def run_vanilla_entry(entry: Entry, endpoint: Endpoint) -> EntryRun:
                 call_id = tc.get("id") if isinstance(tc, dict) else None
                 try:
                     name, args, _ = parse_tool_call(tc, k)
+                    name = registry_name(name, registry)
                 except ValueError as exc:
                     row["parse_errors"].append(f"step {step}: {exc}")
                     messages.append({"role": "tool", "tool_call_id": call_id, "content": f"Error: could not read the call: {exc}"})

@@ -187,7 +187,7 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None,
     if cfg.mode == ["ceiling"]:
         return out, _run_ceiling(cfg, out, selected, command)
     recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
-    summary: dict[str, Any] = {"mode": "run", "modes": list(cfg.mode), "command": command,
+    summary: dict[str, Any] = {"mode": "run", "modes": list(cfg.mode), "command": common.recorded(command),
                                "backend": common.backend_label(cfg, backend, bundle=True) if kernel_modes else None,
                                "responder": endpoint.label if endpoint is not None else None, "categories": {}}
     with _progress() as progress:
@@ -222,7 +222,7 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None,
 def _run_ceiling(cfg: BenchConfig, out: Path, selected: dict[str, list[Entry]], command: str | None) -> dict[str, Any]:
     from . import bfcl_ceiling, bfcl_report
 
-    summary: dict[str, Any] = {"mode": "ceiling", "command": command, "label": bfcl_ceiling.LABEL, "categories": {}}
+    summary: dict[str, Any] = {"mode": "ceiling", "command": common.recorded(command), "label": bfcl_ceiling.LABEL, "categories": {}}
     with _progress() as progress:
         for category, entries in selected.items():
             task = progress.add_task(f"{category} ceiling", total=len(entries))

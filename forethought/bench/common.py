@@ -78,6 +78,13 @@ def mode_list(value: Any, available: tuple[str, ...], lists: str, aliases: dict[
     return values
 
 
+def recorded(command: str | None) -> str | None:
+    """The command line as the summary and the report record it: a secret in it masked (docs/guarantees.md)."""
+    from forethought.config import mask_secrets
+
+    return None if command is None else mask_secrets(command)
+
+
 def strict_replay(cfg: RunSettings) -> bool:
     return cfg.replay is not None and cfg.replay_mode == "strict"
 

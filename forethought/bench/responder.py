@@ -29,9 +29,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from forethought.kernel.backends.factory import ServerURL
 from forethought.kernel.backends.openai_backend import BackendError, OpenAIBackend, resolve_api_key
 from forethought.kernel.records import TurnResult
 from forethought.kernel.registry import CallParseError, Registry, format_call, parse_calls
+from forethought.kernel.registry.model import TOOL_NAME, provider_name
 from forethought.primitives import Trace
 
 # The rendering's version: bump it whenever a section, a label or the order changes (docs/responder.md
@@ -54,7 +56,7 @@ class ResponderConfig(BaseModel):
     """An OpenAI-compatible endpoint serving the base model (the responder, and the vanilla baseline)."""
 
     model_config = ConfigDict(extra="forbid")
-    base_url: str | None = Field(None, pattern=r"^https?://\S+$")  # null: backend.base_url when backend=openai
+    base_url: ServerURL | None = None  # null: backend.base_url when backend=openai
     model: str = "base"  # the served name of the base model (vLLM: --served-model-name)
     # The key as for the backend: $OPENAI_API_KEY (api_key_env) or api_key_file; masked wherever shown.
     api_key: SecretStr | None = None
@@ -164,9 +166,15 @@ def render_turn(request: str, result: TurnResult, trace: Trace | None = None, *,
 
 
 def openai_tools(registry: Registry) -> list[dict[str, Any]]:
-    """The registry's functions in OpenAI's ``tools`` form (the docs as imported, schema as the kernel checks it)."""
-    return [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+    """The registry's functions in OpenAI's ``tools`` form (the docs as imported, schema as the kernel checks it), each
+    under the name a provider accepts (a dotted BFCL name with '_'; :func:`registry_name` maps a reply's back)."""
+    return [{"type": "function", "function": {"name": provider_name(t.name), "description": t.description, "parameters": t.parameters}}
             for t in registry]
+
+
+def registry_name(name: str, registry: Registry) -> str:
+    """The registry's name of the tool a reply calls by its offered name (itself when no tool is offered under it)."""
+    return registry.tool_for_provider_name(name) or name
 
 
 # ------------------------------------------------------------------ the answer
@@ -181,7 +189,7 @@ class Answer:
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.S)
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = TOOL_NAME  # what a provider may call a tool (the registry's names, dotted ones mapped: provider_name)
 
 
 def _text_calls(text: str, registry: Registry, out: Answer) -> None:
@@ -210,7 +218,7 @@ def parse_tool_call(tc: Any, k: int) -> tuple[str, dict[str, Any], str | None]:
     if not isinstance(fn, dict):
         raise ValueError(f"{where}: no function object")
     name, raw = fn.get("name"), fn.get("arguments", "{}")
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"{where}.function.name: {name!r} is not a function name")
     if isinstance(raw, str):
         try:
@@ -243,9 +251,11 @@ def parse_answer(reply: dict[str, Any], registry: Registry) -> Answer:
         tool_calls = []
     for k, tc in enumerate(tool_calls):
         try:
-            out.calls.append(parse_tool_call(tc, k))
+            name, args, call_id = parse_tool_call(tc, k)
         except ValueError as exc:
             out.errors.append(str(exc))
+            continue
+        out.calls.append((registry_name(name, registry), args, call_id))
     if not tool_calls and out.text.strip():
         _text_calls(out.text, registry, out)
     return out

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forethought.errors import UserError
-from forethought.kernel.backends.openai_backend import OpenAIBackend, resolve_api_key
+from forethought.errors import RunFailed, UserError
+from forethought.kernel.backends.openai_backend import BackendError, OpenAIBackend, resolve_api_key
 from forethought.kernel.specs import PRIMITIVE_NAMES
 
 MIN_LOGPROB_DELTA = 1e-3  # below this the served "adapter" is the base, up to numerical noise
@@ -68,7 +68,10 @@ def cli(cfg: Any) -> int:
                         "backend")
     client = OpenAIBackend(cfg.backend.base_url, api_key=resolve_api_key(cfg.backend, "backend"), timeout_s=cfg.backend.timeout_s)
     adapters = {p: cfg.backend.models.get(p, p) for p in PRIMITIVE_NAMES}
-    rows = check(client, cfg.responder.model, adapters)
+    try:
+        rows = check(client, cfg.responder.model, adapters)
+    except BackendError as exc:  # a dead, hanging or misbehaving server: the run failed, it is not a bug here
+        raise RunFailed(f"the deployment did not answer the probe: {exc.message}", "backend.base_url") from None
     print(f"probe sent to the base model {cfg.responder.model!r} and to each adapter at {client.base_url}:")
     for p, r in rows.items():
         delta = "no logprobs" if r["max_logprob_delta"] is None else f"max |Δlogprob| {r['max_logprob_delta']:.3g}"

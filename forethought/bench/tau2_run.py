@@ -261,7 +261,7 @@ def run_bench(cfg: Tau2Config, backend: Any = None, command: str | None = None, 
     ensure_output_dir(out, "output_dir")
     recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
     summary: dict[str, Any] = {"benchmark": "tau2", "domain": cfg.domain, "split": cfg.split, "modes": list(cfg.mode),
-                               "seeds": list(cfg.seeds), "command": command, "tau2_version": tau2_data.package_version(),
+                               "seeds": list(cfg.seeds), "command": common.recorded(command), "tau2_version": tau2_data.package_version(),
                                "backend": common.backend_label(cfg, backend) if kernel_modes else None,
                                "responder": endpoint.label if endpoint is not None else None, "settings": {}}
     for mode, key, kernel in common.settings(cfg):

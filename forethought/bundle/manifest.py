@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +35,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from forethought.bounded import loads_json
 from forethought.errors import UserError
 
+from . import models
 from .models import WEIGHT_FILES, load_full_adapters, load_model, load_tokenizer
 
 # 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed;
@@ -151,14 +156,17 @@ def _parse_manifest(mpath: Path) -> dict[str, Any]:
     if mpath.stat().st_size > MAX_MANIFEST_BYTES:
         raise BundleError(f"manifest is larger than {MAX_MANIFEST_BYTES >> 20} MiB", str(mpath))
     try:
-        m = json.loads(mpath.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        m = loads_json(mpath.read_bytes(), str(mpath), max_bytes=MAX_MANIFEST_BYTES)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"manifest is not valid JSON: {exc}", str(mpath)) from None
     if not isinstance(m, dict):
         raise BundleError("manifest is not a JSON object", str(mpath))
-    if m.get("format_version") != FORMAT_VERSION:
-        raise BundleError(f"format_version {m.get('format_version')!r} is not supported (expected {FORMAT_VERSION}); "
-                          "repackage with this forethought", str(mpath))
+    version = m.get("format_version")
+    if version != FORMAT_VERSION:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
+        raise BundleError(f"format_version {version!r} is not the one this forethought reads ({FORMAT_VERSION}): "
+                          + ("upgrade forethought" if newer else "repackage the adapters with this forethought (forethought package)"),
+                          str(mpath))
     try:
         Manifest.model_validate(m)
     except ValidationError as exc:
@@ -178,19 +186,11 @@ def _inside(root: Path, rel: str, where: str) -> Path:
 
 
 def check_safetensors(path: Path) -> None:
-    """A .safetensors file starts with an 8-byte header length and a JSON header: a pickle does not."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        n = int.from_bytes(head, "little") if len(head) == 8 else -1
-        ok = 2 <= n <= min(size - 8, 100 * 1024 * 1024)
-        if ok:
-            try:
-                ok = isinstance(json.loads(f.read(n)), dict)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                ok = False
-    if not ok:
-        raise BundleError("not a safetensors file (no valid header; a pickle renamed?)", str(path))
+    """A .safetensors file of the bundle that is one (models.check_safetensors), refused as a :class:`BundleError`."""
+    try:
+        models.check_safetensors(path)
+    except UserError as exc:
+        raise BundleError(exc.message, exc.where) from None
 
 
 def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
@@ -202,9 +202,9 @@ def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
     if sha256_file(gpath) != g["sha256"]:
         raise BundleError("sha256 does not match the manifest: the gates file was modified", str(gpath))
     try:
-        doc = json.loads(gpath.read_bytes())
+        doc = loads_json(gpath.read_bytes(), str(gpath), max_bytes=MAX_MANIFEST_BYTES)
         measured = doc["primitives"], doc["measured"]["adapters"]
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise BundleError(f"not a gates file: {exc!r}", str(gpath)) from None
     results, digests = measured
     failed = []
@@ -248,7 +248,46 @@ def _check_base(root: Path, m: dict[str, Any], mpath: Path) -> Path:
     if config_sha256(base) != b["config_sha256"]:
         raise BundleError("base model config hash does not match the manifest: a different base model", str(base / "config.json"))
     check_files(base, b["files"], "base model")
+    try:  # an external base lies outside the bundle's own safetensors check (load_bundle): no pickle, wherever it is
+        models.check_model_files(base)
+    except UserError as exc:
+        raise BundleError(exc.message, exc.where) from None
     return base
+
+
+def _previous(out: Path) -> Path:
+    """Where a bundle being replaced waits while its successor is renamed in (the swap's journal)."""
+    return out.with_name(f".{out.name}.old")
+
+
+def swap_in(staged: Path, out: Path) -> None:
+    """Put the complete bundle ``staged`` at ``out``, replacing any bundle there. Replacing a folder by rename takes two
+    renames (``out`` aside, ``staged`` in); a crash between them leaves the old bundle aside, where
+    :func:`recover_swap` (run when package starts and when a bundle is loaded) puts it back."""
+    old = _previous(out)
+    recover_swap(out)
+    if out.exists():
+        os.replace(out, old)
+        os.replace(staged, out)
+        shutil.rmtree(old)
+    else:
+        os.replace(staged, out)
+
+
+def recover_swap(out: str | Path) -> str | None:
+    """Finish a swap that a crash interrupted, as a journal is replayed: the old bundle set aside and no bundle at ``out``
+    (killed between the two renames) is put back; set aside with the new one in place (killed before its removal), it
+    is removed. Returns what was done, or None when there was nothing to do."""
+    out = Path(out)
+    old = _previous(out)
+    if not old.is_dir():
+        return None
+    if out.exists():
+        shutil.rmtree(old)
+        return "removed the replaced bundle left behind by an interrupted package"
+    os.replace(old, out)
+    print(f"note: {out}: restored the bundle that an interrupted `forethought package` had set aside", file=sys.stderr)
+    return "restored"
 
 
 @dataclass
@@ -305,6 +344,7 @@ class Bundle:
 def bundle_tool_rendering(path: str | Path) -> str:
     """The tool rendering a bundle's adapters were trained with (its manifest's ``tool_rendering``), read after the
     manifest's own checks: the caller renders with it before it compares spec hashes (:func:`load_bundle`)."""
+    recover_swap(path)
     mpath = Path(path) / MANIFEST
     if not mpath.is_file():
         raise BundleError("not a bundle: manifest.json is missing", str(path))
@@ -320,6 +360,7 @@ def load_bundle(path: str | Path, spec_hashes: Mapping[str, str], *, allow_smoke
     ``require`` (default: every primitive of ``spec_hashes``) names the primitives the bundle must hold.
     """
     root = Path(path)
+    recover_swap(root)
     mpath = root / MANIFEST
     if not mpath.is_file():
         raise BundleError("not a bundle: manifest.json is missing", str(root))

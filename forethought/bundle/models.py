@@ -17,6 +17,7 @@ the kernel's backends import this module, and every CLI command imports those, s
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,9 +44,48 @@ def gemma3_chat_template() -> str:
     return (Path(trl.__file__).parent / "chat_templates" / "gemma3.jinja").read_text(encoding="utf-8")
 
 
+# Files that are pickles by their name: loading one runs code. forethought reads weights from safetensors only (a bundle
+# never ships one; package leaves the trainer's training_args.bin behind).
+PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle")
+
+
+def check_safetensors(path: Path) -> None:
+    """A .safetensors file starts with an 8-byte header length and a JSON header: a pickle does not."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        ok = 2 <= n <= min(size - 8, 100 * 1024 * 1024)
+        if ok:
+            try:
+                ok = isinstance(json.loads(f.read(n)), dict)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                ok = False
+    if not ok:
+        raise UserError("not a safetensors file (no valid header; a pickle renamed?)", str(path))
+
+
+def check_model_files(folder: str | Path) -> None:
+    """Refuse, before transformers opens anything in it, a model folder that holds a pickle or a .safetensors file that
+    is not one: a base outside a bundle is loaded from wherever it lies, and torch would unpickle a .bin."""
+    import fnmatch
+
+    files = sorted(f for f in Path(folder).rglob("*") if f.is_file())
+    for f in files:
+        if any(fnmatch.fnmatch(f.name, p) for p in PICKLE_PATTERNS):
+            raise UserError("a pickle among the model's files (loading one runs code): forethought loads weights from "
+                            "safetensors only; convert the model (save_pretrained(..., safe_serialization=True)) and remove it",
+                            str(f))
+    for f in files:
+        if f.suffix == ".safetensors":
+            check_safetensors(f)
+
+
 def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu") -> PreTrainedModel:
-    """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised."""
+    """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised, and any pickle."""
     from transformers import AutoModelForCausalLM
+
+    check_model_files(path)
 
     kwargs: dict[str, Any] = {}
     fsdp = fsdp_enabled()

@@ -15,7 +15,7 @@ from ..specs import PrimitiveName, set_tool_rendering  # a registered primitive'
 from .hf import HFBackend
 from .openai_backend import OpenAIBackend, resolve_api_key
 
-__all__ = ["BackendConfig", "Device", "PrimitiveName", "backend_factory", "make_model_backend"]
+__all__ = ["BackendConfig", "Device", "PrimitiveName", "ServerURL", "backend_factory", "make_model_backend"]
 
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
@@ -25,6 +25,19 @@ def _device(v: str) -> str:
         raise ValueError("expected auto, cpu, cuda or cuda:N (N a GPU index)")
     return v
 
+
+def _server_url(v: str) -> str:
+    if not re.fullmatch(r"https?://\S+", v):
+        raise ValueError("expected an http:// or https:// URL")
+    if "@" in v.split("://", 1)[1].split("/", 1)[0]:
+        # Reports and traces record the URL: a key in it would be written with it (docs/serving.md, Credentials).
+        raise ValueError("a URL with a user name or key (user:key@host) is refused: reports and traces record the URL; put the key "
+                         "in $OPENAI_API_KEY (api_key_env names another variable) or a file (api_key_file)")
+    return v
+
+
+# An OpenAI-compatible server's URL, without credentials in it.
+ServerURL = Annotated[str, AfterValidator(_server_url)]
 
 # A torch device for inference: auto (cuda when available, else cpu), cpu, cuda, or cuda:N.
 Device = Annotated[str, AfterValidator(_device)]
@@ -40,7 +53,7 @@ class OracleBackendConfig(_B):
 
 class OpenAIBackendConfig(_B):
     name: Literal["openai"] = "openai"
-    base_url: str = Field("http://localhost:8000/v1", pattern=r"^https?://\S+$")
+    base_url: ServerURL = "http://localhost:8000/v1"
     # The key: from the environment variable api_key_env (OPENAI_API_KEY by default), or from the file
     # api_key_file; api_key itself is for a config file kept private. A SecretStr: --cfg, model_dump and
     # every file written show it as '**********', never its value (docs/serving.md, "Credentials").

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from forethought.config import MASK
 from forethought.errors import UserError
 from forethought.primitives import BackendError as _DSLBackendError
 from forethought.primitives import SLMReply, SLMRequest
@@ -154,6 +155,9 @@ class OpenAIBackend:
                 body = r.read(MAX_REPLY_BYTES + 1)
                 if deadline.expired:  # the read returned what it had when the socket was shut down
                     raise TimeoutError
+                if len(body) > MAX_REPLY_BYTES:  # stopped reading at the cap: the rest was never asked for
+                    raise BackendError(f"{where}: reply is larger than {MAX_REPLY_BYTES} bytes (the size cap of a reply); "
+                                       "a chat completion is kilobytes: a broken server, or max_tokens far too high")
                 if r.length:  # bytes the server announced but never sent
                     raise http.client.IncompleteRead(body, r.length)
             except (OSError, http.client.HTTPException) as exc:
@@ -165,18 +169,29 @@ class OpenAIBackend:
                 raise BackendError(f"{where}: cannot reach the server: {exc}") from None
             finally:
                 conn.close()
-        if len(body) > MAX_REPLY_BYTES:
-            raise BackendError(f"{where}: reply is larger than {MAX_REPLY_BYTES} bytes")
         if r.status >= 400:
             detail = body[:300].decode(errors="replace")
             cls_err = BackendError if r.status >= 500 or r.status in (408, 429) else PermanentBackendError
             raise cls_err(f"{where}: HTTP {r.status}: {detail}")
         return body
 
+    def _redacted(self, exc: BackendError) -> BackendError:
+        """``exc`` with the key masked: a server may echo the Authorization header into its error body, and these
+        messages go into turns.json, traces and reports (the key reaches no file: docs/guarantees.md)."""
+        if not self.api_key or self.api_key not in exc.message:
+            return exc
+        return type(exc)(exc.message.replace(self.api_key, MASK), primitive=exc.primitive, path=exc.path, attempts=exc.attempts)
+
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST one chat-completions ``body`` as it is; the reply as JSON, or a located :class:`BackendError`.
         The primitives' requests go through here, and so do the bench's responder and vanilla requests
         (with ``tools``), so that one client, one key and one deadline serve them all."""
+        try:
+            return self._chat(body)
+        except BackendError as exc:
+            raise self._redacted(exc) from None
+
+    def _chat(self, body: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
@@ -193,6 +208,12 @@ class OpenAIBackend:
         return reply
 
     def _post(self, req: SLMRequest) -> SLMReply:
+        try:
+            return self._answer(req)
+        except BackendError as exc:
+            raise self._redacted(exc) from None
+
+    def _answer(self, req: SLMRequest) -> SLMReply:
         body = self._body(req)
         where = f"{self.urls.get(body['model'], self.url)} (model {body['model']!r})"
         reply = self.chat(body)

@@ -42,7 +42,7 @@ from pydantic import ValidationError
 from forethought.errors import UserError
 
 from .bfcl_side_effects import BFCL_SIDE_EFFECTS
-from .model import ToolSpec
+from .model import ToolSpec, provider_name, tool_name_problem
 from .prose_constraints import add_prose_constraints
 from .registry import Registry
 from .schema_normalize import SchemaPathError, normalize_schema, suggest, type_name
@@ -127,18 +127,29 @@ def parse_registry(data_or_text: Any, fmt: str | None = None, source: str = "<re
             raise RegistryError(source, f"not UTF-8 text (byte {exc.start})") from None
     if isinstance(data, str):
         data, lines = _load_text(data, source)
+    else:  # decoded by the caller (a benchmark's own loader): the same bounds, NaN and infinity refused
+        from forethought.bounded import JSONProblem, check_depth
+
+        try:
+            check_depth(data, source)
+        except JSONProblem as exc:
+            raise _located(exc, source) from None
     fmt = fmt or detect_format(data, source, jsonl=lines is not None)
     raw_tools = _unwrap(data, fmt, source)
     if lines is not None and len(lines) != len(raw_tools):
         lines = None  # a JSON Lines file whose single line holds a whole list
     tools: list[ToolSpec] = []
     seen: dict[str, int] = {}
+    raw_names: dict[int, str] = {}
     for i, raw in enumerate(raw_tools):
         loc = _Loc(source, i, lines[i] if lines else None)
         tool = _tool(raw, fmt, loc)
-        if tool.name in seen:
-            raise loc.error("name", f"duplicate of tool #{seen[tool.name]}")
-        seen[tool.name] = i
+        offered = provider_name(tool.name)  # two names a provider would be offered alike are one name too many
+        if offered in seen:
+            same = "duplicate of" if raw_names[seen[offered]] == tool.name else f"offered to a provider as {offered!r}, as is"
+            raise loc.error("name", f"{same} tool #{seen[offered]}")
+        seen[offered] = i
+        raw_names[i] = tool.name
         tools.append(tool)
     return tools
 
@@ -172,16 +183,35 @@ def detect_format(data: Any, source: str = "<registry>", *, jsonl: bool = False)
 # -- text --------------------------------------------------------------------
 
 
-def _bounded(data: Any, source: str, check_depth: Any, max_depth: int) -> Any:
-    try:
-        return check_depth(data, source, max_depth)
-    except UserError as exc:
-        raise RegistryError(source, exc.message) from None
+def _located(exc: Any, source: str, line: int | None = None) -> RegistryError:
+    """A strict-JSON refusal (forethought/bounded.py: nesting, a repeated key, NaN or infinity) as a registry error
+    naming the tool (its position and name) and the field's JSON path inside it."""
+    from forethought.bounded import json_path
+
+    path, names = list(exc.path), list(exc.names)
+    # The tool is the item of the top-level list, of "tools" / "functions", or of an MCP reply's result.tools.
+    k = 0
+    if path[:1] == ["result"]:
+        k = 1
+    if path[k:k + 1] in (["tools"], ["functions"]):
+        k += 1
+    if line is not None:  # JSON Lines: the line is the tool
+        tool, rest, name = None, path, names[0] if names else None
+    elif k < len(path) and isinstance(path[k], int):
+        tool, rest = path[k], path[k + 1:]
+        inner = k + 2 if rest[:1] == ["function"] else k + 1  # an OpenAI tool's name is in its "function"
+        name = names[inner] if inner < len(names) else None
+    else:
+        return RegistryError(source, exc.message, line=exc.line if line is None else line, column=exc.column)
+    who = None if tool is None and name is None else (f"tool #{tool}" if tool is not None else "tool") + (f" {name!r}" if name else "")
+    return RegistryError(source, exc.detail, tool=who, field=json_path(rest) or None, line=exc.line if line is None else line,
+                         column=exc.column if line is None else None)
 
 
 def _load_text(text: str, source: str) -> tuple[Any, list[int] | None]:
-    """Decode JSON, or JSON Lines (one value per non-blank line), with located errors."""
-    from forethought.bounded import MAX_DEPTH, MAX_FILE_BYTES, check_depth
+    """Decode JSON, or JSON Lines (one value per non-blank line), with located errors; strict (forethought/bounded.py):
+    NaN, infinities and a key given twice are refused like malformed JSON."""
+    from forethought.bounded import MAX_FILE_BYTES, JSONProblem, loads_json
 
     text = text.lstrip("\ufeff")
     if not text.strip():
@@ -189,9 +219,9 @@ def _load_text(text: str, source: str) -> tuple[Any, list[int] | None]:
     if len(text) > MAX_FILE_BYTES:
         raise RegistryError(source, f"larger than {MAX_FILE_BYTES >> 20} MiB")
     try:
-        return _bounded(json.loads(text), source, check_depth, MAX_DEPTH), None
-    except RecursionError:
-        raise RegistryError(source, f"nested deeper than {MAX_DEPTH} levels") from None
+        return loads_json(text, source), None
+    except JSONProblem as exc:
+        raise _located(exc, source) from None
     except json.JSONDecodeError as whole:
         rows = text.splitlines()
         first = next(i for i, r in enumerate(rows) if r.strip())
@@ -205,9 +235,9 @@ def _load_text(text: str, source: str) -> tuple[Any, list[int] | None]:
         if not row.strip():
             continue
         try:
-            items.append(_bounded(json.loads(row), source, check_depth, MAX_DEPTH))
-        except RecursionError:
-            raise RegistryError(source, f"nested deeper than {MAX_DEPTH} levels", line=n) from None
+            items.append(loads_json(row, source))
+        except JSONProblem as exc:
+            raise _located(exc, source, line=n) from None
         except json.JSONDecodeError as exc:
             raise RegistryError(source, f"invalid JSON: {exc.msg}", line=n, column=exc.colno) from None
         line_nos.append(n)
@@ -320,6 +350,9 @@ def _tool(raw: Any, fmt: str, loc: _Loc) -> ToolSpec:
         raise loc.error("name", "missing")
     if loc.name is None:
         raise loc.error("name", f"expected a non-empty string without surrounding spaces, got {name!r}")
+    problem = tool_name_problem(name, fmt)
+    if problem:
+        raise loc.error("name", problem)
     description = fn.get("description", "")
     if description is None:
         description = ""

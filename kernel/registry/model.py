@@ -9,6 +9,8 @@ has side effects.
 
 from __future__ import annotations
 
+import keyword
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -58,6 +60,34 @@ def fact_of(key: str) -> str:
     return head if bracket and key.endswith("]") else key
 
 
+# A tool name every major provider accepts (OpenAI's rule; Anthropic's and Gemini's admit the same names) and so one a
+# model can be offered. BFCL's function docs name some functions with a dot (``math.factorial``): a tool imported from
+# them keeps its name, and is offered to a provider as provider_name() maps it, a reply's name mapped back
+# (Registry.tool_for_provider_name).
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+DOTTED_TOOL_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
+DOTTED_SOURCES = ("bfcl",)
+
+
+def tool_name_problem(name: str, source: str = "internal") -> str | None:
+    """Why ``name`` cannot be a tool's name, or None: it must match ``^[a-zA-Z0-9_-]{1,64}$`` (with '.' too for a format
+    that uses dotted names, BFCL's), and not be a Python keyword (the kernel writes and reads calls as ``name(arg=value)``)."""
+    dotted = source in DOTTED_SOURCES
+    if not (DOTTED_TOOL_NAME if dotted else TOOL_NAME).fullmatch(name):
+        odd = sorted({c for c in name if not (c.isascii() and (c.isalnum() or c in "_-" or (dotted and c == ".")))})
+        shown = ", ".join(repr(c) + ("" if c.isascii() else f" (U+{ord(c):04X})") for c in odd)
+        return (f"{name!r} is not a tool name providers accept: 1 to 64 ASCII letters, digits, '_' or '-'"
+                + (" or '.'" if dotted else "") + (f"; it has {shown}" if odd else f"; it has {len(name)} characters"))
+    if keyword.iskeyword(name):
+        return f"{name!r} is a Python keyword: the kernel's calls (name(arg=value)) cannot name it"
+    return None
+
+
+def provider_name(name: str) -> str:
+    """The name a tool is offered under to an OpenAI-compatible provider: a dotted (BFCL) name with '_' for '.'."""
+    return name.replace(".", "_")
+
+
 class ToolSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -98,12 +128,12 @@ class ToolSpec(BaseModel):
         flag), for ``forethought registry check`` to show."""
         return list(self._notes)
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not v or not isinstance(v, str):
-            raise ValueError("tool name must be a non-empty string")
-        return v
+    @model_validator(mode="after")
+    def _name(self) -> ToolSpec:
+        problem = tool_name_problem(self.name, self.source)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @field_validator("parameters")
     @classmethod

@@ -52,5 +52,11 @@ class Registry:
         """Tool name -> parameter names in declared order, for binding positional call arguments."""
         return self.derived("signatures", lambda reg: {t.name: t.param_names for t in reg})
 
+    def tool_for_provider_name(self, name: str) -> str | None:
+        """The tool a provider's reply names (its provider_name, model.py), or None when no tool is offered under it."""
+        from .model import provider_name
+
+        return self.derived("provider_names", lambda reg: {provider_name(t.name): t.name for t in reg}).get(name)
+
     def merged(self, other: Registry, *, name: str | None = None) -> Registry:
         return Registry(list(self) + [t for t in other if t.name not in self], name=name or self.name)

@@ -134,6 +134,7 @@ def normalize_schema(schema: Any, *, path: str, dialect: Dialect = "json", requi
     if require_object:
         _check_object_root(out, path)
     _check_meta(out, path)
+    _check_defaults(out, path)
     return out
 
 
@@ -371,3 +372,27 @@ def _check_meta(out: dict, path: str) -> None:
     if err is not None:
         where = path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
         raise SchemaPathError(where, err.message)
+
+
+def _check_defaults(out: dict, path: str) -> None:
+    """Every ``default`` must be valid for the schema it sits in: an integer parameter whose default is "5" would hand a
+    tool a value its own schema refuses whenever the argument is left out. Local ``$ref``s resolve against the root."""
+    cls = validator_for(out, default=Draft202012Validator)
+    root = cls(out, format_checker=cls.FORMAT_CHECKER)
+    stack: list[tuple[Any, str]] = [(out, path)]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, dict):
+            if "default" in node:
+                rest = {k: v for k, v in node.items() if k != "default"}
+                err = best_match(root.evolve(schema=rest).iter_errors(node["default"]))
+                if err is not None:
+                    raise SchemaPathError(f"{at}.default", f"{node['default']!r} does not fit its own schema: {err.message}")
+            for k, v in node.items():
+                if k in _SCHEMA_MAPS or k in ("$defs", "definitions"):
+                    if isinstance(v, dict):
+                        stack.extend((sub, f"{at}.{k}.{name}") for name, sub in v.items())
+                elif k in _SCHEMA_LISTS and isinstance(v, list):
+                    stack.extend((sub, f"{at}.{k}[{i}]") for i, sub in enumerate(v))
+                elif k in _SCHEMA_ONE or k == "items":
+                    stack.append((v, f"{at}.{k}"))

@@ -1,0 +1,149 @@
+"""Refusals change nothing (issue 25 part 2; docs/guarantees.md "Refusals change nothing"): every check that can refuse
+runs before the first deletion or write, so a refused command leaves its folder byte-identical. And a package killed
+between its two renames leaves a bundle that the next package, or the next load, puts back (part 7).
+
+The train and package cases work on a copy of the tiny pipeline's run (tests/conftest.py), through the real commands.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forethought.bundle.manifest import load_bundle
+from forethought.cli import main
+from forethought.kernel.specs import spec_hashes
+from tests.disk import tree
+
+# The tiny pipeline's train settings (tests/conftest.py tiny_pipeline_args), as `forethought train` takes them.
+TRAIN = ["model=tiny", "train=quick", "train.max_steps=2", "train.max_eval_examples=4", "model.tiny.vocab_size=1024", "logging=none",
+         "model.pretrain.max_steps=2", "model.pretrain.em_eval_steps=null", "train.em_eval_steps=null"]
+
+
+@pytest.fixture
+def run_copy(tiny_pipeline, tmp_path) -> Path:
+    """A copy of the tiny pipeline's data, train folder and bundle, to refuse things on."""
+    out = tmp_path / "run"
+    for part in ("data", "train", "validate", "bundle"):
+        shutil.copytree(tiny_pipeline / part, out / part, symlinks=True)
+    return out
+
+
+def _train(run: Path, *extra: str) -> list[str]:
+    return ["train", *TRAIN, f"dataset_dir={run / 'data'}", f"output_dir={run / 'train'}", *extra]
+
+
+def test_train_overwrite_refused_for_a_stale_base_deletes_nothing(run_copy, capsys):
+    # Issue 25: train.overwrite=true deleted the adapter's folder, then refused because the base was built from other inputs.
+    before = tree(run_copy)
+    assert (run_copy / "train" / "match_fill" / "adapter" / "adapter_model.safetensors").is_file()
+    rc = main(_train(run_copy, "primitive=match_fill", "train.overwrite=true", "model.pretrain.max_steps=3"))
+    err = capsys.readouterr().err
+    assert rc == 2 and "an existing base was built from different inputs (differs in: pretrain)" in err
+    assert tree(run_copy) == before
+
+
+def test_train_overwrite_refused_for_a_folder_not_ours_deletes_none_of_the_others(run_copy, capsys):
+    mine = run_copy / "train" / "match_fill"
+    shutil.rmtree(mine)
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine, not a run")
+    before = tree(run_copy)
+    rc = main(_train(run_copy, "primitive=all", "train.overwrite=true"))
+    err = capsys.readouterr().err
+    assert rc == 2 and "not a forethought run folder, refusing to delete it" in err and str(mine) in err
+    assert tree(run_copy) == before  # decompose ... match_func, trained before it in the list, are all still there
+
+
+def test_train_without_overwrite_or_resume_refuses_before_writing(run_copy, capsys):
+    (run_copy / "train" / "base.json").unlink()  # would be written again before the adapter's refusal
+    before = tree(run_copy)
+    assert main(_train(run_copy, "primitive=match_fill")) == 2
+    assert "this run folder already holds a run" in capsys.readouterr().err
+    assert tree(run_copy) == before
+
+
+@pytest.mark.parametrize("run_dir", ["{f}", "{f}/sub"])
+def test_pipeline_with_a_file_for_run_dir_is_refused_before_any_stage(run_dir, tmp_path, capsys):
+    # Issue 25: the refusal came after verify ran, and named no field (a test timed it instead: tests/test_fault_injection.py).
+    f = tmp_path / "a-file"
+    f.write_text("not a folder")
+    before = tree(tmp_path)
+    assert main(["pipeline", f"run_dir={run_dir.format(f=f)}"]) == 2
+    err = capsys.readouterr().err
+    assert "error: run_dir:" in err and str(f) in err and "is a file, not a folder" in err
+    assert "verify" not in err  # no stage began (each stage prints its name as it starts)
+    assert tree(tmp_path) == before
+
+
+def _package(run: Path, out: Path, *extra: str) -> list[str]:
+    return ["package", f"train_dir={run / 'train'}", f"validate_dir={run / 'validate'}", f"dataset_dir={run / 'data'}",
+            f"output_dir={out}", *extra]
+
+
+def test_package_refused_for_failed_gates_creates_no_folder(run_copy, capsys):
+    before = tree(run_copy)
+    assert main(_package(run_copy, run_copy / "new" / "sub" / "bundle")) == 2  # the tiny gates fail
+    assert "refusing to package: the gates of" in capsys.readouterr().err
+    assert tree(run_copy) == before  # new/sub was created before the refusal
+
+
+def test_package_never_replaces_a_folder_that_is_not_a_bundle(run_copy, capsys):
+    mine = run_copy / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("months of work")
+    before = tree(run_copy)
+    assert main(_package(run_copy, mine, "allow_failed_gates=true")) == 2
+    assert "exists and is not a bundle (no manifest.json): refusing to replace it" in capsys.readouterr().err
+    assert tree(run_copy) == before
+
+
+# --------------------------------------------------------------- a kill between package's two renames
+KILL_AFTER_SETTING_ASIDE = """
+import os, signal, sys
+real = os.replace
+def replace(src, dst, *a, **k):
+    real(src, dst, *a, **k)
+    if os.path.basename(str(dst)) == ".bundle.old":  # the old bundle is aside, the new one not yet in: die here
+        os.kill(os.getpid(), signal.SIGKILL)
+os.replace = replace
+from forethought.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_package_killed_between_its_two_renames_leaves_the_old_bundle_restorable(run_copy):
+    bundle = run_copy / "bundle"
+    before = tree(bundle)
+    args = _package(run_copy, bundle, "allow_failed_gates=true")
+    proc = subprocess.run([sys.executable, "-c", KILL_AFTER_SETTING_ASIDE, *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -9, proc.stderr[-2000:]  # killed (SIGKILL) at that very point
+    assert not bundle.exists() and (run_copy / ".bundle.old" / "manifest.json").is_file()
+    # The next load puts the old bundle back at its path, whole.
+    load_bundle(bundle, spec_hashes(), allow_smoke=True)
+    assert tree(bundle) == before and not (run_copy / ".bundle.old").exists()
+    # And so does the next package, which then replaces it.
+    proc = subprocess.run([sys.executable, "-c", KILL_AFTER_SETTING_ASIDE, *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -9 and not bundle.exists()
+    assert main(args) == 0
+    load_bundle(bundle, spec_hashes(), allow_smoke=True)
+    assert not (run_copy / ".bundle.old").exists()
+    assert json.loads((bundle / "manifest.json").read_text())["smoke"] is True
+
+
+@pytest.mark.parametrize("line", [
+    ["run", "tests/fixtures/solutions/paper_figure1.json", "backend=hf", "backend.bundle={t}/no-bundle", "output_dir={t}/out/run"],
+    ["evaluate", "dataset_dir={t}/no-data", "settings=[oracle]", "noise.sweep=[]", "output_dir={t}/out/evaluate"],
+    ["validate", "dataset_dir={t}/no-data", "train_dir={t}/no-train", "output_dir={t}/out/validate"],
+])  # fmt: skip
+def test_a_command_refused_on_its_inputs_creates_no_output_folder(line, tmp_path, capsys):
+    # The output folder used to be made (or its parents, by evaluate) before the inputs were read and refused.
+    before = tree(tmp_path)
+    assert main([a.replace("{t}", str(tmp_path)) for a in line]) == 2
+    assert "error: " in capsys.readouterr().err
+    assert tree(tmp_path) == before

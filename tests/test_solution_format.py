@@ -1,0 +1,190 @@
+"""Solution files carry a format version (issue 25 part 3; kernel/solution_format.py).
+
+Per-entity prerequisite keys (``order_status[${order}]``) changed what a solution records: a file written before
+(``order_status``) then failed verify with "expected met, got met". Now such a file is version 1 (it names none),
+read by migrating it in memory with a warning naming each change, and ``forethought migrate`` rewrites it with a
+backup. A version newer than the code is refused, a divergence names every field that differs, and ``run`` refuses
+prerequisite keys that cannot mean what their tool checks.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from forethought.cli import main
+from forethought.data_gen.verify import verify_paths
+from forethought.kernel.registry.model import fact_of
+from forethought.kernel.scenario import load_solution, parse_solution, solution_files
+from forethought.kernel.solution_format import FORMAT_VERSION
+from tests.disk import tree
+
+CORPUS = Path("data_gen/solutions")
+TWO_ORDERS = CORPUS / "retail" / "cancel_two_pending_orders.json"
+OTHER_LINE = CORPUS / "telecom" / "read_suspended_then_refuel_other_line.json"
+
+
+def _prerequisite_lists(d: dict):
+    for turn in d.get("turns", []):
+        for t in turn.get("tasks") or []:
+            yield t.get("prerequisites") or []
+            for inst in t.get("instances") or []:
+                if inst.get("prerequisites") is not None:
+                    yield inst["prerequisites"]
+
+
+def as_version_1(d: dict) -> dict:
+    """The solution as it was written before per-entity keys: no format_version, every key domain-wide."""
+    old = copy.deepcopy(d)
+    old.pop("format_version")
+    for prereqs in _prerequisite_lists(old):
+        for p in prereqs:
+            p["key"] = fact_of(p["key"])
+    return old
+
+
+def _keys(d: dict) -> list[str]:
+    return [p["key"] for prereqs in _prerequisite_lists(d) for p in prereqs]
+
+
+def test_every_file_of_the_corpus_names_the_current_version():
+    files = solution_files([CORPUS, "tests/fixtures/solutions"])
+    assert len(files) == 453 and {json.loads(f.read_text())["format_version"] for f in files} == {FORMAT_VERSION}
+
+
+def test_every_solution_of_the_corpus_written_as_version_1_migrates_back_to_itself():
+    """The migration, checked on the corpus itself: each file with a per-entity key, its keys made domain-wide (as
+    the file was before), is read back with exactly the keys it has now, slots and all."""
+    migrated = 0
+    for f in solution_files([CORPUS]):
+        d = json.loads(f.read_text())
+        old = as_version_1(d)
+        if _keys(old) == _keys(d):
+            continue
+        sol = parse_solution(old, str(f))
+        assert _keys(sol.model_dump(mode="json")) == _keys(d), f
+        assert sol.format_notes and "format_version 1 read as 2" in sol.format_notes[0], f
+        migrated += 1
+    assert migrated >= 100
+
+
+def test_verify_reads_a_version_1_file_with_a_warning_naming_each_change(tmp_path, capsys):
+    # Issue 25: this file failed with "expected met, got met" (the differing key was not shown).
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text())), indent=2))
+    assert main(["verify", str(p)]) == 0
+    err = capsys.readouterr().err
+    assert f"WARN {p}: format_version 1 read as 2 (per-entity prerequisite keys" in err
+    assert "turn 0, task t1, prerequisite 1: 'order_status' -> 'order_status[${o1}]'" in err
+    assert "turn 0, task t3, prerequisite 1: 'order_status' -> 'order_status[${o2}]'" in err
+    assert f"rewrite the file with `forethought migrate {p}`" in err
+
+
+def test_a_version_newer_than_the_code_is_refused_naming_it(tmp_path, capsys):
+    d = json.loads(TWO_ORDERS.read_text())
+    p = tmp_path / "new.json"
+    p.write_text(json.dumps({**d, "format_version": FORMAT_VERSION + 1}))
+    assert main(["verify", str(p)]) == 2
+    assert f"format_version {FORMAT_VERSION + 1} is newer than this forethought reads (up to {FORMAT_VERSION})" in capsys.readouterr().err
+
+
+def test_migrate_rewrites_older_files_with_a_backup_and_leaves_current_ones(tmp_path, capsys):
+    old = as_version_1(json.loads(OTHER_LINE.read_text()))
+    (tmp_path / "a").mkdir()
+    v1 = tmp_path / "a" / "old.json"
+    v1.write_text(json.dumps(old, indent=1))
+    original = v1.read_bytes()
+    current = tmp_path / "a" / "current.json"
+    current.write_bytes(TWO_ORDERS.read_bytes())
+    assert main(["migrate", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert f"migrated {v1}: format_version 1 -> 2" in out and f"current  {current} (format_version 2)" in out
+    assert "'line_status' -> 'line_status[${good}]'" in out
+    assert (tmp_path / "a" / "old.json.v1.bak").read_bytes() == original
+    assert current.read_bytes() == TWO_ORDERS.read_bytes()
+    assert json.loads(v1.read_text()) == json.loads(OTHER_LINE.read_text())  # the keys it has today, in the corpus
+    [result] = verify_paths([v1])
+    assert result.ok and not [w for w in result.warnings if "format_version" in w]
+    assert main(["migrate", str(v1)]) == 0 and "current  " in capsys.readouterr().out
+
+
+def test_migrate_refuses_before_writing_anything(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text()))))
+    b.write_text(json.dumps(as_version_1(json.loads(OTHER_LINE.read_text()))))
+    (tmp_path / "b.json.v1.bak").write_text("an earlier original")
+    before = tree(tmp_path)
+    assert main(["migrate", str(a), str(b)]) == 2  # b's backup would be overwritten: neither file is touched
+    assert "a backup is already there" in capsys.readouterr().err
+    assert tree(tmp_path) == before
+
+
+def test_a_divergence_names_every_field_that_differs(tmp_path):
+    d = json.loads(OTHER_LINE.read_text())
+    prereq = d["turns"][1]["tasks"][0]["prerequisites"][1]
+    assert prereq["key"] == "line_status[${good}]"
+    prereq["key"] = "line_status[${bad}]"  # well formed, but another line's entry
+    p = tmp_path / "wrong.json"
+    p.write_text(json.dumps(d))
+    [result] = verify_paths([p])
+    assert not result.ok
+    assert "check_prerequisites/line_status[L-9009]: key: expected 'line_status[L-9009]', got 'line_status[L-4096]'" in result.error
+    assert "outcome: expected" not in result.error  # the outcome and recheck agree: only the fields that differ are named
+
+
+@pytest.mark.parametrize(("key", "needle"), [
+    ("line_status[${good}", "'line_status[L-4096' is not a prerequisite key"),
+    ("line_status]", "'line_status]' is not a prerequisite key"),
+    ("line_status", "'line_status' names no entity, but refuel_data checks line_status per line_id"),
+    ("customer_identified[${good}]", "'customer_identified[L-4096]' names an entity, but refuel_data checks customer_identified once"),
+    ("roaming", "'roaming' is not a prerequisite of refuel_data"),
+])  # fmt: skip
+def test_run_refuses_a_malformed_per_entity_key_and_writes_nothing(key, needle, tmp_path, capsys):
+    # Issue 25: run accepted these (verify flagged them); with the oracle backend it even ran them.
+    d = json.loads(OTHER_LINE.read_text())
+    index = 0 if key.startswith("customer") else 1
+    d["turns"][1]["tasks"][0]["prerequisites"][index]["key"] = key
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(d))
+    before = tree(tmp_path)
+    assert main(["run", str(p), f"output_dir={tmp_path / 'out'}"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err.replace("${good}", "L-4096"), err
+    assert tree(tmp_path) == before
+
+
+def test_load_solution_keeps_no_note_for_a_current_file():
+    assert load_solution(OTHER_LINE).format_notes == []
+
+
+# ------------------------------------------------------------------ the other versioned files
+@pytest.mark.parametrize(("version", "remedy"), [(0, "regenerate the dataset with forethought generate"), (2, "upgrade forethought")])
+def test_a_dataset_of_another_format_is_refused_naming_it(generated_data, tmp_path, capsys, version, remedy):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(generated_data, data)
+    m = json.loads((data / "dataset.json").read_text())
+    (data / "dataset.json").write_text(json.dumps({**m, "format": version}))
+    assert main(["train", "primitive=match_fill", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'out'}"]) == 2
+    err = capsys.readouterr().err
+    assert f"field 'format' is {version}, not the dataset format this forethought reads (1): {remedy}" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("version", "remedy"), [(3, "repackage the adapters with this forethought"), (5, "upgrade forethought")])
+def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path, version, remedy):
+    import shutil
+
+    from forethought.bundle.manifest import BundleError, load_bundle
+    from forethought.kernel.specs import spec_hashes
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_pipeline / "bundle", bundle)
+    m = json.loads((bundle / "manifest.json").read_text())
+    (bundle / "manifest.json").write_text(json.dumps({**m, "format_version": version}))
+    with pytest.raises(BundleError, match=f"format_version {version} is not the one this forethought reads \\(4\\): {remedy}"):
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
