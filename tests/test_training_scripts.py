@@ -152,3 +152,22 @@ def test_bench_gpu_lora_small_run_on_gpu(tmp_path):
     assert bench.main(["--settings", "ours", "--steps", "2", "--warmup", "1", "--examples", "32", "--json", str(out)]) == 0
     row = json.loads(out.read_text())["results"][0]
     assert row["tokens_per_s"] and row["peak_mem_gib"] > 20, row
+
+
+def test_probe_trainable_freezes_what_it_is_told(generated_data, tmp_path):
+    """scripts/probe_trainable.py (docs/training.md's which-weights probes): linear layers only, one epoch."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "scripts/probe_trainable.py", "--dataset-dir", str(generated_data), "--output-dir", str(tmp_path),
+                          "--primitive", "match_func", "--trainable", "linear", "--epochs", "1", "--override", "model.tiny.vocab_size=1024",
+                          "--override", "model.pretrain.max_steps=2", "--override", "train.dev_fraction=0.3"],
+                         capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr
+    # 2 layers x 7 projections; embeddings and norms stay frozen
+    assert "trainable: linear (" in text and "dev exact match" in text
+    trained = int(text.split("trainable: linear (")[1].split(" of ")[0].replace(",", ""))
+    total = int(text.split(" of ")[1].split(" parameters")[0].replace(",", ""))
+    # tiny shape (hidden 128, MLP 512, 4 heads / 2 KV of 32): per layer q 128x128, k and v 128x64, o 128x128, and three 128x512
+    assert trained == 2 * (128 * 128 * 2 + 128 * 64 * 2 + 3 * 128 * 512) < total
