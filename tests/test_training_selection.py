@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from safetensors.torch import load_file  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
+from forethought.bundle.models import WEIGHT_FILES, adapter_kind  # noqa: E402
 from forethought.data_gen.row import read_rows  # noqa: E402
 from forethought.data_gen.unit import load_manifest  # noqa: E402
 from forethought.training.config import PRIMITIVES  # noqa: E402
@@ -27,9 +28,10 @@ PRIM = "match_func"  # the fixture data's match_func rows come from several solu
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def overrides(data: Path, out: Path, *extra: str) -> list[str]:
+def overrides(data: Path, out: Path, *extra: str, epochs: int = 3) -> list[str]:
+    # the converge profile as shipped (full weights, its per-primitive budgets), shrunk to the fixture's size
     return [f"primitive={PRIM}", "model=tiny", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={out}", "train=converge",
-            "train.epochs=3", "train.per_device_batch_size=4", "train.dev_fraction=0.3", "train.dev_em_examples=4", "train.cpu_threads=1",
+            f"train.per_primitive.{PRIM}.epochs={epochs}", "train.per_device_batch_size=4", "train.dev_fraction=0.3", "train.dev_em_examples=4", "train.cpu_threads=1",
             "train.early_stopping_patience=null", "model.tiny.vocab_size=1024", "logging=none", "logging.progress=false", "seed=3", *extra]
 
 
@@ -62,6 +64,13 @@ def test_the_base_stage_reads_exactly_the_train_rows_left_after_the_dev_carve(ge
     assert got == want and len(got) < sum(len(read_rows(generated_data, p, "train")) for p in PRIMITIVES)
 
 
+def weights(folder: Path) -> dict:
+    """The saved weights of an adapter or checkpoint folder, whichever kind (LoRA or full) the profile trains."""
+    kind = adapter_kind(folder)
+    assert kind, f"{folder} holds no weights"
+    return load_file(str(folder / WEIGHT_FILES[kind][0]))
+
+
 class StopAfterFirstSave(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         raise KeyboardInterrupt(f"simulated kill after the checkpoint of step {state.global_step}")
@@ -82,8 +91,8 @@ def test_the_adapter_kept_is_the_epoch_of_best_dev_exact_match(selected_run):
     assert [round(e["epoch"]) for e in evals] == [1, 2, 3]  # one evaluation per epoch
     score = {e["step"]: e["eval_exact_match"] - e["eval_loss"] / 1000 for e in evals}
     assert sel["best_global_step"] == max(score, key=lambda s: (score[s], -s))  # the first of the best
-    kept = load_file(str(out / PRIM / "adapter" / "adapter_model.safetensors"))
-    best = load_file(str(out / PRIM / "checkpoints" / f"checkpoint-{sel['best_global_step']}" / "adapter_model.safetensors"))
+    kept = weights(out / PRIM / "adapter")
+    best = weights(out / PRIM / "checkpoints" / f"checkpoint-{sel['best_global_step']}")
     assert kept.keys() == best.keys() and all(torch.equal(kept[k], best[k]) for k in kept)
 
 
@@ -95,17 +104,17 @@ def test_an_interrupted_converge_run_resumes_to_the_same_selection(generated_dat
     m = run(config_from_overrides(overrides(generated_data, out, "train.resume=true")))[PRIM].metrics
     assert m["resumed_from"] == "checkpoint-" + str(selected_run[1]["eval_history"][0]["step"])
     assert m["selection"] == selected_run[1]["selection"] and m["eval_history"] == selected_run[1]["eval_history"]
-    a = load_file(str(selected_run[0] / PRIM / "adapter" / "adapter_model.safetensors"))
-    b = load_file(str(out / PRIM / "adapter" / "adapter_model.safetensors"))
+    a = weights(selected_run[0] / PRIM / "adapter")
+    b = weights(out / PRIM / "adapter")
     assert all(torch.equal(a[k], b[k]) for k in a), "the resumed run keeps the same adapter as the uninterrupted one"
 
 
 def test_early_stopping_ends_a_flat_curve_and_per_primitive_budgets_apply(generated_data, tmp_path):
     # lr 1e-9: nothing is learned, so the dev score never improves after the first epoch
     cfg = config_from_overrides(overrides(generated_data, tmp_path, "train.epochs=50", "train.learning_rate=1e-9",
-                                          f"+train.per_primitive.{PRIM}.early_stopping_patience=1",
-                                          f"+train.per_primitive.{PRIM}.epochs=6"))
-    assert cfg.train.for_primitive(PRIM).epochs == 6 and cfg.train.for_primitive("decompose").epochs == 50
+                                          f"+train.per_primitive.{PRIM}.early_stopping_patience=1", epochs=6))
+    assert cfg.train.for_primitive(PRIM).epochs == 6 and cfg.train.for_primitive("decompose").epochs == 3
+    assert cfg.train.for_primitive(PRIM).early_stopping_patience == 1 and cfg.train.for_primitive("decompose").early_stopping_patience is None
     m = run(cfg)[PRIM].metrics
     assert m["selection"]["stopped_early"] and round(m["epochs_completed"]) < 6
 
