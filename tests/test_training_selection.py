@@ -30,9 +30,11 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def overrides(data: Path, out: Path, *extra: str, epochs: int = 3) -> list[str]:
     # the converge profile as shipped (full weights, its per-primitive budgets), shrunk to the fixture's size
-    return [f"primitive={PRIM}", "model=tiny", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={out}", "train=converge",
-            f"train.per_primitive.{PRIM}.epochs={epochs}", "train.per_device_batch_size=4", "train.dev_fraction=0.3", "train.dev_em_examples=4", "train.cpu_threads=1",
-            "train.early_stopping_patience=null", "model.tiny.vocab_size=1024", "logging=none", "logging.progress=false", "seed=3", *extra]
+    return [f"primitive={PRIM}", "model=tiny", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={out}",
+            "train=converge", f"train.per_primitive.{PRIM}.epochs={epochs}", "train.per_device_batch_size=4",
+            "train.dev_fraction=0.3", "train.dev_em_examples=4", "train.cpu_threads=1",
+            "train.early_stopping_patience=null", "model.tiny.vocab_size=1024", "logging=none",
+            "logging.progress=false", "seed=3", *extra]
 
 
 def test_the_dev_split_is_carved_from_train_solutions_only(generated_data):
