@@ -37,7 +37,7 @@ from forethought.primitives.primitive import Message, default_parse
 
 from .decoding import FREE_TEXT, SchemaBuilder, ValueSpace, with_format
 from .grounding import Haystack, canonical, normalize
-from .registry.model import fact_of
+from .registry.model import entity_key, fact_of
 from .scratchpad import bindable
 
 # The declared fan-out of a turn (KernelConfig.max_tasks' default): decompose's decoding schema bounds its task list by it.
@@ -790,17 +790,56 @@ def _prereq_tool(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
     extra = _unknown_params(tool, out.task.parameters)
     if extra:
         return f"{tool.name} has no parameters {extra}"
-    if not establishes(tool.writes, inp.key):
-        return f"{tool.name} does not establish {inp.key!r} (it sets {tool.writes or 'nothing'})"
+    if not establishes(tool.writes, inp.key, out.task.parameters):
+        return f"{tool.name} does not establish {inp.key!r} with these parameters (it sets {tool.writes or 'nothing'})"
     return None
 
 
-def establishes(writes: Sequence[str], key: str) -> bool:
+def establishes(writes: Sequence[str], key: str, params: Mapping[str, Any] | None = None) -> bool:
     """Whether a tool whose declared writes are ``writes`` establishes the scratchpad key ``key``: the key itself,
-    or for a per-entity key (``line_status[L-9009]``) a per-entity write of the same fact (``line_status[{params.line_id}]``)."""
+    or for a per-entity key (``line_status[L-9009]``) a per-entity write of the same fact (``line_status[{params.line_id}]``).
+
+    Given the call's ``params``, a write templated by a parameter must name the key's entity: ``get_ticket`` with
+    ``ticket_id`` 57 sets ``ticket_status[57]``, not ``ticket_status[15]``. A write templated by the result
+    (``line_status[{result.line_id}]``) names its entity only after the call, so it is taken on trust."""
     if key in writes:
         return True
-    return fact_of(key) != key and any(fact_of(w) == fact_of(key) and fact_of(w) != w for w in writes)
+    if fact_of(key) == key:
+        return False
+    return any(_entity_write_names(w, key, params) for w in writes if fact_of(w) == fact_of(key) and fact_of(w) != w)
+
+
+_PARAM_ENTITY = re.compile(r"\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _entity_param(write: str) -> str | None:
+    """The parameter a per-entity write's entity is (``line_status[{params.line_id}]`` -> ``line_id``), if it is one."""
+    m = _PARAM_ENTITY.fullmatch(write[len(fact_of(write)) + 1:-1])
+    return m.group(1) if m else None
+
+
+def _entity_write_names(write: str, key: str, params: Mapping[str, Any] | None) -> bool:
+    name = _entity_param(write)
+    if name is None or params is None or key.endswith("[]"):  # key[]: no entity known, none to name
+        return True
+    return name in params and entity_key(fact_of(key), params[name]) == key
+
+
+def _bound_entity(tool: ToolBrief, key: str) -> tuple[str, Any] | None:
+    """The parameter a tool must set, and its value, so that its call establishes the per-entity ``key``: only when
+    every write of the key's fact is templated by that one parameter (else the grammar leaves it to the contract)."""
+    writes = [w for w in tool.writes if fact_of(w) == fact_of(key) and fact_of(w) != w]
+    names = {_entity_param(w) for w in writes}
+    if key in tool.writes or len(names) != 1 or None in names or key.endswith("[]"):
+        return None
+    (name,) = names
+    entity = key[len(fact_of(key)) + 1:-1]
+    kind = tool.params.get(name, "")
+    if kind == "integer" and re.fullmatch(r"-?\d+", entity):
+        return name, int(entity)
+    if kind == "number" and re.fullmatch(r"-?\d+(\.\d+)?", entity):
+        return name, float(entity) if "." in entity else int(entity)
+    return name, entity
 
 
 def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
@@ -814,9 +853,15 @@ def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | Non
 def _prereq_schema(inp: CheckPrereqInput, max_tasks: int) -> dict[str, Any]:
     """A tool that establishes the key (none: only null), its parameters, each grounded in the task, context or state."""
     b = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
-    writers = [t for t in inp.tools if establishes(t.writes, inp.key)]
-    task = [{"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": b.parameters(t.params)},
-             "required": ["tool_name", "parameters"], "additionalProperties": False} for t in writers]
+    task = []
+    for t in (t for t in inp.tools if establishes(t.writes, inp.key)):
+        params = b.parameters(t.params)
+        bound = _bound_entity(t, inp.key)
+        if bound is not None:  # the call must name the key's entity (establishes, given the parameters)
+            params = {**params, "properties": {**params["properties"], bound[0]: {"const": bound[1]}},
+                      "required": [bound[0]]}
+        task.append({"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": params},
+                     "required": ["tool_name", "parameters"], "additionalProperties": False})
     return b.finish({"type": "object", "properties": {"task": {"anyOf": [*task, {"type": "null"}]}}, "required": ["task"],
                      "additionalProperties": False})
 

@@ -112,6 +112,31 @@ def test_check_prerequisites_grammar_offers_only_tools_that_establish_the_key():
     assert admits(spec.decoding_schema(none_writes), _text("check_prerequisites", {"task": {"tool_name": "get_details_by_id", "parameters": {}}}))
 
 
+def test_check_prerequisites_call_must_name_the_keys_entity_in_contract_and_grammar():
+    """get_details_by_id writes line_status[{params.id}]: called on L-777 it does not establish line_status[L-3141]
+    (the converge run's adapters wrote such calls: docs/training.md). The contract refuses it; the grammar fixes id."""
+    spec = SPECS["check_prerequisites"]
+    inp = CheckPrereqInput(task=TaskRef(id="t1", text="Add 3 GB to line L-3141, not L-777"), key="line_status[L-3141]",
+                           outcome="absent", context={"other_line": "L-777"}, tools=TOOLS)
+    right = {"task": {"tool_name": "get_details_by_id", "parameters": {"id": "L-3141"}}}
+    wrong = {"task": {"tool_name": "get_details_by_id", "parameters": {"id": "L-777"}}}
+    unnamed = {"task": {"tool_name": "get_details_by_id", "parameters": {}}}
+    assert spec.check_output(inp, right).ok
+    for bad in (wrong, unnamed):
+        res = spec.check_output(inp, bad)
+        assert not res.ok and res.violations[0].constraint == "establishes_key"
+        assert admits(spec.decoding_schema(inp), _text("check_prerequisites", bad)) is not None
+    assert admits(spec.decoding_schema(inp), _text("check_prerequisites", right)) is None
+    # an integer entity (ticket_status[15]) is the integer parameter 15; a write templated by the result is taken on trust
+    ticket = ToolBrief(name="get_ticket", params={"ticket_id": "integer"}, writes=["ticket_status[{params.ticket_id}]"])
+    by_result = ToolBrief(name="find_line", params={"phone": "string"}, writes=["line_status[{result.line_id}]"])
+    t_inp = CheckPrereqInput(task=TaskRef(id="t1", text="Comment on ticket 15, see 57"), key="ticket_status[15]", outcome="absent", tools=[ticket])
+    assert admits(spec.decoding_schema(t_inp), _text("check_prerequisites", {"task": {"tool_name": "get_ticket", "parameters": {"ticket_id": 15}}})) is None
+    assert admits(spec.decoding_schema(t_inp), _text("check_prerequisites", {"task": {"tool_name": "get_ticket", "parameters": {"ticket_id": 57}}}))
+    r_inp = CheckPrereqInput(task=TaskRef(id="t1", text="Line of 555-0101"), key="line_status[L-1]", outcome="absent", tools=[by_result])
+    assert spec.check_output(r_inp, {"task": {"tool_name": "find_line", "parameters": {"phone": "555-0101"}}}).ok
+
+
 def test_match_fill_grammar_names_exactly_the_missing_parameters_with_grounded_values():
     spec = SPECS["match_fill"]
     inp = MatchFillInput(task=TaskRef(id="t1", text='Tweet "Filed:" followed by the file name'), tool=ToolBrief(name="post", params={"content": "string"}),
