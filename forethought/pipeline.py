@@ -541,10 +541,13 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     ]
     train_cfg = pr.stages["train"].config if "train" in pr.stages else None
     if train_cfg is not None and train_cfg.model.profile in BUILT_HERE:
+        # what each primitive trains is the profile's choice (converge: every weight), so the note reads it from the config
+        tuned = ("fine-tunes a copy of its every weight per primitive" if train_cfg.train.finetuning == "full"
+                 else "trains one LoRA adapter per primitive on it")
         L += [
             f"> **Small-model results.** The `{pr.cfg.profile}` profile builds a small Gemma-3-architecture model here, "
-            "pretrains it full-parameter on the train splits of the five primitives (the base stage), then trains one LoRA "
-            "adapter per primitive on it, all on CPU. Its figures are small-model figures: they show that the chain works "
+            f"pretrains it full-parameter on the train splits of the five primitives (the base stage), then {tuned}, "
+            "all on CPU. Its figures are small-model figures: they show that the chain works "
             "and how far such a model gets, not what Gemma-3-12B reaches (`profile=paper`, GPUs).",
             "",
         ]

@@ -128,3 +128,23 @@ def test_selection_needs_a_dev_split_and_patience_needs_selection(generated_data
         config_from_overrides(overrides(generated_data, tmp_path, "train.dev_fraction=0"))
     with pytest.raises(ConfigError, match="needs train.selection=dev_exact_match"):
         config_from_overrides(overrides(generated_data, tmp_path, "train.selection=last", "train.early_stopping_patience=2"))
+
+
+def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run, capsys):
+    """scripts/dev_errors.py (docs/training.md's error analysis) decodes exactly the dev rows the selection used:
+    rows of train solutions, never a validation row, and counts every one of them under some kind."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dev_errors", Path(__file__).resolve().parents[1] / "scripts" / "dev_errors.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out, m = selected_run
+    assert mod.main(["--train-dir", str(out), "--dataset-dir", str(generated_data), "--primitive", PRIM,
+                     "--dev-fraction", "0.3", "--seed", "3", "--max-new-tokens", "16", "--show", "2"]) == 0
+    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    _, dev = train_and_dev_rows(generated_data, PRIM, 0.3, seed=3)
+    assert summary.startswith(f"{PRIM}: {len(dev)} dev rows from {len({r.solution_id for r in dev})} solutions; ")
+    counted = sum(int(part.rsplit(" (", 1)[0].rsplit(" ", 1)[1]) for part in summary.split("; ", 1)[1].split(", "))
+    assert counted == len(dev) == m["selection"]["dev_rows"]
+    validation = {r.solution_id for r in read_rows(generated_data, PRIM, "validation")}
+    assert not validation & {r.solution_id for r in dev}

@@ -1,0 +1,75 @@
+"""Error analysis on the dev split: what a trained primitive gets wrong on rows carved from its *train* solutions.
+
+The dev rows are the ones `train.selection` selects with (training/data.py `train_and_dev_rows`): reading their
+errors tunes nothing on validation rows, which stay the held-out measurement of `forethought validate`.
+Prints each wrong answer (prompt's first line, target, prediction, contract verdict) and a count per kind.
+
+    python scripts/dev_errors.py --train-dir runs/converge1/train --dataset-dir runs/converge1/data \
+        --primitive check_prerequisites [--limit 128] [--free]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train-dir", required=True)
+    ap.add_argument("--dataset-dir", required=True)
+    ap.add_argument("--primitive", required=True)
+    ap.add_argument("--dev-fraction", type=float, default=0.1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=128)
+    ap.add_argument("--free", action="store_true", help="free decoding instead of contract-compiled")
+    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--show", type=int, default=40, help="wrong answers printed")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from forethought.kernel.backends.hf import generate
+    from forethought.kernel.specs import SPECS
+    from forethought.training.artifacts import load_adapters
+    from forethought.training.data import train_and_dev_rows, use_dataset_tool_rendering
+
+    torch.set_num_threads(2)
+    use_dataset_tool_rendering(args.dataset_dir)
+    spec = SPECS[args.primitive]
+    _, dev = train_and_dev_rows(args.dataset_dir, args.primitive, args.dev_fraction, seed=args.seed)
+    dev = dev[: args.limit]
+    model, tok = load_adapters(args.train_dir, [args.primitive], device="cpu")
+    schemas = None if args.free else [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in dev]
+    texts = generate(model, tok, [r.prompt_messages() for r in dev], adapter=args.primitive, batch_size=16,
+                     max_new_tokens=args.max_new_tokens, schemas=schemas)
+    kinds: collections.Counter = collections.Counter()
+    shown = 0
+    for row, text in zip(dev, texts, strict=True):
+        try:
+            pred = spec.parse(text)
+        except Exception:
+            kinds["unparseable"] += 1
+            continue
+        if spec.exact_match(pred, row.target):
+            kinds["exact"] += 1
+            continue
+        res = spec.check_output(row.input_value, pred)
+        kind = "mismatch" if res.ok else f"contract:{res.violations[0].constraint}"
+        kinds[kind] += 1
+        if shown < args.show:
+            shown += 1
+            user = row.prompt_messages()[-1]["content"]
+            print(f"--- {row.solution_id} [{kind}]")
+            print("   " + "\n   ".join(user.splitlines()[:3]))
+            print(f"   want {spec.canonical(row.target)}")
+            print(f"   got  {spec.canonical(pred)}")
+    n = len(dev)
+    print(f"\n{args.primitive}: {n} dev rows from {len({r.solution_id for r in dev})} solutions; "
+          + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in kinds.most_common()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
