@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -81,11 +82,25 @@ def run_guarded(fn: Callable[[], int | None]) -> int:
         # /dev/null so that flushing it at exit raises nothing more.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # A path the user chose that the file system cannot hold (a name over 255 bytes, a read-only or
+        # pseudo file system such as /proc, a symlink loop): the path is named, exit 2, no traceback.
+        if exc.filename is None or exc.errno not in _PATH_ERRNOS:
+            return _internal_error()
+        print(f"error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except Exception:
-        if os.environ.get("FORETHOUGHT_DEBUG"):
-            raise
-        import traceback
+        return _internal_error()
 
-        traceback.print_exc()
-        print("internal error (a bug in forethought, not in your input); set FORETHOUGHT_DEBUG=1 to re-raise", file=sys.stderr)
-        return 1
+
+def _internal_error() -> int:
+    if os.environ.get("FORETHOUGHT_DEBUG"):
+        raise  # noqa: PLE0704 - called from an except clause: re-raises what it caught
+    import traceback
+
+    traceback.print_exc()
+    print("internal error (a bug in forethought, not in your input); set FORETHOUGHT_DEBUG=1 to re-raise", file=sys.stderr)
+    return 1
+
+
+_PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.EROFS, errno.ELOOP, errno.EACCES, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}

@@ -64,3 +64,25 @@ def test_errors_name_the_key_as_written_not_pydantics_union_tag(capsys):
     assert main(["run", "x.json", "backend=hf", "backend.device=tpu", "--cfg"]) == 2
     err = capsys.readouterr().err
     assert "  - backend.device: " in err and "backend.hf." not in err
+
+
+@pytest.mark.parametrize("args", [
+    ["verify", "a" * 300 + ".json"],                      # a name over the file system's 255 bytes
+    ["demo-dsl", "out=/tmp/" + "a" * 300],
+    ["demo-dsl", "out=/proc/forethought-test/out.txt"],     # a pseudo file system: nothing can be created there
+])
+def test_a_path_the_file_system_cannot_hold_is_a_located_error(args, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and ("File name too long" in err or "No such file or directory" in err), err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def test_an_os_error_that_is_not_about_a_path_stays_an_internal_error(capsys):
+    from forethought.errors import run_guarded
+
+    def fails():
+        raise OSError(28, "No space left on device")  # no file name: nothing the user gave to point at
+
+    assert run_guarded(fails) == 1
+    assert "internal error" in capsys.readouterr().err

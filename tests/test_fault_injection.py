@@ -254,12 +254,14 @@ def _spawn(args: list[str]):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _kill_when(proc, ready: Callable[[], bool], limit_s: float = 60) -> bool:
-    """SIGKILL ``proc`` as soon as ``ready()``; False if it finished (or the limit passed) first."""
+def _kill_when(proc, ready: Callable[[], bool]) -> bool:
+    """SIGKILL ``proc`` as soon as ``ready()``; False if it finished first.
+
+    No time limit: on a loaded machine the moment may come late, and a deadline would fail a correct run (a hung
+    child is the only way this waits for ever, and CI's own time limit ends that)."""
     import signal
 
-    t0 = time.monotonic()
-    while proc.poll() is None and time.monotonic() - t0 < limit_s:
+    while proc.poll() is None:
         if ready():
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
@@ -306,7 +308,7 @@ def test_sigkill_during_train_leaves_no_adapter_that_claims_to_be_done_and_resum
             "train=quick", "train.max_steps=40", "train.save_steps=5", "logging=none", "logging.progress=false"]
     proc = _spawn(args)
     ckpt = lambda: any((d / "trainer_state.json").is_file() for d in (out / "match_fill" / "checkpoints").glob("checkpoint-*"))  # noqa: E731
-    assert _kill_when(proc, ckpt, limit_s=120), proc.stderr.read().decode()[-2000:]
+    assert _kill_when(proc, ckpt), proc.stderr.read().decode()[-2000:]
     # Nothing claims a finished run: no metrics, no adapter, not listed as trained, so package has nothing to ship.
     assert not (out / "match_fill" / "metrics.json").exists() and not (out / "match_fill" / "adapter").exists()
     assert trained_primitives(out) == []
@@ -328,14 +330,14 @@ def test_sigkill_during_package_leaves_the_old_bundle_or_none(tiny_pipeline, tmp
     # Killed before the rename: no bundle at all (only a hidden staging folder, which a rerun ignores).
     proc = _spawn(args)
     staging = lambda: any(tmp_path.glob(".bundle.*"))  # noqa: E731
-    assert _kill_when(proc, staging, limit_s=120)
+    assert _kill_when(proc, staging)
     assert not bundle.exists()
     assert main(args) == 0
     before = (bundle / "manifest.json").read_bytes()
     load_bundle(bundle, spec_hashes(), allow_smoke=True)
     # Killed while the new one is being built over it: the complete old bundle stays, never a mix.
     proc = _spawn(args)
-    assert _kill_when(proc, staging, limit_s=120)
+    assert _kill_when(proc, staging)
     assert (bundle / "manifest.json").read_bytes() == before
     load_bundle(bundle, spec_hashes(), allow_smoke=True)
 
@@ -374,7 +376,7 @@ def test_the_base_stage_resumes_after_a_kill_and_is_then_reused(tmp_path):
             "logging=none", "logging.progress=false"]
     proc = _spawn(args)
     ckpt = lambda: any((d / "trainer_state.json").is_file() for d in (out / "base_run" / "checkpoints").glob("checkpoint-*"))  # noqa: E731
-    assert _kill_when(proc, ckpt, limit_s=120), proc.stderr.read().decode()[-2000:]
+    assert _kill_when(proc, ckpt), proc.stderr.read().decode()[-2000:]
     assert not (out / "base").exists(), "no half-trained base is published"
     assert main(args) == 2  # the stage already started: resume or overwrite, never a silent restart
     assert main([*args, "train.resume=true"]) == 0
