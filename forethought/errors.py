@@ -103,4 +103,5 @@ def _internal_error() -> int:
     return 1
 
 
-_PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.EROFS, errno.ELOOP, errno.EACCES, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
+# Besides the PermissionError / NotADirectoryError / IsADirectoryError / FileExistsError clause above.
+_PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.EROFS, errno.ELOOP}
