@@ -226,6 +226,9 @@ _MISSING = object()
 # SecretStr (the schemas' type for them) shows them in every dump and file.
 SECRET_KEYS = frozenset({"api_key"})
 MASK = "**********"
+# Fields a credential is pasted into by mistake (the variable's or the file's name asked for, the key given): an error
+# about one never shows its value.
+_NEVER_ECHOED = SECRET_KEYS | {"api_key_env", "api_key_file"}
 
 
 def mask_secrets(value: Any) -> Any:
@@ -306,7 +309,10 @@ def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "c
             loc = ".".join(str(p) for p in _user_loc(e["loc"], data)) or "<root>"
             msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
             if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], (dict, list)):
-                msg += f" (got {e['input']!r})"
+                if loc.rsplit(".", 1)[-1] in _NEVER_ECHOED:
+                    msg += " (the value is not shown: a key pasted here by mistake must not reach the terminal or a log)"
+                else:
+                    msg += f" (got {e['input']!r})"
             errs.append(f"{loc}: {msg}")
         raise ConfigError(source, errs) from None
 

@@ -162,7 +162,14 @@ def _parse_args(args: list[str]) -> Path | None:
             out = value
         else:
             raise UserError(f"unknown argument {a!r} (usage: forethought demo-dsl [out=PATH])", where="demo-dsl")
-    return Path(out)
+    # The trace's path is checked before the program runs: a run that cannot be written is refused, not wasted.
+    from forethought.errors import check_output_dir
+
+    path = Path(out)
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; out= names the trace file to write", where="out")
+    check_output_dir(path.parent, "out")
+    return path
 
 
 def cli(args: list[str]) -> int:

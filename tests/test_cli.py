@@ -86,3 +86,12 @@ def test_an_os_error_that_is_not_about_a_path_stays_an_internal_error(capsys):
 
     assert run_guarded(fails) == 1
     assert "internal error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("out", "why"), [("{file}/trace.jsonl", "is a file, not a folder"), ("{tmp}", "is a folder; out= names the trace file")])
+def test_demo_dsl_refuses_its_trace_path_before_it_runs(out, why, tmp_path, capsys):
+    (tmp_path / "f").write_text("kept")
+    assert main(["demo-dsl", "out=" + out.format(file=tmp_path / "f", tmp=tmp_path)]) == 2
+    printed = capsys.readouterr()
+    assert why in printed.err and printed.out == ""  # nothing ran: no program, no trace table
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"] and (tmp_path / "f").read_text() == "kept"

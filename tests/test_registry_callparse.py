@@ -138,6 +138,39 @@ def test_hostile_sizes_are_refused_not_crashing():
         parse_call(None)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # names every provider accepts (^[a-zA-Z0-9_-]{1,64}$) that Python does not: the registry admits them, so the
+        # kernel must read and write calls to them
+        ("get-weather(city='Paris')", [("get-weather", {"city": "Paris"})]),
+        ("3d_print(model='a-b(c)', n=2)", [("3d_print", {"model": "a-b(c)", "n": 2})]),
+        ("[get-x(n=1), ls(), 3d(a=[1, 2])]", [("get-x", {"n": 1}), ("ls", {}), ("3d", {"a": [1, 2]})]),
+        ('["get-x(n=1)", "ls()"]', [("get-x", {"n": 1}), ("ls", {})]),
+        ("  get-x(\n  from='SFO',\n)", [("get-x", {"from": "SFO"})]),
+    ],
+)
+def test_provider_tool_names_that_are_not_identifiers(text, expected):
+    assert parse_calls(text) == expected
+    for name, args in expected:
+        assert parse_call(format_call(name, args)) == (name, args)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # masked only in call position: inside a value it is still an expression, reported where it stands
+        ("get-x(n=get-y(1))", "argument 'n': an operator expression is not allowed in values (only literals) at column 9"),
+        ("get-x(n=bad)", "argument 'n': bare name 'bad' is not a literal (quote strings: 'bad') at column 9"),
+        ("x-y", "expected a call or a list of calls, got an operator expression at column 1"),
+    ],
+)
+def test_provider_tool_names_errors_keep_their_positions(text, message):
+    with pytest.raises(CallParseError) as err:
+        parse_calls(text)
+    assert str(err.value).startswith(message)
+
+
 def test_parse_literal():
     assert parse_literal("['a', 'b']") == ["a", "b"]
     assert parse_literal("-2") == -2
@@ -155,7 +188,7 @@ def test_format_call():
     assert format_calls([("f", {"a": 1}), Call("g", {})]) == "[f(a=1), g()]"
     for name, args, why in [
         ("f", {"first-name": 1}, "not an identifier"),
-        ("f-g", {}, "not an identifier"),
+        ("f g", {}, "not an identifier"),
         ("class.f", {}, "is a Python keyword"),
         ("f", {"a": float("nan")}, "non-finite"),
         ("f", {"a": {1: 2}}, "keys must be strings"),
@@ -175,7 +208,9 @@ _json = st.recursive(
 )
 _ident = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
 _arg_name = _ident | st.sampled_from(keyword.kwlist) | st.text(string.ascii_letters + "é", min_size=1, max_size=5)
-_name = st.lists(_ident, min_size=1, max_size=3).map(".".join)
+_name = st.lists(_ident, min_size=1, max_size=3).map(".".join) | st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True).filter(
+    lambda s: not keyword.iskeyword(s)
+)
 
 
 def _same(a, b) -> bool:

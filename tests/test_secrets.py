@@ -139,3 +139,16 @@ def test_the_cli_never_runs_a_command_given_a_key(tmp_path, monkeypatch):
     assert main(["bench", "bfcl", f"responder.api_key={KEY}", "--cfg"]) == 2
     assert main(["registry", "check", f"backend.api_key={KEY}"]) == 2
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("field", ["backend.api_key_env", "responder.api_key_env"])
+def test_a_key_pasted_where_a_variable_name_goes_is_not_echoed(field, tmp_path, monkeypatch, capsys):
+    """``api_key_env=sk-...`` (the key itself where its variable's name goes) is refused as a bad name, and the refusal
+    does not print the value it refuses."""
+    monkeypatch.chdir(tmp_path)
+    line = [*SECRET_COMMANDS["bench bfcl"], f"{field}={KEY}"]
+    assert main(_args(line, "http://127.0.0.1:9/v1", tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert f"{field}: String should match pattern" in err and "the value is not shown" in err
+    assert KEY not in err
+    assert os.listdir(tmp_path) == []

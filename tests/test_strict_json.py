@@ -218,3 +218,31 @@ def test_deep_nesting_names_the_tool_and_the_path(tmp_path, capsys):
     # far deeper than Python's own recursion limit: the same message
     text = '[{"name": "f", "parameters": {"type": "object", "properties": {"x": ' + "[" * 5000 + "]" * 5000 + "}}}]"
     assert "tool #0 'f': parameters.properties.x[0][0][0]" in _err(text, fmt="openai")
+
+
+# ------------------------------------------------------------ the run's own files
+@pytest.mark.parametrize(("relpath", "edit", "needle"), [
+    (".stages/verify.json", lambda t: t.replace('"fingerprint":', '"fingerprint": "x", "fingerprint":', 1), "duplicate key 'fingerprint'"),
+    ("train/match_fill/run_state.json", lambda t: t[: len(t) // 2], "not valid JSON (truncated?)"),
+    ("train/match_fill/metrics.json", lambda t: t.replace("{", '{"nan": NaN, ', 1), "NaN is not a JSON number at nan"),
+])  # fmt: skip
+def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_path, capsys):
+    """The pipeline's stage records and the training stage's own files are read by the same strict loader: a
+    hand-edited or torn one is refused, located, before anything is written."""
+    from tests.conftest import tiny_pipeline_args
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_pipeline, run)
+    for moved in [*(run / "train").rglob("*.json"), *(run / "train").rglob("config.yaml")]:  # the copy names its own base
+        moved.write_text(moved.read_text().replace(str(tiny_pipeline), str(run)))
+    f = run / relpath
+    f.write_text(edit(f.read_text()))
+    before = tree(run)
+    if relpath.startswith(".stages"):
+        assert main(tiny_pipeline_args(run)) == 2
+    else:  # the train command on that folder, resuming (what the pipeline's train stage does)
+        assert main(["train", "primitive=match_fill", "model=tiny", "train=quick", "train.max_steps=2", "model.tiny.vocab_size=1024",
+                     "logging=none", "model.pretrain.max_steps=2", "model.pretrain.em_eval_steps=null", "train.em_eval_steps=null",
+                     "train.max_eval_examples=4", "train.resume=true", f"dataset_dir={run / 'data'}", f"output_dir={run / 'train'}"]) == 2
+    assert f"{f}: {needle}" in capsys.readouterr().err
+    assert tree(run) == before

@@ -20,11 +20,11 @@ run completed.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forethought.bounded import read_json_file
 from forethought.bundle.models import adapter_kind, check_saved_adapter, load_full_adapters, load_model, load_tokenizer, text_model_prefix
 from forethought.errors import UserError
 from forethought.kernel.backends.hf import stop_ids
@@ -40,7 +40,7 @@ def read_base_ref(output_dir: str | Path) -> dict[str, Any]:
     f = Path(output_dir) / "base.json"
     if not f.is_file():
         raise UserError("no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir))
-    return json.loads(f.read_text(encoding="utf-8"))
+    return read_json_file(f)
 
 
 def base_path(output_dir: str | Path) -> Path:
@@ -53,7 +53,7 @@ def adapter_dir(output_dir: str | Path, primitive: str) -> Path:
 
 def run_metrics(output_dir: str | Path, primitive: str) -> dict[str, Any] | None:
     f = Path(output_dir) / primitive / "metrics.json"
-    return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+    return read_json_file(f) if f.is_file() else None
 
 
 def recorded_spec_hashes(output_dir: str | Path, primitive: str) -> dict[Path, str | None]:
@@ -67,7 +67,7 @@ def recorded_spec_hashes(output_dir: str | Path, primitive: str) -> dict[Path, s
     for name in ("run_state.json", "metrics.json"):
         f = run / name
         if f.is_file():
-            out[f] = json.loads(f.read_text(encoding="utf-8")).get("spec_hash")
+            out[f] = read_json_file(f).get("spec_hash")
     return out
 
 

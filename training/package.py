@@ -10,7 +10,6 @@ do not match the served model is otherwise silently ignored).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forethought.bounded import read_json_file
 from forethought.bundle.manifest import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, recover_swap, sha256_file, swap_in
 from forethought.bundle.models import PICKLE_PATTERNS
 from forethought.errors import UserError
@@ -205,13 +205,13 @@ def package(cfg: PackageConfig) -> Path:
             "path": base_path,
             "copied": copy,
             "config_sha256": config_sha256(base_src),
-            "model_type": json.loads((base_src / "config.json").read_text())["model_type"],
+            "model_type": read_json_file(base_src / "config.json")["model_type"],
             "dtype": ref.get("dtype", "float32" if ref.get("profile") in BUILT_HERE else "bfloat16"),
             "attn_implementation": _trained_attn_implementation(cfg.train_dir),  # what the bundle loader uses
             "files": base_files,
         }
         stats_path = Path(cfg.dataset_dir) / "stats.json"
-        stats = json.loads(stats_path.read_text()) if stats_path.is_file() else None
+        stats = read_json_file(stats_path) if stats_path.is_file() else None
         prims: dict[str, Any] = {}
         for p in PRIMITIVE_NAMES:
             dst = tmp / "adapters" / p
@@ -257,7 +257,7 @@ def cli(args: list[str]) -> int:
     if cfg is None:
         return 0
     out = package(cfg)
-    m = json.loads((out / MANIFEST).read_text())
+    m = read_json_file(out / MANIFEST)
     print(f"wrote bundle {out} ({'SMOKE: failed gates allowed' if m['smoke'] else 'all gates passed'})")
     for p, e in m["primitives"].items():
         print(f"  {p:<20} EM {100 * (e['gate']['exact_match'] or 0):5.1f}%  gate {'pass' if e['gate']['passed'] else 'FAIL'}  Δlogit {e['probe_delta']:.3g}")

@@ -7,10 +7,10 @@ and the bundle loader checks the bundled gates against the bundled adapters.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from forethought.bounded import read_json_file
 from forethought.bundle.manifest import sha256_file
 from forethought.errors import UserError
 from forethought.training.artifacts import adapter_dir
@@ -32,7 +32,7 @@ def measured(train_dir: str | Path, primitives: list[str], dataset_dir: str | Pa
     run_id = None
     f = Path(dataset_dir) / MANIFEST
     if f.is_file():
-        run_id = json.loads(f.read_text(encoding="utf-8")).get("run_id")
+        run_id = read_json_file(f).get("run_id")
     return {"adapters": {p: adapter_digests(train_dir, p) for p in primitives}, "dataset_run_id": run_id}
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import os
 import sys
 import time
@@ -39,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forethought.bounded import read_json_file
 from forethought.commands import Args, load, split_args
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json, atomic_write_text
@@ -432,7 +432,7 @@ def _check_base_ref(out: Path, path: Path, profile: str, kept: list[str]) -> Non
     ref_file = out / BASE_REF
     if not kept or not ref_file.is_file():
         return
-    old = json.loads(ref_file.read_text(encoding="utf-8"))
+    old = read_json_file(ref_file)
     if old.get("path") != str(path.resolve()) or old.get("profile") != profile:
         raise UserError(
             f"this output folder's adapters belong to another base ({old.get('profile')} at {old.get('path')}); "
@@ -443,7 +443,7 @@ def _check_base_ref(out: Path, path: Path, profile: str, kept: list[str]) -> Non
 
 def _base_result(cfg: TrainConfig, base: BaseRef) -> RunResult:
     f = Path(cfg.output_dir) / "base_run" / "metrics.json"
-    metrics = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {"stage": "base", "pretrained": False}
+    metrics = read_json_file(f) if f.is_file() else {"stage": "base", "pretrained": False}
     return RunResult("base", base.path, metrics)
 
 
@@ -478,8 +478,8 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
 
 def _complete_state(f: Path) -> bool:
     try:
-        return f.is_file() and isinstance(json.loads(f.read_text(encoding="utf-8")), dict)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return f.is_file() and isinstance(read_json_file(f), dict)
+    except (OSError, UserError):  # a torn or hand-edited state: not complete
         return False
 
 
@@ -518,13 +518,13 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
             raise UserError("cannot resume with a different config:\n  " + "\n  ".join(diffs), str(cfg_file))
     state_file = run_dir / "run_state.json"
     if state_file.is_file():
-        old_state = json.loads(state_file.read_text(encoding="utf-8"))
+        old_state = read_json_file(state_file)
         new_state = _run_state(cfg, primitive, base)
         diffs = _diff(old_state, new_state)
         if diffs:
             raise UserError("cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs), str(state_file))
     if metrics_file.is_file() and adapter_kind(adapter) is not None:
-        if json.loads(metrics_file.read_text(encoding="utf-8")).get("completed"):
+        if read_json_file(metrics_file).get("completed"):
             return None, True
     return ckpt, False
 
@@ -716,7 +716,7 @@ def train_primitive(
     adapter_dir = run_dir / "adapter"
     resume_from, complete = _resume_point(cfg, primitive, run_dir, base)
     if complete:
-        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        metrics = read_json_file(run_dir / "metrics.json")
         print(f"[{primitive}] already complete ({run_dir}); nothing to do", file=sys.stderr)
         return RunResult(primitive, run_dir, metrics, notes=["already complete"])
 

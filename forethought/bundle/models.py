@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forethought.bounded import read_json_file
 from forethought.errors import UserError
 
 if TYPE_CHECKING:
@@ -207,10 +208,9 @@ def adapter_kind(adapter_dir: str | Path) -> str | None:
 def check_full_adapter(adapter_dir: str | Path, base_dir: str | Path) -> None:
     """Full weights must be the base's architecture (the same config, dtype aside): the tokenizer, the chat template
     and the stop tokens of the base apply to them."""
-    import json
 
     def arch(d: Path) -> dict[str, Any]:
-        cfg = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        cfg = read_json_file(d / "config.json")
         return {k: v for k, v in cfg.items() if k not in ("dtype", "torch_dtype", "transformers_version", "use_cache", "_name_or_path")}
 
     if arch(Path(adapter_dir)) != arch(Path(base_dir)):

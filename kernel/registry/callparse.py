@@ -17,7 +17,10 @@ guessed.
 Values come back JSON-like: tuples and sets become lists (a tool's
 parameters are JSON Schema, where both are arrays), dict keys must be
 strings. Argument names that are Python keywords (a travel tool's ``from``)
-are accepted: they are renamed before parsing and restored after.
+are accepted: they are renamed before parsing and restored after. So are
+tool names that providers accept but Python does not (``get-weather``,
+``3d_print``: ``^[a-zA-Z0-9_-]{1,64}$``, kernel/registry/model.py), in call
+position only: masked by a same-length identifier before parsing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import ast
 import io
 import keyword
 import math
+import re
 import tokenize
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -122,7 +126,8 @@ class _Source:
         # shift reported positions back.
         self.line_shift = lead.count("\n")
         self.col_shift = len(lead) - (lead.rfind("\n") + 1)
-        self.code, self.renamed = _rename_keyword_args(stripped.rstrip())
+        self.code, self.masked = _mask_call_names(stripped.rstrip())
+        self.code, self.renamed = _rename_keyword_args(self.code)
         self.lines = self.code.split("\n")
 
     def parse(self) -> ast.expr:
@@ -152,6 +157,8 @@ class _Source:
 
     def call(self, node: ast.Call, signatures: Signatures | None = None) -> Call:
         name = _dotted_name(node.func)
+        if name is not None and isinstance(node.func, ast.Name):
+            name = self.masked.get((node.func.lineno, node.func.col_offset), name)
         if name is None:
             base = node.func
             while isinstance(base, ast.Attribute):
@@ -316,6 +323,53 @@ def _rename_keyword_args(code: str) -> tuple[str, list[tuple[int, int]]]:
     return "\n".join(lines), renamed
 
 
+# A tool name as providers accept it (BFCL's dots too), and one right before its "(".
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
+_CALL_NAME = re.compile(r"([A-Za-z0-9_.-]{1,64})[ \t]*\(")
+_QUOTES = ('"""', "'''", '"', "'")
+
+
+def _mask_call_names(code: str) -> tuple[str, dict[tuple[int, int], str]]:
+    """Replace each call name that is a provider's tool name but not a Python one (``get-x``, ``3d_print``) by ``_``
+    of the same length, so ast parses the call and every reported column stays right.
+
+    Only names in call position are masked: the start of the text, or an element of a top-level list; string
+    literals are skipped. Returns the code and {(line, UTF-8 column): the original name}."""
+    masked: dict[tuple[int, int], str] = {}
+    out = list(code)
+    depth, i, n = 0, 0, len(code)
+    call_position = True
+    while i < n:
+        c = code[i]
+        if c in "'\"":  # a string literal (triple-quoted too), escapes included
+            quote = next(q for q in _QUOTES if code.startswith(q, i))
+            j = i + len(quote)
+            while j < n and not code.startswith(quote, j):
+                j += 2 if code[j] == "\\" else 1
+            i, call_position = j + len(quote), False
+            continue
+        if c in " \t\r\n":
+            i += 1
+            continue
+        if call_position and depth <= 1:
+            m = _CALL_NAME.match(code, i)
+            name = m.group(1) if m else ""
+            if m and _PROVIDER_NAME.fullmatch(name) and not all(part.isidentifier() for part in name.split(".")):
+                out[i : i + len(name)] = "_" * len(name)
+                start = code.rfind("\n", 0, i) + 1
+                masked[(code.count("\n", 0, i) + 1, len(code[start:i].encode()))] = name
+        call_position = False
+        if c in "([{":
+            depth += 1
+            call_position = depth == 1 and c == "["
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 1:
+            call_position = True
+        i += 1
+    return "".join(out), masked
+
+
 _SKIP = {tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 
 
@@ -356,6 +410,11 @@ def format_call(name: str, args: dict[str, Any]) -> str:
     """``name(k=v, ...)`` such that ``parse_call(format_call(n, a)) == (n, a)``."""
     if not isinstance(name, str):
         raise ValueError(f"cannot format call name {name!r}")
+    if _PROVIDER_NAME.fullmatch(name) and not all(part.isidentifier() for part in name.split(".")):
+        # a provider's tool name (get-weather, 3d_print): parse_call reads it back in call position
+        for arg in args:
+            _check_identifier(arg, "argument name")
+        return f"{name}(" + ", ".join(f"{k}={format_value(v)}" for k, v in args.items()) + ")"
     for part in name.split("."):
         _check_identifier(part, "call name part")
         if keyword.iskeyword(part):
