@@ -32,7 +32,8 @@ from forethought.kernel.grounding import canonical
 from forethought.kernel.program import Kernel
 from forethought.kernel.run import KernelSettings
 from forethought.kernel.runner import run_solution
-from forethought.kernel.scenario import Solution, load_solution, solution_files, warn_format_notes
+from forethought.kernel.scenario import Solution
+from forethought.kernel.solution_file import load_solution, solution_files, warn_format_notes
 from forethought.kernel.specs import PRIMITIVE_NAMES
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_jsonl, atomic_write_text
 
@@ -119,7 +120,7 @@ def _backend_error_text(err: dict[str, Any] | None) -> str | None:
 
 
 def score_run(sol: Solution, ref_states: list[dict[str, Any]], res: Any) -> list[dict[str, Any]]:
-    from .verify import _first_diff  # noqa: F401  (kept for debugging output)
+    from .verify import first_difference  # noqa: F401  (kept for debugging output)
 
     rows = []
     env_states = res.states

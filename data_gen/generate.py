@@ -33,7 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validat
 from forethought.errors import UserError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
-from forethought.kernel.scenario import Solution, load_solution, solution_files, warn_format_notes
+from forethought.kernel.scenario import Solution
+from forethought.kernel.solution_file import load_solution, solution_files, warn_format_notes
 from forethought.kernel.specs import (
     PRIMITIVE_NAMES,
     SPECS,

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from forethought.errors import UserError
-from forethought.kernel.solution_format import FORMAT_VERSION, migrate, version_of
+from forethought.kernel.solution_format import FORMAT_VERSION, version_of
+from forethought.kernel.solution_migration import migrate
 
 USAGE = f"""\
 usage: forethought migrate PATH...
@@ -54,7 +55,7 @@ def _dump(path: Path, data: dict[str, Any]) -> str:
 def plan(path: Path) -> tuple[int, bytes, dict[str, Any], list[str], list[str]] | None:
     """What migrating ``path`` would write: (its version, its bytes, the new data, changes, what could not be migrated);
     None when it is current. Refuses (UserError) anything that would stop the write: nothing is written here."""
-    from forethought.kernel.scenario import parse_solution
+    from forethought.kernel.solution_file import parse_solution
 
     raw, data = _read(path)
     version = version_of(data, str(path))
@@ -73,7 +74,7 @@ def _backup(path: Path, version: int) -> Path:
 
 
 def cli(args: list[str]) -> int:
-    from forethought.kernel.scenario import solution_files
+    from forethought.kernel.solution_file import solution_files
     from forethought.primitives.io import atomic_write_bytes, atomic_write_text
 
     if any(a in ("-h", "--help") for a in args):

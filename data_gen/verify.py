@@ -30,8 +30,9 @@ from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
 from forethought.kernel.registry.model import fact_of
 from forethought.kernel.runner import build_environment, build_registry, oracle_factory, run_solution
-from forethought.kernel.scenario import PATTERN_TAGS, Solution, TaskAnn, Turn, instance_id, load_solution, solution_files
+from forethought.kernel.scenario import PATTERN_TAGS, Solution, TaskAnn, Turn, instance_id
 from forethought.kernel.scratchpad import bindable
+from forethought.kernel.solution_file import load_solution, solution_files
 from forethought.kernel.solution_format import key_problems
 from forethought.kernel.specs import permutation_problem
 
@@ -424,7 +425,7 @@ def compare_turn(
         if k not in res.scratchpad or not _eq(res.scratchpad[k], v):
             raise Divergence(i, "scratchpad", f"S[{k!r}]: expected {v!r}, got {res.scratchpad.get(k, 'absent')!r}")
     if not _eq(snap, ref_state):
-        diff = _first_diff(ref_state, snap)
+        diff = first_difference(ref_state, snap)
         raise Divergence(i, "end state", f"world differs from the reference calls' end state at {diff}")
 
 
@@ -511,17 +512,17 @@ def _compare_fan_out(i: int, t: TaskAnn, res: TurnResult) -> None:
         raise Divergence(i, f"{where}/for_each", f"the kernel ran over {out.elements} (beyond the bound: {out.beyond_bound}), the replay gives {elements}")
 
 
-def _first_diff(a: Any, b: Any, path: str = "") -> str:
+def first_difference(a: Any, b: Any, path: str = "") -> str:
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             if k not in a or k not in b:
                 return f"{path}/{k}"
             if not _eq(a[k], b[k]):
-                return _first_diff(a[k], b[k], f"{path}/{k}")
+                return first_difference(a[k], b[k], f"{path}/{k}")
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for k, (x, y) in enumerate(zip(a, b, strict=False)):
             if not _eq(x, y):
-                return _first_diff(x, y, f"{path}/{k}")
+                return first_difference(x, y, f"{path}/{k}")
     return path or "/"
 
 

@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .grounding import _JOINERS, _PIECES, CONNECTIVE_PUNCTUATION, FUNCTION_WORDS, MAX_COMPOSED_WORDS, _leaves, number_tokens, synonym_table
+from .grounding import CONNECTIVE_PUNCTUATION, FUNCTION_WORDS, JOINERS, MAX_COMPOSED_WORDS, PIECES, collect_leaves, number_tokens, synonym_table
 
 # The separators of PrimitiveSpec.target_text (json.dumps(..., separators=(", ", ": "))), and no other whitespace.
 JSON_FORMAT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
@@ -53,7 +53,7 @@ def _words_and_symbols(text: str) -> tuple[set[str], set[str]]:
     parts a grounded string is built from."""
     words: set[str] = set()
     symbols: set[str] = set()
-    for m in _PIECES.finditer(text):
+    for m in PIECES.finditer(text):
         if m.lastindex == _WORD:
             # every run of the pieces its inner joiners bound: "Coca-Cola's" gives "Coca-Cola", "Cola's", "Coca", ...
             pieces = _INNER_BOUNDARY.split(m.group())  # [piece, joiner, piece, ...]
@@ -99,7 +99,7 @@ class ValueSpace:
         whole: set[str] = set()
         leaves: list[Any] = []
         for v in values:
-            _leaves(v, leaves)
+            collect_leaves(v, leaves)
         for text in [*[t for t in texts if t], *[x for x in leaves if isinstance(x, str)]]:
             w, sym = _words_and_symbols(text)
             words |= w
@@ -129,8 +129,8 @@ class ValueSpace:
         if not self.words and not self.symbols:
             return {"enum": [*self.whole, ""]}
         connective = _char_class(CONNECTIVE_PUNCTUATION, whitespace=True)
-        joiners = _char_class(CONNECTIVE_PUNCTUATION & set(_JOINERS))
-        breaks = _char_class(CONNECTIVE_PUNCTUATION - set(_JOINERS), whitespace=True)
+        joiners = _char_class(CONNECTIVE_PUNCTUATION & set(JOINERS))
+        breaks = _char_class(CONNECTIVE_PUNCTUATION - set(JOINERS), whitespace=True)
         # Between two words: connective text with a break in it (whitespace, a comma...): joiners alone ("L" "-"
         # "555") would glue them into one word, which the contract grounds only if it occurs whole. Bounded, so a
         # decoder cannot run on with separators.

@@ -30,9 +30,9 @@ from typing import Any
 
 # A word: word characters, possibly joined by inner punctuation (report.txt, L-9009, 2024-06-03, a@b.com, 10:30, don't).
 # A word is matched whole or not at all: "report.txt" is one part, never "report" plus "." plus "txt".
-_JOINERS = ".-@/+':"
-_WORD = r"\w+(?:[" + re.escape(_JOINERS) + r"]\w+)*"
-_PIECES = re.compile(r"(" + _WORD + r")|(\s+)|(.)", re.S)
+JOINERS = ".-@/+':"
+_WORD = r"\w+(?:[" + re.escape(JOINERS) + r"]\w+)*"
+PIECES = re.compile(r"(" + _WORD + r")|(\s+)|(.)", re.S)
 
 # A number token: digits (optionally with thousands commas and a decimal part) that are not glued to a word
 # character or a joiner on either side, so identifiers, dates, times and versions yield no numbers.
@@ -151,7 +151,7 @@ class Haystack:
         if self._leaves is None:
             leaves: list[Any] = []
             for v in self._values:
-                _leaves(v, leaves)
+                collect_leaves(v, leaves)
             self._leaves = leaves
         return self._leaves
 
@@ -255,7 +255,7 @@ class Haystack:
         """Dynamic programme over the value's pieces: reach[k] is None (unreachable) or the most grounded parts
         (capped at ``min_parts``; above 1, only parts with content count) of a cut of the first k pieces;
         the value is composed when reach[n] is ``min_parts``."""
-        pieces = [(m.lastindex, m.group()) for m in _PIECES.finditer(v)]
+        pieces = [(m.lastindex, m.group()) for m in PIECES.finditer(v)]
         if sum(kind == 1 for kind, _ in pieces) > MAX_COMPOSED_WORDS:
             return False  # a long text is grounded only as a whole (it is quoted, not composed)
         syn_names = synonym_table()
@@ -293,12 +293,12 @@ class Haystack:
         return reach[n] == min_parts
 
 
-def _leaves(v: Any, out: list[Any]) -> None:
+def collect_leaves(v: Any, out: list[Any]) -> None:
     if isinstance(v, dict):
         for x in v.values():
-            _leaves(x, out)
+            collect_leaves(x, out)
     elif isinstance(v, (list, tuple)):
         for x in v:
-            _leaves(x, out)
+            collect_leaves(x, out)
     else:
         out.append(v)

@@ -24,7 +24,7 @@ from .backends.factory import BackendConfig, OracleBackendConfig, backend_factor
 from .program import Kernel
 from .records import KernelConfig
 from .runner import build_environment, build_registry, run_solution
-from .scenario import load_solution, warn_format_notes
+from .solution_file import load_solution, warn_format_notes
 from .solution_format import key_problems
 from .specs import MAX_TASKS
 from .trace_html import render_html
@@ -64,7 +64,7 @@ class RunConfig(BaseModel):
     trace_max_mb: int = Field(64, ge=1)  # trace.jsonl stops here, with a final marker row counting what was left out
 
 
-class _ReplayOnly:
+class ReplayOnly:
     """The backend of a strict replay: never asked, since a miss raises first."""
 
     name = "replay"
@@ -73,7 +73,7 @@ class _ReplayOnly:
         raise RuntimeError("strict replay asked the backend")
 
 
-def _recorder(cfg: RunConfig) -> Recorder | None:
+def make_recorder(cfg: RunConfig) -> Recorder | None:
     if cfg.replay is not None:
         if not Path(cfg.replay).is_file():
             raise UserError(f"no recording at {cfg.replay}", "replay")
@@ -96,10 +96,10 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
         problems = key_problems(sol, build_registry(sol, build_environment(sol)))
         if problems:
             raise UserError(f"{len(problems)} prerequisite key(s) do not name what their tool checks: " + "; ".join(problems[:5]), path)
-    recorder = _recorder(cfg)
+    recorder = make_recorder(cfg)
     check_output_dir(cfg.output_dir, "output_dir")  # before any model is loaded; created when the artefacts are written
     if cfg.replay is not None and cfg.replay_mode == "strict":
-        factory = lambda i, turn: _ReplayOnly()  # noqa: E731 - every answer comes from the recording
+        factory = lambda i, turn: ReplayOnly()  # noqa: E731 - every answer comes from the recording
     else:
         factory = backend_factory(cfg.backend, sol)
     kernel = Kernel(cfg.kernel.build())
@@ -118,7 +118,7 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     atomic_write_json(out / "final_state.json", res.final_state)
     rows = [{"turn": i, **r} for i, tr in enumerate(res.traces) for r in tr.to_rows()]
     atomic_write_jsonl(out / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
-    meta = {"scenario": path, "backend": "replay" if isinstance(factory(0, sol.turns[0]), _ReplayOnly) else cfg.backend.name,
+    meta = {"scenario": path, "backend": "replay" if isinstance(factory(0, sol.turns[0]), ReplayOnly) else cfg.backend.name,
             "cvc": cfg.kernel.cvc}
     bundle = getattr(getattr(factory(0, sol.turns[0]), "bundle", None), "path", None)
     if bundle:

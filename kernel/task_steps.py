@@ -342,7 +342,7 @@ def guard_execute(task: TaskCursor, turn: TurnState) -> TaskCursor:
         turn.outcome(tid, "missing_param", tool=tool, reason="execution guard", missing=sorted(set(parameters) - set(arguments)))
         return task.model_copy(update={"status": "missing_param"})
     calls_before = len(turn.calls)
-    ok, reasons = _execute(turn, tid, "task", tool, arguments)
+    ok, reasons = execute_call(turn, tid, "task", tool, arguments)
     if ok:
         turn.outcome(tid, "executed", tool=tool)
         return task.model_copy(update={"status": "executed", "toolgate": []})
@@ -353,7 +353,7 @@ def guard_execute(task: TaskCursor, turn: TurnState) -> TaskCursor:
     return task.model_copy(update={"status": "tool_failed", "toolgate": gate})
 
 
-def _execute(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, list[str]]:
+def execute_call(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, list[str]]:
     """Precondition, the call on a copy of the world, postcondition; only then commit and write S."""
     spec = turn.registry.get(tool)
     if spec is None:  # never execute an unregistered tool
@@ -406,7 +406,7 @@ def _run_proposed(turn: TurnState, task_id: str, proposed: ProposedTask) -> None
     for name, value in proposed.parameters.items():
         if name in spec.param_names and name not in arguments and value is not None:
             arguments[name] = value
-    _execute(turn, task_id, "retrieval", spec.name, arguments)
+    execute_call(turn, task_id, "retrieval", spec.name, arguments)
 
 
 def end_task(task: TaskCursor, turn: TurnState) -> TaskCursor:

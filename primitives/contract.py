@@ -21,7 +21,7 @@ Level = Literal["type", "value", "semantic", "runtime"]
 CheckFn = Callable[[Any, Any], "bool | str | None"]
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     return obj
@@ -43,7 +43,7 @@ class Violation:
             "level": self.level,
             "constraint": self.constraint,
             "message": self.message,
-            "input": _jsonable(self.input),
+            "input": jsonable(self.input),
         }
 
     @classmethod

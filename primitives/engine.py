@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .contract import ContractResult, Violation, _jsonable
+from .contract import ContractResult, Violation, jsonable
 from .errors import BackendError, DesignError, HaltError, ReplayMissError
 from .primitive import Backend, Primitive, RenderError, SLMReply, input_hash
 from .program import Conditional, Fallback, ForEach, Iterate, Node, Parallel, Program, Sequence, Step, adapt, as_node
@@ -125,7 +125,7 @@ class Engine:
         if self.backend is None and any(isinstance(n, Step) and n.primitive.kind == "slm" for n in root.walk()):
             raise DesignError("this program has SLM steps but the engine has no backend")
         if not isinstance(inp, root.input_type):
-            inp = root.input_type.model_validate(_jsonable(inp))
+            inp = root.input_type.model_validate(jsonable(inp))
         st = _State(context, Trace(run_id or uuid.uuid4().hex[:12]), self.trace_level)
         t0 = time.perf_counter()
         out, err, backend_err = None, None, None
@@ -403,7 +403,7 @@ class Engine:
         if isinstance(repaired, prim.input_type):
             return repaired
         try:
-            return prim.input_type.model_validate(_jsonable(repaired))
+            return prim.input_type.model_validate(jsonable(repaired))
         except Exception as exc:
             reason = f"repair returned an invalid {prim.input_type.__name__}: {exc!r}"[:500]
             raise HaltError(path, prim.name, cur, violations, reason) from None

@@ -32,13 +32,13 @@ class HaltError(RuntimeError):
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        from .contract import _jsonable
+        from .contract import jsonable
 
         return {
             "step": self.step,
             "primitive": self.primitive,
             "reason": self.reason,
-            "input": _jsonable(self.input),
+            "input": jsonable(self.input),
             "violations": [v.to_dict() for v in self.violations],
         }
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from forethought.kernel.program import Kernel  # noqa: E402
 from forethought.kernel.records import KernelConfig  # noqa: E402
 from forethought.kernel.runner import oracle_factory, run_solution  # noqa: E402
-from forethought.kernel.scenario import load_solution, solution_files  # noqa: E402
+from forethought.kernel.solution_file import load_solution, solution_files  # noqa: E402
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from forethought.kernel import toolgate
 from forethought.kernel.domains import Domain
-from forethought.kernel.scenario import solution_files
+from forethought.kernel.solution_file import solution_files
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN_FOLDERS = ROOT / "kernel" / "domains"

@@ -16,7 +16,7 @@ from forethought.kernel.backends.openai_backend import BackendError, OpenAIBacke
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
 from forethought.kernel.runner import oracle_factory, run_solution
-from forethought.kernel.scenario import load_solution
+from forethought.kernel.solution_file import load_solution
 from forethought.primitives import SLMRequest
 from tests.openai_stub import StubServer, completion
 

@@ -95,14 +95,14 @@ def test_a_rejected_result_leaves_bfcls_state_unchanged_and_an_accepted_one_comm
     env = BfclEnvironment(entry)
     before = env.snapshot()
     turn = _turn(env, registry, KernelConfig(strict_output_schema=True))
-    ok, reasons = task_steps._execute(turn, "t1", "task", "send_message", args)
+    ok, reasons = task_steps.execute_call(turn, "t1", "task", "send_message", args)
     assert not ok and reasons[0].startswith("result['message_id']: {'new_id': ")
     assert reasons[0].endswith("} is not of type 'integer'")
     assert turn.calls[-1].committed is False
     assert env.snapshot() == before
 
     turn = _turn(env, registry)
-    ok, _ = task_steps._execute(turn, "t1", "task", "send_message", args)
+    ok, _ = task_steps.execute_call(turn, "t1", "task", "send_message", args)
     assert ok and turn.calls[-1].committed and turn.calls[-1].warnings
     after = env.snapshot()["MessageAPI"]
     assert after != before["MessageAPI"]

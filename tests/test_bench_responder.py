@@ -25,7 +25,7 @@ from forethought.kernel.program import Kernel  # noqa: E402
 from forethought.kernel.records import TurnResult  # noqa: E402
 from forethought.kernel.registry import Registry, parse_call  # noqa: E402
 from forethought.kernel.runner import oracle_factory, run_solution  # noqa: E402
-from forethought.kernel.scenario import load_solution  # noqa: E402
+from forethought.kernel.solution_file import load_solution  # noqa: E402
 from tests.openai_stub import ChatServer  # noqa: E402
 from tests.test_bench_bfcl import GroundTruthBackend, _entry  # noqa: E402
 

@@ -17,7 +17,8 @@ from forethought.data_gen.verify import Divergence, verify_solution
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
 from forethought.kernel.runner import oracle_factory, run_solution
-from forethought.kernel.scenario import Solution, load_solution
+from forethought.kernel.scenario import Solution
+from forethought.kernel.solution_file import load_solution
 from forethought.kernel.specs import DECOMPOSE
 
 SOL = Path(__file__).resolve().parents[1] / "data_gen" / "solutions"

@@ -15,7 +15,7 @@ from forethought.kernel.backends.factory import OpenAIBackendConfig, make_model_
 from forethought.kernel.backends.openai_backend import resolve_api_key
 from forethought.kernel.program import Kernel
 from forethought.kernel.runner import oracle_factory, run_solution
-from forethought.kernel.scenario import load_solution
+from forethought.kernel.solution_file import load_solution
 from tests.test_backend_openai import FIG1, Server, _Recording
 
 KEY = "sk-test-3f9c2a7d41e8b6"  # a made-up key; any file containing it is a leak

@@ -351,7 +351,7 @@ def test_environment_stage_leaves_world_on_error():
 
 # ------------------------------------------------------------------ worked solutions
 def test_slot_values_and_paraphrases_cover_the_ticket_solutions():
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     root = Path(__file__).resolve().parents[1] / "data_gen"
     files = solution_paths("ticket", at_least=42)

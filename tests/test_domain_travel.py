@@ -310,7 +310,7 @@ def test_snapshot_deterministic_and_json():
 
 def test_paper_c3_solution_verifies():
     from forethought.data_gen.verify import verify_solution
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     res = verify_solution(load_solution(SOLUTIONS / "paper_c3_nearest_airport.json"))
     [call] = res[0].committed_calls
@@ -322,7 +322,7 @@ def test_paper_c3_solution_verifies():
 @pytest.mark.parametrize("name", ["paper_d1_example1_business_la_ny", "paper_d2_example2_first_sf_la"])
 def test_paper_d_examples_call_order(name):
     from forethought.data_gen.verify import verify_solution
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     res = verify_solution(load_solution(SOLUTIONS / f"{name}.json"))
     tools = [c.tool for c in res[0].committed_calls]

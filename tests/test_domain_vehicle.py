@@ -373,7 +373,7 @@ SLOT_VALUES = Path(__file__).resolve().parents[1] / "data_gen" / "slot_values" /
 
 
 def test_slot_values_and_paraphrases_cover_the_vehicle_solutions():
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     values = json.loads(SLOT_VALUES.read_text())
     for f in SOLUTIONS:

@@ -47,7 +47,7 @@ def test_the_corpus_replays_with_file_system_network_and_clock_cut_off(monkeypat
     from forethought.data_gen.verify import verify_solution
     from forethought.kernel.domains import available, load_domain
     from forethought.kernel.grounding import synonym_table
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     for name in available():  # plugin discovery lists a folder: do it before the cut
         load_domain(name)

@@ -232,7 +232,7 @@ def test_a_user_id_built_from_a_name_follows_the_substituted_name():
     import random
 
     from forethought.data_gen.augment import substitute_entities
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     sol = load_solution("data_gen/solutions/airline/paper_c4_passenger_name.json")  # uid ethan_nguyen_7360
     changed = 0

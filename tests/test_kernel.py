@@ -298,7 +298,7 @@ def test_static_bound_and_program_structure():
 @pytest.mark.parametrize("path", ["data_gen/solutions/file_system/paper_figure1.json"])
 def test_paper_figure1_calls(path):
     from forethought.data_gen.verify import verify_solution
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     turns = verify_solution(load_solution(path))
     assert committed(turns[0]) == ["mkdir(dir_name='archive')", "mv(source='report.txt', destination='archive')"]
@@ -344,7 +344,7 @@ PAPER = {
 @pytest.mark.parametrize("path", sorted(PAPER))
 def test_paper_worked_examples_make_exactly_the_calls_shown(path):
     from forethought.data_gen.verify import verify_solution
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     turn_index, calls = PAPER[path]
     turns = verify_solution(load_solution(path))
@@ -353,7 +353,7 @@ def test_paper_worked_examples_make_exactly_the_calls_shown(path):
 
 def test_paper_c3_prerequisite_met_from_persistent_state():
     from forethought.data_gen.verify import verify_solution
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     t = verify_solution(load_solution("data_gen/solutions/travel/paper_c3_nearest_airport.json"))[0]
     (tid,) = t.order
@@ -365,7 +365,7 @@ def test_paper_c3_prerequisite_met_from_persistent_state():
 def test_secret_parameters_are_passed_to_the_tool_but_never_kept_in_the_scratchpad():
     from forethought.data_gen.verify import verify_solution
     from forethought.kernel.domains import load_domain
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     spec = load_domain("trading").tools["trading_login"].spec
     assert spec.secret == ["password"] and spec.parameters["properties"]["password"]["writeOnly"] is True

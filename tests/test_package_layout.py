@@ -224,3 +224,71 @@ def test_every_layer_imports_only_the_layers_below_it():
     # The edge the layering exists for: the kernel's hf backend loads bundles without importing training.
     assert ("kernel", "forethought.bundle") in edges and ("kernel", "training") not in edges
 
+
+
+# ------------------------------------------------------------------ modules
+def _module_of(name: str) -> str | None:
+    """The module ``name`` (a module, or a name imported from one) lives in."""
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name if name in MODULES else None
+
+
+def module_edges() -> dict[tuple[str, str], list[str]]:
+    """(importing module, imported module) -> where, for every import of one forethought module by another."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module, (f, is_package) in MODULES.items():
+        for target, line in imported_modules(module, ast.parse(f.read_text(encoding="utf-8")), is_package):
+            b = _module_of(target)
+            if b is not None and b != module:  # a package counts as its __init__, which imports what it re-exports
+                edges[(module, b)].append(f"{f.relative_to(ROOT)}:{line}")
+    return edges
+
+
+def private_imports(module: str, tree: ast.AST, is_package: bool) -> list[str]:
+    """``from x import _name`` of another module's private name (dunders aside), as 'line: x._name'."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            out += [f"{node.lineno}: {base}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    # ``from forethought.kernel import task_steps`` then ``task_steps._execute(...)``: the same, through the module
+    modules = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            modules.update({a.asname or a.name: f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES})
+        elif isinstance(node, ast.Import):
+            modules.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
+    out += [f"{node.lineno}: {modules[node.value.id]}.{node.attr}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+            and node.attr.startswith("_") and not node.attr.startswith("__")]
+    return out
+
+
+def test_the_module_cycle_finder_sees_a_cycle_inside_one_layer():
+    edges = {("forethought.kernel.a", "forethought.kernel.b"): ["kernel/a.py:3"], ("forethought.kernel.b", "forethought.kernel.a"): ["kernel/b.py:9"]}
+    assert find_cycle(edges) is not None and "kernel/b.py:9" in describe(find_cycle(edges), edges)
+    tree = ast.parse("from .train import _diff, resolved_config\nfrom forethought.x import __version__\n"
+                     "from forethought.kernel import task_steps\ntask_steps._execute(1)\n")
+    assert private_imports("forethought.training.pretrain", tree, False) == ["1: forethought.training.train._diff",
+                                                                             "4: forethought.kernel.task_steps._execute"]
+
+
+def test_no_two_modules_import_each_other_even_through_others():
+    """Not only the layers: inside one (kernel/solution_file -> solution_migration -> runner -> scenario, never back),
+    imports inside functions counted."""
+    edges = module_edges()
+    cycle = find_cycle(edges)
+    assert cycle is None, "modules that import each other in a cycle:\n" + describe(cycle, edges)
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = [f"{f.relative_to(ROOT)}:{hit}" for module, (f, is_package) in MODULES.items()
+             for hit in private_imports(module, ast.parse(f.read_text(encoding="utf-8")), is_package)]
+    assert not found, "private names imported from another module (make them public, or move them where both can use them):\n" + "\n".join(found)

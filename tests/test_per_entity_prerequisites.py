@@ -22,8 +22,8 @@ from forethought.kernel.domains.base import Domain
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
 from forethought.kernel.registry.model import Prerequisite, Sat, ToolSpec, entity_key, fact_of
-from forethought.kernel.scenario import load_solution
 from forethought.kernel.scratchpad import Scratchpad
+from forethought.kernel.solution_file import load_solution
 from forethought.kernel.specs import establishes
 
 TELECOM = load_domain("telecom")

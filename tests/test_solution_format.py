@@ -18,7 +18,7 @@ import pytest
 from forethought.cli import main
 from forethought.data_gen.verify import verify_paths
 from forethought.kernel.registry.model import fact_of
-from forethought.kernel.scenario import load_solution, parse_solution, solution_files
+from forethought.kernel.solution_file import load_solution, parse_solution, solution_files
 from forethought.kernel.solution_format import FORMAT_VERSION
 from tests.disk import tree
 

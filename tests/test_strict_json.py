@@ -87,7 +87,7 @@ def test_a_registry_file(tmp_path, capsys):
 def _recording(tmp_path: Path) -> Path:
     from forethought.kernel.program import Kernel
     from forethought.kernel.runner import oracle_factory, run_solution
-    from forethought.kernel.scenario import load_solution
+    from forethought.kernel.solution_file import load_solution
 
     sol = load_solution(FIG1).rendered()
     rec = Recorder("record")

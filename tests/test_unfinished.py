@@ -20,8 +20,9 @@ from forethought.kernel.environment import Environment
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
 from forethought.kernel.registry.model import Prerequisite, Sat
-from forethought.kernel.scenario import Turn, load_solution
+from forethought.kernel.scenario import Turn
 from forethought.kernel.scratchpad import Scratchpad, bindable, is_truncated
+from forethought.kernel.solution_file import load_solution
 from forethought.kernel.unfinished import open_arguments
 
 

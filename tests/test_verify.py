@@ -11,7 +11,8 @@ import pytest
 from forethought.cli import main
 from forethought.data_gen.verify import VerifyConfig, coverage_minimums, tau_over_s_conflicts, verify_paths, verify_solution
 from forethought.kernel.runner import build_environment, build_registry
-from forethought.kernel.scenario import json_schema, load_solution
+from forethought.kernel.scenario import json_schema
+from forethought.kernel.solution_file import load_solution
 
 FIG1 = Path("data_gen/solutions/file_system/paper_figure1.json")
 

@@ -157,7 +157,7 @@ def check_usable(cfg: TrainConfig) -> None:
 def _check_not_started(cfg: TrainConfig) -> None:
     """A base stage that started here (a checkpoint or its config) is continued (train.resume) or replaced (train.overwrite),
     never restarted silently."""
-    from forethought.training.train import last_checkpoint
+    from forethought.training.run_support import last_checkpoint
 
     run = run_dir(cfg)
     if _is_main_process() and not cfg.train.resume and (last_checkpoint(run / "checkpoints") is not None or (run / "config.yaml").is_file()):
@@ -192,7 +192,7 @@ def _init(cfg: TrainConfig, run: Path) -> Path:
 def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
     from trl import SFTConfig
 
-    from forethought.training.train import _checkpointing_kwargs
+    from forethought.training.run_support import checkpointing_kwargs
 
     s = cfg.model.pretrain
     assert s is not None
@@ -219,7 +219,7 @@ def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
         fp16=False,
         use_cpu=device == "cpu",
         dataloader_pin_memory=device == "cuda",
-        **_checkpointing_kwargs(False),  # ~40 % slower on CPU and not needed at these sizes
+        **checkpointing_kwargs(False),  # ~40 % slower on CPU and not needed at these sizes
         logging_steps=s.logging_steps,
         logging_first_step=True,
         eval_strategy="no",
@@ -246,7 +246,7 @@ def pretrain(cfg: TrainConfig) -> Path:
     from forethought.training.lm_head import compact_on_cpu
     from forethought.training.models import resolve_device
     from forethought.training.plots import plot_em, plot_loss
-    from forethought.training.train import _env, _finish_wandb, _start_wandb, _wandb_env, last_checkpoint, resolved_config
+    from forethought.training.run_support import finish_wandb, last_checkpoint, resolved_config, start_wandb, temporary_environ, wandb_environ
 
     s = cfg.model.pretrain
     assert s is not None
@@ -261,10 +261,10 @@ def pretrain(cfg: TrainConfig) -> Path:
     if main and (resume_from is not None or (run / "config.yaml").is_file()):
         import yaml
 
-        from forethought.training.train import _diff
+        from forethought.training.run_support import config_diff
 
         old = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) if (run / "config.yaml").is_file() else config
-        diffs = [d for d in _diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")]
+        diffs = [d for d in config_diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")]
         if diffs:
             raise UserError("cannot resume the base stage with a different config:\n  " + "\n  ".join(diffs), str(run / "config.yaml"))
     if not sys.stderr.isatty():
@@ -289,9 +289,9 @@ def pretrain(cfg: TrainConfig) -> Path:
         callbacks.append(curve)
     if device == "cpu":
         compact_on_cpu()  # score only the completion positions in trl's LM head (training/lm_head.py)
-    with _env(_wandb_env(cfg)):
+    with temporary_environ(wandb_environ(cfg)):
         try:
-            _start_wandb(cfg, run, "base", config)
+            start_wandb(cfg, run, "base", config)
             trainer = SFTTrainer(
                 model=model, args=_sft_config(cfg, ckpt_dir, device), train_dataset=datasets.Dataset.from_list(rows),
                 processing_class=tokenizer, callbacks=callbacks,
@@ -304,7 +304,7 @@ def pretrain(cfg: TrainConfig) -> Path:
                 print(f"[base] resuming from {resume_from}", file=sys.stderr)
             result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
         finally:
-            _finish_wandb()
+            finish_wandb()
     model.generation_config.eos_token_id = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
 

@@ -32,7 +32,6 @@ import datetime as _dt
 import os
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,14 +42,21 @@ from forethought.commands import Args, load, split_args
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 from forethought.training.config import BUILT_HERE, PRIMITIVES, TrainConfig
+from forethought.training.run_support import (
+    checkpointing_kwargs,
+    config_diff,
+    finish_wandb,
+    is_main_process,
+    last_checkpoint,
+    resolved_config,
+    start_wandb,
+    temporary_environ,
+    wandb_environ,
+)
 
 BASE_REF = "base.json"
 STOP_TOKENS = ["<eos>", "<end_of_turn>"]
 # Keys that may change between an interrupted run and its resumption.
-_RESUME_FREE_KEYS = {("train", "resume"), ("train", "overwrite"), ("train", "cpu_threads"), ("logging",), ("train", "device"),
-                     ("train", "dataloader_num_workers"), ("train", "save_total_limit")}
-
-
 @dataclass
 class BaseRef:
     """The base model all adapters of one output folder are trained on."""
@@ -88,7 +94,7 @@ def cli(args: list[str]) -> int:
     if cfg is None:  # --cfg printed the config
         return 0
     results = run(cfg)
-    if _is_main_process():
+    if is_main_process():
         _print_summary(results)
     return 0
 
@@ -203,7 +209,7 @@ def run(cfg: TrainConfig, *, callbacks: list[Any] | None = None, keep_trainer: b
     _set_offline_env()
     _check_before_changes(cfg)  # every refusal first: one never follows a deletion or a write
     with _run_folder_locks(cfg):
-        if cfg.train.overwrite and _is_main_process():
+        if cfg.train.overwrite and is_main_process():
             _clear_outputs(cfg)
         results: dict[str, RunResult] = {}
         with _cpu_threads(cfg):
@@ -230,7 +236,7 @@ def _run_folder_locks(cfg: TrainConfig) -> Iterator[None]:
     except ImportError:  # not POSIX: no locking
         yield
         return
-    if not _is_main_process():
+    if not is_main_process():
         yield
         return
     out = Path(cfg.output_dir)
@@ -326,7 +332,7 @@ def _check_before_changes(cfg: TrainConfig) -> None:
     nothing has changed (docs/guarantees.md, "Refusals change nothing"): the folders it would delete are ours; the base
     it would keep is usable (not built from other inputs); ``base.json`` names that base while adapters remain that
     belong to it; a run folder that holds a run is continued or replaced, never trained over."""
-    if not _is_main_process():
+    if not is_main_process():
         return
     targets = _overwrite_targets(cfg) if cfg.train.overwrite else []
     clears_base = cfg.train.overwrite and _clears_base(cfg)
@@ -386,10 +392,6 @@ def _set_offline_env() -> None:
         os.environ.setdefault(k, v)
 
 
-def _is_main_process() -> bool:
-    return int(os.environ.get("RANK", "0")) == 0
-
-
 def prepare_base(cfg: TrainConfig) -> BaseRef:
     """Build and pretrain (tiny, small) or locate (gemma3_12b) the shared base, and record it in ``<output_dir>/base.json``."""
     from forethought.training.models import checkpoint_model_type, require_local_path
@@ -406,11 +408,11 @@ def prepare_base(cfg: TrainConfig) -> BaseRef:
     from forethought.training.artifacts import trained_primitives
 
     kept = trained_primitives(out)
-    if _is_main_process() and ref_file.is_file() and not kept:
+    if is_main_process() and ref_file.is_file() and not kept:
         # No adapter belongs to the recorded base yet (e.g. its load failed): the record binds nothing.
         ref_file.unlink()
     _check_base_ref(out, path, ref.profile, kept)
-    if not ref_file.is_file() and _is_main_process():
+    if not ref_file.is_file() and is_main_process():
         atomic_write_json(ref_file, ref.to_json())
     return ref
 
@@ -447,42 +449,6 @@ def _base_result(cfg: TrainConfig, base: BaseRef) -> RunResult:
     return RunResult("base", base.path, metrics)
 
 
-def resolved_config(cfg: TrainConfig, primitive: str) -> dict[str, Any]:
-    d = cfg.model_dump(mode="json")
-    d["primitive"] = primitive
-    return d
-
-
-def _diff(a: Any, b: Any, path: tuple[str, ...] = ()) -> list[str]:
-    if any(path[: len(k)] == k for k in _RESUME_FREE_KEYS):
-        return []
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            out.extend(_diff(a.get(k), b.get(k), (*path, k)))
-        return out
-    return [] if a == b else [f"{'.'.join(path)}: {a!r} -> {b!r}"]
-
-
-def last_checkpoint(ckpt_dir: Path) -> Path | None:
-    """The newest complete checkpoint: its trainer_state.json (written last) parses. A kill while the trainer was
-    writing one leaves it empty or cut short; the checkpoint before it is then the one to resume from."""
-    if not ckpt_dir.is_dir():
-        return None
-    found = []
-    for d in ckpt_dir.iterdir():
-        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[len("checkpoint-"):].isdigit() and _complete_state(d / "trainer_state.json"):
-            found.append((int(d.name[len("checkpoint-"):]), d))
-    return max(found)[1] if found else None
-
-
-def _complete_state(f: Path) -> bool:
-    try:
-        return f.is_file() and isinstance(read_json_file(f), dict)
-    except (OSError, UserError):  # a torn or hand-edited state: not complete
-        return False
-
-
 def _run_state(cfg: TrainConfig, primitive: str, base: BaseRef) -> dict[str, Any]:
     from forethought.training.data import dataset_spec_hash, file_sha256, split_path
 
@@ -513,14 +479,14 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
         import yaml
 
         old = yaml.safe_load(cfg_file.read_text(encoding="utf-8"))
-        diffs = _diff(old, resolved_config(cfg, primitive))
+        diffs = config_diff(old, resolved_config(cfg, primitive))
         if diffs:
             raise UserError("cannot resume with a different config:\n  " + "\n  ".join(diffs), str(cfg_file))
     state_file = run_dir / "run_state.json"
     if state_file.is_file():
         old_state = read_json_file(state_file)
         new_state = _run_state(cfg, primitive, base)
-        diffs = _diff(old_state, new_state)
+        diffs = config_diff(old_state, new_state)
         if diffs:
             raise UserError("cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs), str(state_file))
     if metrics_file.is_file() and adapter_kind(adapter) is not None:
@@ -541,73 +507,6 @@ def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
             "replace it, or choose another output_dir",
             str(run_dir),
         )
-
-
-@contextlib.contextmanager
-def _env(values: dict[str, str | None]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _wandb_run_id(run_dir: Path, primitive: str) -> str:
-    """A stable wandb run id per run folder, so a resumed run continues the same wandb run."""
-    id_file = run_dir / "wandb_run_id"
-    if id_file.is_file():
-        return id_file.read_text(encoding="utf-8").strip()
-    run_id = f"{primitive}-{uuid.uuid4().hex[:8]}"
-    if _is_main_process():
-        atomic_write_text(id_file, run_id + "\n")
-    return run_id
-
-
-def _wandb_env(cfg: TrainConfig) -> dict[str, str | None]:
-    if cfg.logging.backend != "wandb":
-        return {}
-    return {"WANDB_MODE": cfg.logging.mode, "WANDB_SILENT": "true", "WANDB_LOG_MODEL": "false", "WANDB_PROJECT": cfg.logging.project}
-
-
-def _start_wandb(cfg: TrainConfig, run_dir: Path, primitive: str, config: dict[str, Any]) -> None:
-    """Open this primitive's wandb run explicitly (transformers' callback then logs into it).
-
-    Settings are passed as arguments, not environment variables: wandb reads its
-    environment once per process, so with ``primitive=all`` every later run would
-    otherwise land in the first one's folder under the first one's id.
-    """
-    if cfg.logging.backend != "wandb" or not _is_main_process():
-        return
-    import wandb
-
-    _finish_wandb()
-    wandb.init(
-        project=cfg.logging.project,
-        entity=cfg.logging.entity,
-        name=primitive,
-        id=_wandb_run_id(run_dir, primitive),
-        resume="allow",
-        dir=str(run_dir.resolve()),
-        mode=cfg.logging.mode,
-        tags=[*cfg.logging.tags, primitive, cfg.model.profile, cfg.train.preset],
-        group=Path(cfg.output_dir).resolve().name,
-        config=config,
-    )
-
-
-def _finish_wandb() -> None:
-    wandb = sys.modules.get("wandb")
-    if wandb is not None and getattr(wandb, "run", None) is not None:
-        wandb.finish()
 
 
 def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, primitive: str, has_eval: bool, notes: list[str]) -> Any:
@@ -664,7 +563,7 @@ def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, pr
         use_cpu=(device == "cpu"),
         dataloader_pin_memory=(device == "cuda"),
         dataloader_num_workers=t.dataloader_num_workers,
-        **_checkpointing_kwargs(gc),
+        **checkpointing_kwargs(gc),
         use_liger_kernel=liger,
         # bookkeeping
         logging_steps=t.logging_steps,
@@ -678,17 +577,6 @@ def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, pr
         disable_tqdm=True,  # our rich display (or nothing) instead
         push_to_hub=False,
     )
-
-
-def _checkpointing_kwargs(gc: bool) -> dict[str, Any]:
-    """transformers >= 5.2x renamed gradient_checkpointing to activation_checkpointing (the old name warns)."""
-    import dataclasses
-
-    from trl import SFTConfig
-
-    names = {f.name for f in dataclasses.fields(SFTConfig)}
-    key = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
-    return {key: gc, f"{key}_kwargs": {"use_reentrant": False} if gc else None}
 
 
 def _dataset_tokens(ds: Any) -> tuple[int, int]:
@@ -778,7 +666,7 @@ def train_primitive(
         cbs.append(curve)
     cbs.extend(callbacks or [])
 
-    main = _is_main_process()
+    main = is_main_process()
     run_state = _run_state(cfg, primitive, base)
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -788,9 +676,9 @@ def train_primitive(
 
     if device == "cpu":
         compact_on_cpu()  # score only the completion positions in trl's LM head (training/lm_head.py)
-    with _env(_wandb_env(cfg)):
+    with temporary_environ(wandb_environ(cfg)):
         try:
-            _start_wandb(cfg, run_dir, primitive, resolved_config(cfg, primitive))
+            start_wandb(cfg, run_dir, primitive, resolved_config(cfg, primitive))
             trainer = SFTTrainer(
                 model=model,
                 args=args,
@@ -841,7 +729,7 @@ def train_primitive(
             (adapter_dir / "training_args.bin").unlink(missing_ok=True)
             trainer.accelerator.wait_for_everyone()
         finally:
-            _finish_wandb()
+            finish_wandb()
 
     if main and full:
         from forethought.bundle.models import check_full_adapter

@@ -1,6 +1,6 @@
 """``forethought bench bfcl mode=ceiling``: the ground truth through the kernel's guards, no model.
 
-Each ground-truth call goes through exactly the kernel's execution path, ``task_steps._execute`` (the
+Each ground-truth call goes through exactly the kernel's execution path, ``task_steps.execute_call`` (the
 function the guarded Execute step calls): ToolGate's precondition against our imported registry
 (argument types, required parameters, enums, declared prerequisites), the call on a copy of bfcl's
 real class instance, the postcondition (an ``{"error": ...}`` result fails the call; an output-schema
@@ -146,7 +146,7 @@ def run_entry(entry: Entry) -> CeilingEntry:
                     out.unavailable.append({"entry": entry.id, "turn": i, "call": text, "parameter": param,
                                             "value": value, "found": where})
             before = len(turn.calls)
-            ok, reasons = task_steps._execute(turn, f"gt{i}_{j}", "task", name, args)
+            ok, reasons = task_steps.execute_call(turn, f"gt{i}_{j}", "task", name, args)
             record = turn.calls[-1] if len(turn.calls) > before else None
             if record is not None:
                 if record.warnings:

@@ -3,7 +3,7 @@
 responder (the paper's Forethought rows): each turn the kernel runs on a *copy* of the entry's world and
 scratchpad (a trial: its calls run and commit there only); :func:`responder.render_turn` writes that turn
 and the base model behind ``responder.base_url`` answers with the tool calls to make. Those calls execute
-on the real world through the kernel's own execution path, ``task_steps._execute`` (ToolGate's
+on the real world through the kernel's own execution path, ``task_steps.execute_call`` (ToolGate's
 precondition when CVC is on, the call on a copy of bfcl's instance, the postcondition, the commit, the
 scratchpad writes), as the ceiling mode runs ground truth. The committed ones are the turn's candidate
 for bfcl's checker. Per turn we keep where the answer departs from the trial's committed calls.
@@ -21,47 +21,20 @@ import copy
 import json
 from typing import Any
 
-from forethought.kernel import task_steps
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import TurnState
 from forethought.kernel.registry import format_call
 from forethought.primitives import Cache
 
+from .answer_execution import call_string, execute_answer
 from .bfcl_data import Entry, entry_registry, release_withheld, turn_text
+from .bfcl_entry import EntryRun, EntryTurns
 from .bfcl_env import BfclEnvironment
-from .bfcl_run import EntryRun, EntryTurns
 from .common import kernel_turn, vanilla_step
-from .responder import RENDER_VERSION, Answer, Endpoint, departures, openai_tools, parse_tool_call, registry_name
+from .responder import RENDER_VERSION, Endpoint, departures, openai_tools, parse_tool_call, registry_name
 
 MAX_TOOL_MESSAGE_CHARS = 20_000  # a tool result sent back to the model (a long_context listing is megabytes)
-
-
-def _call_string(name: str, args: dict[str, Any]) -> str | None:
-    try:
-        return format_call(name, args)
-    except (ValueError, TypeError):  # a value a call string cannot hold (bfcl's checker could not run it either)
-        return None
-
-
-def execute_answer(answer: Answer, turn: TurnState, prefix: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """Run the answer's calls in order through the kernel's execution path; (committed calls, blocked calls)."""
-    committed: list[str] = []
-    blocked: list[dict[str, Any]] = []
-    for k, (name, args, _) in enumerate(answer.calls):
-        text = _call_string(name, args) or f"{name}({json.dumps(args, default=str)})"
-        if turn.registry.get(name) is None:
-            blocked.append({"call": text, "stage": "unregistered", "reasons": [f"{name!r} is not in the registry"]})
-            continue
-        before = len(turn.calls)
-        ok, reasons = task_steps._execute(turn, f"{prefix}_{k}", "task", name, args)
-        if ok:
-            committed.append(text)
-            continue
-        record = turn.calls[-1] if len(turn.calls) > before else None
-        rejected = record.rejected if record is not None and record.rejected else [f"pre: {r}" for r in reasons]
-        blocked.append({"call": text, "stage": rejected[0].partition(": ")[0], "reasons": [r.partition(": ")[2] for r in rejected]})
-    return committed, blocked
 
 
 def run_responder_entry(entry: Entry, kernel: Kernel, backend: Any, endpoint: Endpoint, *, trace: str, recorder: Any,
@@ -88,7 +61,7 @@ def run_responder_entry(entry: Entry, kernel: Kernel, backend: Any, endpoint: En
         committed, blocked = execute_answer(answer, turn, f"responder{i}")
         out.candidate.append(committed)
         trial_calls = [format_call(c.tool, c.arguments) for c in result.committed_calls]
-        asked = [_call_string(n, a) or f"{n}(?)" for n, a, _ in answer.calls]
+        asked = [call_string(n, a) or f"{n}(?)" for n, a, _ in answer.calls]
         out.answers.append({"turn": i, "render_version": RENDER_VERSION, "trace_calls": trial_calls, "answer_calls": asked,
                             "committed": committed, "blocked": blocked, "parse_errors": answer.errors,
                             "departure": departures(trial_calls, asked), "text": answer.text[:1000], "rendered": rendered})
@@ -143,7 +116,7 @@ def run_vanilla_entry(entry: Entry, endpoint: Endpoint) -> EntryRun:
                 result, staged = env.stage(name, args)
                 if staged is not None:
                     env.commit(name, staged)
-                text = _call_string(name, args)
+                text = call_string(name, args)
                 if text is not None:
                     made.append(text)
                     step_calls.append(text)

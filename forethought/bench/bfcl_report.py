@@ -14,11 +14,11 @@ from forethought.primitives.io import atomic_write_json, atomic_write_text
 STATUSES = ("executed", "partial", "missing_function", "missing_param", "blocked", "tool_failed", "skipped", "skipped_condition", "error")
 
 
-def _pct(k: int, n: int) -> str:
+def percent(k: int, n: int) -> str:
     return f"{k}/{n} ({100 * k / n:.1f} %)" if n else "—"
 
 
-def _cell(text: Any, limit: int = 160) -> str:
+def table_cell(text: Any, limit: int = 160) -> str:
     s = str(text).replace("|", "\\|").replace("\n", " ")
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
@@ -127,7 +127,7 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
     lines += ["## Accuracy per category", "", "| category | " + " | ".join(SETTINGS[v] for v in variants) + " |",
               "| --- |" + " --- |" * len(variants)]
     for c, s in cats.items():
-        lines.append(f"| {c} | " + " | ".join(_pct(s[v]["correct"], s[v]["scored"]) if v in s else "not run" for v in variants) + " |")
+        lines.append(f"| {c} | " + " | ".join(percent(s[v]["correct"], s[v]["scored"]) if v in s else "not run" for v in variants) + " |")
     for on, off in (("on", "off"), ("off", "on")):
         if any(v.endswith(f"cvc_{on}") for v in variants) and not any(v.endswith(f"cvc_{off}") for v in variants):
             lines += ["", f"Only CVC {on} was run (`cvc=both` runs both)."]
@@ -152,7 +152,7 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
                 parts = [f"added {', '.join(f'`{x}`' for x in e['added'])}" if e["added"] else "",
                          f"dropped {', '.join(f'`{x}`' for x in e['dropped'])}" if e["dropped"] else "",
                          "changed " + ", ".join(f"`{x['trace']}` → `{x['answer']}`" for x in e["changed"]) if e["changed"] else ""]
-                lines.append(f"- {c} {e['entry']} turn {e['turn']} ({_short(v)}): " + _cell("; ".join(p for p in parts if p), 400))
+                lines.append(f"- {c} {e['entry']} turn {e['turn']} ({_short(v)}): " + table_cell("; ".join(p for p in parts if p), 400))
     lines += ["", "## Halts and backend errors", "", "| category | setting | turns | halted turns | entries not answered |",
               "| --- | --- | --- | --- | --- |"]
     for c, s in cats.items():
@@ -162,9 +162,9 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
     halts = [(c, v, h) for c, s in cats.items() for v in variants if v in s for h in s[v]["halted"]]
     errors = [(c, v, e) for c, s in cats.items() for v in variants if v in s for e in s[v]["backend_errors"]]
     for c, v, h in halts[:30]:
-        lines.append(f"- halted: {c} {h['entry']} turn {h['turn']} ({_short(v)}): {_cell(h['reason'])}")
+        lines.append(f"- halted: {c} {h['entry']} turn {h['turn']} ({_short(v)}): {table_cell(h['reason'])}")
     for c, v, e in errors[:30]:
-        lines.append(f"- no answer: {c} {e['entry']} turn {e['turn']} ({_short(v)}): {_cell(e['message'])}")
+        lines.append(f"- no answer: {c} {e['entry']} turn {e['turn']} ({_short(v)}): {table_cell(e['message'])}")
     lines += ["", "## Task outcomes", "", "| category | setting | " + " | ".join(STATUSES) + " |", "| --- | --- |" + " --- |" * len(STATUSES)]
     for c, s in cats.items():
         for v in variants:
@@ -179,7 +179,7 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         for v in variants:
             for p, row in s.get(v, {}).get("violations", {}).items():
                 cons = ", ".join(f"{k} {n}" for k, n in sorted(row["constraints"].items(), key=lambda kv: -kv[1])) or "—"
-                lines.append(f"| {c} | {_short(v)} | {p} | {row['attempts']} | {row['violating']} | {_cell(cons)} |")
+                lines.append(f"| {c} | {_short(v)} | {p} | {row['attempts']} | {row['violating']} | {table_cell(cons)} |")
     lines += ["", "## The checker's error types", "", "| category | setting | error type | entries |", "| --- | --- | --- | --- |"]
     for c, s in cats.items():
         for v in variants:
@@ -240,15 +240,15 @@ def write_ceiling_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c, s in cats.items():
-        lines.append(f"| {c} | {s['entries']} | {_pct(s['let_through'], s['entries'])} | {s['calls']} | "
+        lines.append(f"| {c} | {s['entries']} | {percent(s['let_through'], s['entries'])} | {s['calls']} | "
                      f"{len(s['blocked_calls'])} | {s['checker_pass_let_through']}/{s['let_through']} | "
                      f"{s['checker_pass_blocked']}/{s['blocked_entries']} | {_warnings(s['schema_warnings'])} | "
-                     f"{_pct(s['let_through_all_available'], s['entries'])} |")
+                     f"{percent(s['let_through_all_available'], s['entries'])} |")
     lines += ["", "## Blocked ground-truth calls", "", "| category | entry | turn | call | guard | reason |",
               "| --- | --- | --- | --- | --- | --- |"]
     for c, s in cats.items():
         for b in s["blocked_calls"]:
-            lines.append(f"| {c} | {b['entry']} | {b['turn']} | `{_cell(b['call'], 100)}` | {b['stage']} | {_cell('; '.join(b['reasons']))} |")
+            lines.append(f"| {c} | {b['entry']} | {b['turn']} | `{table_cell(b['call'], 100)}` | {b['stage']} | {table_cell('; '.join(b['reasons']))} |")
     cols = list(AVAILABLE) + list(UNAVAILABLE)
     lines += ["", "## Ground-truth parameter values: where they were when needed", "",
               "Before each call, each argument value was looked for in the turn's request ι (and τ), then in the "
@@ -265,7 +265,7 @@ def write_ceiling_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         a = s["availability"]
         total = sum(a.values())
         avail = sum(a.get(k, 0) for k in AVAILABLE)
-        lines.append(f"| {c} | {total} | {_pct(avail, total)} | " + " | ".join(str(a.get(k, 0)) for k in cols) + " |")
+        lines.append(f"| {c} | {total} | {percent(avail, total)} | " + " | ".join(str(a.get(k, 0)) for k in cols) + " |")
     lines += ["", "## Files", "", "`ceiling/`: `BFCL_v4_<category>_result.json` (the committed calls, bfcl's result rows, "
               "with the blocked calls), `BFCL_v4_<category>_score.json` (bfcl's score file), `<category>_unavailable.jsonl` "
               "(every value not available, where it was found); `summary.json`.", ""]
@@ -287,6 +287,6 @@ def console_summary(summary: dict[str, Any]) -> str:
         else:
             for v, r in s.items():
                 label = f"CVC {v[4:]}" if v in ("cvc_on", "cvc_off") else _short(v)
-                lines.append(f"{c} ({label}): {_pct(r['correct'], r['scored'])} by bfcl's checker"
+                lines.append(f"{c} ({label}): {percent(r['correct'], r['scored'])} by bfcl's checker"
                              + (f"; {len(r['backend_errors'])} entries not answered by the backend" if r["backend_errors"] else ""))
     return "\n".join(lines)

@@ -15,8 +15,6 @@ as the model's result, and the command exits 1 unless ``backend_errors=count``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,19 +22,15 @@ from pydantic import Field, field_validator
 
 from forethought.errors import UserError, ensure_output_dir
 from forethought.kernel.program import Kernel
-from forethought.kernel.records import TurnResult
 from forethought.kernel.registry import format_call
-from forethought.kernel.scratchpad import Scratchpad
-from forethought.primitives import Cache, Trace
+from forethought.primitives import Cache
 from forethought.primitives.io import atomic_write_jsonl
 from forethought.primitives.trace import capped_rows
 
 from . import bfcl_score, common
-from .bfcl_data import CATEGORIES, SHORT, Entry, entry_registry, release_withheld, request_text
-from .bfcl_env import BfclEnvironment
+from .bfcl_data import CATEGORIES, SHORT, Entry
+from .bfcl_entry import EntryRun, EntryTurns
 
-# Outcomes that leave a request unfinished: its text stays pending for the next turn (see request_text).
-UNFINISHED = ("missing_function", "missing_param", "blocked")
 MODES = ("kernel", "responder", "vanilla", "ceiling")
 ITEMS = "BFCL entries"  # what the oracle backend finds no annotations in
 
@@ -76,49 +70,6 @@ class BenchConfig(common.RunSettings):
         if dup:
             raise ValueError(f"categories listed more than once: {dup}")
         return out
-
-
-@dataclass
-class EntryRun:
-    """What the kernel did on one entry with one setting of CVC."""
-
-    id: str
-    category: str
-    cvc: bool
-    turns: list[TurnResult] = field(default_factory=list)
-    traces: list[Trace] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)  # the request the kernel got each turn
-    candidate: list[list[str]] = field(default_factory=list)  # committed calls per turn, as call strings
-    backend_error: dict[str, Any] | None = None  # the first turn the backend did not answer; the entry stopped there
-    verdict: dict[str, Any] | None = None  # bfcl's checker; None when not scored (backend error)
-    mode: str = "kernel"
-    answers: list[dict[str, Any]] = field(default_factory=list)  # responder / vanilla: the model's answer per turn
-
-    def add_turn(self, request: str, result: TurnResult, trace: Trace) -> None:
-        self.turns.append(result)
-        self.traces.append(trace)
-        self.requests.append(request)
-
-
-class EntryTurns:
-    """An entry's world, registry and scratchpad, kept across its turns, and the request each turn gets: a holdout
-    turn brings its functions (miss_func), and a request left unfinished is pending for the next (request_text)."""
-
-    def __init__(self, entry: Entry):
-        self.entry = entry
-        self.env = BfclEnvironment(entry)
-        self.registry = entry_registry(entry, 0)
-        self.scratchpad = Scratchpad()
-        self.pending: str | None = None
-
-    def __iter__(self) -> Iterator[tuple[int, str]]:
-        for i, text in enumerate(self.entry.turns):
-            release_withheld(self.entry, self.registry, i)
-            yield i, request_text(self.pending, text)
-
-    def done(self, request: str, result: TurnResult) -> None:
-        unfinished = any(o.status in UNFINISHED for o in result.outcomes.values())
-        self.pending = request if unfinished else None
 
 
 def run_entry(entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None,

@@ -22,7 +22,7 @@ from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, 
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
-from forethought.kernel.run import KernelSettings, _recorder, _ReplayOnly  # the record/replay of `forethought run`
+from forethought.kernel.run import KernelSettings, ReplayOnly, make_recorder  # the record/replay of `forethought run`
 from forethought.primitives import Cache, ReplayMissError, Trace
 
 from .responder import Endpoint, ResponderConfig
@@ -120,9 +120,9 @@ def preflight(cfg: RunSettings, backend: Any, endpoint: Any, items: str) -> tupl
 
 def kernel_side(cfg: RunSettings, backend: Any, kernel_modes: list[str]) -> tuple[Any, Any, Cache | None]:
     """(recorder, kernel backend, cache): a strict replay loads no model, every answer comes from the recording."""
-    recorder = _recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
+    recorder = make_recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
     if kernel_modes and backend is None:
-        backend = _ReplayOnly() if strict_replay(cfg) else make_model_backend(cfg.backend)
+        backend = ReplayOnly() if strict_replay(cfg) else make_model_backend(cfg.backend)
     return recorder, backend, Cache() if cfg.cache else None
 
 
@@ -140,7 +140,7 @@ def save_recording(cfg: RunSettings, recorder: Any, out: Path) -> None:
 
 def backend_label(cfg: RunSettings, backend: Any, *, bundle: bool = False) -> dict[str, Any]:
     """The kernel backend as the report names it; ``bundle``: with the bundle an hf backend loaded."""
-    if isinstance(backend, _ReplayOnly):
+    if isinstance(backend, ReplayOnly):
         return {"name": "replay", "recording": cfg.replay}
     label: dict[str, Any] = {"name": getattr(backend, "name", cfg.backend.name)}
     path = getattr(getattr(backend, "bundle", None), "path", None) if bundle else None

@@ -14,7 +14,7 @@ benchmark the answer is the tool calls to make. This module is that step, benchm
 
 The caller (the BFCL bench, :mod:`.bfcl_modes`) runs the kernel on a copy of the world, renders its
 turn, asks the responder, then executes the responder's calls on the real world through the kernel's
-own execution path (``task_steps._execute``: ToolGate's precondition, the call, the postcondition, the
+own execution path (``task_steps.execute_call``: ToolGate's precondition, the call, the postcondition, the
 commit and the scratchpad writes).
 """
 

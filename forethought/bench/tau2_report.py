@@ -12,7 +12,7 @@ from typing import Any
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
 from . import tau2_score
-from .bfcl_report import STATUSES, _cell, _pct
+from .bfcl_report import STATUSES, percent, table_cell
 
 
 def summarise(runs: list[Any], seeds: list[int]) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         hats = " | ".join(f"{s['pass_hat_k'][str(i)]:.3f}" if str(i) in s["pass_hat_k"] else "—"
                           for i in range(1, len(summary["seeds"]) + 1))
         term = ", ".join(f"{t} {n}" for t, n in sorted(s["terminations"].items()))
-        lines.append(f"| {SETTINGS[k]} | {s['tasks']} | {s['scored']}/{s['trials']} | {_pct(s['passed'], s['scored'])} | "
+        lines.append(f"| {SETTINGS[k]} | {s['tasks']} | {s['scored']}/{s['trials']} | {percent(s['passed'], s['scored'])} | "
                      f"{hats} | {s['db_match']}/{s['scored']} | {term or '—'} |")
     if len(summary["seeds"]) > 1:
         lines += ["", "pass^k is tau2's (`tau2.metrics.agent_metrics.pass_hat_k`): per task C(successes, k) / C(trials, k), "
@@ -103,7 +103,7 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         for k in keys:
             row = settings[k]["per_task"].get(t)
             cells.append(" ".join("—" if v is None else f"{v:g}" for v in row["rewards"].values()) if row else "not run")
-        lines.append(f"| {_cell(t, 100)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {table_cell(t, 100)} | " + " | ".join(cells) + " |")
     answered = [(k, settings[k]["model"]) for k in keys if settings[k].get("model")]
     if answered:
         lines += ["", "## The base model's answers", "",
@@ -119,7 +119,7 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
     problems = [(k, "halted", h["task"], h["seed"], h["reason"]) for k in keys for h in settings[k]["halted"]]
     problems += [(k, "no answer", e["task"], e["seed"], e["message"]) for k in keys for e in settings[k]["backend_errors"]]
     problems += [(k, "tau2 refused the trajectory", e["task"], e["seed"], e["message"]) for k in keys for e in settings[k]["replay_errors"]]
-    lines += [f"- {what}: {t} seed {seed} ({SETTINGS[k]}): {_cell(msg)}" for k, what, t, seed, msg in problems[:60]] or ["- none"]
+    lines += [f"- {what}: {t} seed {seed} ({SETTINGS[k]}): {table_cell(msg)}" for k, what, t, seed, msg in problems[:60]] or ["- none"]
     kernel_keys = [k for k in keys if settings[k]["outcomes"]]
     if kernel_keys:
         lines += ["", "## Task outcomes (kernel turns)", "", "| setting | " + " | ".join(STATUSES) + " |",
@@ -140,7 +140,7 @@ def console_summary(summary: dict[str, Any]) -> str:
     lines = []
     for k, s in summary["settings"].items():
         hats = ", ".join(f"pass^{i} {v:.3f}" for i, v in s["pass_hat_k"].items())
-        lines.append(f"tau2 {summary['domain']} ({SETTINGS[k]}): {_pct(s['passed'], s['scored'])} trials passed by tau2's evaluator"
+        lines.append(f"tau2 {summary['domain']} ({SETTINGS[k]}): {percent(s['passed'], s['scored'])} trials passed by tau2's evaluator"
                      + (f"; {hats}" if hats else "")
                      + (f"; {len(s['backend_errors'])} trials not answered by the backend" if s["backend_errors"] else ""))
     return "\n".join(lines)

@@ -143,7 +143,7 @@ def run_kernel_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel
 
 def run_responder_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel, backend: Any, endpoint: Endpoint, *,
                        trace: str, recorder: Any, cache: Cache | None, replay: str | None) -> TaskRun:
-    from .bfcl_modes import execute_answer
+    from .answer_execution import execute_answer
 
     out = TaskRun(task.id, seed, "responder", kernel.config.cvc)
     env, scratchpad, registry = Tau2Environment(domain, task), Scratchpad(), tau2_data.task_registry(domain)

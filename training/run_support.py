@@ -1,0 +1,140 @@
+"""What the base stage (training/pretrain.py) and the primitives' runs (training/train.py) share: the resolved config a
+run records and the resume check's diff of it, the newest complete checkpoint, the wandb run each opens, and the
+trainer arguments whose names changed across transformers versions."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from forethought.bounded import read_json_file
+from forethought.errors import UserError
+from forethought.primitives.io import atomic_write_text
+from forethought.training.config import TrainConfig
+
+RESUME_FREE_KEYS = {("train", "resume"), ("train", "overwrite"), ("train", "cpu_threads"), ("logging",), ("train", "device"),
+                     ("train", "dataloader_num_workers"), ("train", "save_total_limit")}
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def resolved_config(cfg: TrainConfig, primitive: str) -> dict[str, Any]:
+    d = cfg.model_dump(mode="json")
+    d["primitive"] = primitive
+    return d
+
+
+def config_diff(a: Any, b: Any, path: tuple[str, ...] = ()) -> list[str]:
+    if any(path[: len(k)] == k for k in RESUME_FREE_KEYS):
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out.extend(config_diff(a.get(k), b.get(k), (*path, k)))
+        return out
+    return [] if a == b else [f"{'.'.join(path)}: {a!r} -> {b!r}"]
+
+
+def last_checkpoint(ckpt_dir: Path) -> Path | None:
+    """The newest complete checkpoint: its trainer_state.json (written last) parses. A kill while the trainer was
+    writing one leaves it empty or cut short; the checkpoint before it is then the one to resume from."""
+    if not ckpt_dir.is_dir():
+        return None
+    found = []
+    for d in ckpt_dir.iterdir():
+        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[len("checkpoint-"):].isdigit() and complete_trainer_state(d / "trainer_state.json"):
+            found.append((int(d.name[len("checkpoint-"):]), d))
+    return max(found)[1] if found else None
+
+
+def complete_trainer_state(f: Path) -> bool:
+    try:
+        return f.is_file() and isinstance(read_json_file(f), dict)
+    except (OSError, UserError):  # a torn or hand-edited state: not complete
+        return False
+
+
+def _set_environ(values: dict[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@contextlib.contextmanager
+def temporary_environ(values: dict[str, str | None]) -> Iterator[None]:
+    """Set (a value) or unset (None) these environment variables for the block, then put back what was there."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        _set_environ(values)
+        yield
+    finally:
+        _set_environ(saved)
+
+
+def wandb_run_id(run_dir: Path, primitive: str) -> str:
+    """A stable wandb run id per run folder, so a resumed run continues the same wandb run."""
+    id_file = run_dir / "wandb_run_id"
+    if id_file.is_file():
+        return id_file.read_text(encoding="utf-8").strip()
+    run_id = f"{primitive}-{uuid.uuid4().hex[:8]}"
+    if is_main_process():
+        atomic_write_text(id_file, run_id + "\n")
+    return run_id
+
+
+def wandb_environ(cfg: TrainConfig) -> dict[str, str | None]:
+    if cfg.logging.backend != "wandb":
+        return {}
+    return {"WANDB_MODE": cfg.logging.mode, "WANDB_SILENT": "true", "WANDB_LOG_MODEL": "false", "WANDB_PROJECT": cfg.logging.project}
+
+
+def start_wandb(cfg: TrainConfig, run_dir: Path, primitive: str, config: dict[str, Any]) -> None:
+    """Open this primitive's wandb run explicitly (transformers' callback then logs into it).
+
+    Settings are passed as arguments, not environment variables: wandb reads its
+    environment once per process, so with ``primitive=all`` every later run would
+    otherwise land in the first one's folder under the first one's id.
+    """
+    if cfg.logging.backend != "wandb" or not is_main_process():
+        return
+    import wandb
+
+    finish_wandb()
+    wandb.init(
+        project=cfg.logging.project,
+        entity=cfg.logging.entity,
+        name=primitive,
+        id=wandb_run_id(run_dir, primitive),
+        resume="allow",
+        dir=str(run_dir.resolve()),
+        mode=cfg.logging.mode,
+        tags=[*cfg.logging.tags, primitive, cfg.model.profile, cfg.train.preset],
+        group=Path(cfg.output_dir).resolve().name,
+        config=config,
+    )
+
+
+def finish_wandb() -> None:
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and getattr(wandb, "run", None) is not None:
+        wandb.finish()
+
+
+def checkpointing_kwargs(gc: bool) -> dict[str, Any]:
+    """transformers >= 5.2x renamed gradient_checkpointing to activation_checkpointing (the old name warns)."""
+    import dataclasses
+
+    from trl import SFTConfig
+
+    names = {f.name for f in dataclasses.fields(SFTConfig)}
+    key = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    return {key: gc, f"{key}_kwargs": {"use_reentrant": False} if gc else None}
