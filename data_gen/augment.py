@@ -131,10 +131,16 @@ def rename_task_ids(sol: Solution, rng: random.Random) -> Solution:
             continue
         m = {task.id: scheme(i) for i, task in enumerate(t.tasks)}
         tasks = [
-            task.model_copy(update={"id": m[task.id], "depends_on": [m.get(d, d) for d in task.depends_on],
-                                    # a fan-out names the task whose list it runs over
-                                    "for_each": task.for_each.model_copy(update={"task": m.get(task.for_each.task, task.for_each.task)})
-                                    if task.for_each is not None else None})
+            task.model_copy(
+                update={
+                    "id": m[task.id],
+                    "depends_on": [m.get(d, d) for d in task.depends_on],
+                    # a fan-out names the task whose list it runs over
+                    "for_each": task.for_each.model_copy(update={"task": m.get(task.for_each.task, task.for_each.task)})
+                    if task.for_each is not None
+                    else None,
+                }
+            )
             for task in t.tasks
         ]
         turns.append(t.model_copy(update={"tasks": tasks, "order": [m.get(x, x) for x in t.order or []]}))
@@ -198,7 +204,9 @@ def near_miss(spec: ToolSpec, rng: random.Random, taken: set[str]) -> ToolSpec |
     )
 
 
-def vary_registry(sol: Solution, rng: random.Random, *, drop_p: float = 0.3, max_near_miss: int = 2, max_distractors: int = 4) -> tuple[Solution, list[str]]:
+def vary_registry(
+    sol: Solution, rng: random.Random, *, drop_p: float = 0.3, max_near_miss: int = 2, max_distractors: int = 4
+) -> tuple[Solution, list[str]]:
     """A registry subset (always keeping the tools the scenario uses) plus near-miss and cross-domain tools."""
     ops = []
     domains = sol.registry.domains or sol.domains

@@ -92,13 +92,17 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
     else:
         stats = Path(cfg.dataset_dir) / "stats.json"
         if not stats.is_file():
-            raise UserError("no stats.json: run forethought generate first (it names the held-out solutions)", str(stats))
+            raise UserError(
+                "no stats.json: run forethought generate first (it names the held-out solutions)", str(stats)
+            )
         from .unit import checked_bytes
 
         try:  # the held-out list must be the one of the dataset the adapters were trained beside
             ids = json.loads(checked_bytes(cfg.dataset_dir, "stats.json"))["validation_solutions"]
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, KeyError, TypeError) as exc:
-            raise UserError(f"no list of held-out solutions (field validation_solutions): {exc!r}", str(stats)) from None
+            raise UserError(
+                f"no list of held-out solutions (field validation_solutions): {exc!r}", str(stats)
+            ) from None
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise UserError("field validation_solutions must be a list of solution ids", str(stats))
     by_id = {}
@@ -129,16 +133,18 @@ def score_run(sol: Solution, ref_states: list[dict[str, Any]], res: Any) -> list
         got = [(c.tool, canonical(c.arguments)) for c in tr.committed_calls]
         # A turn the backend did not answer matched nothing, even when nothing was expected of it.
         answered = tr.backend_error is None
-        rows.append({
-            "solution_id": sol.id,
-            "turn": i,
-            "call_match": answered and want == got,
-            "state_match": answered and canonical(env_states[i]) == canonical(ref_states[i]),
-            "halted": tr.halted is not None,
-            "expected_calls": len(want),
-            "committed_calls": len(got),
-            "backend_error": _backend_error_text(tr.backend_error),
-        })
+        rows.append(
+            {
+                "solution_id": sol.id,
+                "turn": i,
+                "call_match": answered and want == got,
+                "state_match": answered and canonical(env_states[i]) == canonical(ref_states[i]),
+                "halted": tr.halted is not None,
+                "expected_calls": len(want),
+                "committed_calls": len(got),
+                "backend_error": _backend_error_text(tr.backend_error),
+            }
+        )
     return rows
 
 
@@ -152,8 +158,17 @@ class _StateTap:
         self.states.append(env.snapshot())
 
 
-def run_setting(setting: str, sols: list[Solution], refs: dict[str, Any], cfg: EvaluateConfig, *,
-                rates: dict[str, float], seed: int, model_backend: Any = None, progress: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_setting(
+    setting: str,
+    sols: list[Solution],
+    refs: dict[str, Any],
+    cfg: EvaluateConfig,
+    *,
+    rates: dict[str, float],
+    seed: int,
+    model_backend: Any = None,
+    progress: Any = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run every scenario in one setting; return the aggregate and the per-turn rows."""
     cvc = not setting.endswith("no_cvc")
     kernel = Kernel(cfg.kernel.model_copy(update={"cvc": cvc}).build())
@@ -169,6 +184,7 @@ def run_setting(setting: str, sols: list[Solution], refs: dict[str, Any], cfg: E
         if setting == "oracle":
             factory = lambda i, t, s=s: OracleBackend(t, s.id)  # noqa: E731
         elif setting.startswith("noise"):
+
             def factory(i, t, s=s, noisy=noisy):
                 b = NoisyOracle(OracleBackend(t, s.id), rates, rng)
                 noisy.append(b)
@@ -225,8 +241,11 @@ def run_setting(setting: str, sols: list[Solution], refs: dict[str, Any], cfg: E
         "recovered_by_retry": {p: recovered.get(p, 0) for p in PRIMITIVE_NAMES},
         "slm_calls": slm_calls,
         "backend_error_turns": sum(bool(r["backend_error"]) for r in rows),
-        "backend_errors": [{"solution_id": r["solution_id"], "turn": r["turn"], "message": r["backend_error"]}
-                           for r in rows if r["backend_error"]],
+        "backend_errors": [
+            {"solution_id": r["solution_id"], "turn": r["turn"], "message": r["backend_error"]}
+            for r in rows
+            if r["backend_error"]
+        ],
         "backend_retries": backend_retries,
         "elapsed_s": round(time.perf_counter() - t0, 2),
     }
@@ -271,8 +290,16 @@ def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = 
     results: dict[str, Any] = {}
     per_turn: list[dict[str, Any]] = []
     for setting in cfg.settings:
-        results[setting], rows = run_setting(setting, sols, refs, cfg, rates=cfg.noise.rates, seed=cfg.noise.seed,
-                                             model_backend=model_backend, progress=progress)
+        results[setting], rows = run_setting(
+            setting,
+            sols,
+            refs,
+            cfg,
+            rates=cfg.noise.rates,
+            seed=cfg.noise.seed,
+            model_backend=model_backend,
+            progress=progress,
+        )
         per_turn += rows
     summary = {
         "scenarios": [s.id for s in sols],
@@ -307,7 +334,11 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
             f"| {r['label']} | {r['turns']} | {_pct(r['turn_call_match'])} | {_pct(r['turn_state_match'])} | "
             f"{_pct(r['scenario_call_match'])} | {_pct(r['scenario_state_match'])} | {r['halted_turns']} |"
         )
-    lines += ["", "Contract violations per primitive (which primitive to retrain); in brackets: answers accepted after a retry with feedback.", ""]
+    lines += [
+        "",
+        "Contract violations per primitive (which primitive to retrain); in brackets: answers accepted after a retry with feedback.",
+        "",
+    ]
     lines.append("| Setting | " + " | ".join(PRIMITIVE_NAMES) + " |")
     lines.append("| --- |" + " ---: |" * len(PRIMITIVE_NAMES))
     for k, r in s.items():
@@ -315,10 +346,16 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     failed = {k: r for k, r in s.items() if r.get("backend_error_turns")}
     if failed:
-        lines += ["", "**Backend errors.** These turns got no answer from the backend (after its retries); they are "
-                  "counted as failed turns above, and say nothing about the model:", ""]
+        lines += [
+            "",
+            "**Backend errors.** These turns got no answer from the backend (after its retries); they are "
+            "counted as failed turns above, and say nothing about the model:",
+            "",
+        ]
         for k, r in failed.items():
-            lines.append(f"- {k}: {r['backend_error_turns']} of {r['turns']} turns ({r['backend_retries']} backend retries)")
+            lines.append(
+                f"- {k}: {r['backend_error_turns']} of {r['turns']} turns ({r['backend_retries']} backend retries)"
+            )
             for e in r["backend_errors"][:10]:
                 lines.append(f"  - {e['solution_id']} turn {e['turn']}: {e['message']}")
             if len(r["backend_errors"]) > 10:
@@ -334,7 +371,10 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
         ]
         for k, r in s.items():
             if r["simulation"]:
-                lines.append(f"- {k}: injected {sum(r['injected_errors'].values())} errors: " + ", ".join(f"{a} {b}" for a, b in r["injected_errors"].items()))
+                lines.append(
+                    f"- {k}: injected {sum(r['injected_errors'].values())} errors: "
+                    + ", ".join(f"{a} {b}" for a, b in r["injected_errors"].items())
+                )
     if summary.get("noise_sweep"):
         n = summary["noise"]["sweep_seeds"]
         lines += [
@@ -349,8 +389,10 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
         ]
         for row in summary["noise_sweep"]:
             c, nc = row["noise_cvc"], row["noise_no_cvc"]
-            lines.append(f"| {100 * row['rate']:.0f}% | {_pct(c['turn_call_match'])} | {_pct(nc['turn_call_match'])} | "
-                         f"{_pct(c['scenario_call_match'])} | {_pct(nc['scenario_call_match'])} |")
+            lines.append(
+                f"| {100 * row['rate']:.0f}% | {_pct(c['turn_call_match'])} | {_pct(nc['turn_call_match'])} | "
+                f"{_pct(c['scenario_call_match'])} | {_pct(nc['scenario_call_match'])} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -366,8 +408,20 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
     ax = axes[0][0]
     names = list(s)
     x = range(len(names))
-    ax.bar([i - 0.2 for i in x], [100 * s[n]["turn_call_match"] for n in names], width=0.4, label="call sequence (turn)", color="#1a73e8")
-    ax.bar([i + 0.2 for i in x], [100 * s[n]["turn_state_match"] for n in names], width=0.4, label="end state (turn)", color="#34a853")
+    ax.bar(
+        [i - 0.2 for i in x],
+        [100 * s[n]["turn_call_match"] for n in names],
+        width=0.4,
+        label="call sequence (turn)",
+        color="#1a73e8",
+    )
+    ax.bar(
+        [i + 0.2 for i in x],
+        [100 * s[n]["turn_state_match"] for n in names],
+        width=0.4,
+        label="end state (turn)",
+        color="#34a853",
+    )
     ax.set_xticks(list(x), [n + (" (sim.)" if s[n]["simulation"] else "") for n in names], rotation=12, fontsize=8)
     ax.set_ylabel("match (%)")
     ax.set_ylim(0, 105)
@@ -377,8 +431,21 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
         ax2 = axes[0][1]
         rates = [100 * r["rate"] for r in sweep]
         for key, label, color in (("noise_cvc", "with CVC", "#1a73e8"), ("noise_no_cvc", "without CVC", "#d93025")):
-            ax2.plot(rates, [100 * r[key]["turn_call_match"] for r in sweep], marker="o", color=color, label=f"turns, {label}")
-            ax2.plot(rates, [100 * r[key]["scenario_call_match"] for r in sweep], marker="s", ls="--", color=color, label=f"scenarios, {label}")
+            ax2.plot(
+                rates,
+                [100 * r[key]["turn_call_match"] for r in sweep],
+                marker="o",
+                color=color,
+                label=f"turns, {label}",
+            )
+            ax2.plot(
+                rates,
+                [100 * r[key]["scenario_call_match"] for r in sweep],
+                marker="s",
+                ls="--",
+                color=color,
+                label=f"scenarios, {label}",
+            )
         ax2.set_xlabel("injected error rate per primitive (%)")
         ax2.set_ylabel("call-sequence match (%)")
         ax2.set_ylim(0, 105)

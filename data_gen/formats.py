@@ -44,18 +44,39 @@ def features() -> Any:
     from datasets import Features, Json, List, Value
 
     message = {"role": Value("string"), "content": Value("string")}
-    by_kind = {"string": lambda: Value("string"), "bool": lambda: Value("bool"), "json": Json, "messages": lambda: List(message)}
+    by_kind = {
+        "string": lambda: Value("string"),
+        "bool": lambda: Value("bool"),
+        "json": Json,
+        "messages": lambda: List(message),
+    }
     return Features({name: by_kind[kind]() for name, kind in field_kinds().items()})
 
 
 def card_front_matter() -> str:
     """YAML header that lets ``datasets.load_dataset(<primitive folder>)`` load both splits with the right features."""
-    lines = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train", "    path: train.jsonl",
-             "  - split: validation", "    path: validation.jsonl", "dataset_info:", "  features:"]
+    lines = [
+        "---",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        "  - split: train",
+        "    path: train.jsonl",
+        "  - split: validation",
+        "    path: validation.jsonl",
+        "dataset_info:",
+        "  features:",
+    ]
     for name, kind in field_kinds().items():
         lines.append(f"  - name: {name}")
         if kind == "messages":
-            lines += ["    list:", "    - name: role", "      dtype: string", "    - name: content", "      dtype: string"]
+            lines += [
+                "    list:",
+                "    - name: role",
+                "      dtype: string",
+                "    - name: content",
+                "      dtype: string",
+            ]
         else:
             lines.append(f"    dtype: {kind}")
     return "\n".join(lines) + "\n---\n"

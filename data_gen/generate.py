@@ -224,8 +224,19 @@ def examples_from(
         prompt = spec.messages(inp)
         completion = [{"role": "assistant", "content": spec.target_text(res.output)}]
         key = prompt[0]["content"] + "\n\x00" + prompt[1]["content"]
-        out.append(Example(prim, sol_id, prompt, completion, res.output.model_dump(mode="json"), key,
-                           tuple(variant.ops) if variant else (), inp.model_dump(mode="json"), mask(prompt[1]["content"])))
+        out.append(
+            Example(
+                prim,
+                sol_id,
+                prompt,
+                completion,
+                res.output.model_dump(mode="json"),
+                key,
+                tuple(variant.ops) if variant else (),
+                inp.model_dump(mode="json"),
+                mask(prompt[1]["content"]),
+            )
+        )
     return out, dropped
 
 
@@ -272,13 +283,26 @@ def run_variant(job: tuple[str, int, frozenset[str] | None]) -> tuple[str, int, 
             target_sol, values = sol, None
         try:
             # Round 0 verifies the solution as written, paraphrases included (tags are verify's business).
-            verify_solution(target_sol, _KERNEL, slot_values=values, wrap_backend=lambda b: _Recorder(b, sink), trace="violations",
-                            paraphrases=k == 0, check_tags=False)
+            verify_solution(
+                target_sol,
+                _KERNEL,
+                slot_values=values,
+                wrap_backend=lambda b: _Recorder(b, sink),
+                trace="violations",
+                paraphrases=k == 0,
+                check_tags=False,
+            )
         except Divergence as d:
             return sol_id, k, [], Counter(), d.describe()
         all_values = {name: slot.value for name, slot in sol.slots.items()} | dict(values or {})
-        exs, dropped = examples_from(sol_id, sink, variant, wanted, rng=random.Random(f"order:{_CFG.seed}:{sol_id}:{k}"),
-                                     slot_values=all_values.values())
+        exs, dropped = examples_from(
+            sol_id,
+            sink,
+            variant,
+            wanted,
+            rng=random.Random(f"order:{_CFG.seed}:{sol_id}:{k}"),
+            slot_values=all_values.values(),
+        )
     except Exception as exc:
         raise VariantBug(
             f"{sol.source_file or sol_id}: variant {k} (seed {_CFG.seed}) raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
@@ -318,7 +342,9 @@ class Pools:
     quota: dict[tuple[str, str], int]
     rows: dict[tuple[str, str], list[Example]] = field(default_factory=lambda: defaultdict(list))
     keys: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))  # prim -> prompt key -> split
-    targets: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))  # prim -> prompt key -> target text
+    targets: dict[str, dict[str, str]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )  # prim -> prompt key -> target text
     dropped: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
 
     def full(self, prim: str, split: str) -> bool:
@@ -379,7 +405,8 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
         raise UserError(
             f"{n_dropped} of {n_copies} varied copies did not verify and were dropped ({100 * n_dropped / n_copies:.1f} %, above "
             f"data.max_dropped_fraction={cfg.max_dropped_fraction}); the files are written. Fix the solutions "
-            "(`forethought verify` warns about the usual causes) or raise data.max_dropped_fraction:\n" + "\n".join(lines),
+            "(`forethought verify` warns about the usual causes) or raise data.max_dropped_fraction:\n"
+            + "\n".join(lines),
             dropped_worst_file(stats),
         )
     short = undersized(stats)
@@ -465,7 +492,9 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
             pool.join()
     elapsed = time.perf_counter() - t0
     stats = write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, out=tmp)
-    unit.seal(tmp, validation_solutions=stats["validation_solutions"])  # last: the manifest vouches for every file above
+    unit.seal(
+        tmp, validation_solutions=stats["validation_solutions"]
+    )  # last: the manifest vouches for every file above
     return stats
 
 
@@ -474,7 +503,13 @@ def _dist(xs: list[int]) -> dict[str, float]:
     if not xs:
         return {"min": 0, "median": 0, "p95": 0, "max": 0, "mean": 0}
     s = sorted(xs)
-    return {"min": s[0], "median": statistics.median(s), "p95": s[min(len(s) - 1, int(0.95 * len(s)))], "max": s[-1], "mean": round(sum(s) / len(s), 1)}
+    return {
+        "min": s[0],
+        "median": statistics.median(s),
+        "p95": s[min(len(s) - 1, int(0.95 * len(s)))],
+        "max": s[-1],
+        "mean": round(sum(s) / len(s), 1),
+    }
 
 
 _TOK = re.compile(r"\w+|[^\w\s]")
@@ -519,7 +554,11 @@ def _refusal(job: tuple[str, str, Any, str]) -> tuple[str, str | None]:
 
 def decoding_coverage(stats: dict[str, Any]) -> float:
     """The share of all written targets that their decoding grammar admits."""
-    rows = [(i[sp]["examples"], i[sp].get("decoding_coverage", 1.0)) for i in stats["primitives"].values() for sp in ("train", "validation")]
+    rows = [
+        (i[sp]["examples"], i[sp].get("decoding_coverage", 1.0))
+        for i in stats["primitives"].values()
+        for sp in ("train", "validation")
+    ]
     total = sum(n for n, _ in rows)
     return sum(n * c for n, c in rows) / total if total else 1.0
 
@@ -529,14 +568,18 @@ def grammar_refusals(cfg: DataConfig, rows: list[Example]) -> dict[str, str]:
     target passed its contract, so each refusal is a gap in the grammar, never in the data."""
     jobs = [(e.id, e.primitive, e.input, e.completion[0]["content"]) for e in rows]
     if cfg.workers > 1 and len(jobs) > 64:
-        with mp.get_context("fork").Pool(cfg.workers, initializer=set_tool_rendering, initargs=(cfg.tool_rendering,)) as pool:
+        with mp.get_context("fork").Pool(
+            cfg.workers, initializer=set_tool_rendering, initargs=(cfg.tool_rendering,)
+        ) as pool:
             results = pool.map(_refusal, jobs, chunksize=max(1, len(jobs) // (cfg.workers * 8)))
     else:
         results = [_refusal(j) for j in jobs]
     return {i: why for i, why in results if why is not None}
 
 
-def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path) -> dict[str, Any]:
+def write_outputs(
+    cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path
+) -> dict[str, Any]:
     per: dict[str, Any] = {}
     checked = valid = 0
     refused = grammar_refusals(cfg, [e for rows in pools.rows.values() for e in rows])
@@ -567,15 +610,24 @@ def write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, roun
                 "contract_valid_rate": round(ok / len(rows), 4) if rows else 1.0,
                 # the share of targets the primitive's decoding grammar admits (kernel/decoding.py): 1.0, or a gap to fix
                 "decoding_coverage": round(1 - sum(e.id in refused for e in rows) / len(rows), 4) if rows else 1.0,
-                "decoding_refusals": [{"id": e.id, "solution": e.solution_id, "why": refused[e.id]} for e in rows if e.id in refused][:20],
+                "decoding_refusals": [
+                    {"id": e.id, "solution": e.solution_id, "why": refused[e.id]} for e in rows if e.id in refused
+                ][:20],
             }
             if prim == "get_order":
                 info[split]["input_order_is_target_rate"] = _input_order_is_target_rate(rows)
-        atomic_write_text(out / prim / "README.md", card_front_matter() + f"# forethought `{prim}` SFT data\n\nSee ../README.md.\n")
+        atomic_write_text(
+            out / prim / "README.md", card_front_matter() + f"# forethought `{prim}` SFT data\n\nSee ../README.md.\n"
+        )
         info["cross_split_near_duplicate_rate"] = _cross_split_near_dup_rate(by_split["train"], by_split["validation"])
         info["dropped"] = dict(sorted(pools.dropped[prim].items()))
-        info["solution_overlap"] = len({e.solution_id for e in pools.rows[(prim, "train")]} & {e.solution_id for e in pools.rows[(prim, "validation")]})
-        info["shared_prompts"] = len({e.key for e in pools.rows[(prim, "train")]} & {e.key for e in pools.rows[(prim, "validation")]})
+        info["solution_overlap"] = len(
+            {e.solution_id for e in pools.rows[(prim, "train")]}
+            & {e.solution_id for e in pools.rows[(prim, "validation")]}
+        )
+        info["shared_prompts"] = len(
+            {e.key for e in pools.rows[(prim, "train")]} & {e.key for e in pools.rows[(prim, "validation")]}
+        )
         info["reached_requested_size"] = info["train"]["examples"] + info["validation"]["examples"] >= cfg.sizes[prim]
         per[prim] = info
     total = sum(per[p]["train"]["examples"] + per[p]["validation"]["examples"] for p in PRIMITIVE_NAMES)
@@ -615,7 +667,10 @@ def dropped_count(stats: dict[str, Any]) -> tuple[int, int]:
 
 def dropped_lines(stats: dict[str, Any], limit: int | None = None) -> list[str]:
     """``<file>: <reason> × n`` for every dropped reason, the most frequent first."""
-    rows = sorted(((f, r, n) for f, c in stats["variants_dropped"].items() for r, n in c.items()), key=lambda x: (-x[2], x[0], x[1]))
+    rows = sorted(
+        ((f, r, n) for f, c in stats["variants_dropped"].items() for r, n in c.items()),
+        key=lambda x: (-x[2], x[0], x[1]),
+    )
     out = [f"{f}: {r} × {n}" for f, r, n in rows[:limit]]
     if limit is not None and len(rows) > limit:
         out.append(f"... and {len(rows) - limit} more (stats.json, variants_dropped)")
@@ -714,26 +769,41 @@ def cli(args: list[str]) -> int:
         return 0
     console = Console(stderr=True)
     with console.status("generating...") as status:
-        stats = generate(cfg.data, progress=lambda r, counts: status.update(f"round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())))
+        stats = generate(
+            cfg.data,
+            progress=lambda r, counts: status.update(f"round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())),
+        )
     for p in PRIMITIVE_NAMES:
         i = stats["primitives"][p]
-        console.print(f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})")
-    console.print(f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}")
+        console.print(
+            f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})"
+        )
+    console.print(
+        f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}"
+    )
     n_dropped, n_copies = dropped_count(stats)
     if n_dropped:  # below data.max_dropped_fraction (above it, generate raised with the list)
         console.print(f"[yellow]{n_dropped} of {n_copies} varied copies did not verify and were dropped:[/yellow]")
         for line in dropped_lines(stats):
             console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
     cover = decoding_coverage(stats)
-    if cover < 1:  # every target passed its contract: a refusal is a gap in the grammar (kernel/decoding.py), never in the data
-        console.print(f"[yellow]the decoding grammar refuses {100 * (1 - cover):.2f} % of the written targets; constrained decoding "
-                      "could not produce them (stats.json: decoding_refusals lists them):[/yellow]")
+    if (
+        cover < 1
+    ):  # every target passed its contract: a refusal is a gap in the grammar (kernel/decoding.py), never in the data
+        console.print(
+            f"[yellow]the decoding grammar refuses {100 * (1 - cover):.2f} % of the written targets; constrained decoding "
+            "could not produce them (stats.json: decoding_refusals lists them):[/yellow]"
+        )
         for p in PRIMITIVE_NAMES:
             for sp in ("train", "validation"):
                 for r in stats["primitives"][p][sp]["decoding_refusals"][:3]:
-                    console.print(f"  {p} {sp} {r['id']} ({r['solution']}): {escape(r['why'])}", soft_wrap=True, highlight=False)
+                    console.print(
+                        f"  {p} {sp} {r['id']} ({r['solution']}): {escape(r['why'])}", soft_wrap=True, highlight=False
+                    )
     short = undersized(stats)
     if short:  # only reached with data.allow_undersized=true
-        console.print(f"[yellow]requested sizes not reached within max_rounds={cfg.data.max_rounds}: {', '.join(short)} "
-                      "(allowed by data.allow_undersized)[/yellow]")
+        console.print(
+            f"[yellow]requested sizes not reached within max_rounds={cfg.data.max_rounds}: {', '.join(short)} "
+            "(allowed by data.allow_undersized)[/yellow]"
+        )
     return 0

@@ -38,7 +38,9 @@ def _read(path: Path) -> tuple[bytes, dict[str, Any]]:
     except UnicodeDecodeError as exc:
         raise UserError(f"not UTF-8 text (byte {exc.start})", str(path)) from None
     except (json.JSONDecodeError, ValueError) as exc:
-        raise UserError(f"not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {exc}", str(path)) from None
+        raise UserError(
+            f"not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {exc}", str(path)
+        ) from None
     if not isinstance(data, dict):
         raise UserError("a solution must be a JSON/YAML object", str(path))
     return raw, data
@@ -65,7 +67,9 @@ def plan(path: Path) -> tuple[int, bytes, dict[str, Any], list[str], list[str]] 
     parse_solution(new, str(path))  # the migrated file loads as a current solution
     backup = _backup(path, version)
     if backup.exists():
-        raise UserError(f"a backup is already there ({backup}): move it away first, so no earlier original is lost", str(path))
+        raise UserError(
+            f"a backup is already there ({backup}): move it away first, so no earlier original is lost", str(path)
+        )
     return version, raw, new, changed, left
 
 
@@ -82,7 +86,10 @@ def cli(args: list[str]) -> int:
         return 0
     flags = [a for a in args if a.startswith("-")]
     if flags or not args:
-        print(f"forethought migrate: {'unknown flag(s) ' + ', '.join(flags) if flags else 'no paths given'}\n\n{USAGE}", file=sys.stderr)
+        print(
+            f"forethought migrate: {'unknown flag(s) ' + ', '.join(flags) if flags else 'no paths given'}\n\n{USAGE}",
+            file=sys.stderr,
+        )
         return 2
     files = solution_files(args)
     if not files:
@@ -96,8 +103,10 @@ def cli(args: list[str]) -> int:
         version, raw, new, changed, left = p
         atomic_write_bytes(_backup(f, version), raw)
         atomic_write_text(f, _dump(f, new))
-        print(f"migrated {f}: format_version {version} -> {FORMAT_VERSION}, {len(changed)} change(s); original kept as "
-              f"{_backup(f, version)}")
+        print(
+            f"migrated {f}: format_version {version} -> {FORMAT_VERSION}, {len(changed)} change(s); original kept as "
+            f"{_backup(f, version)}"
+        )
         for c in changed:
             print(f"  {c}")
         for x in left:

@@ -39,11 +39,17 @@ class DatasetRow(BaseModel):
     solution_id: str = Field(min_length=1, description="the worked solution it comes from (splits are by solution)")
     primitive: str = Field(min_length=1, description="the primitive it trains (the folder it is in)")
     prompt: list[Message] = Field(min_length=1, description="system + user messages, as the kernel renders them")
-    completion: list[Message] = Field(min_length=1, max_length=1, description="one assistant message: the target as compact JSON")
+    completion: list[Message] = Field(
+        min_length=1, max_length=1, description="one assistant message: the target as compact JSON"
+    )
     target: Any = Field(description="the completion's JSON as an object (what validation compares with)")
-    input: str = Field(description="the primitive's structured input as a JSON string, from which its spec renders the prompt "
-                                   "(key order is rendering order); validation checks outputs against it")
-    near_duplicate_across_split: bool = Field(description="true when the prompt, slot values and digits masked, also occurs in the other split")
+    input: str = Field(
+        description="the primitive's structured input as a JSON string, from which its spec renders the prompt "
+        "(key order is rendering order); validation checks outputs against it"
+    )
+    near_duplicate_across_split: bool = Field(
+        description="true when the prompt, slot values and digits masked, also occurs in the other split"
+    )
 
     @field_validator("prompt")
     @classmethod
@@ -51,8 +57,14 @@ class DatasetRow(BaseModel):
         roles = [m.role for m in prompt]
         if roles[0] == "system":
             roles = roles[1:]
-        if not roles or any(r != ("user" if i % 2 == 0 else "assistant") for i, r in enumerate(roles)) or roles[-1] != "user":
-            raise ValueError("roles must be [system], user, assistant, user, ... ending with user (Gemma's template has no other roles)")
+        if (
+            not roles
+            or any(r != ("user" if i % 2 == 0 else "assistant") for i, r in enumerate(roles))
+            or roles[-1] != "user"
+        ):
+            raise ValueError(
+                "roles must be [system], user, assistant, user, ... ending with user (Gemma's template has no other roles)"
+            )
         return prompt
 
     @field_validator("completion")
@@ -65,7 +77,9 @@ class DatasetRow(BaseModel):
         try:  # every primitive answers in JSON; a completion that is not JSON teaches the model to break its contract
             loads_json(completion[0].content, "completion")
         except json.JSONDecodeError:
-            raise ValueError("the completion's content is not JSON (every primitive's target is a JSON object)") from None
+            raise ValueError(
+                "the completion's content is not JSON (every primitive's target is a JSON object)"
+            ) from None
         except UserError as exc:
             raise ValueError(f"the completion's content: {exc.message}") from None
         return completion
@@ -97,7 +111,9 @@ class DatasetRow(BaseModel):
 
         spec = SPECS.get(self.primitive)
         if spec is None:
-            raise ValueError(f"field 'primitive': {self.primitive!r} is not a registered primitive ({', '.join(SPECS)})")
+            raise ValueError(
+                f"field 'primitive': {self.primitive!r} is not a registered primitive ({', '.join(SPECS)})"
+            )
         try:
             spec.input_type.model_validate(self.input_value)
         except ValidationError as exc:
@@ -105,8 +121,10 @@ class DatasetRow(BaseModel):
         try:
             spec.target_text(self.target)
         except (ValidationError, TypeError, ValueError) as exc:
-            raise ValueError(f"field 'target' is not a valid {spec.name} target (its output type {spec.output_type.__name__}): "
-                             f"{_first(exc)}") from None
+            raise ValueError(
+                f"field 'target' is not a valid {spec.name} target (its output type {spec.output_type.__name__}): "
+                f"{_first(exc)}"
+            ) from None
         return self
 
     @cached_property
@@ -162,7 +180,9 @@ def dataset_text(dataset_dir: str | Path, rel: str) -> str:
     try:
         return checked_bytes(dataset_dir, rel).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)) from None
+        raise UserError(
+            f"not UTF-8 text (byte {exc.start}: {exc.reason}); datasets are UTF-8 JSON Lines", str(path)
+        ) from None
 
 
 def read_rows(dataset_dir: str | Path, primitive: str, split: str, *, limit: int | None = None) -> list[DatasetRow]:

@@ -51,7 +51,9 @@ def _solution_ids(path: Path) -> set[str]:
     return ids
 
 
-def seal(root: str | Path, *, run_id: str | None = None, validation_solutions: list[str] | None = None) -> dict[str, Any]:
+def seal(
+    root: str | Path, *, run_id: str | None = None, validation_solutions: list[str] | None = None
+) -> dict[str, Any]:
     """Write ``root/dataset.json``: the run id, every file's digest and the held-out solutions.
 
     ``validation_solutions`` defaults to the solutions of every ``validation.jsonl``;
@@ -65,11 +67,18 @@ def seal(root: str | Path, *, run_id: str | None = None, validation_solutions: l
         if rel.endswith("/train.jsonl"):
             shared = sorted(_solution_ids(root / rel) & held)
             if shared:
-                raise UserError(f"train split shares {len(shared)} solution(s) with validation: {shared[:5]}", str(root / rel))
+                raise UserError(
+                    f"train split shares {len(shared)} solution(s) with validation: {shared[:5]}", str(root / rel)
+                )
     # The run id is the digest of the file list (content-addressed, no clock): the same
     # seed gives a byte-identical dataset, manifest included; another run gives another id.
     content = json.dumps({"files": files, "validation_solutions": sorted(held)}, sort_keys=True).encode()
-    manifest = {"format": FORMAT, "run_id": run_id or _sha256(content)[:32], "files": files, "validation_solutions": sorted(held)}
+    manifest = {
+        "format": FORMAT,
+        "run_id": run_id or _sha256(content)[:32],
+        "files": files,
+        "validation_solutions": sorted(held),
+    }
     atomic_write_json(root / MANIFEST, manifest)
     return manifest
 
@@ -78,16 +87,22 @@ def load_manifest(root: str | Path) -> dict[str, Any]:
     path = Path(root) / MANIFEST
     where = str(path)
     if not path.is_file():
-        raise UserError(f"no {MANIFEST}: this dataset was not written as one unit by forethought generate, so its files "
-                        f"cannot be shown to belong together (rerun forethought generate; {SEAL_HINT})", where)
+        raise UserError(
+            f"no {MANIFEST}: this dataset was not written as one unit by forethought generate, so its files "
+            f"cannot be shown to belong together (rerun forethought generate; {SEAL_HINT})",
+            where,
+        )
     from forethought.bounded import read_json_file
 
     m = read_json_file(path, max_bytes=MAX_MANIFEST_BYTES, hint=f"; rerun forethought generate ({SEAL_HINT})")
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         found = m.get("format") if isinstance(m, dict) else None
         newer = isinstance(found, int) and not isinstance(found, bool) and found > FORMAT
-        raise UserError(f"field 'format' is {found!r}, not the dataset format this forethought reads ({FORMAT}): "
-                        + ("upgrade forethought" if newer else "regenerate the dataset with forethought generate"), where)
+        raise UserError(
+            f"field 'format' is {found!r}, not the dataset format this forethought reads ({FORMAT}): "
+            + ("upgrade forethought" if newer else "regenerate the dataset with forethought generate"),
+            where,
+        )
     files, val, run_id = m.get("files"), m.get("validation_solutions"), m.get("run_id")
     if not isinstance(run_id, str) or not run_id:
         raise UserError("field 'run_id' must be a non-empty string", where)
@@ -104,13 +119,19 @@ def checked_bytes(root: str | Path, rel: str) -> bytes:
     path = Path(root) / rel
     want = m["files"].get(rel)
     if want is None:
-        raise UserError(f"not part of dataset run {m['run_id'][:12]} ({MANIFEST} does not list it): the folder mixes files "
-                        "of different runs; rerun forethought generate", str(path))
+        raise UserError(
+            f"not part of dataset run {m['run_id'][:12]} ({MANIFEST} does not list it): the folder mixes files "
+            "of different runs; rerun forethought generate",
+            str(path),
+        )
     data = path.read_bytes()
     if _sha256(data) != want:
-        raise UserError(f"its content is not the one dataset run {m['run_id'][:12]} wrote ({MANIFEST} records another "
-                        "SHA-256): the folder mixes files of different runs (a killed generate? a file copied in?); "
-                        "rerun forethought generate", str(path))
+        raise UserError(
+            f"its content is not the one dataset run {m['run_id'][:12]} wrote ({MANIFEST} records another "
+            "SHA-256): the folder mixes files of different runs (a killed generate? a file copied in?); "
+            "rerun forethought generate",
+            str(path),
+        )
     return data
 
 
@@ -150,8 +171,14 @@ def staging_dir(target: str | Path) -> Path:
     target = Path(target)
     if target.exists() and not target.is_dir():
         raise UserError("is a file, not a folder", str(target))
-    if target.is_dir() and any(target.iterdir()) and not ((target / MANIFEST).is_file() or (target / "stats.json").is_file()):
-        raise UserError("exists and is not a dataset (no dataset.json or stats.json): refusing to replace it", str(target))
+    if (
+        target.is_dir()
+        and any(target.iterdir())
+        and not ((target / MANIFEST).is_file() or (target / "stats.json").is_file())
+    ):
+        raise UserError(
+            "exists and is not a dataset (no dataset.json or stats.json): refusing to replace it", str(target)
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _clean_stale(target)

@@ -104,11 +104,14 @@ def _check_tags(sol: Solution) -> None:
     tasks = [t for turn in turns for t in turn.tasks or []]
     prereqs = [p for t in tasks for p in t.prerequisites]
     evidence = {
-        "cross_turn_state": len(turns) > 1 and any(b.source in ("S", "fill") for turn in turns[1:] for t in turn.tasks or [] for b in t.bindings.values()),
+        "cross_turn_state": len(turns) > 1
+        and any(b.source in ("S", "fill") for turn in turns[1:] for t in turn.tasks or [] for b in t.bindings.values()),
         "dependency_chain": any(t.depends_on for t in tasks),
         "prereq_absent_retrieve": any(p.outcome == "absent" and p.retrieval is not None for p in prereqs),
         # blocked by a not_met check (at first or on recheck); its remediation (or null: none possible) is annotated
-        "prereq_not_met_blocked": any(t.outcome == "blocked" and any("not_met" in (p.outcome, p.recheck) for p in t.prerequisites) for t in tasks),
+        "prereq_not_met_blocked": any(
+            t.outcome == "blocked" and any("not_met" in (p.outcome, p.recheck) for p in t.prerequisites) for t in tasks
+        ),
         "setup_call": any(p.retrieval is not None for p in prereqs) or any(t.setup for t in tasks),
         "no_matching_function": any(t.outcome == "missing_function" for t in tasks),
         "missing_parameter": any(t.outcome == "missing_param" for t in tasks),
@@ -121,18 +124,26 @@ def _check_tags(sol: Solution) -> None:
     }
     for tag in sol.tags:
         if not evidence.get(tag, True):
-            hint = " (name the side-effecting tool the request must not trigger in a turn's must_not_call)" if tag == "no_side_effect" else ""
+            hint = (
+                " (name the side-effecting tool the request must not trigger in a turn's must_not_call)"
+                if tag == "no_side_effect"
+                else ""
+            )
             raise Divergence(None, "tags", f"tag {tag!r} is not backed by any annotated decision{hint}")
 
 
-def _scratchpad_at_lookup(start: dict[str, Any], res: TurnResult, tid: str, reg: Any, own_retrievals: bool = True) -> dict[str, Any]:
+def _scratchpad_at_lookup(
+    start: dict[str, Any], res: TurnResult, tid: str, reg: Any, own_retrievals: bool = True
+) -> dict[str, Any]:
     """S when the kernel looked up ``tid``'s parameters: S at the turn's start plus the writes of the calls
     committed before (earlier tasks, and ``tid``'s own prerequisite retrievals; without them, S when the task began)."""
     pos = {t: k for k, t in enumerate(res.order)}
     p = pos.get(tid, len(pos))
     S = dict(start)
     for c in res.calls:
-        before = pos.get(c.task_id.split("[")[0], len(pos)) < p or (own_retrievals and c.task_id == tid and c.purpose == "retrieval")
+        before = pos.get(c.task_id.split("[")[0], len(pos)) < p or (
+            own_retrievals and c.task_id == tid and c.purpose == "retrieval"
+        )
         if c.committed and before and c.tool in reg:
             S.update(toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {}))
     return S
@@ -142,7 +153,9 @@ def _fmt_call(tool: str, args: dict[str, Any]) -> str:
     return f"{tool}({', '.join(f'{a}={v!r}' for a, v in args.items())})"
 
 
-def describe_scratchpad_entry(sol: Solution, earlier: list[TurnResult], res: TurnResult, tid: str, key: str, reg: Any) -> str:
+def describe_scratchpad_entry(
+    sol: Solution, earlier: list[TurnResult], res: TurnResult, tid: str, key: str, reg: Any
+) -> str:
     """What S[key] held when task ``tid`` was checked, and which write put it there: the last committed call
     whose arguments or declared writes name the key (this turn's calls before the task, its own retrievals, then
     earlier turns), else the configuration, else a fill or a prerequisite recheck (which write no call)."""
@@ -156,12 +169,19 @@ def describe_scratchpad_entry(sol: Solution, earlier: list[TurnResult], res: Tur
 
     def writer(calls: list[Any], turn: int, before: Any) -> str | None:
         for c in reversed(calls):
-            if c.committed and before(c) and c.tool in reg and key in toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {}):
+            if (
+                c.committed
+                and before(c)
+                and c.tool in reg
+                and key in toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {})
+            ):
                 return f"turn {turn} call {_fmt_call(c.tool, c.arguments)}"
         return None
 
     # newest first: this turn's calls before the task, this turn's config (written at its start), then earlier turns
-    who = writer(res.calls, i, lambda c: pos.get(c.task_id, len(pos)) < p or (c.task_id == tid and c.purpose == "retrieval"))
+    who = writer(
+        res.calls, i, lambda c: pos.get(c.task_id, len(pos)) < p or (c.task_id == tid and c.purpose == "retrieval")
+    )
     if who is None and key in sol.turns[i].config:
         who = f"turn {i} config"
     for j in range(i - 1, -1, -1):
@@ -229,10 +249,16 @@ def _check_must_not_call(sol: Solution, results: list[TurnResult], reg: Any = No
             if reg is not None and name not in reg:
                 raise Divergence(i, "must_not_call", f"{name!r} is not in the registry")
             if reg is not None and not reg[name].side_effect:
-                raise Divergence(i, "must_not_call", f"{name!r} has no side effects (only side-effecting tools can be named)")
+                raise Divergence(
+                    i, "must_not_call", f"{name!r} has no side effects (only side-effecting tools can be named)"
+                )
             called = [c for c in res.calls if c.tool == name]
             if called:
-                raise Divergence(i, "must_not_call", f"{name} was called (task {called[0].task_id}) although the turn says it must not be")
+                raise Divergence(
+                    i,
+                    "must_not_call",
+                    f"{name} was called (task {called[0].task_id}) although the turn says it must not be",
+                )
 
 
 def resumed_arguments(sol: Solution, results: list[TurnResult]) -> list[tuple[int, str, str, str]]:
@@ -241,8 +267,12 @@ def resumed_arguments(sol: Solution, results: list[TurnResult]) -> list[tuple[in
     tool, ending blocked or missing_param, left."""
     out = []
     for i, res in enumerate(results):
-        left = {f"unfinished.{t.match}" for turn in sol.turns[:i] for t in turn.tasks or []
-                if t.outcome in ("blocked", "missing_param") and t.match is not None}
+        left = {
+            f"unfinished.{t.match}"
+            for turn in sol.turns[:i]
+            for t in turn.tasks or []
+            if t.outcome in ("blocked", "missing_param") and t.match is not None
+        }
         for c in res.committed_calls:
             if c.purpose != "task":
                 continue
@@ -273,8 +303,12 @@ def _check_conditions(sol: Solution, results: list[TurnResult], reg: Any) -> Non
                 at = _scratchpad_at_lookup(start, res, t.id, reg)
                 want = t.when.key in at and condition_steps.holds(t.when.op, t.when.value, at[t.when.key])
                 if out.condition is not want:
-                    raise Divergence(i, f"task {t.id}/when", f"the replay evaluates {t.when.key} {t.when.op} {t.when.value!r} on "
-                                     f"S[{t.when.key!r}] = {at.get(t.when.key, 'absent')!r} as {want}, the kernel as {out.condition}")
+                    raise Divergence(
+                        i,
+                        f"task {t.id}/when",
+                        f"the replay evaluates {t.when.key} {t.when.op} {t.when.value!r} on "
+                        f"S[{t.when.key!r}] = {at.get(t.when.key, 'absent')!r} as {want}, the kernel as {out.condition}",
+                    )
                 if not want and mine:
                     raise Divergence(i, f"task {t.id}/when", f"the predicate is false, yet {mine[0].tool} was called")
                 evaluated |= want == bool(mine)
@@ -283,13 +317,25 @@ def _check_conditions(sol: Solution, results: list[TurnResult], reg: Any) -> Non
                     calls = [c for c in mine if c.task_id == iid]
                     done = res.outcomes.get(iid)
                     if done is not None and done.status == "executed" and len(calls) != 1:
-                        raise Divergence(i, f"task {iid}", f"an executed instance must commit exactly one call, committed {len(calls)}")
+                        raise Divergence(
+                            i,
+                            f"task {iid}",
+                            f"an executed instance must commit exactly one call, committed {len(calls)}",
+                        )
                 fanned |= len(out.instances) >= 2 and len(mine) >= 2
     if "conditional_task" in sol.tags and not evaluated:
-        raise Divergence(None, "tags", "tag 'conditional_task' needs a task with a when predicate that the replay evaluated "
-                         "(the task's call committed iff it holds)")
+        raise Divergence(
+            None,
+            "tags",
+            "tag 'conditional_task' needs a task with a when predicate that the replay evaluated "
+            "(the task's call committed iff it holds)",
+        )
     if "fan_out" in sol.tags and not fanned:
-        raise Divergence(None, "tags", "tag 'fan_out' needs a for_each task that ran at least two instances, each committing its call")
+        raise Divergence(
+            None,
+            "tags",
+            "tag 'fan_out' needs a for_each task that ran at least two instances, each committing its call",
+        )
 
 
 def composed_arguments(sol: Solution, results: list[TurnResult], reg: Any) -> list[tuple[int, str, str, str]]:
@@ -305,11 +351,16 @@ def composed_arguments(sol: Solution, results: list[TurnResult], reg: Any) -> li
                 continue
             spec = reg.get(c.tool) if reg is not None else None
             # a value of the parameter's enum is grounded by the schema, not composed
-            strings = {m: v for m, v in c.arguments.items() if isinstance(v, str)
-                       and not (spec is not None and v in (spec.param_schema(m).get("enum") or []))}
+            strings = {
+                m: v
+                for m, v in c.arguments.items()
+                if isinstance(v, str) and not (spec is not None and v in (spec.param_schema(m).get("enum") or []))
+            }
             if not strings:
                 continue
-            hay = Haystack(texts=[turn.user], values=[turn.context, bindable(_scratchpad_at_lookup(start, res, c.task_id, reg))])
+            hay = Haystack(
+                texts=[turn.user], values=[turn.context, bindable(_scratchpad_at_lookup(start, res, c.task_id, reg))]
+            )
             out += [(i, c.task_id, m, v) for m, v in strings.items() if hay.composed_only(v)]
         S = res.scratchpad
     return out
@@ -319,35 +370,43 @@ def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> No
     _check_conditions(sol, results, reg)
     if "composed_value" in sol.tags and not composed_arguments(sol, results, reg):
         raise Divergence(
-            None, "tags",
+            None,
+            "tags",
             "tag 'composed_value' needs a committed call with a string argument grounded only by its parts (the whole "
             "value occurs in neither the request, the context nor S)",
         )
     if "resume_unfinished_task" in sol.tags and not resumed_arguments(sol, results):
         raise Divergence(
-            None, "tags",
+            None,
+            "tags",
             "tag 'resume_unfinished_task' needs a committed call with an argument bound from the unfinished entry "
             "(unfinished.<tool>) that an earlier turn's blocked or missing_param task of that tool left",
         )
     if "tau_over_s" in sol.tags and not tau_over_s_conflicts(sol, results, reg):
         raise Divergence(
-            None, "tags",
+            None,
+            "tags",
             "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key with a different value (tau wins)",
         )
     if "per_entity_prerequisite" in sol.tags and not per_entity_contrasts(sol, results, reg):
         raise Divergence(
-            None, "tags",
+            None,
+            "tags",
             "tag 'per_entity_prerequisite' needs a prerequisite checked on one entity's key (e.g. line_status[L-1]) while S "
             "holds another entity's entry of the same fact that its predicate judges differently",
         )
     if "no_side_effect" in sol.tags:
         ok = [
-            i for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False))
-            if turn.must_not_call and res.committed_calls and not any(reg[c.tool].side_effect for c in res.committed_calls if c.tool in reg)
+            i
+            for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False))
+            if turn.must_not_call
+            and res.committed_calls
+            and not any(reg[c.tool].side_effect for c in res.committed_calls if c.tool in reg)
         ]
         if not ok:
             raise Divergence(
-                None, "tags",
+                None,
+                "tags",
                 "tag 'no_side_effect' needs a turn whose committed calls are all read-only and that names, in must_not_call, "
                 "a side-effecting registry tool it does not call",
             )
@@ -375,17 +434,26 @@ def reference_states(sol: Solution) -> list[dict[str, Any]]:
     for i, turn in enumerate(sol.turns):
         for j, call in enumerate(turn.reference_calls()):
             if env.tool(call.tool) is None:
-                raise Divergence(i, f"reference call {j + 1}", f"tool {call.tool!r} has no implementation in {sol.domains}")
+                raise Divergence(
+                    i, f"reference call {j + 1}", f"tool {call.tool!r} has no implementation in {sol.domains}"
+                )
             # In place, no staged copy: a failing reference call stops verification anyway.
             result = env.apply(call.tool, call.args)
             if isinstance(result, dict) and "error" in result:
-                raise Divergence(i, f"reference call {j + 1}", f"{call.tool} fails on the reference state: {result['error']}")
+                raise Divergence(
+                    i, f"reference call {j + 1}", f"{call.tool} fails on the reference state: {result['error']}"
+                )
         out.append(env.snapshot())
     return out
 
 
 def compare_turn(
-    i: int, turn: Turn, res: TurnResult, trace: Any, env: Environment, ref_state: dict[str, Any],
+    i: int,
+    turn: Turn,
+    res: TurnResult,
+    trace: Any,
+    env: Environment,
+    ref_state: dict[str, Any],
     scratchpad_at: Callable[[str, str], str] | None = None,
 ) -> None:
     """``scratchpad_at(task_id, key)`` describes S[key] when the task's prerequisites were checked and the write
@@ -394,12 +462,20 @@ def compare_turn(
     for rec in trace:
         if rec.kind == "slm" and not rec.contract.get("ok"):
             v = rec.contract["violations"][0]
-            raise Divergence(i, rec.path, f"the annotated {rec.primitive} decision violates its contract: [{v['constraint']}] {v['message']}")
+            raise Divergence(
+                i,
+                rec.path,
+                f"the annotated {rec.primitive} decision violates its contract: [{v['constraint']}] {v['message']}",
+            )
     if turn.halt == "cycle":
         if not res.halted or "cycle" not in (res.halted.get("reason") or ""):
-            raise Divergence(i, "get_order", f"expected the turn to halt on a dependency cycle, got {res.halted or 'no halt'}")
+            raise Divergence(
+                i, "get_order", f"expected the turn to halt on a dependency cycle, got {res.halted or 'no halt'}"
+            )
         if res.calls:
-            raise Divergence(i, "execute", f"a halted turn must execute nothing, executed {[c.tool for c in res.calls]}")
+            raise Divergence(
+                i, "execute", f"a halted turn must execute nothing, executed {[c.tool for c in res.calls]}"
+            )
     elif res.halted:
         raise Divergence(i, res.halted.get("step", "kernel"), f"the turn halted: {res.halted.get('reason')}")
     else:
@@ -420,7 +496,9 @@ def compare_turn(
             if v is not _MISSING:
                 raise Divergence(i, "state", f"{a.path} should not exist, found {v!r}")
         elif v is _MISSING or not _eq(v, a.equals):
-            raise Divergence(i, "state", f"{a.path}: expected {a.equals!r}, got {'nothing' if v is _MISSING else repr(v)}")
+            raise Divergence(
+                i, "state", f"{a.path}: expected {a.equals!r}, got {'nothing' if v is _MISSING else repr(v)}"
+            )
     for k, v in turn.scratchpad.items():
         if k not in res.scratchpad or not _eq(res.scratchpad[k], v):
             raise Divergence(i, "scratchpad", f"S[{k!r}]: expected {v!r}, got {res.scratchpad.get(k, 'absent')!r}")
@@ -429,7 +507,9 @@ def compare_turn(
         raise Divergence(i, "end state", f"world differs from the reference calls' end state at {diff}")
 
 
-def _compare_decisions(i: int, turn: Turn, res: TurnResult, scratchpad_at: Callable[[str, str], str] | None = None) -> None:
+def _compare_decisions(
+    i: int, turn: Turn, res: TurnResult, scratchpad_at: Callable[[str, str], str] | None = None
+) -> None:
     if res.order != turn.order:
         raise Divergence(i, "get_order", f"expected order {turn.order}, got {res.order}")
     for t in decision_tasks(turn):
@@ -443,12 +523,17 @@ def _compare_decisions(i: int, turn: Turn, res: TurnResult, scratchpad_at: Calla
         recs = res.prerequisites.get(t.id, [])
         if len(recs) != len(t.prerequisites):
             raise Divergence(
-                i, f"{where}/check_prerequisites",
+                i,
+                f"{where}/check_prerequisites",
                 f"expected checks {[(p.key, p.outcome) for p in t.prerequisites]}, got {[(r.key, r.outcome) for r in recs]}",
             )
         for p, r in zip(t.prerequisites, recs, strict=False):
             # Every field that differs, named: a key alone differing once read "expected met, got met".
-            fields = (("key", repr(p.key), repr(r.key)), ("outcome", p.outcome, r.outcome), ("recheck", p.recheck or "none", r.recheck or "none"))
+            fields = (
+                ("key", repr(p.key), repr(r.key)),
+                ("outcome", p.outcome, r.outcome),
+                ("recheck", p.recheck or "none", r.recheck or "none"),
+            )
             differ = [f"{name}: expected {want}, got {got}" for name, want, got in fields if want != got]
             if differ:
                 held = f" ({scratchpad_at(t.id, r.key)})" if scratchpad_at is not None else ""
@@ -456,16 +541,24 @@ def _compare_decisions(i: int, turn: Turn, res: TurnResult, scratchpad_at: Calla
         out = res.outcomes.get(t.id)
         if out is None or out.status != t.outcome:
             why = f" ({out.reason})" if out and out.reason else ""
-            raise Divergence(i, f"{where}/outcome", f"expected {t.outcome}, got {out.status if out else 'no outcome'}{why}")
+            raise Divergence(
+                i, f"{where}/outcome", f"expected {t.outcome}, got {out.status if out else 'no outcome'}{why}"
+            )
         got_b = res.bindings.get(t.id, {})
         if set(got_b) != set(t.bindings):
-            raise Divergence(i, f"{where}/parameters", f"annotated parameters {sorted(t.bindings)}, kernel bound {sorted(got_b)}")
+            raise Divergence(
+                i, f"{where}/parameters", f"annotated parameters {sorted(t.bindings)}, kernel bound {sorted(got_b)}"
+            )
         for m, b in t.bindings.items():
             g = got_b[m]
             if g.source != b.source:
-                raise Divergence(i, f"{where}/parameter {m}", f"expected source {b.source}, got {g.source} (value {g.value!r})")
+                raise Divergence(
+                    i, f"{where}/parameter {m}", f"expected source {b.source}, got {g.source} (value {g.value!r})"
+                )
             if b.source != "missing" and not _eq(g.value, b.value):
-                raise Divergence(i, f"{where}/parameter {m}", f"expected value {b.value!r}, got {g.value!r} (from {g.source})")
+                raise Divergence(
+                    i, f"{where}/parameter {m}", f"expected value {b.value!r}, got {g.value!r} (from {g.source})"
+                )
 
 
 def decision_tasks(turn: Turn) -> list[TaskAnn]:
@@ -485,7 +578,11 @@ def fan_out_elements(t: TaskAnn, res: TurnResult) -> list[Any] | None:
     out = []
     for e in result[f.field]:
         if f.where is not None:
-            actual = (e.get(f.where.field, _MISSING) if isinstance(e, dict) else _MISSING) if f.where.field is not None else e
+            actual = (
+                (e.get(f.where.field, _MISSING) if isinstance(e, dict) else _MISSING)
+                if f.where.field is not None
+                else e
+            )
             if actual is _MISSING or not condition_steps.holds(f.where.op, f.where.value, actual):
                 continue
         out.append(e if f.item_field is None else (e.get(f.item_field) if isinstance(e, dict) else None))
@@ -507,9 +604,17 @@ def _compare_fan_out(i: int, t: TaskAnn, res: TurnResult) -> None:
     elements = fan_out_elements(t, res)
     values = [x.value for x in t.instances or []]
     if elements is None or not _eq(elements, values + list(t.beyond_bound)):
-        raise Divergence(i, f"{where}/for_each", f"annotated elements {values + list(t.beyond_bound)}, the replay's list gives {elements}")
+        raise Divergence(
+            i,
+            f"{where}/for_each",
+            f"annotated elements {values + list(t.beyond_bound)}, the replay's list gives {elements}",
+        )
     if not _eq(out.elements, elements) or not _eq(out.beyond_bound, list(t.beyond_bound)):
-        raise Divergence(i, f"{where}/for_each", f"the kernel ran over {out.elements} (beyond the bound: {out.beyond_bound}), the replay gives {elements}")
+        raise Divergence(
+            i,
+            f"{where}/for_each",
+            f"the kernel ran over {out.elements} (beyond the bound: {out.beyond_bound}), the replay gives {elements}",
+        )
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> str:
@@ -557,7 +662,9 @@ def verify_solution(
         static_checks(r, tags=check_tags)
         problems = key_problems(r, build_registry(r, build_environment(r)))
         if problems:
-            raise Divergence(None, "annotations", problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+            raise Divergence(
+                None, "annotations", problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+            )
         ref_states = reference_states(r)
         results = _replay(r, kernel, ref_states, wrap_backend=wrap_backend, trace=trace)
         if paraphrases:
@@ -571,7 +678,9 @@ def verify_solution(
     return results
 
 
-def _replay(r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wrap_backend: Any = None, trace: str = "full") -> list[TurnResult]:
+def _replay(
+    r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wrap_backend: Any = None, trace: str = "full"
+) -> list[TurnResult]:
     results: list[TurnResult] = []
 
     reg: Any = None
@@ -583,7 +692,9 @@ def _replay(r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wr
         return describe_scratchpad_entry(r, results, res, tid, key, reg)
 
     def on_turn(i: int, res: TurnResult, tr: Any, env: Environment) -> None:
-        compare_turn(i, r.turns[i], res, tr, env, ref_states[i], scratchpad_at=lambda tid, key: scratchpad_at(i, res, tid, key))
+        compare_turn(
+            i, r.turns[i], res, tr, env, ref_states[i], scratchpad_at=lambda tid, key: scratchpad_at(i, res, tid, key)
+        )
         results.append(res)
 
     factory = oracle_factory(r)
@@ -617,7 +728,8 @@ def _replay_paraphrases(sol: Solution, r: Solution, kernel: Kernel, ref_states: 
             lost = sorted(want - set(_SLOT_REF.findall(p)))
             if lost:
                 raise Divergence(
-                    i, f"paraphrases[{j}]",
+                    i,
+                    f"paraphrases[{j}]",
                     f"{p!r} lacks {', '.join('${' + x + '}' for x in lost)} that the request names: a paraphrase must carry the same slot values",
                 )
 
@@ -641,8 +753,15 @@ def verify_paths(paths: list[str | Path], kernel: Kernel | None = None, *, warni
         seen[sol.id] = str(f)
         try:
             turns = verify_solution(sol, kernel, trace="violations")
-            out.append(VerifyResult(str(f), sol, True, turns=turns,
-                                    warnings=sol.format_notes + (solution_warnings(sol, kernel) if warnings else [])))
+            out.append(
+                VerifyResult(
+                    str(f),
+                    sol,
+                    True,
+                    turns=turns,
+                    warnings=sol.format_notes + (solution_warnings(sol, kernel) if warnings else []),
+                )
+            )
         except Divergence as d:
             out.append(VerifyResult(str(f), sol, False, d.describe(), warnings=sol.format_notes))
     return out
@@ -716,8 +835,10 @@ def print_report(results: list[VerifyResult], elapsed: float, console: Any = Non
         # escape(): messages quote check names such as [values_grounded], which rich would take for markup
         errors.print(f"[red]FAIL[/red] {escape(r.path)}: {escape(r.error or '')}", soft_wrap=True)
     n_warned = len({r.path for r, _ in warned})
-    console.print(f"{len(results) - len(bad)}/{len(results)} solutions verified in {elapsed:.1f} s"
-                  + (f" ({len(warned)} warnings in {n_warned} files)" if warned else ""))
+    console.print(
+        f"{len(results) - len(bad)}/{len(results)} solutions verified in {elapsed:.1f} s"
+        + (f" ({len(warned)} warnings in {n_warned} files)" if warned else "")
+    )
 
 
 def cli(args: list[str]) -> int:
@@ -799,8 +920,10 @@ def slot_pool_collisions(sol: Solution) -> list[str]:
             if (path.split("[")[0], v) in seen:
                 continue
             seen.add((path.split("[")[0], v))
-            out.append(f"{path}: the literal {v!r} is also in the value pool of {', '.join(sorted(set(pools[v])))}; a varied copy that draws it "
-                       f"makes two entities one (write it as a slot, or use a value outside data_gen/slot_values)")
+            out.append(
+                f"{path}: the literal {v!r} is also in the value pool of {', '.join(sorted(set(pools[v])))}; a varied copy that draws it "
+                f"makes two entities one (write it as a slot, or use a value outside data_gen/slot_values)"
+            )
     return out
 
 
@@ -824,8 +947,10 @@ def variant_warnings(sol: Solution, kernel: Kernel | None = None) -> list[str]:
         kind = "a copy with other slot values does not verify"
         if d.turn is not None and d.step in ("state", "scratchpad") and _asserts_literal_number(sol, d.turn, d.step):
             kind = "an asserted number looks derived from a slot (it stays a literal while the slot changes)"
-        return [f"{kind}: with {drawn}: {d.describe()}; generate drops such copies (give the value its own slot, or tie linked "
-                "entities through initial_state)"]
+        return [
+            f"{kind}: with {drawn}: {d.describe()}; generate drops such copies (give the value its own slot, or tie linked "
+            "entities through initial_state)"
+        ]
     return []
 
 

@@ -28,8 +28,10 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.YAMLError(f"YAML aliases (*{event.anchor}) are not accepted (line {event.start_mark.line + 1}): "
-                                 "write the value out")
+            raise yaml.YAMLError(
+                f"YAML aliases (*{event.anchor}) are not accepted (line {event.start_mark.line + 1}): "
+                "write the value out"
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # type: ignore[override]
@@ -37,8 +39,10 @@ class _NoAliasLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (str, int, float, bool)) and key in seen:
-                raise yaml.YAMLError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1}): the first value would be "
-                                     "silently replaced")
+                raise yaml.YAMLError(
+                    f"duplicate key {key!r} (line {key_node.start_mark.line + 1}): the first value would be "
+                    "silently replaced"
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -48,8 +52,15 @@ class JSONProblem(UserError):
     ``names`` the ``name`` member of each object along it where it has one (which tool a registry's problem is in),
     ``line``/``column`` where it is in the text (None for already decoded data)."""
 
-    def __init__(self, detail: str, where: str, path: list[str | int], names: list[str | None] | None = None,
-                 line: int | None = None, column: int | None = None):
+    def __init__(
+        self,
+        detail: str,
+        where: str,
+        path: list[str | int],
+        names: list[str | None] | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ):
         self.detail, self.path, self.line, self.column = detail, list(path), line, column
         self.names = list(names) if names is not None else [None] * len(self.path)
         at = f" at {json_path(self.path)}" if self.path else ""
@@ -59,6 +70,7 @@ class JSONProblem(UserError):
 
 def json_path(path: list[str | int], *, head: int = 8, tail: int = 2) -> str:
     """``tools[0].inputSchema.properties.unit``; a path deeper than ``head + tail`` keeps its ends around ``…``."""
+
     def text(parts: list[str | int], first: bool) -> str:
         out = ""
         for i, p in enumerate(parts):
@@ -122,7 +134,9 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?Infinity|NaN|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null')
+_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?Infinity|NaN|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null'
+)
 
 
 def _locate(text: str, where: str, max_depth: int) -> JSONProblem | None:
@@ -171,7 +185,13 @@ def _locate(text: str, where: str, max_depth: int) -> JSONProblem | None:
                 return problem(f"{tok} is not a JSON number", m.start())
             if tok[0] in "-0123456789" and not math.isfinite(float(tok)):
                 return problem(f"{tok} is not a finite number (it overflows to infinity)", m.start())
-            if top is not None and top["kind"] == "{" and last_key == "name" and top["at"] == "name" and tok.startswith('"'):
+            if (
+                top is not None
+                and top["kind"] == "{"
+                and last_key == "name"
+                and top["at"] == "name"
+                and tok.startswith('"')
+            ):
                 top["name"] = json.loads(tok)
     return None
 
@@ -182,7 +202,9 @@ def loads_json(text: str | bytes, where: str, *, max_bytes: int = MAX_FILE_BYTES
     through for the caller to locate."""
     check_size(text, where, max_bytes)
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_refuse_constant, parse_float=_finite_float)
+        data = json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=_refuse_constant, parse_float=_finite_float
+        )
     except (RecursionError, _Refused):
         raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
         found = _locate(raw, where, max_depth)

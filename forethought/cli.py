@@ -25,7 +25,11 @@ for _k, _v in (
 # exit status.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("forethought.data_gen.verify", "cli", "replay worked solutions through the kernel and check them"),
-    "migrate": ("forethought.data_gen.migrate", "cli", "rewrite solution files of an older format version (with a backup)"),
+    "migrate": (
+        "forethought.data_gen.migrate",
+        "cli",
+        "rewrite solution files of an older format version (with a backup)",
+    ),
     "generate": ("forethought.data_gen.generate", "cli", "expand verified solutions into the five SFT datasets"),
     "train": ("forethought.training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
     "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),
@@ -33,7 +37,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("forethought.kernel.run", "cli", "run a scenario through the kernel with a chosen backend"),
     "evaluate": ("forethought.data_gen.evaluate", "cli", "end-to-end evaluation on held-out scenarios"),
     "pipeline": ("forethought.pipeline", "cli", "verify -> generate -> train -> validate -> package -> evaluate"),
-    "bench": ("forethought.bench.bfcl_run", "cli", "bench bfcl|tau2: BFCL multi-turn, tau2 telecom solo (kernel|responder|vanilla); bench serving"),
+    "bench": (
+        "forethought.bench.bfcl_run",
+        "cli",
+        "bench bfcl|tau2: BFCL multi-turn, tau2 telecom solo (kernel|responder|vanilla); bench serving",
+    ),
     "registry": ("forethought.kernel.registry.cli", "cli", "tool registry utilities: registry check FILE..."),
     "demo-dsl": ("forethought.dsl_demo", "cli", "a two-step DSL program with a contract, a violation and its recovery"),
 }
@@ -53,7 +61,13 @@ CONFIGURED: dict[str, tuple[str, set[str]]] = {
 # Subcommands with a config of their own: (command, subcommand) -> its config (conf/<name>.yaml).
 SUBCOMMAND_CONFIGS: dict[tuple[str, str], str] = {("bench", "tau2"): "bench_tau2"}
 # Every command line whose --help is a promise (tests/test_cli.py runs each in a fresh process).
-HELP_LINES: list[list[str]] = [*([c] for c in COMMANDS), ["bench", "bfcl"], ["bench", "tau2"], ["bench", "serving"], ["registry", "check"]]
+HELP_LINES: list[list[str]] = [
+    *([c] for c in COMMANDS),
+    ["bench", "bfcl"],
+    ["bench", "tau2"],
+    ["bench", "serving"],
+    ["registry", "check"],
+]
 
 
 def _usage() -> str:
@@ -84,14 +98,21 @@ def command_help(command: str, subcommand: str | None = None) -> str:
     cfg = compose_config(conf, [])
     raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / f"{conf}.yaml"))
     defaults = [d for d in raw.get("defaults", []) if isinstance(d, dict)]  # type: ignore[union-attr]
-    lines = [usage, "", COMMANDS[command][2] + ".", "",
-             f"config: conf/{conf}.yaml (strict: unknown keys and wrong types are rejected, all at once)"]
+    lines = [
+        usage,
+        "",
+        COMMANDS[command][2] + ".",
+        "",
+        f"config: conf/{conf}.yaml (strict: unknown keys and wrong types are rejected, all at once)",
+    ]
     if defaults:
         lines.append("config groups (group=option):")
         for d in defaults:
             for group, chosen in d.items():
                 group = str(group).removeprefix("override ")
-                options = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")) if (CONF_DIR / group).is_dir() else []
+                options = (
+                    sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")) if (CONF_DIR / group).is_dir() else []
+                )
                 lines.append(f"  {group}={chosen}" + (f"  (options: {', '.join(options)})" if options else ""))
     lines += ["", "settings and their defaults (override with key=value):", OmegaConf.to_yaml(cfg).rstrip()]
     return "\n".join(lines)
@@ -125,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         bad = sorted(set(flags) - {"--cfg"} - CONFIGURED[command][1])
         if bad:
             accepted = ", ".join(["--help", "--cfg", *sorted(CONFIGURED[command][1])])
-            print(f"error: forethought {command}: unknown flag(s) {', '.join(bad)}; accepted: {accepted}", file=sys.stderr)
+            print(
+                f"error: forethought {command}: unknown flag(s) {', '.join(bad)}; accepted: {accepted}", file=sys.stderr
+            )
             return 2
     return run_guarded(lambda: resolve(command)(rest))
 

@@ -34,7 +34,10 @@ class ConfigError(ValueError):
     def __init__(self, source: str, errors: list[str]):
         self.source = source
         self.errors = errors
-        super().__init__(f"invalid config {source} ({len(errors)} error{'s' if len(errors) != 1 else ''}):\n" + "\n".join(f"  - {e}" for e in errors))
+        super().__init__(
+            f"invalid config {source} ({len(errors)} error{'s' if len(errors) != 1 else ''}):\n"
+            + "\n".join(f"  - {e}" for e in errors)
+        )
 
 
 def config_groups(conf_dir: Path = CONF_DIR) -> set[str]:
@@ -95,7 +98,9 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
     if command not in PRIMITIVE_TABLES:
         return []
     if _registered_primitives is None:  # fail closed: a table nobody can check is not taken as checked
-        raise RuntimeError(f"composing {command!r} before the primitive registry (forethought.kernel.specs) was imported")
+        raise RuntimeError(
+            f"composing {command!r} before the primitive registry (forethought.kernel.specs) was imported"
+        )
     SPECS = list(_registered_primitives())
     errors = []
     for pattern, key in PRIMITIVE_TABLES.get(command, ()):
@@ -116,7 +121,8 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
                 if name not in SPECS:
                     hint = difflib.get_close_matches(str(name), list(SPECS), n=1)
                     errors.append(
-                        f"{where}: {key}.{name}: not a registered primitive" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                        f"{where}: {key}.{name}: not a registered primitive"
+                        + (f" (did you mean {hint[0]!r}?)" if hint else "")
                         + f"; registered: {', '.join(SPECS)}"
                     )
     return errors
@@ -157,7 +163,11 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
                     + f"; available: {', '.join(options)}"
                 )
                 bad.add(o.input_line)
-    group_ovr = [o.input_line for o in parsed if (o.key_or_group in groups or o.key_or_group.startswith("hydra")) and o.input_line not in bad]
+    group_ovr = [
+        o.input_line
+        for o in parsed
+        if (o.key_or_group in groups or o.key_or_group.startswith("hydra")) and o.input_line not in bad
+    ]
     try:
         base = _compose(command, group_ovr, conf_dir)
     except (HydraException, OmegaConfBaseException) as exc:
@@ -179,7 +189,9 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     return errors, kept
 
 
-def compose_config(command: str, overrides: list[str] | None = None, *, conf_dir: Path = CONF_DIR, return_hydra_config: bool = False) -> DictConfig:
+def compose_config(
+    command: str, overrides: list[str] | None = None, *, conf_dir: Path = CONF_DIR, return_hydra_config: bool = False
+) -> DictConfig:
     """Compose ``conf/<command>.yaml`` with overrides, reporting all unknown keys at once."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -195,7 +207,9 @@ def compose_config(command: str, overrides: list[str] | None = None, *, conf_dir
         raise ConfigError(source, [str(exc).splitlines()[0]]) from None
 
 
-def compose_and_validate(command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR) -> tuple[DictConfig, T]:
+def compose_and_validate(
+    command: str, overrides: list[str] | None, schema: type[T], *, conf_dir: Path = CONF_DIR
+) -> tuple[DictConfig, T]:
     """Compose and validate in one go, listing unknown keys *and* type/value errors together.
 
     Unknown overrides are left out to compose the rest, so ``a.typo=1 a.n=abc``
@@ -240,14 +254,21 @@ def mask_secrets(value: Any) -> Any:
         return [mask_secrets(v) for v in value]
     if isinstance(value, str) and secrets_on_command_line([value]):
         return _SECRET_ON_COMMAND_LINE.sub(
-            lambda m: m.group(0) if m.group("value").lower() in _NO_VALUE else m.group(0)[: m.start("value") - m.start()] + MASK, value)
+            lambda m: (
+                m.group(0)
+                if m.group("value").lower() in _NO_VALUE
+                else m.group(0)[: m.start("value") - m.start()] + MASK
+            ),
+            value,
+        )
     return value
 
 
 # ``<path>.api_key=VALUE`` (or ``api_key: VALUE`` inside a dict or list override, as pipeline's overrides.<stage> hold
 # them): a secret written on the command line. An empty or null value sets no secret.
 _SECRET_ON_COMMAND_LINE = re.compile(
-    r"(?P<field>(?<![\w.])[\w.]*(?<![\w])(?:" + "|".join(sorted(SECRET_KEYS)) + r"))\s*[=:]\s*(?P<value>[^\s,\]}]*)")
+    r"(?P<field>(?<![\w.])[\w.]*(?<![\w])(?:" + "|".join(sorted(SECRET_KEYS)) + r"))\s*[=:]\s*(?P<value>[^\s,\]}]*)"
+)
 _NO_VALUE = {"", "null", "~", "none", "''", '""'}
 
 
@@ -269,11 +290,15 @@ def refuse_secrets_on_command_line(args: Sequence[str]) -> None:
     if fields:
         field = fields[0]
         section = field.rsplit(".", 1)[0] if "." in field else "backend"
-        raise ConfigError("command line", [
-            f"{field}: a key is not accepted on the command line (it would stay in the shell history and the process list, and "
-            f"a recorded command line would carry it into reports); put it in the environment variable $OPENAI_API_KEY "
-            f"({section}.api_key_env=NAME names another variable) or in a file whose first line is the key "
-            f"({section}.api_key_file=PATH) (docs/serving.md, Credentials)"])
+        raise ConfigError(
+            "command line",
+            [
+                f"{field}: a key is not accepted on the command line (it would stay in the shell history and the process list, and "
+                f"a recorded command line would carry it into reports); put it in the environment variable $OPENAI_API_KEY "
+                f"({section}.api_key_env=NAME names another variable) or in a file whose first line is the key "
+                f"({section}.api_key_file=PATH) (docs/serving.md, Credentials)"
+            ],
+        )
 
 
 def recorded_command(words: Sequence[str]) -> str:
@@ -310,7 +335,9 @@ def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "c
             msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
             if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], (dict, list)):
                 if loc.rsplit(".", 1)[-1] in _NEVER_ECHOED:
-                    msg += " (the value is not shown: a key pasted here by mistake must not reach the terminal or a log)"
+                    msg += (
+                        " (the value is not shown: a key pasted here by mistake must not reach the terminal or a log)"
+                    )
                 else:
                     msg += f" (got {e['input']!r})"
             errs.append(f"{loc}: {msg}")

@@ -99,7 +99,9 @@ def _internal_error() -> int:
     import traceback
 
     traceback.print_exc()
-    print("internal error (a bug in forethought, not in your input); set FORETHOUGHT_DEBUG=1 to re-raise", file=sys.stderr)
+    print(
+        "internal error (a bug in forethought, not in your input); set FORETHOUGHT_DEBUG=1 to re-raise", file=sys.stderr
+    )
     return 1
 
 

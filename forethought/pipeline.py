@@ -160,7 +160,12 @@ def _stage_overrides(cfg: PipelineConfig, run: Path) -> dict[str, list[str]]:
         "base": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=base", "train.overwrite=true"],
         "train": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=all", "train.overwrite=true"],
         "validate": [f"train_dir={r}/train", f"dataset_dir={r}/data", f"output_dir={r}/validate"],
-        "package": [f"train_dir={r}/train", f"validate_dir={r}/validate", f"dataset_dir={r}/data", f"output_dir={r}/bundle"],
+        "package": [
+            f"train_dir={r}/train",
+            f"validate_dir={r}/validate",
+            f"dataset_dir={r}/data",
+            f"output_dir={r}/bundle",
+        ],
         "evaluate": [f"dataset_dir={r}/data", f"output_dir={r}/evaluate", "backend=hf", f"backend.bundle={r}/bundle"],
     }
     out = {}
@@ -183,8 +188,13 @@ def _schemas() -> dict[str, type[BaseModel]]:
     from forethought.training.validate import ValidateConfig
 
     return {
-        "verify": VerifyConfig, "generate": GenerateConfig, "base": TrainConfig, "train": TrainConfig,
-        "validate": ValidateConfig, "package": PackageConfig, "evaluate": EvaluateConfig,
+        "verify": VerifyConfig,
+        "generate": GenerateConfig,
+        "base": TrainConfig,
+        "train": TrainConfig,
+        "validate": ValidateConfig,
+        "package": PackageConfig,
+        "evaluate": EvaluateConfig,
     }
 
 
@@ -221,32 +231,74 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     ]
     built_here = configs["base"].model.profile in BUILT_HERE
     # The pretrained base (built-here profiles) is the base stage's output and the train stage's input.
-    base_outputs = [train_out / "base.json"] + ([train_out / "base", train_out / "base_run" / "metrics.json"] if built_here else [])
+    base_outputs = [train_out / "base.json"] + (
+        [train_out / "base", train_out / "base_run" / "metrics.json"] if built_here else []
+    )
     # The hf backend loads the bundle, its base and tokenizer with forethought/bundle (the training stages use it too).
     bundle_code = ["forethought/bundle"]
     eval_libs = MODEL_LIBS if any(x.startswith("bundle") for x in configs["evaluate"].settings) else ()
     pr.stages = {
-        "verify": Stage("verify", configs["verify"], sol, [], code_kernel + ["data_gen/verify.py"], lambda: _verify(configs["verify"])),
-        "generate": Stage(
-            "generate", configs["generate"], [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
-            [run / "data" / "stats.json"], code_kernel + ["data_gen"], lambda: _generate(configs["generate"]),
+        "verify": Stage(
+            "verify",
+            configs["verify"],
+            sol,
+            [],
+            code_kernel + ["data_gen/verify.py"],
+            lambda: _verify(configs["verify"]),
         ),
-        "base": Stage("base", configs["base"], [run / "data"], base_outputs, MODEL_CODE, lambda: _train(configs["base"]),
-                      libs=TRAIN_LIBS, resume=lambda: _train(_resuming(configs["base"]))),
-        "train": Stage("train", configs["train"], [run / "data", *base_outputs[1:2]], train_outputs, MODEL_CODE,
-                       lambda: _train(configs["train"]), libs=TRAIN_LIBS, resume=lambda: _train(_resuming(configs["train"]))),
+        "generate": Stage(
+            "generate",
+            configs["generate"],
+            [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
+            [run / "data" / "stats.json"],
+            code_kernel + ["data_gen"],
+            lambda: _generate(configs["generate"]),
+        ),
+        "base": Stage(
+            "base",
+            configs["base"],
+            [run / "data"],
+            base_outputs,
+            MODEL_CODE,
+            lambda: _train(configs["base"]),
+            libs=TRAIN_LIBS,
+            resume=lambda: _train(_resuming(configs["base"])),
+        ),
+        "train": Stage(
+            "train",
+            configs["train"],
+            [run / "data", *base_outputs[1:2]],
+            train_outputs,
+            MODEL_CODE,
+            lambda: _train(configs["train"]),
+            libs=TRAIN_LIBS,
+            resume=lambda: _train(_resuming(configs["train"])),
+        ),
         "validate": Stage(
-            "validate", configs["validate"], [run / "train", run / "data"], [run / "validate" / "gates.json"],
-            [*MODEL_CODE, "kernel/backends/hf.py", "kernel/backends/constrained.py"], lambda: _validate(configs["validate"]),
+            "validate",
+            configs["validate"],
+            [run / "train", run / "data"],
+            [run / "validate" / "gates.json"],
+            [*MODEL_CODE, "kernel/backends/hf.py", "kernel/backends/constrained.py"],
+            lambda: _validate(configs["validate"]),
             libs=MODEL_LIBS,
         ),
         "package": Stage(
-            "package", configs["package"], [run / "train", run / "validate" / "gates.json", run / "data" / "stats.json"],
-            [run / "bundle" / "manifest.json"], MODEL_CODE, lambda: _package(configs["package"]), libs=MODEL_LIBS,
+            "package",
+            configs["package"],
+            [run / "train", run / "validate" / "gates.json", run / "data" / "stats.json"],
+            [run / "bundle" / "manifest.json"],
+            MODEL_CODE,
+            lambda: _package(configs["package"]),
+            libs=MODEL_LIBS,
         ),
         "evaluate": Stage(
-            "evaluate", configs["evaluate"], [run / "bundle", run / "data" / "stats.json"] + sol, [run / "evaluate" / "results.json"],
-            code_kernel + ["data_gen/evaluate.py", "data_gen/verify.py"] + bundle_code, lambda: _evaluate(configs["evaluate"]),
+            "evaluate",
+            configs["evaluate"],
+            [run / "bundle", run / "data" / "stats.json"] + sol,
+            [run / "evaluate" / "results.json"],
+            code_kernel + ["data_gen/evaluate.py", "data_gen/verify.py"] + bundle_code,
+            lambda: _evaluate(configs["evaluate"]),
             libs=eval_libs,
         ),
     }
@@ -280,8 +332,12 @@ def _generate(c: Any) -> Any:
     from forethought.data_gen.generate import generate
 
     with _console().status("generate: round 0") as st:
-        return generate(c.data, progress=lambda r, counts: st.update(
-            f"generate: round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())))
+        return generate(
+            c.data,
+            progress=lambda r, counts: st.update(
+                f"generate: round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+            ),
+        )
 
 
 def _resuming(c: Any) -> Any:
@@ -336,8 +392,15 @@ def execute(pr: PipelineRun, console: Any) -> None:
             st.result = prev.get("result")
             console.print(f"[dim]{name:<9} skipped: inputs unchanged since {prev.get('finished')}[/dim]")
             continue
-        reason = "forced" if pr.cfg.force else ("first run" if prev is None else
-                                                 (out_problem if prev.get("fingerprint") == fp else why_changed(prev, config, manifest)))
+        reason = (
+            "forced"
+            if pr.cfg.force
+            else (
+                "first run"
+                if prev is None
+                else (out_problem if prev.get("fingerprint") == fp else why_changed(prev, config, manifest))
+            )
+        )
         # A stage that started with these very inputs and did not finish (killed) continues where it stopped.
         started_path = state_dir / f"{name}.started.json"
         started = read_json_file(started_path) if started_path.is_file() else None
@@ -345,16 +408,32 @@ def execute(pr: PipelineRun, console: Any) -> None:
         if resume:
             reason = f"resuming the run interrupted after {started.get('started')}"
         console.rule(f"[bold]{name}[/bold] ({reason})")
-        atomic_write_json(started_path, {"fingerprint": fp, "started": (started or {}).get("started") if resume else
-                                         dt.datetime.now().isoformat(timespec="seconds")})
+        atomic_write_json(
+            started_path,
+            {
+                "fingerprint": fp,
+                "started": (started or {}).get("started")
+                if resume
+                else dt.datetime.now().isoformat(timespec="seconds"),
+            },
+        )
         t0 = time.perf_counter()
         st.result = st.resume() if resume and st.resume is not None else st.run()
         st.seconds = time.perf_counter() - t0
         st.status = "ran"
         summary = _summarise(name, st.result)
-        atomic_write_json(rec_path, {"fingerprint": fp, "finished": dt.datetime.now().isoformat(timespec="seconds"),
-                                     "seconds": round(st.seconds, 1), "config": config, "inputs": manifest,
-                                     "outputs": input_manifest(st.outputs, []), "result": summary})
+        atomic_write_json(
+            rec_path,
+            {
+                "fingerprint": fp,
+                "finished": dt.datetime.now().isoformat(timespec="seconds"),
+                "seconds": round(st.seconds, 1),
+                "config": config,
+                "inputs": manifest,
+                "outputs": input_manifest(st.outputs, []),
+                "result": summary,
+            },
+        )
         started_path.unlink(missing_ok=True)
         st.result = summary
         console.print(f"{name:<9} done in {st.seconds:.1f} s")
@@ -479,12 +558,18 @@ def _dev_curve_png(train_dir: Path, out: Path) -> bool:
         if not f.is_file():
             continue
         m = read_json_file(f)
-        pts = [(e["epoch"], 100 * e["eval_exact_match"]) for e in m.get("eval_history") or [] if "eval_exact_match" in e]
+        pts = [
+            (e["epoch"], 100 * e["eval_exact_match"]) for e in m.get("eval_history") or [] if "eval_exact_match" in e
+        ]
         if not pts:
             continue
         (line,) = ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=p)
         best = (m.get("selection") or {}).get("best_global_step")
-        kept = [(e["epoch"], 100 * e["eval_exact_match"]) for e in m["eval_history"] if e.get("step") == best and "eval_exact_match" in e]
+        kept = [
+            (e["epoch"], 100 * e["eval_exact_match"])
+            for e in m["eval_history"]
+            if e.get("step") == best and "eval_exact_match" in e
+        ]
         if kept:
             ax.scatter([kept[0][0]], [kept[0][1]], s=80, facecolors="none", edgecolors=line.get_color(), zorder=3)
     if not ax.lines:
@@ -514,14 +599,31 @@ def _datasets_png(stats_path: Path, out: Path) -> bool:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
     x = range(len(names))
     a1.bar(list(x), [st[n]["train"]["examples"] for n in names], label="train", color="#1a73e8")
-    a1.bar(list(x), [st[n]["validation"]["examples"] for n in names], bottom=[st[n]["train"]["examples"] for n in names],
-           label="validation (held-out solutions)", color="#fbbc04")
+    a1.bar(
+        list(x),
+        [st[n]["validation"]["examples"] for n in names],
+        bottom=[st[n]["train"]["examples"] for n in names],
+        label="validation (held-out solutions)",
+        color="#fbbc04",
+    )
     a1.set_xticks(list(x), names, rotation=15, fontsize=8)
     a1.set_ylabel("examples")
     a1.legend(fontsize=8)
     a1.set_title("Examples per primitive")
-    a2.bar([i - 0.2 for i in x], [st[n]["train"]["prompt_tokens"]["median"] for n in names], width=0.4, label="prompt (median)", color="#34a853")
-    a2.bar([i + 0.2 for i in x], [st[n]["train"]["target_tokens"]["median"] for n in names], width=0.4, label="target (median)", color="#ea4335")
+    a2.bar(
+        [i - 0.2 for i in x],
+        [st[n]["train"]["prompt_tokens"]["median"] for n in names],
+        width=0.4,
+        label="prompt (median)",
+        color="#34a853",
+    )
+    a2.bar(
+        [i + 0.2 for i in x],
+        [st[n]["train"]["target_tokens"]["median"] for n in names],
+        width=0.4,
+        label="target (median)",
+        color="#ea4335",
+    )
     a2.set_xticks(list(x), names, rotation=15, fontsize=8)
     a2.set_ylabel("pre-tokenizer tokens")
     a2.legend(fontsize=8)
@@ -543,8 +645,11 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     train_cfg = pr.stages["train"].config if "train" in pr.stages else None
     if train_cfg is not None and train_cfg.model.profile in BUILT_HERE:
         # what each primitive trains is the profile's choice (converge: every weight), so the note reads it from the config
-        tuned = ("fine-tunes a copy of its every weight per primitive" if train_cfg.train.finetuning == "full"
-                 else "trains one LoRA adapter per primitive on it")
+        tuned = (
+            "fine-tunes a copy of its every weight per primitive"
+            if train_cfg.train.finetuning == "full"
+            else "trains one LoRA adapter per primitive on it"
+        )
         L += [
             f"> **Small-model results.** The `{pr.cfg.profile}` profile builds a small Gemma-3-architecture model here, "
             f"pretrains it full-parameter on the train splits of the five primitives (the base stage), then {tuned}, "
@@ -560,7 +665,13 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             L.append(f"| {s.name} | {s.status}{' (' + s.note + ')' if s.note else ''} | {s.seconds:.1f} |")
     v = pr.stages["verify"].result
     if isinstance(v, dict):
-        L += ["", "## Worked solutions", "", f"{v['solutions']} solutions verified by replay through the kernel (oracle backend).", ""]
+        L += [
+            "",
+            "## Worked solutions",
+            "",
+            f"{v['solutions']} solutions verified by replay through the kernel (oracle backend).",
+            "",
+        ]
         L += ["| domain | solutions |", "| --- | ---: |"] + [f"| {k} | {n} |" for k, n in v["domains"].items()]
         L += ["", "| pattern | solutions |", "| --- | ---: |"] + [f"| {k} | {n} |" for k, n in v["tags"].items()]
     card = run / "data" / "README.md"
@@ -573,25 +684,41 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     base_metrics = run / "train" / "base_run" / "metrics.json"
     if base_metrics.is_file():
         bm = read_json_file(base_metrics)
-        L += ["", "## Base stage", "",
-              f"Full-parameter training of the {bm.get('parameters', 0) / 1e6:.1f} M-parameter base on {bm.get('train_rows')} train rows of the "
-              f"five primitives mixed ({bm.get('loss')} loss; no validation row): {bm.get('global_step')} steps, "
-              f"{bm.get('epochs_completed') or 0:.2f} epochs, {bm.get('tokens_per_second')} tokens/s, {bm.get('wall_time_s', 0):.0f} s, "
-              f"final loss {bm.get('train_loss_last') or 0:.3g}."]
+        L += [
+            "",
+            "## Base stage",
+            "",
+            f"Full-parameter training of the {bm.get('parameters', 0) / 1e6:.1f} M-parameter base on {bm.get('train_rows')} train rows of the "
+            f"five primitives mixed ({bm.get('loss')} loss; no validation row): {bm.get('global_step')} steps, "
+            f"{bm.get('epochs_completed') or 0:.2f} epochs, {bm.get('tokens_per_second')} tokens/s, {bm.get('wall_time_s', 0):.0f} s, "
+            f"final loss {bm.get('train_loss_last') or 0:.3g}.",
+        ]
         if (run / "train" / "base_run" / "loss.png").is_file():
             shutil.copyfile(run / "train" / "base_run" / "loss.png", run / "base_loss.png")
             L += ["", "![base loss](base_loss.png)"]
     if _learning_curve_png(run / "train", run / "exact_match_curves.png"):
-        L += ["", "### Learning curve (exact match on a fixed validation subset, monitoring only)", "",
-              "![exact match against steps](exact_match_curves.png)"]
+        L += [
+            "",
+            "### Learning curve (exact match on a fixed validation subset, monitoring only)",
+            "",
+            "![exact match against steps](exact_match_curves.png)",
+        ]
     if _dev_curve_png(run / "train", run / "dev_exact_match_curves.png"):
-        L += ["", "### Adapters: exact match on the dev rows per epoch (the selection's measure)", "",
-              "Dev rows come from train solutions held out of training (never a validation row); each adapter keeps the "
-              "epoch of best dev exact match (circled).", "", "![dev exact match per epoch](dev_exact_match_curves.png)"]
+        L += [
+            "",
+            "### Adapters: exact match on the dev rows per epoch (the selection's measure)",
+            "",
+            "Dev rows come from train solutions held out of training (never a validation row); each adapter keeps the "
+            "epoch of best dev exact match (circled).",
+            "",
+            "![dev exact match per epoch](dev_exact_match_curves.png)",
+        ]
     if _combined_loss_png(run / "train", run / "loss_curves.png"):
         L += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
-        L += ["| primitive | steps | epochs run | epoch kept | dev exact match kept | final train loss | eval loss | tokens/s | wall s |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        L += [
+            "| primitive | steps | epochs run | epoch kept | dev exact match kept | final train loss | eval loss | tokens/s | wall s |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
         from forethought.kernel.specs import PRIMITIVE_NAMES
 
         for p in PRIMITIVE_NAMES:
@@ -600,10 +727,25 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
                 m = read_json_file(f)
                 fmt = lambda x: "—" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))  # noqa: E731
                 sel = m.get("selection") or {}
-                kept_epoch = next((e.get("epoch") for e in m.get("eval_history") or [] if e.get("step") == sel.get("best_global_step")), None)
+                kept_epoch = next(
+                    (
+                        e.get("epoch")
+                        for e in m.get("eval_history") or []
+                        if e.get("step") == sel.get("best_global_step")
+                    ),
+                    None,
+                )
                 em = sel.get("best_dev_exact_match")
-                cells = [m.get("global_step"), m.get("epochs_completed"), kept_epoch, None if em is None else f"{100 * em:.1f} %",
-                         m.get("train_loss_last"), m.get("eval_loss"), m.get("tokens_per_second"), m.get("wall_time_s")]
+                cells = [
+                    m.get("global_step"),
+                    m.get("epochs_completed"),
+                    kept_epoch,
+                    None if em is None else f"{100 * em:.1f} %",
+                    m.get("train_loss_last"),
+                    m.get("eval_loss"),
+                    m.get("tokens_per_second"),
+                    m.get("wall_time_s"),
+                ]
                 L.append(f"| {p} | " + " | ".join(fmt(c) for c in cells) + " |")
     gates = run / "validate" / "gates.md"
     if gates.is_file():
@@ -612,8 +754,15 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     man = run / "bundle" / "manifest.json"
     if man.is_file():
         m = read_json_file(man)
-        verdict = "**SMOKE** (failed gates allowed; the kernel warns when loading it)" if m["smoke"] else "all gates passed"
-        L += ["", "## Bundle", "", f"`{run / 'bundle'}` — {verdict}; base `{m['base']['name']}`, code {m['code_version']}."]
+        verdict = (
+            "**SMOKE** (failed gates allowed; the kernel warns when loading it)" if m["smoke"] else "all gates passed"
+        )
+        L += [
+            "",
+            "## Bundle",
+            "",
+            f"`{run / 'bundle'}` — {verdict}; base `{m['base']['name']}`, code {m['code_version']}.",
+        ]
     ev = run / "evaluate" / "evaluation.md"
     if ev.is_file():
         shutil.copyfile(run / "evaluate" / "evaluation.png", run / "evaluation.png")

@@ -30,7 +30,9 @@ def holds(op: str, expected: Any, actual: Any) -> bool:
     if op in _STRING_OPS:
         if not isinstance(actual, str) or not isinstance(expected, str):
             return False
-        return {"startswith": actual.startswith, "endswith": actual.endswith, "contains": actual.__contains__}[op](expected)
+        return {"startswith": actual.startswith, "endswith": actual.endswith, "contains": actual.__contains__}[op](
+            expected
+        )
     try:
         return toolgate.sat(Sat(op=op, value=expected), actual)  # type: ignore[arg-type]
     except Exception:  # an op Sat does not know: not satisfied
@@ -39,7 +41,11 @@ def holds(op: str, expected: Any, actual: Any) -> bool:
 
 def _failed_dependencies(turn: TurnState, unit: UnitTask) -> list[str]:
     """The task's dependencies that did not execute (it is skipped for them, by ``begin_task``'s rule)."""
-    return [d for d in unit.depends_on if d in turn.tasks and turn.outcomes.get(d) is not None and turn.outcomes[d].status != "executed"]
+    return [
+        d
+        for d in unit.depends_on
+        if d in turn.tasks and turn.outcomes.get(d) is not None and turn.outcomes[d].status != "executed"
+    ]
 
 
 def state_value(turn: TurnState, task_id: str, key: str) -> Any:
@@ -66,8 +72,14 @@ def check_condition(task: TaskCursor, turn: TurnState) -> TaskCursor:
         turn.pending_condition[task.task_id] = (True, shown)
         return task
     what = f"S has no {cond.key!r}" if value is _ABSENT else f"S[{cond.key!r}] = {json.dumps(shown, default=str)}"
-    turn.outcome(task.task_id, "skipped_condition", tool=unit.tool_name, condition=False, condition_value=shown,
-                 reason=f"condition {cond.key} {cond.op} {json.dumps(cond.value, default=str)} is false: {what}")
+    turn.outcome(
+        task.task_id,
+        "skipped_condition",
+        tool=unit.tool_name,
+        condition=False,
+        condition_value=shown,
+        reason=f"condition {cond.key} {cond.op} {json.dumps(cond.value, default=str)} is false: {what}",
+    )
     turn.prerequisites.setdefault(task.task_id, [])
     turn.bindings.setdefault(task.task_id, {})
     return task.model_copy(update={"status": "skipped_condition"})
@@ -103,8 +115,11 @@ def _keep(unit: UnitTask, element: Any) -> bool:
     where = unit.for_each.where  # type: ignore[union-attr]
     if where is None:
         return True
-    actual = element.get(where.field, _ABSENT) if where.field is not None and isinstance(element, dict) else (
-        _ABSENT if where.field is not None else element)
+    actual = (
+        element.get(where.field, _ABSENT)
+        if where.field is not None and isinstance(element, dict)
+        else (_ABSENT if where.field is not None else element)
+    )
     return actual is not _ABSENT and holds(where.op, where.value, actual)
 
 
@@ -127,26 +142,43 @@ def expand_fan_out(task: TaskCursor, turn: TurnState) -> TaskList:
     turn.bindings.setdefault(task.task_id, {})
     failed = _failed_dependencies(turn, unit)
     if failed:
-        turn.outcome(task.task_id, "skipped", tool=unit.tool_name,
-                     reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed))
+        turn.outcome(
+            task.task_id,
+            "skipped",
+            tool=unit.tool_name,
+            reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed),
+        )
         return TaskList(tasks=[])
     elements, where = _elements(turn, unit)
     if elements is None:
-        turn.outcome(task.task_id, "missing_param", tool=unit.tool_name, missing=[spec.param], reason=f"for_each: {where}")
+        turn.outcome(
+            task.task_id, "missing_param", tool=unit.tool_name, missing=[spec.param], reason=f"for_each: {where}"
+        )
         return TaskList(tasks=[])
     values = [_bound_value(unit, e) for e in elements if _keep(unit, e)]
-    run, beyond = values[: turn.config.max_fanout], values[turn.config.max_fanout:]
+    run, beyond = values[: turn.config.max_fanout], values[turn.config.max_fanout :]
     cursors = []
     for k, value in enumerate(run):
         iid = instance_id(unit.id, k)
-        turn.tasks[iid] = UnitTask(id=iid, text=f"{unit.text} ({spec.param}: {json.dumps(value, default=str)})",
-                                   tool_name=unit.tool_name, depends_on=list(unit.depends_on),
-                                   parameters={**unit.parameters, spec.param: value})
+        turn.tasks[iid] = UnitTask(
+            id=iid,
+            text=f"{unit.text} ({spec.param}: {json.dumps(value, default=str)})",
+            tool_name=unit.tool_name,
+            depends_on=list(unit.depends_on),
+            parameters={**unit.parameters, spec.param: value},
+        )
         turn.instance_of[iid] = unit.id
         turn.matches[iid] = task.matched_tool
         cursors.append(TaskCursor(task_id=iid, matched_tool=task.matched_tool))
-    turn.outcome(task.task_id, "pending", tool=unit.tool_name, elements=values, instances=[c.task_id for c in cursors],
-                 beyond_bound=beyond, reason=f"for_each over {where}")
+    turn.outcome(
+        task.task_id,
+        "pending",
+        tool=unit.tool_name,
+        elements=values,
+        instances=[c.task_id for c in cursors],
+        beyond_bound=beyond,
+        reason=f"for_each over {where}",
+    )
     return TaskList(tasks=cursors)
 
 
@@ -167,8 +199,12 @@ def collect_fan_out(done: BaseModel, turn: TurnState) -> TaskCursor:
     if not summary.instances and not summary.beyond_bound:
         status, reason = "skipped_condition", f"{summary.reason}: no element to run it for"
     elif summary.beyond_bound or any(s != "executed" for s in statuses):
-        extra = f"; {len(summary.beyond_bound)} elements beyond max_fanout={turn.config.max_fanout} not run: " \
-                f"{json.dumps(summary.beyond_bound, default=str)}" if summary.beyond_bound else ""
+        extra = (
+            f"; {len(summary.beyond_bound)} elements beyond max_fanout={turn.config.max_fanout} not run: "
+            f"{json.dumps(summary.beyond_bound, default=str)}"
+            if summary.beyond_bound
+            else ""
+        )
         status, reason = "partial", f"{summary.reason}: {counts or 'no instance run'}{extra}"
     else:
         status, reason = "executed", f"{summary.reason}: {counts}"

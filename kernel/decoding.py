@@ -27,7 +27,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .grounding import CONNECTIVE_PUNCTUATION, FUNCTION_WORDS, JOINERS, MAX_COMPOSED_WORDS, PIECES, collect_leaves, number_tokens, synonym_table
+from .grounding import (
+    CONNECTIVE_PUNCTUATION,
+    FUNCTION_WORDS,
+    JOINERS,
+    MAX_COMPOSED_WORDS,
+    PIECES,
+    collect_leaves,
+    number_tokens,
+    synonym_table,
+)
 
 # The separators of PrimitiveSpec.target_text (json.dumps(..., separators=(", ", ": "))), and no other whitespace.
 JSON_FORMAT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
@@ -60,7 +69,7 @@ def _words_and_symbols(text: str) -> tuple[set[str], set[str]]:
             for i in range(0, len(pieces), 2):
                 for j in range(i, len(pieces), 2):
                     if pieces[i] and pieces[j]:
-                        words.add("".join(pieces[i:j + 1]))
+                        words.add("".join(pieces[i : j + 1]))
         elif m.lastindex == _OTHER and m.group() not in CONNECTIVE_PUNCTUATION and not m.group().isspace():
             symbols.add(m.group())
     return words, symbols
@@ -73,7 +82,12 @@ def _case_forms(word: str) -> set[str]:
 
 
 def _char_class(chars: set[str] | frozenset[str], whitespace: bool = False) -> str:
-    return "[" + ("\\s" if whitespace else "") + "".join("\\" + c if c in _REGEX_META or c in "[]" else c for c in sorted(chars)) + "]"
+    return (
+        "["
+        + ("\\s" if whitespace else "")
+        + "".join("\\" + c if c in _REGEX_META or c in "[]" else c for c in sorted(chars))
+        + "]"
+    )
 
 
 def _alternation(items: set[str]) -> str:
@@ -139,9 +153,15 @@ class ValueSpace:
         word = f"(?:{_alternation(set(self.words))})" if self.words else None
         symbol = f"(?:{_alternation(set(self.symbols))})" if self.symbols else None
         # a unit: words glued by meaningful symbols ("$5", "50%", "#W123", "Jade%River8"), or symbols alone
-        units = [f"{symbol}*{word}(?:{symbol}+{word})*{symbol}*" if symbol and word else word, f"{symbol}+" if symbol else None]
+        units = [
+            f"{symbol}*{word}(?:{symbol}+{word})*{symbol}*" if symbol and word else word,
+            f"{symbol}+" if symbol else None,
+        ]
         unit = "(?:" + "|".join(u for u in units if u) + ")"
-        pattern = {"type": "string", "pattern": f"^(?:{connective}{{0,2}}{unit}(?:{separator}{unit})*{connective}{{0,2}})?$"}
+        pattern = {
+            "type": "string",
+            "pattern": f"^(?:{connective}{{0,2}}{unit}(?:{separator}{unit})*{connective}{{0,2}})?$",
+        }
         return {"anyOf": [pattern, {"enum": self.whole}]} if self.whole else pattern
 
     def number_schema(self, integers_only: bool = False) -> dict[str, Any]:
@@ -149,8 +169,12 @@ class ValueSpace:
         if not nums:
             return {"type": "null"}  # no grounded number in this request: the contract would refuse any
         kind = "integer" if integers_only else "number"
-        return {"anyOf": [{"type": kind, "minimum": int(n) if n.is_integer() else n, "maximum": int(n) if n.is_integer() else n}
-                          for n in nums]}
+        return {
+            "anyOf": [
+                {"type": kind, "minimum": int(n) if n.is_integer() else n, "maximum": int(n) if n.is_integer() else n}
+                for n in nums
+            ]
+        }
 
 
 class SchemaBuilder:
@@ -169,10 +193,15 @@ class SchemaBuilder:
         return self._ref("grounded_string", self.space.string_schema)
 
     def numbers(self, integers_only: bool = False) -> dict[str, Any]:
-        return self._ref("grounded_integer" if integers_only else "grounded_number", lambda: self.space.number_schema(integers_only))
+        return self._ref(
+            "grounded_integer" if integers_only else "grounded_number", lambda: self.space.number_schema(integers_only)
+        )
 
     def scalar(self) -> dict[str, Any]:
-        return self._ref("grounded_scalar", lambda: {"anyOf": [self.strings(), self.numbers(), {"type": "boolean"}, {"type": "null"}]})
+        return self._ref(
+            "grounded_scalar",
+            lambda: {"anyOf": [self.strings(), self.numbers(), {"type": "boolean"}, {"type": "null"}]},
+        )
 
     def value(self, short_type: str) -> dict[str, Any]:
         """A grounded value of a parameter of this short type (kernel/specs.py ``_short_type``), or null."""
@@ -200,14 +229,24 @@ class SchemaBuilder:
 
     def _object(self) -> dict[str, Any]:
         # Keys are free (the tool's schema names them, not the request); every value must be grounded.
-        return self._ref("grounded_object", lambda: {
-            "type": "object", "additionalProperties": {"anyOf": [self.scalar(), {"type": "array", "items": self.scalar(), "maxItems": 16}]},
-            "maxProperties": 12,
-        })
+        return self._ref(
+            "grounded_object",
+            lambda: {
+                "type": "object",
+                "additionalProperties": {
+                    "anyOf": [self.scalar(), {"type": "array", "items": self.scalar(), "maxItems": 16}]
+                },
+                "maxProperties": 12,
+            },
+        )
 
     def parameters(self, params: dict[str, str]) -> dict[str, Any]:
         """An object of the tool's parameters (any subset, in the tool's declared order), each grounded."""
-        return {"type": "object", "properties": {p: self.value(t) for p, t in params.items()}, "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {p: self.value(t) for p, t in params.items()},
+            "additionalProperties": False,
+        }
 
     def finish(self, body: dict[str, Any]) -> dict[str, Any]:
         return {**body, **({"$defs": self.defs} if self.defs else {}), "x-guidance": dict(JSON_FORMAT)}
@@ -216,8 +255,6 @@ class SchemaBuilder:
 def with_format(schema: dict[str, Any]) -> dict[str, Any]:
     """A schema with the trained JSON text format attached (``x-guidance``)."""
     return {**schema, "x-guidance": dict(JSON_FORMAT)}
-
-
 
 
 # ------------------------------------------------------------------ membership
@@ -262,7 +299,7 @@ def admits(schema: dict[str, Any], text: str) -> str | None:
     data = text.encode("utf-8")
     n = matcher.try_consume_tokens(list(data))
     if n < len(data):
-        return f"refused at byte {n}: ...{data[max(0, n - 40):n].decode('utf-8', 'replace')!r} then {data[n:n + 20].decode('utf-8', 'replace')!r}"
+        return f"refused at byte {n}: ...{data[max(0, n - 40) : n].decode('utf-8', 'replace')!r} then {data[n : n + 20].decode('utf-8', 'replace')!r}"
     if not matcher.is_accepting():
         return "the text ends before the grammar does"
     return None

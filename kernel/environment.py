@@ -31,7 +31,9 @@ class Environment:
         for dom in self.domains.values():
             for tname, t in dom.tools.items():
                 if tname in self._tools:
-                    raise ValueError(f"tool {tname!r} is defined by both {self._tools[tname].domain!r} and {dom.name!r}")
+                    raise ValueError(
+                        f"tool {tname!r} is defined by both {self._tools[tname].domain!r} and {dom.name!r}"
+                    )
                 self._tools[tname] = t
 
     def tool(self, name: str) -> DomainTool | None:

@@ -56,7 +56,9 @@ CONNECTIVE_PUNCTUATION = frozenset(",;:.!?-–—/&()[]{}\"'“”‘’…|")
 # A value of more words than this is grounded only as a whole: compositions are short (a tweet, a comment, a
 # subject line), and the cut search is quadratic in the words.
 MAX_COMPOSED_WORDS = 64
-FUNCTION_WORDS = frozenset({"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "via", "with"})
+FUNCTION_WORDS = frozenset(
+    {"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "via", "with"}
+)
 
 # Equivalent names of currencies and units; a value part is grounded when any name of its group is. Groups must
 # be unambiguous in every domain (the contracts do not know which domain a value belongs to), so "pound" is
@@ -89,8 +91,11 @@ def synonym_table() -> dict[str, frozenset[str]]:
     groups = [set(g) for g in SYNONYMS]
     for f in sorted(_DOMAINS.glob("*/synonyms.json")):
         data = json.loads(f.read_text(encoding="utf-8"))
-        if not (isinstance(data, list) and all(isinstance(g, list) and g and all(isinstance(x, str) and x.strip() for x in g) for g in data)):
-            raise ValueError(f"{f}: expected a JSON list of non-empty lists of names, e.g. [[\"usd\", \"dollars\"]]")
+        if not (
+            isinstance(data, list)
+            and all(isinstance(g, list) and g and all(isinstance(x, str) and x.strip() for x in g) for g in data)
+        ):
+            raise ValueError(f'{f}: expected a JSON list of non-empty lists of names, e.g. [["usd", "dollars"]]')
         groups += [{_fold(x) for x in g} for g in data]
     merged: list[set[str]] = []
     for g in groups:
@@ -113,8 +118,11 @@ def _fold(s: str) -> str:
 def number_tokens(text: str) -> list[float]:
     """The numbers a text states as numbers (see ``_NUMBER_TOKEN``): ``"HAT001"`` and ``"2024-06-03"`` give none."""
     units = synonym_table()
-    return [float(n.replace(",", "")) for n, glued in _NUMBER_TOKEN.findall(text)
-            if not glued or glued.lower() in units or glued.lower() in _ORDINALS or _NEW_WORD.match(glued)]
+    return [
+        float(n.replace(",", ""))
+        for n, glued in _NUMBER_TOKEN.findall(text)
+        if not glued or glued.lower() in units or glued.lower() in _ORDINALS or _NEW_WORD.match(glued)
+    ]
 
 
 def normalize(value: Any) -> Any:
@@ -224,10 +232,16 @@ class Haystack:
         j = text.find(span)
         while j >= 0:
             e = j + n
-            before_ok = not check_before or j == 0 or not (
-                _is_word(text[j - 1]) or (text[j - 1] in ".@" and j >= 2 and _is_word(text[j - 2])))
-            after_ok = not check_after or e == len(text) or not (
-                _is_word(text[e]) or (text[e] in ".@" and e + 1 < len(text) and _is_word(text[e + 1])))
+            before_ok = (
+                not check_before
+                or j == 0
+                or not (_is_word(text[j - 1]) or (text[j - 1] in ".@" and j >= 2 and _is_word(text[j - 2])))
+            )
+            after_ok = (
+                not check_after
+                or e == len(text)
+                or not (_is_word(text[e]) or (text[e] in ".@" and e + 1 < len(text) and _is_word(text[e + 1])))
+            )
             if before_ok and after_ok:
                 return True
             j = text.find(span, j + 1)
@@ -261,8 +275,13 @@ class Haystack:
         syn_names = synonym_table()
         # Every word must be able to take part: a function word, a synonym, a number, or runs the text has.
         for kind, piece in pieces:
-            if kind == 1 and piece not in FUNCTION_WORDS and piece not in syn_names and not self._could_occur(piece) \
-                    and not (_NUMBER_WORD.fullmatch(piece) and float(piece.replace(",", "")) in self.numbers):
+            if (
+                kind == 1
+                and piece not in FUNCTION_WORDS
+                and piece not in syn_names
+                and not self._could_occur(piece)
+                and not (_NUMBER_WORD.fullmatch(piece) and float(piece.replace(",", "")) in self.numbers)
+            ):
                 return False
         n = len(pieces)
         reach: list[int | None] = [None] * (n + 1)
@@ -280,7 +299,11 @@ class Haystack:
             for m in range(k, n):
                 mkind, mpiece = pieces[m]
                 span += mpiece
-                content = content or (mkind == 1 and mpiece not in FUNCTION_WORDS) or (mkind == 3 and mpiece not in CONNECTIVE_PUNCTUATION)
+                content = (
+                    content
+                    or (mkind == 1 and mpiece not in FUNCTION_WORDS)
+                    or (mkind == 3 and mpiece not in CONNECTIVE_PUNCTUATION)
+                )
                 # a part ends with a word or a meaningful symbol (trailing connective text is covered by the step above)
                 if (mkind == 1 or (mkind == 3 and mpiece not in CONNECTIVE_PUNCTUATION)) and self._part(span):
                     # the contract (min_parts 1) takes any grounded part; more parts are counted only when they carry
@@ -288,7 +311,9 @@ class Haystack:
                     step = 1 if content or min_parts == 1 else 0
                     reach[m + 1] = max(reach[m + 1] or 0, min(here + step, min_parts))
                 # a longer span can only occur if this one could (or a synonym name starts with it)
-                if not ((mkind != 1 or self._could_occur(mpiece)) and span in self.text) and not any(s.startswith(span) for s in syn_names):
+                if not ((mkind != 1 or self._could_occur(mpiece)) and span in self.text) and not any(
+                    s.startswith(span) for s in syn_names
+                ):
                     break
         return reach[n] == min_parts
 

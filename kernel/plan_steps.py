@@ -85,7 +85,7 @@ def find_cycle(nodes: list[str], depends: dict[str, list[str]]) -> list[str]:
             if following is None:
                 break
             if following in seen:
-                return path[path.index(following):] + [following]
+                return path[path.index(following) :] + [following]
             path.append(following)
             seen.add(following)
             current = following
@@ -125,8 +125,12 @@ def record_matches(matched: BaseModel, turn: TurnState) -> TaskList:
     results = list(getattr(matched, "results", []))
     for task_id, answer in zip(unique, results, strict=False):
         turn.matches[task_id] = answer.tool_name if answer is not None else None
-    return TaskList(tasks=[TaskCursor(task_id=t, matched_tool=turn.matches.get(t), fan_out=turn.tasks[t].for_each is not None)
-                           for t in turn.order])
+    return TaskList(
+        tasks=[
+            TaskCursor(task_id=t, matched_tool=turn.matches.get(t), fan_out=turn.tasks[t].for_each is not None)
+            for t in turn.order
+        ]
+    )
 
 
 def finish(done: BaseModel, turn: TurnState) -> TurnSummary:
@@ -135,7 +139,9 @@ def finish(done: BaseModel, turn: TurnState) -> TurnSummary:
     for task_id, error in zip(turn.order, errors, strict=False):
         if error is not None and task_id not in turn.outcomes:
             turn.outcome(task_id, "error", reason=error)
-    unfinished.record(turn)  # blocked and missing_param tasks leave their memory in S (docs/kernel.md, "Unfinished tasks")
+    unfinished.record(
+        turn
+    )  # blocked and missing_param tasks leave their memory in S (docs/kernel.md, "Unfinished tasks")
     turn.check_monotone("turn end")
     missing = [t for t in dict.fromkeys(turn.order) if t not in turn.outcomes]
     if missing:

@@ -79,11 +79,26 @@ from .specs import (
 )
 
 
-def _symbolic_step(name: str, fn: Callable[..., Any], input_type: type[BaseModel], output_type: type[BaseModel],
-                   contract: Contract | None = None, pure: bool = False) -> Step:
+def _symbolic_step(
+    name: str,
+    fn: Callable[..., Any],
+    input_type: type[BaseModel],
+    output_type: type[BaseModel],
+    contract: Contract | None = None,
+    pure: bool = False,
+) -> Step:
     """A step running ``fn(input, turn)``: the TurnState is the engine's run context."""
-    return Step(symbolic(name, fn, input_type, output_type, contract if contract is not None else Contract(),
-                         uses_context=True, pure=pure))
+    return Step(
+        symbolic(
+            name,
+            fn,
+            input_type,
+            output_type,
+            contract if contract is not None else Contract(),
+            uses_context=True,
+            pure=pure,
+        )
+    )
 
 
 def _identity(name: str, value_type: type[BaseModel]) -> Primitive:
@@ -101,7 +116,9 @@ def build_program(cfg: KernelConfig) -> Program:
         Works for any PrimitiveSpec; a spec used at two places (check_prerequisites) gets one
         primitive, since the program keys its cache and replay recordings by primitive name."""
         if spec.name not in primitives:
-            primitives[spec.name] = spec.primitive(max_tasks=cfg.max_tasks)  # decompose's schema bounds its list by the fan-out
+            primitives[spec.name] = spec.primitive(
+                max_tasks=cfg.max_tasks
+            )  # decompose's schema bounds its list by the fan-out
         return Step(primitives[spec.name], retries=cfg.retries, label=label or spec.name)
 
     # One primitive per name, used by every branch that keeps its input (labels tell the uses apart).
@@ -109,38 +126,57 @@ def build_program(cfg: KernelConfig) -> Program:
     keep_task = _identity("keep_task", TaskCursor)
 
     def if_prerequisite(outcome: str, then: Fallback, label: str) -> Conditional:
-        return Conditional(when=lambda c: c.outcome == outcome, then=then, otherwise=Step(keep_prerequisite), label=label)
+        return Conditional(
+            when=lambda c: c.outcome == outcome, then=then, otherwise=Step(keep_prerequisite), label=label
+        )
 
     # SP4 Check-Prerequisites for one p ∈ GetPrereqs(t) (Algorithm 2 lines 13-22).
     prerequisite = Sequence(
         _symbolic_step("check_prerequisite", task_steps.check_prerequisite, PrereqCursor, PrereqCursor),
-        if_prerequisite("absent", Fallback(
-            Sequence(
-                _symbolic_step("prepare_retrieval", task_steps.prepare_prerequisite_question, PrereqCursor, CheckPrereqInput),
-                slm_step(CHECK_PREREQUISITES, "task_to_check"),
-                _symbolic_step("execute_retrieval", task_steps.execute_retrieval, CheckPrereqOutput, PrereqCursor),
-                label="retrieve",
+        if_prerequisite(
+            "absent",
+            Fallback(
+                Sequence(
+                    _symbolic_step(
+                        "prepare_retrieval", task_steps.prepare_prerequisite_question, PrereqCursor, CheckPrereqInput
+                    ),
+                    slm_step(CHECK_PREREQUISITES, "task_to_check"),
+                    _symbolic_step("execute_retrieval", task_steps.execute_retrieval, CheckPrereqOutput, PrereqCursor),
+                    label="retrieve",
+                ),
+                _symbolic_step("retrieval_failed", task_steps.retrieval_failed, PrereqCursor, PrereqCursor),
+                label="absent",
             ),
-            _symbolic_step("retrieval_failed", task_steps.retrieval_failed, PrereqCursor, PrereqCursor),
-            label="absent",
-        ), "if_absent"),
-        if_prerequisite("not_met", Fallback(
-            Sequence(
-                _symbolic_step("prepare_remediation", task_steps.prepare_prerequisite_question, PrereqCursor, CheckPrereqInput),
-                slm_step(CHECK_PREREQUISITES, "task_to_meet"),
-                _symbolic_step("emit_blocked", task_steps.emit_blocked, CheckPrereqOutput, PrereqCursor),
-                label="remediate",
+            "if_absent",
+        ),
+        if_prerequisite(
+            "not_met",
+            Fallback(
+                Sequence(
+                    _symbolic_step(
+                        "prepare_remediation", task_steps.prepare_prerequisite_question, PrereqCursor, CheckPrereqInput
+                    ),
+                    slm_step(CHECK_PREREQUISITES, "task_to_meet"),
+                    _symbolic_step("emit_blocked", task_steps.emit_blocked, CheckPrereqOutput, PrereqCursor),
+                    label="remediate",
+                ),
+                _symbolic_step("block_without_remedy", task_steps.block_without_remedy, PrereqCursor, PrereqCursor),
+                label="not_met",
             ),
-            _symbolic_step("block_without_remedy", task_steps.block_without_remedy, PrereqCursor, PrereqCursor),
-            label="not_met",
-        ), "if_not_met"),
+            "if_not_met",
+        ),
         label="prerequisite",
     )
 
     # SP5 for one candidate tool: Lookup, TaskToGet, the guarded Execute (lines 29-39).
     candidate = Sequence(
-        _symbolic_step("lookup_params", task_steps.lookup_params, TaskCursor, TaskCursor,
-                       Contract(value=[Check("tau_before_S", "value", task_steps.tau_before_scratchpad)])),
+        _symbolic_step(
+            "lookup_params",
+            task_steps.lookup_params,
+            TaskCursor,
+            TaskCursor,
+            Contract(value=[Check("tau_before_S", "value", task_steps.tau_before_scratchpad)]),
+        ),
         Conditional(
             when=lambda c: bool(c.missing),
             then=Fallback(
@@ -164,7 +200,9 @@ def build_program(cfg: KernelConfig) -> Program:
         _symbolic_step("resolve_function", task_steps.resolve_function, TaskCursor, TaskCursor),
         Conditional(
             when=lambda c: c.status == "trying",
-            then=Iterate(candidate, until=lambda c: c.status != "trying", max_iters=cfg.max_candidates, label="candidates"),
+            then=Iterate(
+                candidate, until=lambda c: c.status != "trying", max_iters=cfg.max_candidates, label="candidates"
+            ),
             otherwise=Step(keep_task, label="no_function"),
             label="if_matched",
         ),
@@ -185,8 +223,12 @@ def build_program(cfg: KernelConfig) -> Program:
         _symbolic_step("end_task", task_steps.end_task, TaskCursor, TaskCursor),
         label="task",
     )
-    get_order = ForEach(slm_step(GET_ORDER), over="batches", max_items=cfg.max_tasks, on_item_error="skip", label="get_order")
-    match_func = ForEach(slm_step(MATCH_FUNC), over="items", max_items=cfg.max_tasks, on_item_error="skip", label="match_func")
+    get_order = ForEach(
+        slm_step(GET_ORDER), over="batches", max_items=cfg.max_tasks, on_item_error="skip", label="get_order"
+    )
+    match_func = ForEach(
+        slm_step(MATCH_FUNC), over="items", max_items=cfg.max_tasks, on_item_error="skip", label="match_func"
+    )
     # A fan-out task (decompose's for_each) runs the same task body once per element of an earlier task's list, at
     # most max_fanout times (INV-T: the bound enters the static SLM-call bound); a failing instance is skipped alone (INV-R).
     instances = ForEach(task, over="tasks", max_items=cfg.max_fanout, on_item_error="skip", label="instances")
@@ -210,13 +252,23 @@ def build_program(cfg: KernelConfig) -> Program:
     )
     tasks = ForEach(planned_task, over="tasks", max_items=cfg.max_tasks, on_item_error="skip", label="tasks")
     root = Sequence(
-        _symbolic_step("init_scratchpad", plan_steps.init_scratchpad, TurnIn, ScratchpadInit,
-                       Contract(value=[Check("config_in_S", "value", plan_steps.config_in_scratchpad)])),
+        _symbolic_step(
+            "init_scratchpad",
+            plan_steps.init_scratchpad,
+            TurnIn,
+            ScratchpadInit,
+            Contract(value=[Check("config_in_S", "value", plan_steps.config_in_scratchpad)]),
+        ),
         _symbolic_step("init_decompose", plan_steps.init_decompose, TurnIn, DecomposeInput),
         slm_step(DECOMPOSE, "decompose"),
         # Cycle detection is symbolic: a cyclic graph halts the turn (INV-T).
-        _symbolic_step("build_dep_graph", plan_steps.build_dep_graph, DecomposeOutput, Batches,
-                       Contract(value=[Check("acyclic", "value", plan_steps.acyclic)])),
+        _symbolic_step(
+            "build_dep_graph",
+            plan_steps.build_dep_graph,
+            DecomposeOutput,
+            Batches,
+            Contract(value=[Check("acyclic", "value", plan_steps.acyclic)]),
+        ),
         get_order,
         _symbolic_step("topo_sort", plan_steps.topo_sort, get_order.output_type, MatchBatch),
         match_func,
@@ -263,9 +315,18 @@ class Kernel:
         )
         turn.keys_seen = scratchpad.keys()
         checks = self.config.cvc if self.config.check_contracts is None else self.config.check_contracts
-        engine = Engine(backend, check_contracts=checks, trace=trace, recorder=recorder, cache=cache,  # type: ignore[arg-type]
-                        backend_retries=self.config.backend_retries, backend_retry_wait_s=self.config.backend_retry_wait_s)
-        run = engine.run(self.program, TurnIn(user=user, config=dict(config or {})), context=turn, run_id=f"turn{index}")
+        engine = Engine(
+            backend,
+            check_contracts=checks,
+            trace=trace,
+            recorder=recorder,
+            cache=cache,  # type: ignore[arg-type]
+            backend_retries=self.config.backend_retries,
+            backend_retry_wait_s=self.config.backend_retry_wait_s,
+        )
+        run = engine.run(
+            self.program, TurnIn(user=user, config=dict(config or {})), context=turn, run_id=f"turn{index}"
+        )
         halted = run.error.to_dict() if run.error is not None else None
         backend_error = run.backend_error.to_dict() if run.backend_error is not None else None
         if halted is not None or backend_error is not None:

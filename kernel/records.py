@@ -32,8 +32,18 @@ from .specs import MAX_TASKS, GetOrderInput, MatchFuncInput, ProposedTask, TaskR
 from .toolgate import RESULT_ENTRY_MAX_CHARS
 
 Status = Literal[
-    "pending", "ready", "trying", "blocked", "missing_function", "missing_param", "tool_failed", "executed", "skipped", "error",
-    "skipped_condition", "partial",  # a conditional task whose predicate is false; a fan-out task not every element of which ran
+    "pending",
+    "ready",
+    "trying",
+    "blocked",
+    "missing_function",
+    "missing_param",
+    "tool_failed",
+    "executed",
+    "skipped",
+    "error",
+    "skipped_condition",
+    "partial",  # a conditional task whose predicate is false; a fan-out task not every element of which ran
 ]
 
 

@@ -95,7 +95,10 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
     if any(t.annotated for t in sol.turns):  # annotations that cannot mean what the kernel checks: refused, not run
         problems = key_problems(sol, build_registry(sol, build_environment(sol)))
         if problems:
-            raise UserError(f"{len(problems)} prerequisite key(s) do not name what their tool checks: " + "; ".join(problems[:5]), path)
+            raise UserError(
+                f"{len(problems)} prerequisite key(s) do not name what their tool checks: " + "; ".join(problems[:5]),
+                path,
+            )
     recorder = make_recorder(cfg)
     check_output_dir(cfg.output_dir, "output_dir")  # before any model is loaded; created when the artefacts are written
     if cfg.replay is not None and cfg.replay_mode == "strict":
@@ -104,22 +107,38 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
         factory = backend_factory(cfg.backend, sol)
     kernel = Kernel(cfg.kernel.build())
     try:
-        res = run_solution(sol, kernel, factory, trace=cfg.trace, recorder=recorder, cache=Cache() if cfg.cache else None)
+        res = run_solution(
+            sol, kernel, factory, trace=cfg.trace, recorder=recorder, cache=Cache() if cfg.cache else None
+        )
     except ReplayMissError as exc:
         raise UserError(f"{exc} (scenario {path})", str(cfg.replay)) from None
     out = Path(cfg.output_dir) / sol.id
     if cfg.record and recorder is not None:
         recorder.save(out / "recording.jsonl")
     atomic_write_json(out / "turns.json", [t.model_dump(mode="json") for t in res.turns])
-    atomic_write_jsonl(out / "calls.jsonl", [
-        {"turn": t.index, "task_id": c.task_id, "purpose": c.purpose, "tool": c.tool, "arguments": c.arguments, "result": c.result}
-        for t in res.turns for c in t.committed_calls
-    ])
+    atomic_write_jsonl(
+        out / "calls.jsonl",
+        [
+            {
+                "turn": t.index,
+                "task_id": c.task_id,
+                "purpose": c.purpose,
+                "tool": c.tool,
+                "arguments": c.arguments,
+                "result": c.result,
+            }
+            for t in res.turns
+            for c in t.committed_calls
+        ],
+    )
     atomic_write_json(out / "final_state.json", res.final_state)
     rows = [{"turn": i, **r} for i, tr in enumerate(res.traces) for r in tr.to_rows()]
     atomic_write_jsonl(out / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
-    meta = {"scenario": path, "backend": "replay" if isinstance(factory(0, sol.turns[0]), ReplayOnly) else cfg.backend.name,
-            "cvc": cfg.kernel.cvc}
+    meta = {
+        "scenario": path,
+        "backend": "replay" if isinstance(factory(0, sol.turns[0]), ReplayOnly) else cfg.backend.name,
+        "cvc": cfg.kernel.cvc,
+    }
     bundle = getattr(getattr(factory(0, sol.turns[0]), "bundle", None), "path", None)
     if bundle:
         meta["bundle"] = str(bundle)
@@ -161,9 +180,12 @@ def cli(args: list[str]) -> int:
         failed = [t for t in res.turns if t.backend_error]  # type: ignore[attr-defined]
         if failed:
             # The backend did not answer: these turns say nothing about the model.
-            print(f"error: {p}: {len(failed)} of {len(res.turns)} turn(s) got no answer from the backend "  # type: ignore[attr-defined]
-                  f"(first: {failed[0].backend_error['message']})"
-                  + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
+            print(
+                f"error: {p}: {len(failed)} of {len(res.turns)} turn(s) got no answer from the backend "  # type: ignore[attr-defined]
+                f"(first: {failed[0].backend_error['message']})"
+                + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"),
+                file=sys.stderr,
+            )
             if cfg.backend_errors == "fail":
                 status = 1
     return status

@@ -23,7 +23,9 @@ def build_environment(sol: Solution) -> Environment:
     try:
         return Environment(sol.domains, sol.initial_state)
     except (KeyError, ValueError) as exc:
-        raise UserError(str(exc.args[0] if exc.args else exc), f"{sol.source_file or sol.id}: initial_state/domains") from None
+        raise UserError(
+            str(exc.args[0] if exc.args else exc), f"{sol.source_file or sol.id}: initial_state/domains"
+        ) from None
 
 
 def build_registry(sol: Solution, env: Environment) -> Registry:

@@ -38,7 +38,9 @@ PATTERN_TAGS = (
     "conditional_task",  # a task with a `when` predicate: the replay evaluates it and the call happens iff it holds
     "fan_out",  # a task with `for_each`: one instance (and one call) per (filtered) element of an earlier task's list
 )
-Outcome = Literal["executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped", "skipped_condition", "partial"]
+Outcome = Literal[
+    "executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped", "skipped_condition", "partial"
+]
 # The outcomes of a task (or fan-out instance) that reached Lookup, so it has bindings.
 LOOKED_UP = ("executed", "missing_param", "tool_failed")
 
@@ -65,17 +67,20 @@ _PREREQ_KEY = re.compile(r"[^\[\]]+(\[[^\[\]]*\])?")
 class PrereqAnn(_Strict):
     """One Check(p, S) decision and what followed it."""
 
-    key: str = Field(description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py); "
-                     "for a per-entity prerequisite (one that names an entity parameter) the entity's entry, "
-                     "'<key>[<value>]', e.g. 'line_status[${line}]' ('<key>[]' when no value is known).",
-                     json_schema_extra={"pattern": f"^{_PREREQ_KEY.pattern}$"})
+    key: str = Field(
+        description="Scratchpad key of the prerequisite, as the proposed tool declares it (kernel/domains/<name>/tools.py); "
+        "for a per-entity prerequisite (one that names an entity parameter) the entity's entry, "
+        "'<key>[<value>]', e.g. 'line_status[${line}]' ('<key>[]' when no value is known).",
+        json_schema_extra={"pattern": f"^{_PREREQ_KEY.pattern}$"},
+    )
     outcome: Literal["met", "not_met", "absent"] = Field(
         description="Check(p, S): 'met' (S satisfies it), 'not_met' (S holds the key with a failing value: the task "
         "is blocked and the task's remaining prerequisites are not checked), 'absent' (the key is not in S: a "
         "retrieval is proposed and run, then the key is re-checked)."
     )
     retrieval: ProposedTaskAnn | None = Field(
-        None, description="Only for outcome 'absent': the task proposed to establish the key, or null when none can be grounded."
+        None,
+        description="Only for outcome 'absent': the task proposed to establish the key, or null when none can be grounded.",
     )
     recheck: Literal["met", "not_met"] | None = Field(
         None, description="Required for outcome 'absent' (and only then): Check(p, S) after the retrieval ran."
@@ -90,8 +95,10 @@ class PrereqAnn(_Strict):
     @classmethod
     def _well_formed(cls, key: str) -> str:
         if not _PREREQ_KEY.fullmatch(key):
-            raise ValueError(f"{key!r} is not a prerequisite key: a plain key ('customer_identified'), or a per-entity key "
-                             "'<key>[<entity>]' with one pair of brackets at its end ('line_status[${line}]')")
+            raise ValueError(
+                f"{key!r} is not a prerequisite key: a plain key ('customer_identified'), or a per-entity key "
+                "'<key>[<entity>]' with one pair of brackets at its end ('line_status[${line}]')"
+            )
         return key
 
     @model_validator(mode="after")
@@ -113,7 +120,9 @@ class BindingAnn(_Strict):
         "'S' (the scratchpad, only when tau has no such key), 'fill' (neither had it; match_fill proposed it), "
         "'missing' (nothing could be grounded: the task ends missing_param)."
     )
-    value: Any = Field(None, description="The bound value (ignored for source 'missing'). Use \"${slot}\" for an entity.")
+    value: Any = Field(
+        None, description="The bound value (ignored for source 'missing'). Use \"${slot}\" for an entity."
+    )
     fill_from: str | None = Field(
         None,
         description="Only for source 'fill': where match_fill reads the value, 'S:<key>', 'tau:<key>', or 'literal' "
@@ -145,7 +154,8 @@ class TaskAnn(_Strict):
         "request, the context or the scratchpad view, or be an enum value of the tool).",
     )
     match: str | None = Field(
-        None, description="match_func's answer (the tool chosen from the task text, or null). Omit when it equals 'tool'."
+        None,
+        description="match_func's answer (the tool chosen from the task text, or null). Omit when it equals 'tool'.",
     )
     prerequisites: list[PrereqAnn] = Field(
         default_factory=list,
@@ -162,7 +172,9 @@ class TaskAnn(_Strict):
         "(a required value cannot be grounded) | tool_failed (the call was rejected by ToolGate or failed) | skipped "
         "(a task it depends on did not execute).",
     )
-    setup: bool = Field(False, description="True for a task the user did not name (authenticate, resolve a code, navigate first).")
+    setup: bool = Field(
+        False, description="True for a task the user did not name (authenticate, resolve a code, navigate first)."
+    )
     when: TaskCondition | None = Field(
         None,
         description="decompose's predicate for a conditional task: {key, op, value} on S (a declared write, or a result entry "
@@ -183,7 +195,8 @@ class TaskAnn(_Strict):
         "(one did not, or elements were beyond the bound), skipped_condition (no element).",
     )
     beyond_bound: list[Any] = Field(
-        default_factory=list, description="Only with for_each: the elements beyond KernelConfig.max_fanout, reported and not run."
+        default_factory=list,
+        description="Only with for_each: the elements beyond KernelConfig.max_fanout, reported and not run.",
     )
 
     @model_validator(mode="after")
@@ -193,7 +206,9 @@ class TaskAnn(_Strict):
         if (self.for_each is None) != (self.instances is None):
             raise ValueError("for_each and instances go together: list the instances the fan-out runs ([] for none)")
         if self.for_each is not None and self.for_each.task not in self.depends_on:
-            raise ValueError(f"for_each reads task {self.for_each.task!r}, which must be in depends_on {self.depends_on}")
+            raise ValueError(
+                f"for_each reads task {self.for_each.task!r}, which must be in depends_on {self.depends_on}"
+            )
         if self.beyond_bound and self.for_each is None:
             raise ValueError("beyond_bound only applies to a for_each task")
         return self
@@ -207,23 +222,43 @@ class TaskAnn(_Strict):
         for k, inst in enumerate(self.instances):
             bindings: dict[str, BindingAnn] = {}
             if inst.outcome in LOOKED_UP:
-                bindings = {**self.bindings, self.for_each.param: BindingAnn(source="tau", value=inst.value), **inst.bindings}
-            out.append(TaskAnn(
-                id=instance_id(self.id, k), text=self.text, tool=self.tool, depends_on=list(self.depends_on),
-                parameters={**self.parameters, self.for_each.param: inst.value}, match=self.match,
-                prerequisites=list(self.prerequisites if inst.prerequisites is None else inst.prerequisites),
-                bindings=bindings, outcome=inst.outcome, setup=self.setup,
-            ))
+                bindings = {
+                    **self.bindings,
+                    self.for_each.param: BindingAnn(source="tau", value=inst.value),
+                    **inst.bindings,
+                }
+            out.append(
+                TaskAnn(
+                    id=instance_id(self.id, k),
+                    text=self.text,
+                    tool=self.tool,
+                    depends_on=list(self.depends_on),
+                    parameters={**self.parameters, self.for_each.param: inst.value},
+                    match=self.match,
+                    prerequisites=list(self.prerequisites if inst.prerequisites is None else inst.prerequisites),
+                    bindings=bindings,
+                    outcome=inst.outcome,
+                    setup=self.setup,
+                )
+            )
         return out
 
 
 class InstanceAnn(_Strict):
     """One instance of a fan-out task: the element it is for and how it ended."""
 
-    value: Any = Field(description="The value bound to the for_each parameter (the element, or its item_field). Use \"${slot}\" for an entity.")
-    outcome: Outcome = Field("executed", description="How this instance ended; a failing instance abandons only itself.")
-    prerequisites: list[PrereqAnn] | None = Field(None, description="This instance's prerequisite checks, when they differ from the task's.")
-    bindings: dict[str, BindingAnn] = Field(default_factory=dict, description="Bindings of this instance that differ from the task's.")
+    value: Any = Field(
+        description='The value bound to the for_each parameter (the element, or its item_field). Use "${slot}" for an entity.'
+    )
+    outcome: Outcome = Field(
+        "executed", description="How this instance ended; a failing instance abandons only itself."
+    )
+    prerequisites: list[PrereqAnn] | None = Field(
+        None, description="This instance's prerequisite checks, when they differ from the task's."
+    )
+    bindings: dict[str, BindingAnn] = Field(
+        default_factory=dict, description="Bindings of this instance that differ from the task's."
+    )
 
 
 def instance_id(task_id: str, k: int) -> str:
@@ -237,7 +272,9 @@ TaskAnn.model_rebuild()
 class StateAssertion(_Strict):
     """A check on the world after the turn."""
 
-    path: str = Field(description="'/'-separated path into the domain snapshots, e.g. 'file_system/cwd' (list items by index).")
+    path: str = Field(
+        description="'/'-separated path into the domain snapshots, e.g. 'file_system/cwd' (list items by index)."
+    )
     equals: Any = Field(None, description="The value expected at that path.")
     absent: bool = Field(False, description="True: the path must not exist (then 'equals' is ignored).")
 
@@ -259,20 +296,30 @@ class Turn(_Strict):
         "replays the turn with each of them in place of 'user'; every annotation must still hold.",
     )
     context: dict[str, Any] = Field(
-        default_factory=dict, description="Turn context tau given to the kernel besides the text (e.g. an access token)."
+        default_factory=dict,
+        description="Turn context tau given to the kernel besides the text (e.g. an access token).",
     )
-    config: dict[str, Any] = Field(default_factory=dict, description="Scratchpad entries added at the start of this turn.")
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="Scratchpad entries added at the start of this turn."
+    )
     # ---- annotations (worked solutions) ----
     tasks: list[TaskAnn] | None = Field(None, description="decompose's unit tasks and the decisions taken for each.")
-    order: list[str] | None = Field(None, description="The execution order of all task ids (get_order's decisions merged with the dependency layers).")
+    order: list[str] | None = Field(
+        None,
+        description="The execution order of all task ids (get_order's decisions merged with the dependency layers).",
+    )
     calls: list[str | RefCall] | None = Field(
         None,
         description="The calls that must be committed, in order (retrievals included where they run): strings "
         "like \"cd(folder='archive')\" or {tool, args} objects.",
     )
-    halt: Literal["cycle"] | None = Field(None, description="'cycle': the decomposition is cyclic; the turn halts with nothing executed.")
+    halt: Literal["cycle"] | None = Field(
+        None, description="'cycle': the decomposition is cyclic; the turn halts with nothing executed."
+    )
     state: list[StateAssertion] = Field(default_factory=list, description="Assertions on the world after the turn.")
-    scratchpad: dict[str, Any] = Field(default_factory=dict, description="Expected entries of S after the turn (a subset).")
+    scratchpad: dict[str, Any] = Field(
+        default_factory=dict, description="Expected entries of S after the turn (a subset)."
+    )
     must_not_call: list[str] = Field(
         default_factory=list,
         description="Side-effecting registry tools this request could tempt the agent to call but must not (backs the "
@@ -325,14 +372,18 @@ class Turn(_Strict):
 class SlotDef(_Strict):
     """A typed entity; data generation substitutes other values of the same type consistently everywhere."""
 
-    type: str = Field(description="Slot type; alternative values are listed in data_gen/slot_values/<domain>.json under this name.")
+    type: str = Field(
+        description="Slot type; alternative values are listed in data_gen/slot_values/<domain>.json under this name."
+    )
     value: Any = Field(description="The value used when the solution is verified as written.")
 
 
 class RegistryRef(_Strict):
     """Which tools the kernel sees (default: every tool of the solution's domains)."""
 
-    domains: list[str] | None = Field(None, description="Domains whose tools form the registry (default: the solution's domains).")
+    domains: list[str] | None = Field(
+        None, description="Domains whose tools form the registry (default: the solution's domains)."
+    )
     include: list[str] | None = Field(None, description="Only these tools.")
     exclude: list[str] = Field(default_factory=list, description="Tools left out.")
     extra: list[ToolSpec] = Field(
@@ -354,20 +405,28 @@ class Solution(_Strict):
     id: str = Field(description="Unique id.")
     title: str = Field("", description="One line: what the scenario tests.")
     description: str = Field("", description="What the scenario tests and why.")
-    domains: list[str] = Field(description="Simulated domains to load (kernel/domains/<name>/); their tools form the registry.")
+    domains: list[str] = Field(
+        description="Simulated domains to load (kernel/domains/<name>/); their tools form the registry."
+    )
     tags: list[str] = Field(
         default_factory=list,
-        description="Pattern tags this solution exercises: " + ", ".join(PATTERN_TAGS) + ". Each must be backed by an annotation "
+        description="Pattern tags this solution exercises: "
+        + ", ".join(PATTERN_TAGS)
+        + ". Each must be backed by an annotation "
         "(see data_gen/solutions/README.md).",
     )
     slots: dict[str, SlotDef] = Field(
-        default_factory=dict, description="Typed entities, written ${name} everywhere they appear; \"${name}\" alone takes the typed value."
+        default_factory=dict,
+        description='Typed entities, written ${name} everywhere they appear; "${name}" alone takes the typed value.',
     )
     registry: RegistryRef = Field(default_factory=RegistryRef, description="The tool registry the kernel sees.")
     initial_state: dict[str, Any] = Field(
-        default_factory=dict, description="Per domain, the world before the first turn (validated by kernel/domains/<name>/state.py)."
+        default_factory=dict,
+        description="Per domain, the world before the first turn (validated by kernel/domains/<name>/state.py).",
     )
-    config: dict[str, Any] = Field(default_factory=dict, description="Initial scratchpad entries (gamma), e.g. {\"authenticated\": true}.")
+    config: dict[str, Any] = Field(
+        default_factory=dict, description='Initial scratchpad entries (gamma), e.g. {"authenticated": true}.'
+    )
     turns: list[Turn] = Field(description="The user turns, in order; S and the world persist across them.")
     source_file: str | None = Field(default=None, exclude=True)
     # What reading an older format version changed (kernel/solution_format.py): shown as a warning by the commands.
@@ -377,8 +436,10 @@ class Solution(_Strict):
     @classmethod
     def _current(cls, v: int) -> int:
         if v != FORMAT_VERSION:
-            raise ValueError(f"format_version {v} is not this forethought's ({FORMAT_VERSION}); load the file with load_solution, "
-                             "which reads an older one, or rewrite it with forethought migrate")
+            raise ValueError(
+                f"format_version {v} is not this forethought's ({FORMAT_VERSION}); load the file with load_solution, "
+                "which reads an older one, or rewrite it with forethought migrate"
+            )
         return v
 
     @property

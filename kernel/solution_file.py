@@ -61,7 +61,9 @@ def _normalise_extra_tools(sol: Solution, path: str) -> None:
     for i, spec in enumerate(sol.registry.extra):
         try:
             params = normalize_schema(spec.parameters, path="parameters", require_object=True)
-            output = normalize_schema(spec.output_schema, path="output_schema") if spec.output_schema is not None else None
+            output = (
+                normalize_schema(spec.output_schema, path="output_schema") if spec.output_schema is not None else None
+            )
         except SchemaPathError as exc:
             raise UserError(f"registry.extra.{i} ({spec.name!r}).{exc.path}: {exc.message}", path) from None
         spec.parameters, spec.output_schema = params, output
@@ -98,7 +100,9 @@ def solution_files(paths: list[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(x for x in p.rglob("*") if x.suffix in (".json", ".yaml", ".yml") and x.name != "schema.json"))
+            out.extend(
+                sorted(x for x in p.rglob("*") if x.suffix in (".json", ".yaml", ".yml") and x.name != "schema.json")
+            )
         elif p.exists():
             out.append(p)
         else:

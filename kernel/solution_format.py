@@ -35,8 +35,11 @@ def version_of(data: dict[str, Any], where: str) -> int:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise UserError(f"format_version must be a positive integer, got {version!r}", where)
     if version > FORMAT_VERSION:
-        raise UserError(f"format_version {version} is newer than this forethought reads (up to {FORMAT_VERSION}): upgrade "
-                        "forethought", where)
+        raise UserError(
+            f"format_version {version} is newer than this forethought reads (up to {FORMAT_VERSION}): upgrade "
+            "forethought",
+            where,
+        )
     return version
 
 
@@ -64,20 +67,29 @@ def key_problems(sol: Any, registry: Any) -> list[str]:
             if spec is None:
                 continue
             declared = {p.key: p for p in spec.prerequisites}
-            lists = [(f"task {t.id}", t.prerequisites)] + [(f"task {t.id} instance {k}", inst.prerequisites)
-                                                           for k, inst in enumerate(t.instances or []) if inst.prerequisites is not None]
+            lists = [(f"task {t.id}", t.prerequisites)] + [
+                (f"task {t.id} instance {k}", inst.prerequisites)
+                for k, inst in enumerate(t.instances or [])
+                if inst.prerequisites is not None
+            ]
             for label, prereqs in lists:
                 for j, p in enumerate(prereqs):
                     at = f"turns[{i}] {label} prerequisites[{j}]"
                     decl = declared.get(fact_of(p.key))
                     if decl is None:
-                        problems.append(f"{at}: {p.key!r} is not a prerequisite of {spec.name} (it declares: "
-                                        f"{', '.join(declared) or 'none'})")
+                        problems.append(
+                            f"{at}: {p.key!r} is not a prerequisite of {spec.name} (it declares: "
+                            f"{', '.join(declared) or 'none'})"
+                        )
                     elif decl.entity is not None and fact_of(p.key) == p.key:
-                        problems.append(f"{at}: {p.key!r} names no entity, but {spec.name} checks {decl.key} per {decl.entity}: "
-                                        f"write '{decl.key}[<the {decl.entity}>]', e.g. '{decl.key}[${{...}}]' (a file written "
-                                        "before per-entity keys: forethought migrate rewrites it)")
+                        problems.append(
+                            f"{at}: {p.key!r} names no entity, but {spec.name} checks {decl.key} per {decl.entity}: "
+                            f"write '{decl.key}[<the {decl.entity}>]', e.g. '{decl.key}[${{...}}]' (a file written "
+                            "before per-entity keys: forethought migrate rewrites it)"
+                        )
                     elif decl.entity is None and fact_of(p.key) != p.key:
-                        problems.append(f"{at}: {p.key!r} names an entity, but {spec.name} checks {decl.key} once (no entity): "
-                                        f"write {decl.key!r}")
+                        problems.append(
+                            f"{at}: {p.key!r} names an entity, but {spec.name} checks {decl.key} once (no entity): "
+                            f"write {decl.key!r}"
+                        )
     return problems

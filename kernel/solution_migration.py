@@ -44,9 +44,14 @@ def _per_entity_keys(data: dict[str, Any], where: str) -> tuple[list[str], list[
         for t in turn.get("tasks") or []:
             spec = registry.get(t.get("match", t.get("tool")))
             per_entity = {p.key for p in spec.prerequisites if p.entity is not None} if spec else set()
-            for where_list, k in [(t.get("prerequisites") or [], None),
-                                  *[(inst.get("prerequisites"), k) for k, inst in enumerate(t.get("instances") or [])
-                                    if inst.get("prerequisites") is not None]]:
+            for where_list, k in [
+                (t.get("prerequisites") or [], None),
+                *[
+                    (inst.get("prerequisites"), k)
+                    for k, inst in enumerate(t.get("instances") or [])
+                    if inst.get("prerequisites") is not None
+                ],
+            ]:
                 for j, p in enumerate(where_list):
                     if isinstance(p, dict) and p.get("key") in per_entity and fact_of(p["key"]) == p["key"]:
                         wanted.append((i, t, k, j, p))
@@ -56,14 +61,16 @@ def _per_entity_keys(data: dict[str, Any], where: str) -> tuple[list[str], list[
     slots = {name: s.get("value") for name, s in (data.get("slots") or {}).items() if isinstance(s, dict)}
     changed, left = [], []
     for i, t, k, j, p in wanted:
-        instances = [k] if k is not None else list(range(len(t.get("instances") or []))) if t.get("for_each") else [None]
+        instances = (
+            [k] if k is not None else list(range(len(t.get("instances") or []))) if t.get("for_each") else [None]
+        )
         keys = {checked.get((i, t["id"] if n is None else f"{t['id']}[{n}]", j)) for n in instances} or {None}
         new = keys.pop() if len(keys) == 1 else None
         label = f"turn {i}, task {t['id']}" + ("" if k is None else f" instance {k}") + f", prerequisite {j}"
         if new is None or fact_of(new) != p["key"] or new == p["key"]:
             left.append(f"{label} ({p['key']!r}: the kernel did not check it for one entity in the replay)")
             continue
-        value = new[len(p["key"]) + 1:-1]
+        value = new[len(p["key"]) + 1 : -1]
         written = f"{p['key']}[{_as_written(value, t, data['turns'][i], slots, k)}]"
         changed.append(f"{label}: {p['key']!r} -> {written!r}")
         p["key"] = written
@@ -97,18 +104,25 @@ def _replayed_keys(sol: Any) -> dict[tuple[int, str, int], str]:
 
     r = sol.rendered()
     try:
-        run_solution(r, Kernel(KernelConfig()), lambda i, turn: EntityKeyOracle(turn, r.id), on_turn=on_turn, trace="off")
+        run_solution(
+            r, Kernel(KernelConfig()), lambda i, turn: EntityKeyOracle(turn, r.id), on_turn=on_turn, trace="off"
+        )
     except Exception:  # a replay that breaks off: what it checked so far is still right; the rest is reported as left
         pass
     return keys
 
 
-def _as_written(value: str, task: dict[str, Any], turn: dict[str, Any], slots: dict[str, Any], instance: int | None) -> str:
+def _as_written(
+    value: str, task: dict[str, Any], turn: dict[str, Any], slots: dict[str, Any], instance: int | None
+) -> str:
     """The entity value as the file should write it: the slot that holds it (``${order}``), so generated copies follow."""
     from .scenario import render_slots
 
-    raw = [*(task.get("parameters") or {}).values(), *(b.get("value") for b in (task.get("bindings") or {}).values() if isinstance(b, dict)),
-           *(turn.get("context") or {}).values()]
+    raw = [
+        *(task.get("parameters") or {}).values(),
+        *(b.get("value") for b in (task.get("bindings") or {}).values() if isinstance(b, dict)),
+        *(turn.get("context") or {}).values(),
+    ]
     if instance is not None:
         raw.insert(0, (task.get("instances") or [])[instance].get("value"))
     for r in raw:

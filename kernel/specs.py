@@ -65,7 +65,9 @@ class TaskRef(BaseModel):
 
 # Conditional and fan-out tasks (docs/kernel.md, "Conditional and fan-out tasks"). The predicates take the
 # prerequisites' operators (kernel/registry/model.py SatOp) plus three on strings, for filtering names.
-ConditionOp = Literal["truthy", "not_null", "eq", "ne", "in", "gt", "gte", "lt", "lte", "startswith", "endswith", "contains"]
+ConditionOp = Literal[
+    "truthy", "not_null", "eq", "ne", "in", "gt", "gte", "lt", "lte", "startswith", "endswith", "contains"
+]
 
 
 class TaskCondition(BaseModel):
@@ -181,7 +183,10 @@ def render_tools(tools: Sequence[ToolBrief]) -> str:
     lines = []
     for t in tools:
         if compact:
-            ps = ", ".join(f"{p}{'' if p in t.required else '?'}{'' if ty == 'string' else ': ' + ty}" for p, ty in t.params.items())
+            ps = ", ".join(
+                f"{p}{'' if p in t.required else '?'}{'' if ty == 'string' else ': ' + ty}"
+                for p, ty in t.params.items()
+            )
             lines.append(f"- {t.name}({ps}): {_clause(t.description, 48)}")
         else:
             ps = ", ".join(f"{p}{'' if p in t.required else '?'}: {ty}" for p, ty in t.params.items())
@@ -343,8 +348,12 @@ class PrimitiveSpec:
         """Fixed inputs and targets (kernel/spec_golden.json, else ``golden_cases``) whose rendering the spec hash covers."""
         cases = _golden().get(self.name) or list(self.golden_cases)
         if not cases:
-            raise ValueError(f"primitive {self.name!r} has no golden cases (kernel/spec_golden.json or PrimitiveSpec.golden_cases)")
-        return [(self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in cases]
+            raise ValueError(
+                f"primitive {self.name!r} has no golden cases (kernel/spec_golden.json or PrimitiveSpec.golden_cases)"
+            )
+        return [
+            (self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in cases
+        ]
 
     def golden_rendering(self) -> str:
         """Everything the model sees and is trained to answer for the golden inputs, as text.
@@ -359,11 +368,21 @@ class PrimitiveSpec:
             parts.append(f"## golden {i}: messages")
             parts.append(json.dumps(self.messages(inp), ensure_ascii=False, indent=1))
             parts.append(f"## golden {i}: messages of a retry")
-            parts.append(json.dumps(self.messages(inp, ("[value] golden_check: an example violation",))[-1], ensure_ascii=False, indent=1))
+            parts.append(
+                json.dumps(
+                    self.messages(inp, ("[value] golden_check: an example violation",))[-1],
+                    ensure_ascii=False,
+                    indent=1,
+                )
+            )
             parts.append(f"## golden {i}: target text\n{self.target_text(target)}")
             parts.append(f"## golden {i}: canonical form\n{self.canonical(target)}")
-            parts.append(f"## golden {i}: decoding schema\n{json.dumps(self.decoding_schema(inp), sort_keys=True, ensure_ascii=False)}")
-            parts.append(f"## golden {i}: contract verdict\n{json.dumps(self.check_output(inp, target).to_dict(), sort_keys=True, default=str)}")
+            parts.append(
+                f"## golden {i}: decoding schema\n{json.dumps(self.decoding_schema(inp), sort_keys=True, ensure_ascii=False)}"
+            )
+            parts.append(
+                f"## golden {i}: contract verdict\n{json.dumps(self.check_output(inp, target).to_dict(), sort_keys=True, default=str)}"
+            )
         return "\n".join(parts) + "\n"
 
     def compute_spec_hash(self) -> str:
@@ -413,7 +432,9 @@ def _hallucinated(rng: random.Random) -> str:
     return "hallucinated-" + str(rng.randint(100, 999))
 
 
-def _grounded_params(tool: ToolBrief | None, params: dict[str, Any], hay: Haystack, enums: dict[str, list[str]]) -> str | None:
+def _grounded_params(
+    tool: ToolBrief | None, params: dict[str, Any], hay: Haystack, enums: dict[str, list[str]]
+) -> str | None:
     bad = [f"{k}={v!r}" for k, v in params.items() if not hay.contains(v, enums.get(k))]
     if bad:
         return "values not grounded in the request, context or scratchpad: " + ", ".join(bad)
@@ -457,12 +478,7 @@ class DecomposeOutput(BaseModel):
 
 
 def _render_decompose(x: DecomposeInput) -> str:
-    return (
-        f"Request: {x.user}\n"
-        f"Context: {_dumps(x.context)}\n"
-        f"State: {_dumps(x.state)}\n"
-        f"Tools:\n{render_tools(x.tools)}"
-    )
+    return f"Request: {x.user}\nContext: {_dumps(x.context)}\nState: {_dumps(x.state)}\nTools:\n{render_tools(x.tools)}"
 
 
 def _dec_ids(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
@@ -541,9 +557,14 @@ def _dec_cover(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
 def _dec_canon(out: DecomposeOutput) -> Any:
     # The task text is explanatory; exact match compares the decisions.
     return [
-        {"id": t.id, "tool_name": t.tool_name, "depends_on": sorted(t.depends_on), "parameters": normalize(t.parameters),
-         **({"when": normalize(t.when.model_dump())} if t.when is not None else {}),
-         **({"for_each": normalize(t.for_each.model_dump())} if t.for_each is not None else {})}
+        {
+            "id": t.id,
+            "tool_name": t.tool_name,
+            "depends_on": sorted(t.depends_on),
+            "parameters": normalize(t.parameters),
+            **({"when": normalize(t.when.model_dump())} if t.when is not None else {}),
+            **({"for_each": normalize(t.for_each.model_dump())} if t.for_each is not None else {}),
+        }
         for t in out.tasks
     ]
 
@@ -557,29 +578,56 @@ def _dec_schema(inp: DecomposeInput, max_tasks: int) -> dict[str, Any]:
     """One variant per registered tool (its parameters, each grounded) and one for "no listed tool"."""
     b = SchemaBuilder(ValueSpace([inp.user], [inp.context, bindable(inp.state)]))
     value = {"anyOf": [b.scalar(), {"type": "array", "items": b.scalar(), "maxItems": 8}]}
-    condition = {"type": "object", "properties": {"key": _NAME_STR, "op": _OPS, "value": value},
-                 "required": ["key", "op", "value"], "additionalProperties": False}
-    item_filter = {"type": "object", "properties": {"field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "op": _OPS, "value": value},
-                   "required": ["field", "op", "value"], "additionalProperties": False}
-    fan_out = {"type": "object",
-               "properties": {"task": _ID, "field": _NAME_STR, "param": _NAME_STR,
-                              "item_field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "where": {"anyOf": [item_filter, {"type": "null"}]}},
-               "required": ["task", "field", "param", "item_field", "where"], "additionalProperties": False}
+    condition = {
+        "type": "object",
+        "properties": {"key": _NAME_STR, "op": _OPS, "value": value},
+        "required": ["key", "op", "value"],
+        "additionalProperties": False,
+    }
+    item_filter = {
+        "type": "object",
+        "properties": {"field": {"anyOf": [_NAME_STR, {"type": "null"}]}, "op": _OPS, "value": value},
+        "required": ["field", "op", "value"],
+        "additionalProperties": False,
+    }
+    fan_out = {
+        "type": "object",
+        "properties": {
+            "task": _ID,
+            "field": _NAME_STR,
+            "param": _NAME_STR,
+            "item_field": {"anyOf": [_NAME_STR, {"type": "null"}]},
+            "where": {"anyOf": [item_filter, {"type": "null"}]},
+        },
+        "required": ["task", "field", "param", "item_field", "where"],
+        "additionalProperties": False,
+    }
     b.defs["condition"], b.defs["fan_out"] = condition, fan_out
     common = {"depends_on": {"type": "array", "items": _ID, "maxItems": 8}}
-    tail = {"when": {"anyOf": [{"$ref": "#/$defs/condition"}, {"type": "null"}]},
-            "for_each": {"anyOf": [{"$ref": "#/$defs/fan_out"}, {"type": "null"}]}}
+    tail = {
+        "when": {"anyOf": [{"$ref": "#/$defs/condition"}, {"type": "null"}]},
+        "for_each": {"anyOf": [{"$ref": "#/$defs/fan_out"}, {"type": "null"}]},
+    }
     keys = ["id", "text", "tool_name", "depends_on", "parameters", "when", "for_each"]
 
     def task(tool_name: Any, parameters: dict[str, Any]) -> dict[str, Any]:
-        props = {"id": _ID, "text": FREE_TEXT, "tool_name": {"const": tool_name}, **common, "parameters": parameters, **tail}
+        props = {
+            "id": _ID,
+            "text": FREE_TEXT,
+            "tool_name": {"const": tool_name},
+            **common,
+            "parameters": parameters,
+            **tail,
+        }
         return {"type": "object", "properties": props, "required": keys, "additionalProperties": False}
 
     variants = [task(t.name, b.parameters(t.params)) for t in inp.tools]
     variants.append(task(None, {"type": "object", "properties": {}, "additionalProperties": False}))
     # No more tasks than the kernel's declared fan-out: a longer decomposition halts the turn anyway.
     tasks = {"type": "array", "items": {"anyOf": variants}, "maxItems": max_tasks}
-    return b.finish({"type": "object", "properties": {"tasks": tasks}, "required": ["tasks"], "additionalProperties": False})
+    return b.finish(
+        {"type": "object", "properties": {"tasks": tasks}, "required": ["tasks"], "additionalProperties": False}
+    )
 
 
 def _in_tool_order(tool: ToolBrief | None, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -593,10 +641,15 @@ def _dec_oracle(inp: DecomposeInput, ann: Annotation) -> dict[str, Any]:
     tm = _tool_map(inp.tools)
     return {
         "tasks": [
-            {"id": t.id, "text": t.text, "tool_name": t.tool, "depends_on": list(t.depends_on),
-             "parameters": _in_tool_order(tm.get(t.tool or ""), t.parameters),
-             "when": t.when.model_dump(mode="json") if t.when is not None else None,
-             "for_each": t.for_each.model_dump(mode="json") if t.for_each is not None else None}
+            {
+                "id": t.id,
+                "text": t.text,
+                "tool_name": t.tool,
+                "depends_on": list(t.depends_on),
+                "parameters": _in_tool_order(tm.get(t.tool or ""), t.parameters),
+                "when": t.when.model_dump(mode="json") if t.when is not None else None,
+                "for_each": t.for_each.model_dump(mode="json") if t.for_each is not None else None,
+            }
             for t in ann.turn.tasks or []
         ]
     }
@@ -637,7 +690,7 @@ DECOMPOSE = PrimitiveSpec(
         "missing, why): a request that completes it calls that tool again with only the values the request adds. "
         'A task the user wants only if something holds ("if the line is suspended, resume it") gets "when": '
         '{"key", "op", "value"}, a test of a state key or of a result field "<tool>.<field>" of a task it depends on, '
-        'checked right before it runs. A task the user wants for every element of a list that another task returns '
+        "checked right before it runs. A task the user wants for every element of a list that another task returns "
         '("add each of them") gets "for_each": {"task", "field", "param", "item_field", "where"}: the id of that task '
         "(in depends_on), the list field of its result, the parameter each element binds to (not stated in parameters), "
         'the element field that is the value (null: the element itself) and an optional filter {"field", "op", "value"}. '
@@ -697,7 +750,14 @@ def _order_schema(inp: GetOrderInput, max_tasks: int) -> dict[str, Any]:
         order: dict[str, Any] = {"anyOf": [{"const": list(p)} for p in itertools.permutations(ids)]}
     else:  # too many to list: right ids and length, uniqueness left to the contract
         order = {"type": "array", "items": {"enum": ids}, "minItems": len(ids), "maxItems": len(ids)}
-    return with_format({"type": "object", "properties": {"ordered_task_ids": order}, "required": ["ordered_task_ids"], "additionalProperties": False})
+    return with_format(
+        {
+            "type": "object",
+            "properties": {"ordered_task_ids": order},
+            "required": ["ordered_task_ids"],
+            "additionalProperties": False,
+        }
+    )
 
 
 def _order_oracle(inp: GetOrderInput, ann: Annotation) -> dict[str, Any]:
@@ -814,7 +874,7 @@ _PARAM_ENTITY = re.compile(r"\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def _entity_param(write: str) -> str | None:
     """The parameter a per-entity write's entity is (``line_status[{params.line_id}]`` -> ``line_id``), if it is one."""
-    m = _PARAM_ENTITY.fullmatch(write[len(fact_of(write)) + 1:-1])
+    m = _PARAM_ENTITY.fullmatch(write[len(fact_of(write)) + 1 : -1])
     return m.group(1) if m else None
 
 
@@ -833,7 +893,7 @@ def _bound_entity(tool: ToolBrief, key: str) -> tuple[str, Any] | None:
     if key in tool.writes or len(names) != 1 or None in names or key.endswith("[]"):
         return None
     (name,) = names
-    entity = key[len(fact_of(key)) + 1:-1]
+    entity = key[len(fact_of(key)) + 1 : -1]
     kind = tool.params.get(name, "")
     if kind == "integer" and re.fullmatch(r"-?\d+", entity):
         return name, int(entity)
@@ -858,12 +918,27 @@ def _prereq_schema(inp: CheckPrereqInput, max_tasks: int) -> dict[str, Any]:
         params = b.parameters(t.params)
         bound = _bound_entity(t, inp.key)
         if bound is not None:  # the call must name the key's entity (establishes, given the parameters)
-            params = {**params, "properties": {**params["properties"], bound[0]: {"const": bound[1]}},
-                      "required": [bound[0]]}
-        task.append({"type": "object", "properties": {"tool_name": {"const": t.name}, "parameters": params},
-                     "required": ["tool_name", "parameters"], "additionalProperties": False})
-    return b.finish({"type": "object", "properties": {"task": {"anyOf": [*task, {"type": "null"}]}}, "required": ["task"],
-                     "additionalProperties": False})
+            params = {
+                **params,
+                "properties": {**params["properties"], bound[0]: {"const": bound[1]}},
+                "required": [bound[0]],
+            }
+        task.append(
+            {
+                "type": "object",
+                "properties": {"tool_name": {"const": t.name}, "parameters": params},
+                "required": ["tool_name", "parameters"],
+                "additionalProperties": False,
+            }
+        )
+    return b.finish(
+        {
+            "type": "object",
+            "properties": {"task": {"anyOf": [*task, {"type": "null"}]}},
+            "required": ["task"],
+            "additionalProperties": False,
+        }
+    )
 
 
 def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
@@ -874,7 +949,12 @@ def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
         task = p.retrieval if inp.outcome == "absent" else p.remediation
         if task is None:
             return {"task": None}
-        return {"task": {"tool_name": task.tool_name, "parameters": _in_tool_order(_tool_map(inp.tools).get(task.tool_name), task.parameters)}}
+        return {
+            "task": {
+                "tool_name": task.tool_name,
+                "parameters": _in_tool_order(_tool_map(inp.tools).get(task.tool_name), task.parameters),
+            }
+        }
     return {"task": None}
 
 
@@ -901,7 +981,9 @@ CHECK_PREREQUISITES = PrimitiveSpec(
         Check("establishes_key", "value", _prereq_tool),
         Check("values_grounded", "value", _prereq_grounded),
     ),
-    canonical_fn=lambda out: None if out.task is None else {"tool_name": out.task.tool_name, "parameters": normalize(out.task.parameters)},
+    canonical_fn=lambda out: (
+        None if out.task is None else {"tool_name": out.task.tool_name, "parameters": normalize(out.task.parameters)}
+    ),
     decoding=_prereq_schema,
     oracle=_prereq_oracle,
     default_size=4867,
@@ -934,8 +1016,14 @@ def _match_registered(inp: MatchFuncInput, out: MatchFuncOutput) -> str | None:
 
 
 def _match_schema(inp: MatchFuncInput, max_tasks: int) -> dict[str, Any]:
-    return with_format({"type": "object", "properties": {"tool_name": _tool_enum(inp.tools, True)}, "required": ["tool_name"],
-                        "additionalProperties": False})
+    return with_format(
+        {
+            "type": "object",
+            "properties": {"tool_name": _tool_enum(inp.tools, True)},
+            "required": ["tool_name"],
+            "additionalProperties": False,
+        }
+    )
 
 
 def _match_oracle(inp: MatchFuncInput, ann: Annotation) -> dict[str, Any]:
@@ -1005,9 +1093,11 @@ def _fill_keys(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
     want, got = set(inp.missing), set(out.values)
     if want != got:
         extra, lacking = sorted(got - want), sorted(want - got)
-        return f"values must name exactly the missing parameters {sorted(want)}" + (
-            f"; extra {extra}" if extra else ""
-        ) + (f"; lacking {lacking}" if lacking else "")
+        return (
+            f"values must name exactly the missing parameters {sorted(want)}"
+            + (f"; extra {extra}" if extra else "")
+            + (f"; lacking {lacking}" if lacking else "")
+        )
     return None
 
 
@@ -1019,9 +1109,15 @@ def _fill_grounded(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
 def _fill_schema(inp: MatchFillInput, max_tasks: int) -> dict[str, Any]:
     """Exactly the missing parameters, in order, each a grounded value of its type or null."""
     b = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
-    values = {"type": "object", "properties": {m: b.value(inp.tool.params.get(m, "any")) for m in inp.missing},
-              "required": list(inp.missing), "additionalProperties": False}
-    return b.finish({"type": "object", "properties": {"values": values}, "required": ["values"], "additionalProperties": False})
+    values = {
+        "type": "object",
+        "properties": {m: b.value(inp.tool.params.get(m, "any")) for m in inp.missing},
+        "required": list(inp.missing),
+        "additionalProperties": False,
+    }
+    return b.finish(
+        {"type": "object", "properties": {"values": values}, "required": ["values"], "additionalProperties": False}
+    )
 
 
 def _fill_oracle(inp: MatchFillInput, ann: Annotation) -> dict[str, Any]:
@@ -1125,7 +1221,9 @@ use_primitive_registry(lambda: list(SPECS))  # conf tables (forethought.config) 
 def _spec_problems(spec: PrimitiveSpec) -> list[str]:
     problems = []
     if not isinstance(spec.name, str) or not _NAME.fullmatch(spec.name):
-        problems.append(f"name {spec.name!r} must be lower-case letters, digits and underscores, starting with a letter")
+        problems.append(
+            f"name {spec.name!r} must be lower-case letters, digits and underscores, starting with a letter"
+        )
     elif spec.name in RESERVED_NAMES:
         problems.append(f"name {spec.name!r} is reserved (configs say primitive={spec.name})")
     elif spec.name in SPECS and SPECS[spec.name] is not spec:
@@ -1139,17 +1237,25 @@ def _spec_problems(spec: PrimitiveSpec) -> list[str]:
             problems.append(f"{attr} must be callable")
     if isinstance(spec.default_size, bool) or not isinstance(spec.default_size, int) or spec.default_size < 0:
         problems.append(f"default_size must be a non-negative integer, got {spec.default_size!r}")
-    if isinstance(spec.gate_threshold, bool) or not isinstance(spec.gate_threshold, (int, float)) or not 0 <= spec.gate_threshold <= 1:
+    if (
+        isinstance(spec.gate_threshold, bool)
+        or not isinstance(spec.gate_threshold, (int, float))
+        or not 0 <= spec.gate_threshold <= 1
+    ):
         problems.append(f"gate_threshold must be a number in [0, 1], got {spec.gate_threshold!r}")
     if bool(spec.noise_kinds) != (spec.corrupt is not None):
         problems.append("noise_kinds and corrupt go together: declare both (the noisy oracle's errors) or neither")
     unknown_drop = sorted(set(spec.generation.drop_variants) - {"permuted", "renamed"})
     if unknown_drop:
-        problems.append(f"generation.drop_variants names unknown variant changes {unknown_drop} (known: permuted, renamed)")
+        problems.append(
+            f"generation.drop_variants names unknown variant changes {unknown_drop} (known: permuted, renamed)"
+        )
     if spec.derived_from is not None and spec.derived_from.source not in SPECS:
         problems.append(f"derived_from names {spec.derived_from.source!r}, which is not a registered primitive")
     if not problems and not (_golden().get(spec.name) or spec.golden_cases):
-        problems.append("no golden cases: list some in kernel/spec_golden.json or PrimitiveSpec.golden_cases (the spec hash covers their rendering)")
+        problems.append(
+            "no golden cases: list some in kernel/spec_golden.json or PrimitiveSpec.golden_cases (the spec hash covers their rendering)"
+        )
     return problems
 
 
@@ -1249,7 +1355,9 @@ def name_validator(*extra: str) -> Callable[[str], str]:
     def check(v: str) -> str:
         if v in SPECS or v in extra:
             return v
-        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": _one_of([*SPECS, *extra])})
+        raise PydanticCustomError(
+            "literal_error", "Input should be {expected}", {"expected": _one_of([*SPECS, *extra])}
+        )
 
     return check
 

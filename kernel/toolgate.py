@@ -132,8 +132,15 @@ class PostconditionReport(list):
         self.warnings = warnings
 
 
-def postcondition(spec: ToolSpec, tool: DomainTool | None, args: dict[str, Any], result: Any, state: Any,
-                  *, strict_output_schema: bool = False) -> PostconditionReport:
+def postcondition(
+    spec: ToolSpec,
+    tool: DomainTool | None,
+    args: dict[str, Any],
+    result: Any,
+    state: Any,
+    *,
+    strict_output_schema: bool = False,
+) -> PostconditionReport:
     """Check a staged call's result. ``result`` is the tool's raw return value."""
     if is_error(result):
         return PostconditionReport([f"tool reported an error: {result['error']}"], [])
@@ -157,7 +164,9 @@ def postcondition(spec: ToolSpec, tool: DomainTool | None, args: dict[str, Any],
         except Exception as exc:
             msg = f"postcondition {getattr(check_fn, '__name__', 'check')} could not be evaluated: {exc!r}"
         if msg:
-            errors.append(msg if isinstance(msg, str) else f"postcondition {getattr(check_fn, '__name__', 'check')} failed")
+            errors.append(
+                msg if isinstance(msg, str) else f"postcondition {getattr(check_fn, '__name__', 'check')} failed"
+            )
     return PostconditionReport(errors, warnings)
 
 
@@ -202,15 +211,19 @@ def result_entries(tool: str, result: dict[str, Any], max_chars: int = RESULT_EN
     return out
 
 
-def writes(spec: ToolSpec, args: dict[str, Any], result: dict[str, Any],
-           max_chars: int = RESULT_ENTRY_MAX_CHARS) -> dict[str, Any]:
+def writes(
+    spec: ToolSpec, args: dict[str, Any], result: dict[str, Any], max_chars: int = RESULT_ENTRY_MAX_CHARS
+) -> dict[str, Any]:
     """Scratchpad entries a committed call produces, in the order they are written: the result entries
     (``<tool>.<field>``), then :func:`declared_writes` (its arguments and the tool's declared writes),
     last, so that these stay the most recent entries of the view, as before result entries existed.
     """
     # a result that echoes a credential under its parameter's name stays out of S too
-    out: dict[str, Any] = {k: v for k, v in result_entries(spec.name, result, max_chars).items()
-                           if k not in {result_key(spec.name, s) for s in spec.secret}}
+    out: dict[str, Any] = {
+        k: v
+        for k, v in result_entries(spec.name, result, max_chars).items()
+        if k not in {result_key(spec.name, s) for s in spec.secret}
+    }
     out.update(declared_writes(spec, args, result))
     return out
 

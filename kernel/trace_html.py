@@ -48,12 +48,16 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
             deps += f" <span class='muted'>when {_e(task.when.key)} {_e(task.when.op)} {_e(json.dumps(task.when.value, default=str))}</span>"
         if task.for_each is not None:
             deps += f" <span class='muted'>for each {_e(task.for_each.param)} in {_e(task.for_each.task)}.{_e(task.for_each.field)}</span>"
-        out.append(f"<li><b>{_e(task.id)}</b>: {_e(task.text)} <span class='muted'>[{_e(task.tool_name or '—')}]</span>{deps}</li>")
+        out.append(
+            f"<li><b>{_e(task.id)}</b>: {_e(task.text)} <span class='muted'>[{_e(task.tool_name or '—')}]</span>{deps}</li>"
+        )
     out.append("</ul></div>")
     if t.order:
         out.append(f"<div class='box'><span class='sp'>2. Get-Order:</span> {' ≺ '.join(_e(x) for x in t.order)}</div>")
     # a fan-out task's instances follow it, each with its own checks, bindings and outcome
-    shown = [x for tid in dict.fromkeys(t.order) for x in [tid, *(t.outcomes[tid].instances if tid in t.outcomes else [])]]
+    shown = [
+        x for tid in dict.fromkeys(t.order) for x in [tid, *(t.outcomes[tid].instances if tid in t.outcomes else [])]
+    ]
     for tid in shown:
         o = t.outcomes.get(tid)
         out.append(f"<div class='box'><span class='sp'>Task {_e(tid)}</span>")
@@ -67,7 +71,9 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
                 if p.recheck:
                     extra += f" → re-check: {_e(p.recheck)}"
                 if p.remediation is not None:
-                    extra += f" → remediation <code>{_e(_call(p.remediation.tool_name, p.remediation.parameters))}</code>"
+                    extra += (
+                        f" → remediation <code>{_e(_call(p.remediation.tool_name, p.remediation.parameters))}</code>"
+                    )
                 out.append(f"<li>Check({_e(p.key)}, S) = <b>{_e(p.outcome)}</b>{extra}</li>")
             out.append("</ul></div>")
         if tid in t.matches:
@@ -76,8 +82,10 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         if b:
             out.append("<table><tr><th>parameter</th><th>source</th><th>value</th><th>consulted</th></tr>")
             for m, r in b.items():
-                out.append(f"<tr class='src-{_e(r.source)}'><td>{_e(m)}</td><td>{_e(r.source)}</td>"
-                           f"<td><code>{_e(r.value)}</code></td><td>{_e(' → '.join(r.consulted))}</td></tr>")
+                out.append(
+                    f"<tr class='src-{_e(r.source)}'><td>{_e(m)}</td><td>{_e(r.source)}</td>"
+                    f"<td><code>{_e(r.value)}</code></td><td>{_e(' → '.join(r.consulted))}</td></tr>"
+                )
             out.append("</table>")
         if o is not None:
             cls = "ok" if o.status in ("executed", "skipped_condition") else "bad"  # a false condition is no failure
@@ -86,27 +94,37 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         out.append("</div>")
     calls = [c for c in t.calls]
     if calls:
-        out.append("<div class='box'><b>Calls</b><table><tr><th>task</th><th>call</th><th>committed</th><th>result / rejection</th></tr>")
+        out.append(
+            "<div class='box'><b>Calls</b><table><tr><th>task</th><th>call</th><th>committed</th><th>result / rejection</th></tr>"
+        )
         for c in calls:
             res = "; ".join(c.rejected) if c.rejected else json.dumps(c.result, ensure_ascii=False, default=str)[:300]
             if c.warnings:  # findings that did not block the commit (an imported registry's output schema)
                 res += " — warning: " + "; ".join(c.warnings)
-            out.append(f"<tr><td>{_e(c.task_id)} ({_e(c.purpose)})</td><td><code>{_e(_call(c.tool, c.arguments))}</code></td>"
-                       f"<td class='{'ok' if c.committed else 'bad'}'>{'✓' if c.committed else '✗'}</td><td>{_e(res)}</td></tr>")
+            out.append(
+                f"<tr><td>{_e(c.task_id)} ({_e(c.purpose)})</td><td><code>{_e(_call(c.tool, c.arguments))}</code></td>"
+                f"<td class='{'ok' if c.committed else 'bad'}'>{'✓' if c.committed else '✗'}</td><td>{_e(res)}</td></tr>"
+            )
         out.append("</table></div>")
     if trace is not None and len(trace):
         heads = "".join(f"<th>{h}</th>" for h in ("#", "step", "kind", "attempt", "action", "contract", "model", "ms"))
         out.append(f"<details><summary>Contract results of every step</summary><table><tr>{heads}</tr>")
         for r in trace:
-            viol = "; ".join(f"[{v['level']}] {v['constraint']}: {v['message']}" for v in r.contract.get("violations", []))
+            viol = "; ".join(
+                f"[{v['level']}] {v['constraint']}: {v['message']}" for v in r.contract.get("violations", [])
+            )
             ok = "<span class='ok'>ok</span>" if r.ok else f"<span class='bad'>{_e(viol)}</span>"
             model = _e(f"{r.model.get('backend')}:{r.model.get('adapter') or r.model.get('model')}") if r.model else ""
-            out.append(f"<tr><td>{r.seq}</td><td>{_e(r.path)}</td><td>{_e(r.kind)}</td><td>{r.attempt}</td><td>{_e(r.action)}</td><td>{ok}</td><td>{model}</td><td>{r.elapsed_ms:.2f}</td></tr>")
+            out.append(
+                f"<tr><td>{r.seq}</td><td>{_e(r.path)}</td><td>{_e(r.kind)}</td><td>{r.attempt}</td><td>{_e(r.action)}</td><td>{ok}</td><td>{model}</td><td>{r.elapsed_ms:.2f}</td></tr>"
+            )
         out.append("</table></details>")
     return "\n".join(out)
 
 
-def render_html(title: str, turns: list[TurnResult], traces: list[Trace] | None = None, meta: dict[str, Any] | None = None) -> str:
+def render_html(
+    title: str, turns: list[TurnResult], traces: list[Trace] | None = None, meta: dict[str, Any] | None = None
+) -> str:
     body = [f"<h1>{_e(title)}</h1>"]
     if meta:
         body.append("<div class='box'>" + " · ".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in meta.items()) + "</div>")

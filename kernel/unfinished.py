@@ -61,7 +61,11 @@ def _arguments(turn: TurnState, task_id: str, tool: str, status: str) -> dict[st
     spec = turn.registry.get(tool)
     secret = set(spec.secret) if spec is not None else set()
     if status == "missing_param":
-        bound = {m: b.value for m, b in turn.bindings.get(task_id, {}).items() if b.source != "missing" and b.value is not None}
+        bound = {
+            m: b.value
+            for m, b in turn.bindings.get(task_id, {}).items()
+            if b.source != "missing" and b.value is not None
+        }
     else:  # blocked before matching and lookup: what decompose stated for the tool
         unit = turn.tasks.get(task_id)
         names = set(spec.param_names) if spec is not None else set()
@@ -80,17 +84,34 @@ def record(turn: TurnState) -> None:
         text = unit.text if unit is not None else ""
         name = key(outcome.tool)
         if outcome.status in UNFINISHED_OUTCOMES:
-            turn.scratchpad.set(name, {
-                "tool": outcome.tool, "task": text, "turn": turn.index, "outcome": outcome.status, "reason": outcome.reason,
-                "arguments": _arguments(turn, task_id, outcome.tool, outcome.status),
-                "missing": list(outcome.missing),
-            }, SOURCE)
+            turn.scratchpad.set(
+                name,
+                {
+                    "tool": outcome.tool,
+                    "task": text,
+                    "turn": turn.index,
+                    "outcome": outcome.status,
+                    "reason": outcome.reason,
+                    "arguments": _arguments(turn, task_id, outcome.tool, outcome.status),
+                    "missing": list(outcome.missing),
+                },
+                SOURCE,
+            )
         elif outcome.status == "executed" and _is_open(turn.scratchpad.get(name)):
             since = turn.scratchpad.get(name).get("turn")
-            turn.scratchpad.set(name, {
-                "tool": outcome.tool, "task": text, "turn": turn.index, "outcome": "executed",
-                "reason": f"completed (unfinished since turn {since})", "arguments": {}, "missing": [],
-            }, SOURCE)
+            turn.scratchpad.set(
+                name,
+                {
+                    "tool": outcome.tool,
+                    "task": text,
+                    "turn": turn.index,
+                    "outcome": "executed",
+                    "reason": f"completed (unfinished since turn {since})",
+                    "arguments": {},
+                    "missing": [],
+                },
+                SOURCE,
+            )
 
 
 def _is_open(entry: Any) -> bool:

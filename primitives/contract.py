@@ -123,14 +123,14 @@ class Contract:
                 raw = raw.model_dump()
             return ContractResult(True, output_type.model_validate(raw))
         except ValidationError as exc:
-            errs = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()[:5]
-            )
+            errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()[:5])
             return ContractResult(False, None, [Violation(primitive, "type", "schema", errs, inp)])
         except Exception as exc:  # fail closed
             return ContractResult(False, None, [Violation(primitive, "type", "schema", repr(exc), inp)])
 
-    def check(self, primitive: str, output_type: type[BaseModel], inp: Any, raw: Any, *, full: bool = True) -> ContractResult:
+    def check(
+        self, primitive: str, output_type: type[BaseModel], inp: Any, raw: Any, *, full: bool = True
+    ) -> ContractResult:
         """Type check, then (if ``full``) every value and semantic check.
 
         All value/semantic violations are reported together, so a retry gets

@@ -120,7 +120,9 @@ class Engine:
         self.backend_retry_wait_s = backend_retry_wait_s
 
     # ------------------------------------------------------------------ API
-    def run(self, program: Program | Node | Primitive, inp: Any, *, context: Any = None, run_id: str | None = None) -> Run:
+    def run(
+        self, program: Program | Node | Primitive, inp: Any, *, context: Any = None, run_id: str | None = None
+    ) -> Run:
         root = program.root if isinstance(program, Program) else as_node(program)
         if self.backend is None and any(isinstance(n, Step) and n.primitive.kind == "slm" for n in root.walk()):
             raise DesignError("this program has SLM steps but the engine has no backend")
@@ -151,16 +153,22 @@ class Engine:
         if isinstance(node, Conditional):
             if node.probe is not None:
                 try:
-                    probed = self._exec(node.probe, adapt(inp, node.probe.input_type), f"{path}/{node.probe.label}", st, True)
+                    probed = self._exec(
+                        node.probe, adapt(inp, node.probe.input_type), f"{path}/{node.probe.label}", st, True
+                    )
                 except HaltError:
-                    return self._exec(node.otherwise, adapt(inp, node.otherwise.input_type), f"{path}/else", st, recoverable)
+                    return self._exec(
+                        node.otherwise, adapt(inp, node.otherwise.input_type), f"{path}/else", st, recoverable
+                    )
                 return self._exec(node.then, adapt(probed, node.then.input_type), f"{path}/then", st, recoverable)
             try:
                 taken = bool(node.when(inp))  # type: ignore[misc]
             except Exception as exc:
                 raise HaltError(path, None, inp, [], f"condition raised {exc!r}") from None
             branch = node.then if taken else node.otherwise
-            return self._exec(branch, adapt(inp, branch.input_type), f"{path}/{'then' if taken else 'else'}", st, recoverable)
+            return self._exec(
+                branch, adapt(inp, branch.input_type), f"{path}/{'then' if taken else 'else'}", st, recoverable
+            )
         if isinstance(node, Iterate):
             state = inp
             for i in range(node.max_iters):
@@ -181,7 +189,9 @@ class Engine:
                 # Without contracts there is no recovery: only the first alternative runs.
                 last = i == n - 1 or not self.check_contracts
                 try:
-                    return self._exec(alt, adapt(inp, alt.input_type), f"{path}/{alt.label}", st, recoverable or not last)
+                    return self._exec(
+                        alt, adapt(inp, alt.input_type), f"{path}/{alt.label}", st, recoverable or not last
+                    )
                 except HaltError as exc:
                     errors.append(exc)
                     if last:
@@ -252,7 +262,9 @@ class Engine:
             self.cache.put(key, copy.deepcopy(out))  # type: ignore[union-attr]
         return out, "call"
 
-    def _slm_lookup(self, prim: Primitive, inp: BaseModel, feedback: tuple[str, ...]) -> tuple[str, SLMReply | None, str]:
+    def _slm_lookup(
+        self, prim: Primitive, inp: BaseModel, feedback: tuple[str, ...]
+    ) -> tuple[str, SLMReply | None, str]:
         if self.recorder is None and self.cache is None:
             return "", None, "call"  # nothing to look up: skip hashing the input
         key = input_hash(prim.name, inp, feedback, prim.version)
@@ -272,7 +284,9 @@ class Engine:
         # replaying one model's recording without that model is its purpose.)
         return f"{getattr(self.backend, 'name', type(self.backend).__name__)}|{key}"
 
-    def _slm_complete(self, prim: Primitive, items: list[tuple[BaseModel, tuple[str, ...]]], st: _State) -> list[tuple[SLMReply, str]]:
+    def _slm_complete(
+        self, prim: Primitive, items: list[tuple[BaseModel, tuple[str, ...]]], st: _State
+    ) -> list[tuple[SLMReply, str]]:
         """Answer a batch of requests to one primitive: replay/cache first, then one backend call."""
         out: list[tuple[SLMReply, str] | None] = [None] * len(items)
         todo: list[tuple[int, str]] = []
@@ -314,10 +328,14 @@ class Engine:
             try:
                 replies = list(self.backend.complete(reqs))  # type: ignore[union-attr]
                 if len(replies) != len(reqs):
-                    raise BackendError(f"backend returned {len(replies)} replies for {len(reqs)} requests", primitive=prim.name)
+                    raise BackendError(
+                        f"backend returned {len(replies)} replies for {len(reqs)} requests", primitive=prim.name
+                    )
                 bad = [type(r).__name__ for r in replies if not isinstance(getattr(r, "text", None), str)]
                 if bad:
-                    raise BackendError(f"backend returned {bad[0]} where a reply with text was expected", primitive=prim.name)
+                    raise BackendError(
+                        f"backend returned {bad[0]} where a reply with text was expected", primitive=prim.name
+                    )
                 return replies
             except (HaltError, ReplayMissError, RenderError):
                 raise
@@ -333,15 +351,24 @@ class Engine:
                 time.sleep(self.backend_retry_wait_s * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _record_backend_error(self, st: _State, path: str, prim: Primitive, attempt: int, inp: Any, exc: BackendError, elapsed: float) -> None:
+    def _record_backend_error(
+        self, st: _State, path: str, prim: Primitive, attempt: int, inp: Any, exc: BackendError, elapsed: float
+    ) -> None:
         """A trace record that says the backend failed: no output, no contract verdict."""
         exc.path = exc.path or path
         if st.level == "off":
             return
         rec = TraceRecord(
-            seq=0, path=path, primitive=prim.name, kind=prim.kind, attempt=attempt, action="backend_error",
-            input=_trace_safe(inp) if st.level == "full" else None, output=None,
-            contract={"ok": False, "violations": []}, elapsed_ms=round(elapsed * 1000, 4),
+            seq=0,
+            path=path,
+            primitive=prim.name,
+            kind=prim.kind,
+            attempt=attempt,
+            action="backend_error",
+            input=_trace_safe(inp) if st.level == "full" else None,
+            output=None,
+            contract={"ok": False, "violations": []},
+            elapsed_ms=round(elapsed * 1000, 4),
             meta={"backend_error": exc.message, "backend_attempts": exc.attempts},
         )
         with st.lock:
@@ -355,7 +382,9 @@ class Engine:
         try:
             raw = prim.parse(reply.text)
         except Exception as exc:
-            return ContractResult(False, None, [Violation(prim.name, "type", "parse", f"reply is not valid output: {exc}", inp)])
+            return ContractResult(
+                False, None, [Violation(prim.name, "type", "parse", f"reply is not valid output: {exc}", inp)]
+            )
         return self._check(prim, inp, raw)
 
     def _step(self, step: Step, inp: BaseModel, path: str, st: _State, recoverable: bool) -> BaseModel:
@@ -368,7 +397,7 @@ class Engine:
             model, source, raw = None, "call", None
             try:
                 if prim.kind == "slm":
-                    (reply, source), = self._slm_complete(prim, [(cur, feedback)], st)
+                    ((reply, source),) = self._slm_complete(prim, [(cur, feedback)], st)
                     model = reply.model
                     res = self._parse_slm(prim, cur, reply)
                     raw = res.output if res.output is not None else reply.text
@@ -385,7 +414,9 @@ class Engine:
             elapsed = time.perf_counter() - t0
             last = attempt == attempts - 1
             action = "accept" if res.ok else ("retry" if not last else ("fallback" if recoverable else "halt"))
-            self._record(st, path, prim, attempt, action, cur, res.output if res.ok else raw, res, elapsed, model, source)
+            self._record(
+                st, path, prim, attempt, action, cur, res.output if res.ok else raw, res, elapsed, model, source
+            )
             if res.ok:
                 return res.output
             feedback = tuple(v.feedback() for v in res.violations)
@@ -398,7 +429,9 @@ class Engine:
         raise HaltError(path, prim.name, inp, res.violations)
 
     @staticmethod
-    def _repaired_input(prim: Primitive, path: str, cur: BaseModel, repaired: Any, violations: list[Violation]) -> BaseModel:
+    def _repaired_input(
+        prim: Primitive, path: str, cur: BaseModel, repaired: Any, violations: list[Violation]
+    ) -> BaseModel:
         """A repair must give the primitive a valid input again (validated, never passed through unchecked)."""
         if isinstance(repaired, prim.input_type):
             return repaired
@@ -412,11 +445,21 @@ class Engine:
     def _parallel(self, node: Parallel, inp: BaseModel, path: str, st: _State, recoverable: bool) -> BaseModel:
         names = list(node.branches)
         if len(names) == 1 or self.max_workers <= 1:
-            results = [self._exec(node.branches[n], adapt(inp, node.branches[n].input_type), f"{path}/{n}", st, recoverable) for n in names]
+            results = [
+                self._exec(node.branches[n], adapt(inp, node.branches[n].input_type), f"{path}/{n}", st, recoverable)
+                for n in names
+            ]
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(names))) as pool:
                 futs = [
-                    pool.submit(self._exec, node.branches[n], adapt(inp, node.branches[n].input_type), f"{path}/{n}", st, recoverable)
+                    pool.submit(
+                        self._exec,
+                        node.branches[n],
+                        adapt(inp, node.branches[n].input_type),
+                        f"{path}/{n}",
+                        st,
+                        recoverable,
+                    )
                     for n in names
                 ]
                 results, first_err = [], None
@@ -434,9 +477,7 @@ class Engine:
     def _foreach(self, node: ForEach, inp: BaseModel, path: str, st: _State, recoverable: bool) -> BaseModel:
         items = list(getattr(inp, node.over))
         if len(items) > node.max_items:
-            raise HaltError(
-                path, None, inp, [], f"{len(items)} items exceed the declared fan-out of {node.max_items}"
-            )
+            raise HaltError(path, None, inp, [], f"{len(items)} items exceed the declared fan-out of {node.max_items}")
         body = node.body
         skip = node.on_item_error == "skip"
         if isinstance(body, Step) and body.primitive.kind == "slm" and body.repair is None:
@@ -479,7 +520,9 @@ class Engine:
             except (ReplayMissError, HaltError):
                 raise
             except BackendError as exc:  # the backend did not answer: the run stops, no item is judged
-                self._record_backend_error(st, f"{path}[{pending[0]}]", prim, attempt, inputs[pending[0]], exc, time.perf_counter() - t0)
+                self._record_backend_error(
+                    st, f"{path}[{pending[0]}]", prim, attempt, inputs[pending[0]], exc, time.perf_counter() - t0
+                )
                 raise
             except Exception as exc:  # the batch could not be sent (a render raised): runtime violation per item
                 answers, failure = [(None, "call")] * len(pending), repr(exc)
@@ -488,7 +531,9 @@ class Engine:
             last = attempt == attempts - 1
             for i, (reply, source) in zip(pending, answers, strict=True):
                 if reply is None:
-                    res = ContractResult(False, None, [Violation(prim.name, "runtime", "raised", failure or "", inputs[i])])
+                    res = ContractResult(
+                        False, None, [Violation(prim.name, "runtime", "raised", failure or "", inputs[i])]
+                    )
                 else:
                     res = self._parse_slm(prim, inputs[i], reply)
                 action = "accept" if res.ok else ("retry" if not last else ("fallback" if recoverable else "halt"))
@@ -510,4 +555,3 @@ class Engine:
             for i in range(len(items))
         ]
         return [results.get(i) for i in range(len(items))], errors
-

@@ -168,8 +168,8 @@ class Primitive:
         self.pure = pure
         self.render = render
         self.parse = parse
-        self.json_schema = json_schema if json_schema is not None else (
-            output_type.model_json_schema() if kind == "slm" else None
+        self.json_schema = (
+            json_schema if json_schema is not None else (output_type.model_json_schema() if kind == "slm" else None)
         )
         self.adapter = adapter or name
         self.version = version

@@ -63,9 +63,7 @@ def type_mismatches(out_type: type[BaseModel], in_type: type[BaseModel]) -> list
             continue
         oann = ofields[fname].annotation
         if not _ann_fits(oann, finfo.annotation):
-            problems.append(
-                f"field {fname!r} is {_ann_name(oann)}, expected {_ann_name(finfo.annotation)}"
-            )
+            problems.append(f"field {fname!r} is {_ann_name(oann)}, expected {_ann_name(finfo.annotation)}")
     return problems
 
 
@@ -88,13 +86,12 @@ def _passthrough(src: type[BaseModel], dst: type[BaseModel]) -> bool:
     if key not in _PASSTHROUGH:
         sf = src.model_fields
         decorators = dst.__pydantic_decorators__
-        _PASSTHROUGH[key] = (
-            not (decorators.field_validators or decorators.model_validators or decorators.validators)
-            and all(
-                (f not in sf and not fi.is_required() and not fi.metadata)
-                or (f in sf and sf[f].annotation == fi.annotation and not fi.metadata)
-                for f, fi in dst.model_fields.items()
-            )
+        _PASSTHROUGH[key] = not (
+            decorators.field_validators or decorators.model_validators or decorators.validators
+        ) and all(
+            (f not in sf and not fi.is_required() and not fi.metadata)
+            or (f in sf and sf[f].annotation == fi.annotation and not fi.metadata)
+            for f, fi in dst.model_fields.items()
         )
     return _PASSTHROUGH[key]
 
@@ -118,7 +115,10 @@ def adapt(value: BaseModel, in_type: type[BaseModel]) -> BaseModel:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
         raise HaltError(
-            f"{src.__name__}->{in_type.__name__}", None, value, [],
+            f"{src.__name__}->{in_type.__name__}",
+            None,
+            value,
+            [],
             f"output {src.__name__} does not fit input {in_type.__name__} at run time: {problems}",
         ) from None
 
@@ -394,7 +394,9 @@ class ForEach(Node):
         label: str = "foreach",
     ):
         if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1:
-            raise DesignError(f"ForEach {label!r}: max_items must be a positive int (declared fan-out), got {max_items!r}")
+            raise DesignError(
+                f"ForEach {label!r}: max_items must be a positive int (declared fan-out), got {max_items!r}"
+            )
         if on_item_error not in ("halt", "skip"):
             raise DesignError(f"ForEach {label!r}: on_item_error must be 'halt' or 'skip'")
         _require_field_name(over, f"ForEach {label!r}: over (the list field to iterate)")

@@ -89,28 +89,45 @@ def read_recording(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         except json.JSONDecodeError as exc:
             raise UserError(f"line {n}: not valid JSON ({exc.msg}, column {exc.colno})", where) from None
         except JSONProblem as exc:
-            raise UserError(f"line {n}: {exc.detail}" + (f" at {json_path(exc.path)}" if exc.path else ""), where) from None
+            raise UserError(
+                f"line {n}: {exc.detail}" + (f" at {json_path(exc.path)}" if exc.path else ""), where
+            ) from None
         if first and isinstance(row, dict) and HEADER in row:
             version = row[HEADER]
             if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-                raise UserError(f"line {n}: {HEADER} must be a format version (a positive integer), got {version!r}", where)
+                raise UserError(
+                    f"line {n}: {HEADER} must be a format version (a positive integer), got {version!r}", where
+                )
             if version > RECORDING_VERSION:
-                raise UserError(f"line {n}: recording format {version} is newer than this forethought reads "
-                                f"(up to {RECORDING_VERSION}); upgrade forethought, or record the run again", where)
+                raise UserError(
+                    f"line {n}: recording format {version} is newer than this forethought reads "
+                    f"(up to {RECORDING_VERSION}); upgrade forethought, or record the run again",
+                    where,
+                )
             first = False
             continue
         first = False
         if not isinstance(row, dict):
-            raise UserError(f"line {n}: expected a recorded reply (a JSON object with {', '.join(ENTRY_FIELDS)}), "
-                            f"got a JSON {type(row).__name__}", where)
+            raise UserError(
+                f"line {n}: expected a recorded reply (a JSON object with {', '.join(ENTRY_FIELDS)}), "
+                f"got a JSON {type(row).__name__}",
+                where,
+            )
         for field, kind in ENTRY_FIELDS.items():
             if field not in row:
-                raise UserError(f"line {n}: field {field!r} is missing (a recorded reply has {', '.join(ENTRY_FIELDS)})", where)
+                raise UserError(
+                    f"line {n}: field {field!r} is missing (a recorded reply has {', '.join(ENTRY_FIELDS)})", where
+                )
             if not isinstance(row[field], kind):
-                raise UserError(f"line {n}: field {field!r} must be a {'string' if kind is str else 'JSON object'}, "
-                                f"got {type(row[field]).__name__}", where)
+                raise UserError(
+                    f"line {n}: field {field!r} must be a {'string' if kind is str else 'JSON object'}, "
+                    f"got {type(row[field]).__name__}",
+                    where,
+                )
         if row["key"] in lines:
-            raise UserError(f"line {n}: key {row['key'][:16]}... is recorded already at line {lines[row['key']]}", where)
+            raise UserError(
+                f"line {n}: key {row['key'][:16]}... is recorded already at line {lines[row['key']]}", where
+            )
         lines[row["key"]] = n
         entries[row["key"]] = row
     return entries

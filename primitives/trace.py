@@ -91,4 +91,8 @@ class Trace:
         marker = rows[-1] if rows and rows[-1].get("truncated") is True else None
         rows = rows[:-1] if marker else rows
         run_id = rows[0].get("run_id", "") if rows else ""
-        return cls(run_id, [TraceRecord.from_dict(r) for r in rows], dropped_records=int(marker["dropped_records"]) if marker else 0)
+        return cls(
+            run_id,
+            [TraceRecord.from_dict(r) for r in rows],
+            dropped_records=int(marker["dropped_records"]) if marker else 0,
+        )

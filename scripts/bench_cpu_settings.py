@@ -25,20 +25,35 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-for k, v in (("HF_HUB_OFFLINE", "1"), ("HF_HUB_DISABLE_TELEMETRY", "1"), ("TOKENIZERS_PARALLELISM", "false"),
-             ("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")):
+for k, v in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("HF_HUB_DISABLE_TELEMETRY", "1"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+    ("HF_DATASETS_DISABLE_PROGRESS_BARS", "1"),
+):
     os.environ.setdefault(k, v)
 
 
 def settings(max_length: int) -> dict[str, dict]:
     trl_defaults = {"use_cpu": True, "bf16": False}  # the minimum for trl's defaults to run on a CPU
     # compact_lm_head: training/lm_head.py (score only the labelled positions on CPU), not an SFTConfig field
-    ours = {**trl_defaults, "activation_checkpointing": False, "dataloader_pin_memory": False, "max_length": max_length,
-            "completion_only_loss": True, "compact_lm_head": True}
+    ours = {
+        **trl_defaults,
+        "activation_checkpointing": False,
+        "dataloader_pin_memory": False,
+        "max_length": max_length,
+        "completion_only_loss": True,
+        "compact_lm_head": True,
+    }
     return {
         "trl SFTConfig defaults": trl_defaults,
         "ours, no packing (bs 8)": {**ours, "per_device_train_batch_size": 8, "packing": False},
-        "ours, packing, trl's LM head": {**ours, "per_device_train_batch_size": 2, "packing": True, "compact_lm_head": False},
+        "ours, packing, trl's LM head": {
+            **ours,
+            "per_device_train_batch_size": 2,
+            "packing": True,
+            "compact_lm_head": False,
+        },
         "ours, packing (2 rows)": {**ours, "per_device_train_batch_size": 2, "packing": True},
     }
 
@@ -77,22 +92,48 @@ def main(argv: list[str] | None = None) -> int:
                 lm_head.restore()
             model = load_model(init, dtype=torch.float32, attn_implementation="sdpa")
             tp = Throughput()
-            args = SFTConfig(output_dir=str(tmp / "ckpt"), max_steps=a.steps, save_strategy="no", report_to="none", disable_tqdm=True,
-                             logging_steps=a.steps, include_num_input_tokens_seen="non_padding", seed=0, **kw)
-            trainer = SFTTrainer(model=model, args=args, train_dataset=datasets.Dataset.from_list(rows), processing_class=tok, callbacks=[tp])
+            args = SFTConfig(
+                output_dir=str(tmp / "ckpt"),
+                max_steps=a.steps,
+                save_strategy="no",
+                report_to="none",
+                disable_tqdm=True,
+                logging_steps=a.steps,
+                include_num_input_tokens_seen="non_padding",
+                seed=0,
+                **kw,
+            )
+            trainer = SFTTrainer(
+                model=model,
+                args=args,
+                train_dataset=datasets.Dataset.from_list(rows),
+                processing_class=tok,
+                callbacks=[tp],
+            )
             t0 = time.perf_counter()
             trainer.train()
             s = tp.summary()
-            results.append({"setting": name, "threads": threads, "tokens_per_second": s["tokens_per_second"], "tokens": s["tokens_this_session"],
-                            "seconds": round(time.perf_counter() - t0, 1)})
+            results.append(
+                {
+                    "setting": name,
+                    "threads": threads,
+                    "tokens_per_second": s["tokens_per_second"],
+                    "tokens": s["tokens_this_session"],
+                    "seconds": round(time.perf_counter() - t0, 1),
+                }
+            )
             print(json.dumps(results[-1]), flush=True)
     for r in results:
         ref = next(x for x in results if x["threads"] == r["threads"] and x["setting"] == "trl SFTConfig defaults")
         r["ratio_to_trl_defaults"] = round(r["tokens_per_second"] / ref["tokens_per_second"], 2)
-    print(f"\nmodel={a.model}, {a.steps} steps per setting, {platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}")
+    print(
+        f"\nmodel={a.model}, {a.steps} steps per setting, {platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}"
+    )
     print(f"{'setting':<28} {'threads':>7} {'tokens/s':>9} {'vs trl':>7}")
     for r in results:
-        print(f"{r['setting']:<28} {r['threads']:>7} {r['tokens_per_second']:>9.0f} {r['ratio_to_trl_defaults']:>6.2f}x")
+        print(
+            f"{r['setting']:<28} {r['threads']:>7} {r['tokens_per_second']:>9.0f} {r['ratio_to_trl_defaults']:>6.2f}x"
+        )
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     return 0

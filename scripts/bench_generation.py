@@ -47,7 +47,9 @@ def main() -> None:
         base = Path(a.base)
     model = AutoModelForCausalLM.from_pretrained(base).eval()
     tok = AutoTokenizer.from_pretrained(base)
-    print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params, torch threads {torch.get_num_threads()}")
+    print(
+        f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params, torch threads {torch.get_num_threads()}"
+    )
     for prim in a.primitives.split(","):
         rows = read_rows(a.dataset_dir, prim, "validation", limit=a.examples)
         msgs = [r.prompt_messages() for r in rows]
@@ -59,8 +61,10 @@ def main() -> None:
                 generate(model, tok, msgs, adapter=None, batch_size=bs, max_new_tokens=a.max_new_tokens)
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
-            print(f"{prim:<12} batch {bs:>3}: {len(msgs) / med:6.2f} examples/s, {len(msgs) * a.max_new_tokens / med:7.0f} new tokens/s "
-                  f"(median of {a.repeats}, {len(msgs)} examples)")
+            print(
+                f"{prim:<12} batch {bs:>3}: {len(msgs) / med:6.2f} examples/s, {len(msgs) * a.max_new_tokens / med:7.0f} new tokens/s "
+                f"(median of {a.repeats}, {len(msgs)} examples)"
+            )
 
 
 if __name__ == "__main__":

@@ -44,20 +44,41 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-for _k, _v in (("HF_HUB_OFFLINE", "1"), ("HF_HUB_DISABLE_TELEMETRY", "1"), ("WANDB_MODE", "offline"), ("TOKENIZERS_PARALLELISM", "false")):
+for _k, _v in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("HF_HUB_DISABLE_TELEMETRY", "1"),
+    ("WANDB_MODE", "offline"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+):
     os.environ.setdefault(_k, _v)
 
 GEMMA3_12B = dict(
-    vocab_size=262208, hidden_size=3840, intermediate_size=15360, num_hidden_layers=48, num_attention_heads=16,
-    num_key_value_heads=8, head_dim=256, query_pre_attn_scalar=256, sliding_window=1024, max_position_embeddings=131072,
+    vocab_size=262208,
+    hidden_size=3840,
+    intermediate_size=15360,
+    num_hidden_layers=48,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=256,
+    query_pre_attn_scalar=256,
+    sliding_window=1024,
+    max_position_embeddings=131072,
     rope_parameters={
         "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1_000_000.0},
         "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
     },
 )
 SMOKE = dict(
-    vocab_size=1024, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-    num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32, sliding_window=64, max_position_embeddings=4096,
+    vocab_size=1024,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=32,
+    query_pre_attn_scalar=32,
+    sliding_window=64,
+    max_position_embeddings=4096,
 )
 
 
@@ -68,7 +89,10 @@ def lora_config():
     from forethought.training.config import LoraSettings
 
     s = LoraSettings()
-    return LoraConfig(r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules), task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules), task_type="CAUSAL_LM"
+    )
+
 
 # Dense bf16 peak (no sparsity), TFLOP/s.
 PEAK_TFLOPS = {"H200": 989.4, "H100": 989.4, "H800": 989.4, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
@@ -113,7 +137,9 @@ def make_data(n: int, vocab: int, seed: int, max_prompt: int, max_completion: in
     rows = []
     for _ in range(n):
         p, c = rng.randint(100, max_prompt), rng.randint(10, max_completion)
-        rows.append({"input_ids": [rng.randrange(10, vocab) for _ in range(p + c)], "completion_mask": [0] * p + [1] * c})
+        rows.append(
+            {"input_ids": [rng.randrange(10, vocab) for _ in range(p + c)], "completion_mask": [0] * p + [1] * c}
+        )
     return Dataset.from_list(rows)
 
 
@@ -129,7 +155,9 @@ def build_model(shape: dict[str, Any], device: str, dtype, attn: str):
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     n = shape["num_hidden_layers"]
-    cfg = Gemma3TextConfig(**shape, layer_types=["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)])
+    cfg = Gemma3TextConfig(
+        **shape, layer_types=["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]
+    )
     cfg._attn_implementation = attn
     torch.manual_seed(0)
     with torch.device(device):
@@ -168,9 +196,16 @@ def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dic
     attn = "sdpa"
     out_dir = tempfile.mkdtemp(prefix=f"bench-{name}-")
     common: dict[str, Any] = dict(
-        output_dir=out_dir, max_steps=a.warmup + a.steps, report_to="none", save_strategy="no",
-        logging_steps=1000, disable_tqdm=True, include_num_input_tokens_seen="non_padding", completion_only_loss=True,
-        dataloader_pin_memory=not smoke, seed=0,
+        output_dir=out_dir,
+        max_steps=a.warmup + a.steps,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1000,
+        disable_tqdm=True,
+        include_num_input_tokens_seen="non_padding",
+        completion_only_loss=True,
+        dataloader_pin_memory=not smoke,
+        seed=0,
     )
     if smoke:
         common.update(use_cpu=True, bf16=False)  # trl's default bf16 fails on CPU
@@ -178,8 +213,15 @@ def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dic
     if name == "trl_defaults":
         kw = common
     else:
-        kw = dict(common, per_device_train_batch_size=8, max_length=2048, learning_rate=2e-4, bf16=not smoke,
-                  activation_checkpointing=not smoke, activation_checkpointing_kwargs={"use_reentrant": False} if not smoke else None)
+        kw = dict(
+            common,
+            per_device_train_batch_size=8,
+            max_length=2048,
+            learning_rate=2e-4,
+            bf16=not smoke,
+            activation_checkpointing=not smoke,
+            activation_checkpointing_kwargs={"use_reentrant": False} if not smoke else None,
+        )
         if name == "ours_no_gc":
             kw.update(activation_checkpointing=False, activation_checkpointing_kwargs=None)
         elif name == "ours_packing":
@@ -206,9 +248,20 @@ def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dic
         row["build_s"] = round(time.perf_counter() - t_build, 1)
         timer = StepTimer(a.warmup, device)
         args = SFTConfig(**kw)
-        row.update(batch=args.per_device_train_batch_size, max_length=args.max_length, grad_ckpt=bool(args.gradient_checkpointing), packing=args.packing)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok,
-                             peft_config=lora_config(), callbacks=[timer.cb])
+        row.update(
+            batch=args.per_device_train_batch_size,
+            max_length=args.max_length,
+            grad_ckpt=bool(args.gradient_checkpointing),
+            packing=args.packing,
+        )
+        trainer = SFTTrainer(
+            model=model,
+            args=args,
+            train_dataset=data,
+            processing_class=tok,
+            peft_config=lora_config(),
+            callbacks=[timer.cb],
+        )
         trainer.train()
         seconds = timer.t1 - timer.t0
         tokens = timer.tok1 - timer.tok0
@@ -221,15 +274,22 @@ def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dic
         seqs = [n for row in ds["seq_lengths"] for n in row] if "seq_lengths" in ds.column_names else lens
         mean_ctx = sum(n * n for n in seqs) / max(1, sum(seqs)) / 2
         fpt = flops_per_token(shape, mean_ctx, comp)
-        row.update(tokens_per_s=round(tps, 1), s_per_step=round(seconds / max(1, a.steps), 3), gflop_per_token=round(fpt / 1e9, 1),
-                   mfu=round(tps * fpt / peak, 4) if device == "cuda" else None,
-                   peak_mem_gib=round(torch.cuda.max_memory_allocated() / 2**30, 1) if device == "cuda" else None)
+        row.update(
+            tokens_per_s=round(tps, 1),
+            s_per_step=round(seconds / max(1, a.steps), 3),
+            gflop_per_token=round(fpt / 1e9, 1),
+            mfu=round(tps * fpt / peak, 4) if device == "cuda" else None,
+            peak_mem_gib=round(torch.cuda.max_memory_allocated() / 2**30, 1) if device == "cuda" else None,
+        )
         del trainer
         del model
     except torch.OutOfMemoryError:
         row.update(tokens_per_s=None, note=(note + "; " if note else "") + "OOM")
     except Exception as exc:  # one failing setting must not hide the others
-        row.update(tokens_per_s=None, note=(note + "; " if note else "") + f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+        row.update(
+            tokens_per_s=None,
+            note=(note + "; " if note else "") + f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}",
+        )
     finally:
         import shutil
 
@@ -242,12 +302,16 @@ def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--smoke", action="store_true", help="tiny shape on CPU (no GPU needed): checks that the script runs")
+    ap.add_argument(
+        "--smoke", action="store_true", help="tiny shape on CPU (no GPU needed): checks that the script runs"
+    )
     ap.add_argument("--steps", type=int, default=None, help="timed steps per setting (default 6; smoke 1)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed steps first (default 2; smoke 1)")
     ap.add_argument("--examples", type=int, default=None, help="dataset size (default 256; smoke 24)")
     ap.add_argument("--settings", default="trl_defaults,ours,ours_no_gc,ours_packing,ours_liger")
-    ap.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 peak of the GPU (default: from its name)")
+    ap.add_argument(
+        "--peak-tflops", type=float, default=None, help="dense bf16 peak of the GPU (default: from its name)"
+    )
     ap.add_argument("--time-budget", type=float, default=270.0, help="seconds; remaining settings are skipped past it")
     ap.add_argument("--json", help="write the results here too")
     a = ap.parse_args(argv)
@@ -255,7 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if not a.smoke and not torch.cuda.is_available():
-        print("bench_gpu_lora: no CUDA device. This benchmark needs a GPU; use --smoke for a tiny CPU check.", file=sys.stderr)
+        print(
+            "bench_gpu_lora: no CUDA device. This benchmark needs a GPU; use --smoke for a tiny CPU check.",
+            file=sys.stderr,
+        )
         return 2
     device = "cpu" if a.smoke else "cuda"
     a.steps = a.steps or (1 if a.smoke else 6)
@@ -301,7 +368,19 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     table = Table(title=f"LoRA SFT, {report['shape']} on {gpu}")
-    cols = ["setting", "batch", "max_length", "grad_ckpt", "packing", "attn", "tokens_per_s", "s_per_step", "mfu", "peak_mem_gib", "note"]
+    cols = [
+        "setting",
+        "batch",
+        "max_length",
+        "grad_ckpt",
+        "packing",
+        "attn",
+        "tokens_per_s",
+        "s_per_step",
+        "mfu",
+        "peak_mem_gib",
+        "note",
+    ]
     for c in cols:
         table.add_column(c)
     for r in rows:

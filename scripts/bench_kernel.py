@@ -64,10 +64,16 @@ def main() -> None:
                 tasks, turns = n_tasks, n_turns
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"scenarios: {len(sols)}, turns: {turns}, tasks: {tasks}, repeats: {a.repeats}, trace: {a.trace}")
-    print(f"checked (CVC on):            median {med['checked']:.3f} s -> {1e3 * med['checked'] / tasks:.3f} ms per task, "
-          f"{1e3 * med['checked'] / turns:.3f} ms per turn")
-    print(f"unchecked (contracts off):   median {med['unchecked']:.3f} s -> {1e3 * med['unchecked'] / tasks:.3f} ms per task")
-    print(f"CVC off (ablation):          median {med['cvc_off']:.3f} s -> {1e3 * med['cvc_off'] / tasks:.3f} ms per task")
+    print(
+        f"checked (CVC on):            median {med['checked']:.3f} s -> {1e3 * med['checked'] / tasks:.3f} ms per task, "
+        f"{1e3 * med['checked'] / turns:.3f} ms per turn"
+    )
+    print(
+        f"unchecked (contracts off):   median {med['unchecked']:.3f} s -> {1e3 * med['unchecked'] / tasks:.3f} ms per task"
+    )
+    print(
+        f"CVC off (ablation):          median {med['cvc_off']:.3f} s -> {1e3 * med['cvc_off'] / tasks:.3f} ms per task"
+    )
     print(f"checked / unchecked ratio:   {med['checked'] / med['unchecked']:.3f}")
     print(f"CVC on / CVC off ratio:      {med['checked'] / med['cvc_off']:.3f}")
 

@@ -25,7 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-for k, v in (("HF_HUB_OFFLINE", "1"), ("HF_HUB_DISABLE_TELEMETRY", "1"), ("WANDB_MODE", "offline"), ("TOKENIZERS_PARALLELISM", "false")):
+for k, v in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("HF_HUB_DISABLE_TELEMETRY", "1"),
+    ("WANDB_MODE", "offline"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+):
     os.environ.setdefault(k, v)
 
 
@@ -49,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     from forethought.training.train import config_from_overrides, run
 
     tmp = tempfile.mkdtemp(prefix="ft-bench-")
-    data = Path(a.data) if a.data else write_dataset(Path(tmp) / "data", n_train=a.n_train, n_val=a.n_val, seed=0, scale="realistic")
+    data = (
+        Path(a.data)
+        if a.data
+        else write_dataset(Path(tmp) / "data", n_train=a.n_train, n_val=a.n_val, seed=0, scale="realistic")
+    )
     out = Path(a.out) if a.out else Path(tmp) / "out"
     ov = [
         f"primitive={a.primitive}",
@@ -71,16 +80,18 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for p, r in results.items():
         m = r.metrics
-        rows.append({
-            "primitive": p,
-            "steps": m["global_step"],
-            "tokens": m["tokens_this_session"],
-            "tokens_per_second": m["tokens_per_second"],
-            "seconds_per_step": round(m["train_seconds_this_session"] / max(1, m["steps_this_session"]), 3),
-            "train_seconds": m["train_seconds_this_session"],
-            "wall_seconds": m["wall_time_s"],
-            "eval_loss": m["eval_loss"],
-        })
+        rows.append(
+            {
+                "primitive": p,
+                "steps": m["global_step"],
+                "tokens": m["tokens_this_session"],
+                "tokens_per_second": m["tokens_per_second"],
+                "seconds_per_step": round(m["train_seconds_this_session"] / max(1, m["steps_this_session"]), 3),
+                "train_seconds": m["train_seconds_this_session"],
+                "wall_seconds": m["wall_time_s"],
+                "eval_loss": m["eval_loss"],
+            }
+        )
     report = {
         "command": "python scripts/bench_train.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "overrides": ov,

@@ -42,8 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     dev = dev[: args.limit]
     model, tok = load_adapters(args.train_dir, [args.primitive], device="cpu")
     schemas = None if args.free else [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in dev]
-    texts = generate(model, tok, [r.prompt_messages() for r in dev], adapter=args.primitive, batch_size=16,
-                     max_new_tokens=args.max_new_tokens, schemas=schemas)
+    texts = generate(
+        model,
+        tok,
+        [r.prompt_messages() for r in dev],
+        adapter=args.primitive,
+        batch_size=16,
+        max_new_tokens=args.max_new_tokens,
+        schemas=schemas,
+    )
     kinds: collections.Counter = collections.Counter()
     shown = 0
     for row, text in zip(dev, texts, strict=True):
@@ -66,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   want {spec.canonical(row.target)}")
             print(f"   got  {spec.canonical(pred)}")
     n = len(dev)
-    print(f"\n{args.primitive}: {n} dev rows from {len({r.solution_id for r in dev})} solutions; "
-          + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in kinds.most_common()))
+    print(
+        f"\n{args.primitive}: {n} dev rows from {len({r.solution_id for r in dev})} solutions; "
+        + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in kinds.most_common())
+    )
     return 0
 
 

@@ -24,7 +24,12 @@ def sizes_override(**sizes: int) -> str:
 
 TINY_SIZES = sizes_override(decompose=24, match_func=24)
 # `forethought generate` on the fixture solutions with small per-primitive sizes (about a second).
-TINY_GENERATE = [f"data.solutions=[{FIXTURE_SOLUTIONS}]", f"data.sizes={TINY_SIZES}", "data.workers=1", "data.validation_fraction=0.25"]
+TINY_GENERATE = [
+    f"data.solutions=[{FIXTURE_SOLUTIONS}]",
+    f"data.sizes={TINY_SIZES}",
+    "data.workers=1",
+    "data.validation_fraction=0.25",
+]
 
 
 def tiny_pipeline_args(run_dir: Path) -> list[str]:

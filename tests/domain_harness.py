@@ -28,7 +28,9 @@ def solution_paths(domain: str, at_least: int) -> list[Path]:
     folder = SOLUTIONS / domain
     paths = solution_files([folder]) if folder.is_dir() else []
     if len(paths) < at_least:
-        raise AssertionError(f"{folder}: {len(paths)} worked solutions for domain {domain!r}, expected at least {at_least}")
+        raise AssertionError(
+            f"{folder}: {len(paths)} worked solutions for domain {domain!r}, expected at least {at_least}"
+        )
     return paths
 
 

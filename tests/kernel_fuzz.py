@@ -72,7 +72,10 @@ def random_case(rng: random.Random) -> FuzzCase:
             Prerequisite(key=k, sat=Sat(op=rng.choice(["truthy", "not_null", "eq"]), value=True))
             for k in rng.sample(KEYS, rng.randint(0, 2))
         ]
-        writes = {k: rng.choice(["const:true", "result.value", "params." + (ps[0] if ps else "x")]) for k in rng.sample(KEYS, rng.randint(0, 2))}
+        writes = {
+            k: rng.choice(["const:true", "result.value", "params." + (ps[0] if ps else "x")])
+            for k in rng.sample(KEYS, rng.randint(0, 2))
+        }
         specs.append(
             ToolSpec(
                 name=name,
@@ -116,8 +119,12 @@ def build_domain(case: FuzzCase, probe: Probe | None = None) -> Domain:
         def fn(state: FuzzState, _name: str = spec.name, _mode: str | None = mode, **kw: Any) -> dict[str, Any]:
             if probe is not None:
                 probe.invocations.append(
-                    {"tool": _name, "args": copy.deepcopy(kw), "S": probe.S.snapshot() if probe.S is not None else {},
-                     "sources": {k: probe.S.last_source(k) for k in probe.S} if probe.S is not None else {}}
+                    {
+                        "tool": _name,
+                        "args": copy.deepcopy(kw),
+                        "S": probe.S.snapshot() if probe.S is not None else {},
+                        "sources": {k: probe.S.last_source(k) for k in probe.S} if probe.S is not None else {},
+                    }
                 )
             state.counter += 1
             state.log.append({"tool": _name, "args": kw})
@@ -127,8 +134,13 @@ def build_domain(case: FuzzCase, probe: Probe | None = None) -> Domain:
                 return {"unexpected": True}
             # result fields named like parameters, so that same-turn binding's shadowing is reached
             # and a list, for decompose's fan-outs (for_each) to run over
-            return {"ok": True, "value": state.counter, "name": f"item{state.counter}", "target": f"t{state.counter}",
-                    "items": [f"item{state.counter}", f"t{state.counter}"]}
+            return {
+                "ok": True,
+                "value": state.counter,
+                "name": f"item{state.counter}",
+                "target": f"t{state.counter}",
+                "items": [f"item{state.counter}", f"t{state.counter}"],
+            }
 
         dom.tools[spec.name] = DomainTool(spec, fn, [], "fuzz")
     return dom
@@ -201,10 +213,20 @@ class AdversarialBackend:
                 tool = self._tool()
                 self.decomposed_tools[tid] = tool
                 task = {"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params}
-                if self.rng.random() < 0.05:  # malformed conditions and fan-outs: unknown keys, tasks, parameters and ops
-                    task["when"] = {"key": self.rng.choice(PARAMS), "op": self.rng.choice(["eq", "gt", "bogus"]), "value": self._value()}
+                if (
+                    self.rng.random() < 0.05
+                ):  # malformed conditions and fan-outs: unknown keys, tasks, parameters and ops
+                    task["when"] = {
+                        "key": self.rng.choice(PARAMS),
+                        "op": self.rng.choice(["eq", "gt", "bogus"]),
+                        "value": self._value(),
+                    }
                 if self.rng.random() < 0.05:
-                    task["for_each"] = {"task": self.rng.choice(ids + ["ghost"]), "field": self.rng.choice(PARAMS), "param": self.rng.choice(PARAMS)}
+                    task["for_each"] = {
+                        "task": self.rng.choice(ids + ["ghost"]),
+                        "field": self.rng.choice(PARAMS),
+                        "param": self.rng.choice(PARAMS),
+                    }
                 tasks.append(task)
             return json.dumps({"tasks": tasks, **extra})
         if p == "get_order":
@@ -218,7 +240,12 @@ class AdversarialBackend:
         if p == "check_prerequisites":
             if self.rng.random() < 0.3:
                 return json.dumps({"task": None})
-            return json.dumps({"task": {"tool_name": self._tool() or "x", "parameters": {self.rng.choice(PARAMS): self._value()}}, **extra})
+            return json.dumps(
+                {
+                    "task": {"tool_name": self._tool() or "x", "parameters": {self.rng.choice(PARAMS): self._value()}},
+                    **extra,
+                }
+            )
         if p == "match_func":
             return json.dumps({"tool_name": self._tool(), **extra})
         if p == "match_fill":
@@ -251,14 +278,28 @@ class AdversarialBackend:
                 task = {"id": tid, "text": f"do {tid}", "tool_name": tool, "depends_on": deps, "parameters": params}
                 if deps and rng.random() < 0.15:  # a conditional task: a predicate on a dependency's result or on S
                     dep_tool = self.decomposed_tools.get(deps[-1]) or "x"
-                    key = rng.choice([f"{dep_tool}.ok", f"{dep_tool}.{rng.choice(PARAMS)}", *list(inp.state)[:3], "nothing_here"])
-                    task["when"] = rng.choice([{"key": key, "op": "truthy", "value": None}, {"key": key, "op": "not_null", "value": None},
-                                               {"key": key, "op": "eq", "value": rng.choice(grounded or [None])}])
-                if deps and tool is not None and briefs[tool].params and rng.random() < 0.3:  # a fan-out over a dependency's result
+                    key = rng.choice(
+                        [f"{dep_tool}.ok", f"{dep_tool}.{rng.choice(PARAMS)}", *list(inp.state)[:3], "nothing_here"]
+                    )
+                    task["when"] = rng.choice(
+                        [
+                            {"key": key, "op": "truthy", "value": None},
+                            {"key": key, "op": "not_null", "value": None},
+                            {"key": key, "op": "eq", "value": rng.choice(grounded or [None])},
+                        ]
+                    )
+                if (
+                    deps and tool is not None and briefs[tool].params and rng.random() < 0.3
+                ):  # a fan-out over a dependency's result
                     param = rng.choice(list(briefs[tool].params))
                     task["parameters"].pop(param, None)
-                    task["for_each"] = {"task": deps[-1], "field": rng.choice(["items"] * 6 + ["value", *PARAMS]),
-                                        "param": param, "item_field": None, "where": None}
+                    task["for_each"] = {
+                        "task": deps[-1],
+                        "field": rng.choice(["items"] * 6 + ["value", *PARAMS]),
+                        "param": param,
+                        "item_field": None,
+                        "where": None,
+                    }
                 tasks.append(task)
             if len(tasks) > 1 and rng.random() < 0.05:  # an otherwise valid decomposition with a cycle
                 tasks[0]["depends_on"].append(tasks[-1]["id"])
@@ -381,7 +422,9 @@ class CaseOutcome:
     stats: Counter = field(default_factory=Counter)
 
 
-def _fresh_entries(res: TurnResult, tasks: dict[str, Any], call: Any, registry: Any) -> list[tuple[str, dict[str, Any]]]:
+def _fresh_entries(
+    res: TurnResult, tasks: dict[str, Any], call: Any, registry: Any
+) -> list[tuple[str, dict[str, Any]]]:
     """(tool, entries) of the calls the task's dependencies (transitively) committed before ``call``, newest first."""
     deps: set[str] = set()
     todo = list(tasks[call.task_id].depends_on)
@@ -392,18 +435,36 @@ def _fresh_entries(res: TurnResult, tasks: dict[str, Any], call: Any, registry: 
         deps.add(d)
         todo.extend(tasks[d].depends_on)
     before = res.calls[: next(k for k, c in enumerate(res.calls) if c is call)]
-    return [(c.tool, toolgate.writes(registry[c.tool], c.arguments, toolgate.as_result_object(c.result)))
-            for c in reversed(before) if c.committed and c.task_id in deps and c.tool in registry]
+    return [
+        (c.tool, toolgate.writes(registry[c.tool], c.arguments, toolgate.as_result_object(c.result)))
+        for c in reversed(before)
+        if c.committed and c.task_id in deps and c.tool in registry
+    ]
 
 
-def _same_turn_binding(m: str, task: Any, ctx: dict[str, Any], user: str, fresh: list[tuple[str, dict[str, Any]]],
-                       S: dict[str, Any], sources: dict[str, Any], tool: str, S_at_decompose: dict[str, Any]) -> tuple[bool, Any]:
+def _same_turn_binding(
+    m: str,
+    task: Any,
+    ctx: dict[str, Any],
+    user: str,
+    fresh: list[tuple[str, dict[str, Any]]],
+    S: dict[str, Any],
+    sources: dict[str, Any],
+    tool: str,
+    S_at_decompose: dict[str, Any],
+) -> tuple[bool, Any]:
     """docs/kernel.md "Same-turn binding", restated from the doc: (True, value) where Lookup binds ``m``,
     (False, None) where it leaves it missing."""
     tau = {**ctx, **{k: v for k, v in task.parameters.items() if v is not None}}
     stated = tau.get(m)
-    copied = stated is not None and m in task.parameters and task.parameters[m] is not None and fresh and \
-        not Haystack([user], [ctx]).contains(task.parameters[m]) and Haystack([], [S_at_decompose]).contains(task.parameters[m])
+    copied = (
+        stated is not None
+        and m in task.parameters
+        and task.parameters[m] is not None
+        and fresh
+        and not Haystack([user], [ctx]).contains(task.parameters[m])
+        and Haystack([], [S_at_decompose]).contains(task.parameters[m])
+    )
     if stated is not None and not copied:
         return True, stated
     if fresh:
@@ -414,7 +475,9 @@ def _same_turn_binding(m: str, task: Any, ctx: dict[str, Any], user: str, fresh:
             return False, None
         if stated is not None:
             return True, stated
-    entry = S.get(f"unfinished.{tool}")  # an earlier turn's unfinished task of this tool (docs/kernel.md, "Unfinished tasks")
+    entry = S.get(
+        f"unfinished.{tool}"
+    )  # an earlier turn's unfinished task of this tool (docs/kernel.md, "Unfinished tasks")
     if isinstance(entry, dict) and entry.get("outcome") in ("blocked", "missing_param"):
         kept = entry.get("arguments", {}).get(m)
         if kept is not None and not is_truncated(kept):
@@ -426,15 +489,24 @@ def _same_turn_binding(m: str, task: Any, ctx: dict[str, Any], user: str, fresh:
     return False, None
 
 
-def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[Any], probe: Probe, registry: Any,
-                    S_at_decompose: dict[str, Any]) -> list[str]:
+def _check_bindings(
+    i: int,
+    res: TurnResult,
+    ctx: dict[str, Any],
+    staged: list[Any],
+    probe: Probe,
+    registry: Any,
+    S_at_decompose: dict[str, Any],
+) -> list[str]:
     """INV-L against the values themselves: every argument a call received is tau's value for that name when tau
     binds it (the task's decompose-grounded parameters, then the turn context; None is unbound), else S's value
     at that moment (which includes what match_fill just wrote for a missing parameter)."""
     problems: list[str] = []
     tasks = {t.id: t for t in res.tasks + res.instances}  # a fan-out's instances are tasks of their own
     if len(staged) != len(probe.invocations):
-        return [f"turn {i}: {len(staged)} calls recorded as run but the tools were invoked {len(probe.invocations)} times"]
+        return [
+            f"turn {i}: {len(staged)} calls recorded as run but the tools were invoked {len(probe.invocations)} times"
+        ]
     retrievals: dict[str, deque] = {
         tid: deque(r.retrieval for r in recs if r.retrieval is not None and r.retrieval.tool_name in registry)
         for tid, recs in res.prerequisites.items()
@@ -457,15 +529,21 @@ def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[A
         if c.purpose == "task":
             fresh = _fresh_entries(res, tasks, c, registry)
             for m, v in c.arguments.items():
-                found, want = _same_turn_binding(m, task, ctx, res.user, fresh, S_then, inv["sources"], c.tool, S_at_decompose)
+                found, want = _same_turn_binding(
+                    m, task, ctx, res.user, fresh, S_then, inv["sources"], c.tool, S_at_decompose
+                )
                 if not found:  # missing after Lookup: only match_fill, which writes S before the call, can bind it
                     if inv["sources"].get(m) == "fill" and _same(v, S_then.get(m)):
                         continue
-                    problems.append(f"INV-L {where}: argument {m}={v!r} is bound in neither tau, the dependencies' "
-                                    f"entries nor S, and match_fill did not write it")
+                    problems.append(
+                        f"INV-L {where}: argument {m}={v!r} is bound in neither tau, the dependencies' "
+                        f"entries nor S, and match_fill did not write it"
+                    )
                 elif not _same(v, want):
-                    problems.append(f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
-                                    f"(task parameters {task.parameters}, context {ctx}, S {S_then})")
+                    problems.append(
+                        f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                        f"(task parameters {task.parameters}, context {ctx}, S {S_then})"
+                    )
         else:
             prop = proposed_for.get(id(c))
             if prop is None:
@@ -478,8 +556,10 @@ def _check_bindings(i: int, res: TurnResult, ctx: dict[str, Any], staged: list[A
                 else:  # optional: only what the proposed task stated
                     found, want = prop.parameters.get(m) is not None, prop.parameters.get(m)
                 if not found or not _same(v, want):
-                    problems.append(f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
-                                    f"(proposed {prop.parameters}, task parameters {task.parameters}, context {ctx}, S {S_then})")
+                    problems.append(
+                        f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                        f"(proposed {prop.parameters}, task parameters {task.parameters}, context {ctx}, S {S_then})"
+                    )
     return problems
 
 
@@ -490,7 +570,9 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
     tasks = {t.id: t for t in res.tasks + res.instances}  # a fan-out's instances are tasks of their own
     status = {tid: o.status for tid, o in res.outcomes.items()}
     position = {tid: n for n, tid in reversed(list(enumerate(res.order)))}  # first position in the order
-    position.update({iid: position[o.task_id] for o in res.outcomes.values() for iid in o.instances if o.task_id in position})  # an instance runs at its task's
+    position.update(
+        {iid: position[o.task_id] for o in res.outcomes.values() for iid in o.instances if o.task_id in position}
+    )  # an instance runs at its task's
     for tid, o in res.outcomes.items():
         t = tasks.get(tid)
         deps = [d for d in (t.depends_on if t else []) if d in tasks and d != tid]
@@ -498,7 +580,9 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
         if o.status == "skipped" and not failed_deps:
             problems.append(f"turn {i}: INV-R task {tid} skipped but its dependencies {deps} all executed ({o.reason})")
         if cvc and failed_deps and o.status != "skipped":
-            problems.append(f"turn {i}: INV-R task {tid} is {o.status} although its dependencies {failed_deps} did not execute")
+            problems.append(
+                f"turn {i}: INV-R task {tid} is {o.status} although its dependencies {failed_deps} did not execute"
+            )
         if cvc and o.status == "executed":
             late = [d for d in deps if position.get(d, len(res.order)) > position.get(tid, -1)]
             if late:
@@ -506,9 +590,20 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
     return problems
 
 
-def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict[str, Any], res: TurnResult,
-                    log: list[tuple[SLMRequest, SLMReply]], S_before: Scratchpad, world_before: FuzzState,
-                    world_after: FuzzState, stats: Counter, trace: str) -> list[str]:
+def _counterfactual(
+    kernel: Kernel,
+    case: FuzzCase,
+    i: int,
+    text: str,
+    ctx: dict[str, Any],
+    res: TurnResult,
+    log: list[tuple[SLMRequest, SLMReply]],
+    S_before: Scratchpad,
+    world_before: FuzzState,
+    world_after: FuzzState,
+    stats: Counter,
+    trace: str,
+) -> list[str]:
     """INV-R by comparison: rerun the turn without one failed, effect-free task (and its dependents)."""
     if res.halted is not None:
         return []
@@ -523,7 +618,10 @@ def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict
         o = res.outcomes.get(tid)
         if o is None or o.status not in _NO_EFFECT_FAILURES:
             continue
-        if any(r.primitive == "match_fill" or (r.primitive == "check_prerequisites" and r.input.outcome == "absent") for r in by_task[tid]):
+        if any(
+            r.primitive == "match_fill" or (r.primitive == "check_prerequisites" and r.input.outcome == "absent")
+            for r in by_task[tid]
+        ):
             continue
         if any(c.committed for c in res.calls if c.task_id == tid):
             continue
@@ -541,8 +639,12 @@ def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict
     env2.states["fuzz"] = world_before.model_copy(deep=True)
     registry2 = env2.registry(exclude=case.unregistered)
     replay = ReplayBackend(log, [t.model_dump(mode="json") for t in kept], res.order)
-    res2, _ = kernel.run_turn(user=text, env=env2, scratchpad=S2, registry=registry2, backend=replay, turn_context=ctx, index=i, trace=trace)
-    where = f"turn {i}: INV-R without the failed task {victim} ({res.outcomes[victim].status}; removed {sorted(removed)})"
+    res2, _ = kernel.run_turn(
+        user=text, env=env2, scratchpad=S2, registry=registry2, backend=replay, turn_context=ctx, index=i, trace=trace
+    )
+    where = (
+        f"turn {i}: INV-R without the failed task {victim} ({res.outcomes[victim].status}; removed {sorted(removed)})"
+    )
     problems = []
     if replay.unmatched:
         problems.append(f"{where}: the other tasks made requests the full run did not: {replay.unmatched[:3]}")
@@ -567,11 +669,15 @@ def _counterfactual(kernel: Kernel, case: FuzzCase, i: int, text: str, ctx: dict
     if not _same(s1, s2):
         problems.append(f"{where}: final scratchpad changed: {res.scratchpad} vs {res2.scratchpad}")
     if not _same(env2.states["fuzz"].model_dump(), world_after.model_dump()):
-        problems.append(f"{where}: final world changed: {world_after.model_dump()} vs {env2.states['fuzz'].model_dump()}")
+        problems.append(
+            f"{where}: final world changed: {world_after.model_dump()} vs {env2.states['fuzz'].model_dump()}"
+        )
     return problems
 
 
-def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", counterfactual: bool = False) -> CaseOutcome:
+def run_case(
+    kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", counterfactual: bool = False
+) -> CaseOutcome:
     """Run one case and return every invariant problem found (empty when all hold).
 
     With ``counterfactual``, every (CVC) turn that has a failed task without effects is rerun without
@@ -595,18 +701,24 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", coun
         log_before = len(env.states["fuzz"].log)
         probe.invocations = []
         backend.log = []
-        res, _ = kernel.run_turn(user=text, env=env, scratchpad=S, registry=registry, backend=backend, turn_context=ctx, index=i, trace=trace)
+        res, _ = kernel.run_turn(
+            user=text, env=env, scratchpad=S, registry=registry, backend=backend, turn_context=ctx, index=i, trace=trace
+        )
         results.append(res)
         problems += [f"turn {i}: {v}" for v in res.invariant_violations]
         if not keys_before <= S.keys():  # INV-S across the whole turn
             problems.append(f"turn {i}: INV-S scratchpad lost keys {sorted(keys_before - S.keys())}")
         if res.slm_calls > kernel.program.max_slm_calls:  # INV-T: bounded model calls
-            problems.append(f"turn {i}: {res.slm_calls} SLM calls exceed the static bound {kernel.program.max_slm_calls}")
+            problems.append(
+                f"turn {i}: {res.slm_calls} SLM calls exceed the static bound {kernel.program.max_slm_calls}"
+            )
         executed = env.states["fuzz"].log[log_before:]
         staged = [c for c in res.calls if c.result is not None]
         for c in res.calls:  # never an unregistered tool: not even attempted
             if c.tool not in registry:
-                problems.append(f"turn {i}: call to unregistered tool {c.tool} ({'ran' if c.result is not None else 'rejected'})")
+                problems.append(
+                    f"turn {i}: call to unregistered tool {c.tool} ({'ran' if c.result is not None else 'rejected'})"
+                )
         for inv in probe.invocations:  # ... and no implementation outside the registry ever ran
             if inv["tool"] not in registry:
                 problems.append(f"turn {i}: the implementation of unregistered tool {inv['tool']} was invoked")
@@ -617,24 +729,41 @@ def run_case(kernel: Kernel, case: FuzzCase, seed: int, trace: str = "off", coun
                     problems.append(f"turn {i}: {c.tool} executed without {missing}")
         committed = [c for c in res.calls if c.committed]
         if [c.tool for c in committed] != [e["tool"] for e in executed]:  # the world changed exactly by the commits
-            problems.append(f"turn {i}: committed {[c.tool for c in committed]} but the world logged {[e['tool'] for e in executed]}")
+            problems.append(
+                f"turn {i}: committed {[c.tool for c in committed]} but the world logged {[e['tool'] for e in executed]}"
+            )
         if res.halted is None:  # INV-R: every ordered task has an outcome
             lacking = [t for t in dict.fromkeys(res.order) if t not in res.outcomes]
             if lacking:
                 problems.append(f"turn {i}: INV-R tasks without outcome {lacking}")
-        problems += _check_bindings(i, res, ctx, staged, probe, registry, S_before.snapshot())  # INV-L (the turns carry no config)
+        problems += _check_bindings(
+            i, res, ctx, staged, probe, registry, S_before.snapshot()
+        )  # INV-L (the turns carry no config)
         problems += _check_dependencies(i, res, kernel.config.cvc)  # INV-R
         if counterfactual and kernel.config.cvc:
-            problems += _counterfactual(kernel, case, i, text, ctx, res, backend.log, S_before, world_before,
-                                    env.states["fuzz"], stats, trace)
+            problems += _counterfactual(
+                kernel, case, i, text, ctx, res, backend.log, S_before, world_before, env.states["fuzz"], stats, trace
+            )
         stats["unregistered_named"] += sum(
-            1 for o in res.outcomes.values() if o.status == "missing_function" and any(repr(u) in o.reason for u in case.unregistered)
+            1
+            for o in res.outcomes.values()
+            if o.status == "missing_function" and any(repr(u) in o.reason for u in case.unregistered)
         )
         stats["calls_checked"] += len(staged)
         for binds in res.bindings.values():  # same-turn binding was reached (docs/kernel.md)
-            stats["bound_from_dependencies"] += sum(1 for b in binds.values() if b.source == "S" and "dependencies" in b.consulted)
-            stats["shadowed_by_a_result_field"] += sum(1 for b in binds.values() if b.shadowed_by and "." in b.shadowed_by)
-            stats["shadowed_as_same_tool_argument"] += sum(1 for b in binds.values() if b.shadowed_by and "." not in b.shadowed_by)
-            stats["bound_from_unfinished"] += sum(1 for b in binds.values() if b.entry is not None and b.entry.startswith("unfinished."))
-        stats["unregistered_proposed"] += sum(1 for _, rep in backend.log if any(f'"{u}"' in rep.text for u in case.unregistered))
+            stats["bound_from_dependencies"] += sum(
+                1 for b in binds.values() if b.source == "S" and "dependencies" in b.consulted
+            )
+            stats["shadowed_by_a_result_field"] += sum(
+                1 for b in binds.values() if b.shadowed_by and "." in b.shadowed_by
+            )
+            stats["shadowed_as_same_tool_argument"] += sum(
+                1 for b in binds.values() if b.shadowed_by and "." not in b.shadowed_by
+            )
+            stats["bound_from_unfinished"] += sum(
+                1 for b in binds.values() if b.entry is not None and b.entry.startswith("unfinished.")
+            )
+        stats["unregistered_proposed"] += sum(
+            1 for _, rep in backend.log if any(f'"{u}"' in rep.text for u in case.unregistered)
+        )
     return CaseOutcome(results, problems, adversary.calls, stats)

@@ -24,8 +24,12 @@ class ScriptedPrimitives:
 
     def complete(self, requests):
         self.asked.update(r.primitive for r in requests)
-        return [SLMReply(json.dumps(getattr(self, "_" + r.primitive)(r.input)), {"backend": "scripted", "adapter": r.adapter})
-                for r in requests]
+        return [
+            SLMReply(
+                json.dumps(getattr(self, "_" + r.primitive)(r.input)), {"backend": "scripted", "adapter": r.adapter}
+            )
+            for r in requests
+        ]
 
     def _match_func(self, inp):
         return {"tool_name": self.tools.get(inp.task.text)}

@@ -11,7 +11,10 @@ pytest.importorskip("llguidance")
 from forethought.kernel.backends.hf import generate  # noqa: E402
 from forethought.kernel.specs import SPECS, DecomposeInput, GetOrderInput, MatchFuncInput, TaskRef, ToolBrief  # noqa: E402
 
-TOOLS = [ToolBrief(name=n, description=f"{n} tool", params={"x": "string"}, required=["x"]) for n in ("cd", "ls", "mkdir", "grep")]
+TOOLS = [
+    ToolBrief(name=n, description=f"{n} tool", params={"x": "string"}, required=["x"])
+    for n in ("cd", "ls", "mkdir", "grep")
+]
 
 
 @pytest.fixture(scope="module")
@@ -22,10 +25,14 @@ def model_and_tokenizer():
     from forethought.training.config import TinyShape
     from forethought.training.tiny import build_tokenizer, tiny_text_config
 
-    texts = [json.dumps({"tool_name": t.name, "ordered_task_ids": ["t1", "t2"]}) + " Task: list files " for t in TOOLS] * 40
+    texts = [
+        json.dumps({"tool_name": t.name, "ordered_task_ids": ["t1", "t2"]}) + " Task: list files " for t in TOOLS
+    ] * 40
     tok = build_tokenizer(texts, 400)
     torch.manual_seed(0)
-    model = Gemma3ForCausalLM(tiny_text_config(TinyShape(hidden_size=64, intermediate_size=128, num_layers=2), tok)).eval()
+    model = Gemma3ForCausalLM(
+        tiny_text_config(TinyShape(hidden_size=64, intermediate_size=128, num_layers=2), tok)
+    ).eval()
     return model, tok
 
 

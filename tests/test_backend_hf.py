@@ -18,8 +18,12 @@ from pydantic import BaseModel  # noqa: E402
 from forethought.kernel.backends import hf  # noqa: E402
 from forethought.primitives import SLMRequest  # noqa: E402
 
-CORPUS = ["stop after 1 stop after 2 stop after 3", "Summarise the request: list the files, then read one.",
-          '{"tool_name": "ls", "ordered_task_ids": ["t1", "t2"]}', "A B A B hello world"] * 20
+CORPUS = [
+    "stop after 1 stop after 2 stop after 3",
+    "Summarise the request: list the files, then read one.",
+    '{"tool_name": "ls", "ordered_task_ids": ["t1", "t2"]}',
+    "A B A B hello world",
+] * 20
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -44,10 +48,23 @@ def chatml_tokenizer(template: str = CHATML):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     specials = ["<pad>", "</s>", "<s>", "<unk>", "<|im_start|>", "<|im_end|>"]
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=320, special_tokens=specials,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
-                                   extra_special_tokens=["<|im_start|>", "<|im_end|>"])
+    tok.train_from_iterator(
+        CORPUS,
+        trainers.BpeTrainer(
+            vocab_size=320,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        extra_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
     fast.chat_template = template
     return fast
 
@@ -139,8 +156,14 @@ def test_decoding_stops_at_the_end_of_turn_token(kind):
     script = _Scripted(tok, eot)
     handle = model.register_forward_hook(script, with_kwargs=True)
     try:
-        out = hf.generate(model, tok, _msgs("stop after 3", "stop after 1", "please stop after 2"), adapter=None,
-                          batch_size=3, max_new_tokens=20)
+        out = hf.generate(
+            model,
+            tok,
+            _msgs("stop after 3", "stop after 1", "please stop after 2"),
+            adapter=None,
+            batch_size=3,
+            max_new_tokens=20,
+        )
     finally:
         handle.remove()
     assert out == ["AAA", "A", "AA"]
@@ -150,7 +173,9 @@ def test_decoding_stops_at_the_end_of_turn_token(kind):
 # ------------------------------------------------------------------ batching
 def test_batched_greedy_outputs_equal_per_example_outputs(gemma):
     model, tok = gemma
-    prompts = _msgs("hi", "list the files, then read one " * 3, '{"tool_name": "ls"}', "A B A B hello world " * 2, "stop")
+    prompts = _msgs(
+        "hi", "list the files, then read one " * 3, '{"tool_name": "ls"}', "A B A B hello world " * 2, "stop"
+    )
     batched = hf.generate(model, tok, prompts, adapter=None, batch_size=4, max_new_tokens=8)
     single = [hf.generate(model, tok, [p], adapter=None, batch_size=1, max_new_tokens=8)[0] for p in prompts]
     assert batched == single
@@ -208,8 +233,13 @@ def test_requests_are_grouped_and_routed_to_their_adapter(two_adapters, monkeypa
     ]
     replies = backend.complete(reqs)
     assert sorted(calls) == [("decompose", 2), ("match_func", 3)]  # one generate call per adapter
-    assert [r.text for r in replies] == [want["decompose"][0], want["match_func"][0], want["decompose"][1],
-                                         want["match_func"][1], want["match_func"][1]]
+    assert [r.text for r in replies] == [
+        want["decompose"][0],
+        want["match_func"][0],
+        want["decompose"][1],
+        want["match_func"][1],
+        want["match_func"][1],
+    ]
     assert [r.model["adapter"] for r in replies] == ["decompose", "match_func", "decompose", "match_func", "match_func"]
     assert all(r.model["backend"] == "hf" and r.model["model"] == "tiny" for r in replies)
 
@@ -230,8 +260,13 @@ def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
     from forethought.kernel.backends.hf import HFBackend
 
     def fake_bundle(decoding):
-        return SimpleNamespace(smoke=False, path="b", base_id="base", manifest={"decoding": decoding},
-                               load_model=lambda device: (SimpleNamespace(peft_config={}), None))
+        return SimpleNamespace(
+            smoke=False,
+            path="b",
+            base_id="base",
+            manifest={"decoding": decoding},
+            load_model=lambda device: (SimpleNamespace(peft_config={}), None),
+        )
 
     recorded = {"decompose": "free", "match_func": "constrained"}
     monkeypatch.setattr(hf, "bundle_tool_rendering", lambda path: "full")

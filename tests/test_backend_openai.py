@@ -86,8 +86,12 @@ def test_kernel_over_http_makes_the_oracle_calls(recorded):
 def test_model_names_map_and_structured_outputs(recorded):
     sol, table, _ = recorded
     with Server(table) as srv:
-        b = OpenAIBackend(srv.url, models={"decompose": "ft-decompose"}, json_schema=True, extra_body={"stop_token_ids": [106]})
-        req = SLMRequest("decompose", None, [{"role": "user", "content": "x"}], json_schema={"type": "object"}, adapter="decompose")  # type: ignore[arg-type]
+        b = OpenAIBackend(
+            srv.url, models={"decompose": "ft-decompose"}, json_schema=True, extra_body={"stop_token_ids": [106]}
+        )
+        req = SLMRequest(
+            "decompose", None, [{"role": "user", "content": "x"}], json_schema={"type": "object"}, adapter="decompose"
+        )  # type: ignore[arg-type]
         b.complete([req])
     body = srv.requests[0][1]
     assert body["model"] == "ft-decompose"
@@ -106,7 +110,9 @@ def test_the_server_gets_the_same_contract_compiled_schema_the_hf_backend_decode
         b = OpenAIBackend(srv.url, json_schema=True)
         run_solution(sol, Kernel(), lambda i, t: b)
     sent = [(body["model"], body["response_format"]["json_schema"], body["messages"]) for _, body, _ in srv.requests]
-    assert sent and all(schema["name"] == model and schema["schema"]["x-guidance"] == JSON_FORMAT for model, schema, _ in sent)
+    assert sent and all(
+        schema["name"] == model and schema["schema"]["x-guidance"] == JSON_FORMAT for model, schema, _ in sent
+    )
     model, schema, messages = next(x for x in sent if x[0] == "decompose")
     offered = [v["properties"]["tool_name"]["const"] for v in schema["schema"]["properties"]["tasks"]["items"]["anyOf"]]
     listed = re.findall(r"^- (\w+)\(", messages[-1]["content"], re.M)
@@ -125,7 +131,14 @@ def test_each_primitive_may_have_its_own_server(recorded):
     assert res.traces[0].by_primitive("match_func")[0].model["url"].startswith(own.url)
 
 
-@pytest.mark.parametrize("mode,needle", [("500", "HTTP 500: model crashed"), ("garbage", "reply is not JSON"), ("no_choices", "no choices[0].message.content")])
+@pytest.mark.parametrize(
+    "mode,needle",
+    [
+        ("500", "HTTP 500: model crashed"),
+        ("garbage", "reply is not JSON"),
+        ("no_choices", "no choices[0].message.content"),
+    ],
+)
 def test_bad_server_replies_give_located_errors(recorded, mode, needle):
     sol, table, _ = recorded
     with Server(table, mode) as srv:
@@ -136,7 +149,9 @@ def test_bad_server_replies_give_located_errors(recorded, mode, needle):
         assert srv.url in str(ei.value) and "'match_func'" in str(ei.value) and needle in str(ei.value)
         # Inside the kernel the failure is a backend error of that turn: never a contract
         # violation (a model answer), a crash or an execution.
-        res = run_solution(sol, Kernel(KernelConfig(retries=1, backend_retries=1, backend_retry_wait_s=0)), lambda i, t: b)
+        res = run_solution(
+            sol, Kernel(KernelConfig(retries=1, backend_retries=1, backend_retry_wait_s=0)), lambda i, t: b
+        )
     assert all(t.backend_error is not None and t.halted is None and t.calls == [] for t in res.turns)
     assert needle in res.turns[0].backend_error["message"] and res.turns[0].backend_error["attempts"] == 2
     assert all(r.action == "backend_error" for tr in res.traces for r in tr if r.kind == "slm")

@@ -10,7 +10,9 @@ import pytest
 def _cfg(data, tmp_path, loss):
     from forethought.training.train import config_from_overrides
 
-    return config_from_overrides(["model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path}", "logging=none", f"model.pretrain.loss={loss}"])
+    return config_from_overrides(
+        ["model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path}", "logging=none", f"model.pretrain.loss={loss}"]
+    )
 
 
 @pytest.mark.parametrize("loss", ["completion", "full"])
@@ -39,7 +41,18 @@ def test_the_prompt_loss_base_stage_trains(generated_data, tmp_path, one_torch_t
     from forethought.training import pretrain
 
     cfg = _cfg(generated_data, tmp_path, "prompt").model_copy(deep=True)
-    out = pretrain.prepare(cfg.model_copy(update={"model": cfg.model.model_copy(update={"pretrain": cfg.model.pretrain.model_copy(
-        update={"max_steps": 2, "em_eval_steps": None, "max_length": 512, "packing": False})})}))
+    out = pretrain.prepare(
+        cfg.model_copy(
+            update={
+                "model": cfg.model.model_copy(
+                    update={
+                        "pretrain": cfg.model.pretrain.model_copy(
+                            update={"max_steps": 2, "em_eval_steps": None, "max_length": 512, "packing": False}
+                        )
+                    }
+                )
+            }
+        )
+    )
     metrics = json.loads((pretrain.run_dir(cfg) / "metrics.json").read_text())
     assert (out / "config.json").is_file() and metrics["loss"] == "prompt" and metrics["global_step"] == 2

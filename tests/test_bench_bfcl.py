@@ -34,8 +34,15 @@ def _entry(entry_id: str) -> bfcl_data.Entry:
 
 
 def _turn(env, registry, config=None) -> TurnState:
-    return TurnState(config=config or KernelConfig(), env=env, scratchpad=Scratchpad(), registry=registry,  # type: ignore[arg-type]
-                     tool_briefs=[], user="", turn_context={})
+    return TurnState(
+        config=config or KernelConfig(),
+        env=env,
+        scratchpad=Scratchpad(),
+        registry=registry,  # type: ignore[arg-type]
+        tool_briefs=[],
+        user="",
+        turn_context={},
+    )
 
 
 # -- the environment adapter -----------------------------------------------------------
@@ -48,8 +55,14 @@ def test_instances_are_built_as_bfcl_builds_them():
     for entry_id in ("multi_turn_base_0", "multi_turn_base_91", "multi_turn_long_context_101"):
         entry = _entry(entry_id)
         name = bfcl_score.checker_model_name("build")
-        _, theirs = execute_multi_turn_func_call([], copy.deepcopy(entry.initial_config), entry.involved_classes, name,
-                                                 entry.id, long_context=entry.long_context)
+        _, theirs = execute_multi_turn_func_call(
+            [],
+            copy.deepcopy(entry.initial_config),
+            entry.involved_classes,
+            name,
+            entry.id,
+            long_context=entry.long_context,
+        )
         ours = BfclEnvironment(entry).instances
         assert sorted(ours) == sorted(theirs) == sorted(entry.involved_classes)
         assert state_checker(ours, theirs) == {"valid": True}, entry_id
@@ -124,8 +137,9 @@ def test_categories_entries_and_withheld_functions():
     assert bfcl_data.release_withheld(miss, registry, 3) == ["sort"] and "sort" in registry
     assert len(bfcl_data.entry_registry(_entry("multi_turn_base_0"))) == 18 + 14  # GorillaFileSystem + TwitterAPI
     assert [e.id for e in bfcl_data.select("multi_turn_base", [], 3)] == [f"multi_turn_base_{i}" for i in range(3)]
-    assert [e.id for e in bfcl_data.select("multi_turn_base", ["multi_turn_base_7", "multi_turn_miss_func_1"], None)] == [
-        "multi_turn_base_7"]
+    assert [
+        e.id for e in bfcl_data.select("multi_turn_base", ["multi_turn_base_7", "multi_turn_miss_func_1"], None)
+    ] == ["multi_turn_base_7"]
 
 
 def test_pending_request_rule():
@@ -156,7 +170,11 @@ def test_ceiling_on_all_base_entries(base_ceiling):
     assert len(through) == 199
     (blocked,) = [b for r in results for b in r.blocked]
     assert (blocked.entry, blocked.turn, blocked.call, blocked.stage) == (
-        "multi_turn_base_173", 3, "close_ticket(ticket_id='ticket_001')", "pre")
+        "multi_turn_base_173",
+        3,
+        "close_ticket(ticket_id='ticket_001')",
+        "pre",
+    )
     assert blocked.reasons == ["parameter 'ticket_id': 'ticket_001' is not of type 'integer'"]
     # bfcl's checker passes every sequence the guards let through, and not the blocked one
     assert all(r.verdict == {"valid": True} for r in through)
@@ -178,7 +196,8 @@ def test_ceiling_candidates_are_the_ground_truth_and_the_checker_is_not_vacuous(
             entry = entries[r.id]
             signatures = bfcl_data.entry_registry(entry, len(entry.turns)).signatures
             assert [[parse_call(c, signatures) for c in t] for t in r.candidate] == [
-                [parse_call(c, signatures) for c in t] for t in entry.ground_truth]
+                [parse_call(c, signatures) for c in t] for t in entry.ground_truth
+            ]
             dropped = copy.deepcopy(r.candidate)
             last = max(i for i, t in enumerate(dropped) if t)
             dropped[last] = dropped[last][:-1]
@@ -209,25 +228,46 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_ceiling_command_writes_its_report_and_the_readme_quotes_it(tmp_path, capsys):
     out = tmp_path / "ceiling"
-    assert main(["bench", "bfcl", "mode=ceiling", "categories=[base,miss_func,miss_param,long_context]", f"output_dir={out}"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "bfcl",
+                "mode=ceiling",
+                "categories=[base,miss_func,miss_param,long_context]",
+                f"output_dir={out}",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "multi_turn_base: 199/200 ground-truth sequences let through the guards; checker passes 199/199" in printed
     report = (out / "report.md").read_text()
     assert "ceiling (ground truth through the guards; no model)" in report
-    assert "| multi_turn_base | 200 | 199/200 (99.5 %) | 1142 | 1 | 199/199 | 0/1 | 28 (send_message 28) | 28/200 (14.0 %) |" in report
-    assert "| multi_turn_miss_param | multi_turn_miss_param_173 | 4 | `close_ticket(ticket_id='ticket_001')` | pre |" in report
+    assert (
+        "| multi_turn_base | 200 | 199/200 (99.5 %) | 1142 | 1 | 199/199 | 0/1 | 28 (send_message 28) | 28/200 (14.0 %) |"
+        in report
+    )
+    assert (
+        "| multi_turn_miss_param | multi_turn_miss_param_173 | 4 | `close_ticket(ticket_id='ticket_001')` | pre |"
+        in report
+    )
     header = json.loads((out / "ceiling" / "BFCL_v4_multi_turn_base_score.json").read_text().splitlines()[0])
     assert header == {"accuracy": 0.995, "correct_count": 199, "total_count": 200}
     rows = [json.loads(x) for x in (out / "ceiling" / "BFCL_v4_multi_turn_base_result.json").read_text().splitlines()]
     assert len(rows) == 200 and rows[0]["id"] == "multi_turn_base_0"
-    assert rows[0]["result"][0] == [["cd(folder='document')", "mkdir(dir_name='temp')", "mv(source='final_report.pdf', destination='temp')"]]
+    assert rows[0]["result"][0] == [
+        ["cd(folder='document')", "mkdir(dir_name='temp')", "mv(source='final_report.pdf', destination='temp')"]
+    ]
     # The README's ceiling table is this run's figures.
     readme = (ROOT / "README.md").read_text()
     for category, s in json.loads((out / "summary.json").read_text())["categories"].items():
         a = s["availability"]
         total, available = sum(a.values()), sum(a.get(k, 0) for k in bfcl_ceiling.AVAILABLE)
-        row = (f"| {category} | {s['let_through']}/{s['entries']} | {s['checker_pass_let_through']}/{s['let_through']} | "
-               f"{s['let_through_all_available']}/{s['entries']} | {available:,}/{total:,} ({100 * available / total:.1f} %) |")
+        row = (
+            f"| {category} | {s['let_through']}/{s['entries']} | {s['checker_pass_let_through']}/{s['let_through']} | "
+            f"{s['let_through_all_available']}/{s['entries']} | {available:,}/{total:,} ({100 * available / total:.1f} %) |"
+        )
         assert row in readme, row
 
 
@@ -256,8 +296,16 @@ class GroundTruthBackend(ScriptedPrimitives):
         for calls in self.answers.get(inp.user, []):
             parsed = [parse_call(c, self.signatures) for c in calls]
             if parsed and all(p.name in listed for p in parsed):
-                tasks = [{"id": f"t{j + 1}", "text": c, "tool_name": p.name, "depends_on": [f"t{j}"] if j else [],
-                          "parameters": p.args} for j, (c, p) in enumerate(zip(calls, parsed, strict=True))]
+                tasks = [
+                    {
+                        "id": f"t{j + 1}",
+                        "text": c,
+                        "tool_name": p.name,
+                        "depends_on": [f"t{j}"] if j else [],
+                        "parameters": p.args,
+                    }
+                    for j, (c, p) in enumerate(zip(calls, parsed, strict=True))
+                ]
                 self.tools.update({t["text"]: t["tool_name"] for t in tasks})
                 return {"tasks": tasks}
         self.tools[inp.user] = None
@@ -301,14 +349,27 @@ def test_recorded_run_scores_with_bfcls_checker(recorded):
     # The holdout turn re-ran the earlier, unfinished request with the function it brought.
     row = json.loads((out / "cvc_off" / "BFCL_v4_multi_turn_miss_func_result.json").read_text())
     miss = _entry("multi_turn_miss_func_0")
-    assert row["requests"][3] == miss.turns[2] and row["result"][2] == [] and row["result"][3] == [["sort(file_name='final_report.pdf')"]]
+    assert (
+        row["requests"][3] == miss.turns[2]
+        and row["result"][2] == []
+        and row["result"][3] == [["sort(file_name='final_report.pdf')"]]
+    )
 
 
 def test_replayed_run_through_the_command(recorded, tmp_path, capsys):
     recording, summary, _ = recorded
     out = tmp_path / "replay"
-    args = ["bench", "bfcl", "categories=[base,miss_func]", f"ids=[{','.join(E2E_IDS)}]", "cvc=both",
-            f"replay={recording / 'recording.jsonl'}", "backend=hf", "backend.bundle=/nonexistent", f"output_dir={out}"]
+    args = [
+        "bench",
+        "bfcl",
+        "categories=[base,miss_func]",
+        f"ids=[{','.join(E2E_IDS)}]",
+        "cvc=both",
+        f"replay={recording / 'recording.jsonl'}",
+        "backend=hf",
+        "backend.bundle=/nonexistent",
+        f"output_dir={out}",
+    ]
     assert main(args) == 0  # strict replay: the bundle that does not exist is never opened
     printed = capsys.readouterr().out
     assert "multi_turn_base (CVC on): 2/3 (66.7 %) by bfcl's checker" in printed
@@ -330,14 +391,20 @@ def test_replayed_run_through_the_command(recorded, tmp_path, capsys):
             rows = [json.loads(x) for x in result.read_text().splitlines()]
             name = bfcl_score.checker_model_name("reread")
             try:
-                verdicts = {row["id"]: bfcl_score.score(entries[row["id"]], [s[0] if s else [] for s in row["result"]],
-                                                        name)["valid"] for row in rows}
+                verdicts = {
+                    row["id"]: bfcl_score.score(entries[row["id"]], [s[0] if s else [] for s in row["result"]], name)[
+                        "valid"
+                    ]
+                    for row in rows
+                }
             finally:
                 bfcl_score.release(name)
             assert verdicts == _verdicts(replayed, category, variant)
             assert score[0]["correct_count"] == sum(verdicts.values())
             assert {r["id"] for r in score[1:]} == {i for i, ok in verdicts.items() if not ok}
-            assert (out / variant / f"{category}_turns.jsonl").is_file() and (out / variant / f"{category}_trace.jsonl").is_file()
+            assert (out / variant / f"{category}_turns.jsonl").is_file() and (
+                out / variant / f"{category}_trace.jsonl"
+            ).is_file()
 
 
 def test_replay_missing_an_answer_is_a_located_error(recorded, tmp_path, capsys):
@@ -383,11 +450,21 @@ def test_bench_needs_the_benchmark_named(capsys):
 @pytest.mark.parametrize(("policy", "code"), [("fail", 1), ("count", 0)])
 def test_unreachable_backend_is_never_scored(policy, code, tmp_path, capsys):
     out = tmp_path / policy
-    args = ["bench", "bfcl", "backend=openai", "backend.base_url=http://127.0.0.1:9/v1", "kernel.backend_retries=0",
-            "count=2", f"backend_errors={policy}", f"output_dir={out}"]
+    args = [
+        "bench",
+        "bfcl",
+        "backend=openai",
+        "backend.base_url=http://127.0.0.1:9/v1",
+        "kernel.backend_retries=0",
+        "count=2",
+        f"backend_errors={policy}",
+        f"output_dir={out}",
+    ]
     assert main(args) == code
     err = capsys.readouterr().err
-    assert "error: 2 entries got no answer from the backend and were not scored (first: multi_turn_base_0 turn 0:" in err
+    assert (
+        "error: 2 entries got no answer from the backend and were not scored (first: multi_turn_base_0 turn 0:" in err
+    )
     summary = json.loads((out / "summary.json").read_text())["categories"]["multi_turn_base"]["cvc_on"]
     assert summary["scored"] == 0 and summary["verdicts"] == {"multi_turn_base_0": None, "multi_turn_base_1": None}
     score = (out / "cvc_on" / "BFCL_v4_multi_turn_base_score.json").read_text().splitlines()
@@ -396,7 +473,11 @@ def test_unreachable_backend_is_never_scored(policy, code, tmp_path, capsys):
 
 
 def test_result_rows_are_bfcls_decoded_form():
-    assert bfcl_score.candidate_steps([["ls()"], [], ["cd(folder='a')", "pwd()"]]) == [[["ls()"]], [], [["cd(folder='a')", "pwd()"]]]
+    assert bfcl_score.candidate_steps([["ls()"], [], ["cd(folder='a')", "pwd()"]]) == [
+        [["ls()"]],
+        [],
+        [["cd(folder='a')", "pwd()"]],
+    ]
     assert Path(bfcl_data.bfcl_data_dir(), "BFCL_v4_multi_turn_base.json").is_file()
 
 

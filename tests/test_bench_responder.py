@@ -61,19 +61,32 @@ class ScriptedModel:
             request = re.search(r"## Request\n(.*?)\n\n## Tasks", rendered, re.S).group(1)  # type: ignore[union-attr]
             # A holdout turn repeats the pending request: answer the ground truth whose functions are offered.
             offered = {t["function"]["name"] for t in body["tools"]}
-            calls = next((c for c in self.by_request.get(request, [])
-                          if c and all(parse_call(x, self.signatures).name in offered for x in c)), [])
+            calls = next(
+                (
+                    c
+                    for c in self.by_request.get(request, [])
+                    if c and all(parse_call(x, self.signatures).name in offered for x in c)
+                ),
+                [],
+            )
             if not calls:
                 return {"role": "assistant", "content": "No call: a function or a value is missing."}
-            return {"role": "assistant", "content": None,
-                    "tool_calls": [_tool_call(n, c, self.signatures) for n, c in enumerate(calls)]}
+            return {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [_tool_call(n, c, self.signatures) for n, c in enumerate(calls)],
+            }
         if messages[-1]["role"] == "tool":  # vanilla, after the results: the turn is done
             return {"role": "assistant", "content": "Done."}
         users = [m for m in messages if m["role"] == "user"]
         calls = self.by_turn.get((users[0]["content"], len(users) - 1), [])
         if not calls:
             return {"role": "assistant", "content": "I cannot do that with these functions."}
-        return {"role": "assistant", "content": None, "tool_calls": [_tool_call(n, c, self.signatures) for n, c in enumerate(calls)]}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [_tool_call(n, c, self.signatures) for n, c in enumerate(calls)],
+        }
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +99,15 @@ def recording(entries, tmp_path_factory):
     """The kernel's primitives in the kernel and responder modes, recorded from the scripted backend."""
     out = tmp_path_factory.mktemp("responder") / "record"
     with ChatServer(ScriptedModel(entries)) as srv:
-        cfg = BenchConfig(mode=["kernel", "responder"], categories=["base", "miss_func"], ids=IDS, cvc="both",
-                          output_dir=str(out), record=True, responder={"base_url": srv.url})
+        cfg = BenchConfig(
+            mode=["kernel", "responder"],
+            categories=["base", "miss_func"],
+            ids=IDS,
+            cvc="both",
+            output_dir=str(out),
+            record=True,
+            responder={"base_url": srv.url},
+        )
         run_bench(cfg, backend=GroundTruthBackend(entries))
     return out / "recording.jsonl"
 
@@ -100,10 +120,23 @@ def side_by_side(entries, recording, tmp_path_factory):
     mp.setenv("FT_RESPONDER_KEY", KEY)
     try:
         with ChatServer(ScriptedModel(entries)) as srv:
-            code = main(["bench", "bfcl", "mode=[kernel,responder,vanilla]", "categories=[base,miss_func]",
-                         f"ids=[{','.join(IDS)}]", "cvc=both", f"replay={recording}", "backend=hf", "backend.bundle=/nonexistent",
-                         f"responder.base_url={srv.url}", "responder.model=base-12b", "responder.api_key_env=FT_RESPONDER_KEY",
-                         f"output_dir={out}"])
+            code = main(
+                [
+                    "bench",
+                    "bfcl",
+                    "mode=[kernel,responder,vanilla]",
+                    "categories=[base,miss_func]",
+                    f"ids=[{','.join(IDS)}]",
+                    "cvc=both",
+                    f"replay={recording}",
+                    "backend=hf",
+                    "backend.bundle=/nonexistent",
+                    f"responder.base_url={srv.url}",
+                    "responder.model=base-12b",
+                    "responder.api_key_env=FT_RESPONDER_KEY",
+                    f"output_dir={out}",
+                ]
+            )
     finally:
         mp.undo()
     return code, out, srv.requests
@@ -130,9 +163,13 @@ def test_the_three_modes_side_by_side_through_the_command(side_by_side):
     assert cats["multi_turn_miss_func"]["responder_cvc_on"]["verdicts"] == {"multi_turn_miss_func_0": True}
     assert cats["multi_turn_miss_func"]["vanilla"]["verdicts"] == {"multi_turn_miss_func_0": True}
     report = (out / "report.md").read_text()
-    assert ("| category | kernel, CVC on | kernel, CVC off | responder, CVC on | responder, CVC off | vanilla (no kernel) |"
-            in report)
-    assert "| multi_turn_base | 1/2 (50.0 %) | 2/2 (100.0 %) | 2/2 (100.0 %) | 2/2 (100.0 %) | 2/2 (100.0 %) |" in report
+    assert (
+        "| category | kernel, CVC on | kernel, CVC off | responder, CVC on | responder, CVC off | vanilla (no kernel) |"
+        in report
+    )
+    assert (
+        "| multi_turn_base | 1/2 (50.0 %) | 2/2 (100.0 %) | 2/2 (100.0 %) | 2/2 (100.0 %) | 2/2 (100.0 %) |" in report
+    )
     assert "Base model (responder and vanilla): `base-12b` at http" in report
     for folder in ("cvc_on", "cvc_off", "responder_cvc_on", "responder_cvc_off", "vanilla"):
         assert (out / folder / "BFCL_v4_multi_turn_base_score.json").is_file(), folder
@@ -140,7 +177,9 @@ def test_the_three_modes_side_by_side_through_the_command(side_by_side):
 
 def test_departures_from_the_trace_are_recorded_per_turn(side_by_side):
     _, out, _ = side_by_side
-    rows = [json.loads(x) for x in (out / "responder_cvc_on" / "multi_turn_base_answers.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(x) for x in (out / "responder_cvc_on" / "multi_turn_base_answers.jsonl").read_text().splitlines()
+    ]
     assert {r["render_version"] for r in rows} == {responder.RENDER_VERSION}
     base_1 = [r for r in rows if r["entry"] == "multi_turn_base_1"]
     assert base_1 and not any(r["departure"]["departs"] for r in base_1)  # the trace had the ground truth: kept
@@ -167,7 +206,9 @@ def test_the_protocol_the_endpoint_sees(side_by_side, entries):
     vanilla_bodies = [b for _, b, _ in requests if b not in responder_bodies]
     assert responder_bodies and vanilla_bodies
     for b in responder_bodies:
-        assert len(b["messages"]) == 2 and b["messages"][1]["content"].startswith(f"FORETHOUGHT TRACE v{responder.RENDER_VERSION}\n")
+        assert len(b["messages"]) == 2 and b["messages"][1]["content"].startswith(
+            f"FORETHOUGHT TRACE v{responder.RENDER_VERSION}\n"
+        )
         assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object" for t in b["tools"])
     # vanilla: bfcl's conversation, growing turn by turn, with each tool result answering its call by id
     last = max(vanilla_bodies, key=lambda b: len(b["messages"]))
@@ -179,7 +220,9 @@ def test_the_protocol_the_endpoint_sees(side_by_side, entries):
     miss = [b for b in vanilla_bodies if b["messages"][0]["content"] == entries[2].turns[0]]
     names = [{t["function"]["name"] for t in b["tools"]} for b in miss]
     assert any("sort" not in n for n in names) and any("sort" in n for n in names)
-    assert any(m["content"] == bfcl_data.request_text(None, "") for b in miss for m in b["messages"] if m["role"] == "user")
+    assert any(
+        m["content"] == bfcl_data.request_text(None, "") for b in miss for m in b["messages"] if m["role"] == "user"
+    )
     rows = [json.loads(x) for x in (out / "vanilla" / "multi_turn_base_answers.jsonl").read_text().splitlines()]
     assert all(r["steps"] and not r["step_limit"] for r in rows)
 
@@ -188,19 +231,35 @@ def test_no_written_file_holds_the_key(side_by_side, capsys):
     _, out, _ = side_by_side
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) > 10 and [str(p) for p in files if KEY.encode() in p.read_bytes()] == []
-    assert main(["bench", "bfcl", "mode=responder", f"responder.api_key={KEY}", "--cfg"]) == 2  # never on the command line
+    assert (
+        main(["bench", "bfcl", "mode=responder", f"responder.api_key={KEY}", "--cfg"]) == 2
+    )  # never on the command line
     printed = capsys.readouterr()
     assert KEY not in printed.out + printed.err and "responder.api_key_env=NAME" in printed.err
 
 
 def test_a_responder_that_does_not_answer_is_never_scored(entries, recording, tmp_path, capsys):
     with ChatServer(ScriptedModel(entries), mode="down") as srv:
-        code = main(["bench", "bfcl", "mode=responder", f"ids=[{IDS[0]}]", f"replay={recording}", f"responder.base_url={srv.url}",
-                     "responder.retries=1", "responder.retry_wait_s=0", f"output_dir={tmp_path / 'o'}"])
+        code = main(
+            [
+                "bench",
+                "bfcl",
+                "mode=responder",
+                f"ids=[{IDS[0]}]",
+                f"replay={recording}",
+                f"responder.base_url={srv.url}",
+                "responder.retries=1",
+                "responder.retry_wait_s=0",
+                f"output_dir={tmp_path / 'o'}",
+            ]
+        )
     assert code == 1
     assert len(srv.requests) == 2  # the request and its one retry
     err = capsys.readouterr().err
-    assert "1 entry got no answer from the backend and were not scored (first: multi_turn_base_1 turn 0:" in err and "HTTP 503" in err
+    assert (
+        "1 entry got no answer from the backend and were not scored (first: multi_turn_base_1 turn 0:" in err
+        and "HTTP 503" in err
+    )
     s = _summary(tmp_path / "o")["categories"]["multi_turn_base"]["responder_cvc_on"]
     assert s["scored"] == 0 and s["verdicts"] == {"multi_turn_base_1": None}
 
@@ -218,20 +277,34 @@ def _reply(message):
 
 def test_tool_calls_and_call_strings_are_read_and_failures_located():
     reg = _registry()
-    a = responder.parse_answer(_reply({"tool_calls": [
-        {"id": "a", "function": {"name": "cd", "arguments": '{"folder": "document"}'}},
-        {"id": "b", "function": {"name": "mkdir", "arguments": '{"dir_name": '}},
-        {"id": "c", "function": {"name": "ls", "arguments": ""}},
-        {"id": "d", "function": {"name": "rm -rf", "arguments": "{}"}},
-        {"id": "e", "function": {"name": "mv", "arguments": "[1]"}},
-    ]}), reg)
+    a = responder.parse_answer(
+        _reply(
+            {
+                "tool_calls": [
+                    {"id": "a", "function": {"name": "cd", "arguments": '{"folder": "document"}'}},
+                    {"id": "b", "function": {"name": "mkdir", "arguments": '{"dir_name": '}},
+                    {"id": "c", "function": {"name": "ls", "arguments": ""}},
+                    {"id": "d", "function": {"name": "rm -rf", "arguments": "{}"}},
+                    {"id": "e", "function": {"name": "mv", "arguments": "[1]"}},
+                ]
+            }
+        ),
+        reg,
+    )
     assert a.calls == [("cd", {"folder": "document"}, "a"), ("ls", {}, "c")]
     assert a.errors[0].startswith("tool_calls[1].function.arguments: not JSON (Expecting value at column 14) in ")
     assert a.errors[1] == "tool_calls[3].function.name: 'rm -rf' is not a function name"
     assert a.errors[2] == "tool_calls[4].function.arguments: expected an object, got list"
-    text = responder.parse_answer(_reply({"content": "Sure.\n```python\n[cd(folder='document'), mkdir(dir_name='temp')]\n```"}), reg)
-    assert [(n, x) for n, x, _ in text.calls] == [("cd", {"folder": "document"}), ("mkdir", {"dir_name": "temp"})] and not text.errors
-    assert responder.parse_answer(_reply({"content": "[cd('document')]"}), reg).calls == [("cd", {"folder": "document"}, None)]
+    text = responder.parse_answer(
+        _reply({"content": "Sure.\n```python\n[cd(folder='document'), mkdir(dir_name='temp')]\n```"}), reg
+    )
+    assert [(n, x) for n, x, _ in text.calls] == [
+        ("cd", {"folder": "document"}),
+        ("mkdir", {"dir_name": "temp"}),
+    ] and not text.errors
+    assert responder.parse_answer(_reply({"content": "[cd('document')]"}), reg).calls == [
+        ("cd", {"folder": "document"}, None)
+    ]
     broken = responder.parse_answer(_reply({"content": "[cd(folder='document'), mkdir(dir_name=]"}), reg)
     assert broken.calls == [] and broken.errors[0].startswith("content: ")
     prose = responder.parse_answer(_reply({"content": "No call is needed: the file is missing."}), reg)
@@ -247,25 +320,55 @@ def test_answered_calls_run_through_the_guards(entries):
     from forethought.kernel.scratchpad import Scratchpad
 
     entry = _entry("multi_turn_base_0")
-    answer = responder.Answer(calls=[("cd", {"folder": "document"}, None), ("launch", {}, None), ("mkdir", {"dir_name": 7}, None),
-                                     ("mkdir", {"dir_name": "temp"}, None)])
+    answer = responder.Answer(
+        calls=[
+            ("cd", {"folder": "document"}, None),
+            ("launch", {}, None),
+            ("mkdir", {"dir_name": 7}, None),
+            ("mkdir", {"dir_name": "temp"}, None),
+        ]
+    )
     for cvc, expect in ((True, ["pre"]), (False, [])):
         env = BfclEnvironment(entry)
-        turn = TurnState(config=KernelConfig(cvc=cvc), env=env, scratchpad=Scratchpad(), registry=bfcl_data.entry_registry(entry),  # type: ignore[arg-type]
-                         tool_briefs=[], user="", turn_context={})
+        turn = TurnState(
+            config=KernelConfig(cvc=cvc),
+            env=env,
+            scratchpad=Scratchpad(),
+            registry=bfcl_data.entry_registry(entry),  # type: ignore[arg-type]
+            tool_briefs=[],
+            user="",
+            turn_context={},
+        )
         committed, blocked = execute_answer(answer, turn, "r0")
-        assert blocked[0] == {"call": "launch()", "stage": "unregistered", "reasons": ["'launch' is not in the registry"]}
-        assert [b["stage"] for b in blocked[1:]] == expect  # CVC on: ToolGate's precondition refuses a number for a string
+        assert blocked[0] == {
+            "call": "launch()",
+            "stage": "unregistered",
+            "reasons": ["'launch' is not in the registry"],
+        }
+        assert [
+            b["stage"] for b in blocked[1:]
+        ] == expect  # CVC on: ToolGate's precondition refuses a number for a string
         assert committed[0] == "cd(folder='document')" and committed[-1] == "mkdir(dir_name='temp')"
         assert "temp" in env.instances["GorillaFileSystem"].ls()["current_directory_content"]
 
 
 def test_departures_pair_a_changed_call_by_function():
     d = responder.departures(["cd(folder='a')", "mkdir(dir_name='x')", "ls()"], ["cd(folder='b')", "ls()", "pwd()"])
-    assert d == {"kept": 1, "added": ["pwd()"], "dropped": ["mkdir(dir_name='x')"],
-                 "changed": [{"trace": "cd(folder='a')", "answer": "cd(folder='b')"}], "departs": True}
+    assert d == {
+        "kept": 1,
+        "added": ["pwd()"],
+        "dropped": ["mkdir(dir_name='x')"],
+        "changed": [{"trace": "cd(folder='a')", "answer": "cd(folder='b')"}],
+        "departs": True,
+    }
     assert responder.departures(["ls()", "ls()"], ["ls()"])["dropped"] == ["ls()"]
-    assert responder.departures(["ls()"], ["ls()"]) == {"kept": 1, "added": [], "dropped": [], "changed": [], "departs": False}
+    assert responder.departures(["ls()"], ["ls()"]) == {
+        "kept": 1,
+        "added": [],
+        "dropped": [],
+        "changed": [],
+        "departs": False,
+    }
 
 
 # -- what the rendering holds: the paper's Figure 1, and blocked / missing turns --------------------
@@ -279,20 +382,25 @@ def _rendered(path: str) -> list[str]:
 
 def test_the_rendering_of_figure_1_holds_what_the_responder_needs():
     first, second = _rendered("data_gen/solutions/file_system/paper_figure1.json")
-    assert first.startswith(f"FORETHOUGHT TRACE v{responder.RENDER_VERSION}\n\n## Request\nMove report.txt into a new folder called archive.\n")
+    assert first.startswith(
+        f"FORETHOUGHT TRACE v{responder.RENDER_VERSION}\n\n## Request\nMove report.txt into a new folder called archive.\n"
+    )
     for needed in (
         '- t1: Create the directory archive; values {"dir_name": "archive"}',
         "- t2: Move report.txt into archive; after t1",
         "## Order (get_order)\nt1, t2",
-        "### t1: Create the directory archive\nfunction (match_func): mkdir\nparameter dir_name = \"archive\" (from tau)\noutcome: executed (mkdir)",
-        "1. [t1, task] mkdir(dir_name='archive') -> committed; result {\"created\": \"archive\"}",
+        '### t1: Create the directory archive\nfunction (match_func): mkdir\nparameter dir_name = "archive" (from tau)\noutcome: executed (mkdir)',
+        '1. [t1, task] mkdir(dir_name=\'archive\') -> committed; result {"created": "archive"}',
         "2. [t2, task] mv(source='report.txt', destination='archive') -> committed; result",
         "- decompose: 1 attempt(s); violations: none",
         '- destination = "archive"',
     ):
         assert needed in first, needed
     assert 'parameter folder = "archive" (from S)' in second  # the second turn binds from what the first wrote
-    assert "grep(file_name='report.txt', pattern='revenue') -> committed; result {\"matching_lines\": [\"Q1 revenue grew 4%\"" in second
+    assert (
+        "grep(file_name='report.txt', pattern='revenue') -> committed; result {\"matching_lines\": [\"Q1 revenue grew 4%\""
+        in second
+    )
 
 
 @pytest.mark.parametrize(("path", "needed"), [
@@ -315,7 +423,10 @@ def test_the_rendering_holds_blocked_tasks_and_missing_functions_and_parameters(
 
 def test_the_format_document_names_every_section_the_rendering_writes():
     doc = (ROOT / "docs" / "responder.md").read_text()
-    assert f"FORETHOUGHT TRACE v{responder.RENDER_VERSION}" in doc and f'RENDER_VERSION = "{responder.RENDER_VERSION}"' in doc
+    assert (
+        f"FORETHOUGHT TRACE v{responder.RENDER_VERSION}" in doc
+        and f'RENDER_VERSION = "{responder.RENDER_VERSION}"' in doc
+    )
     texts = _rendered("data_gen/solutions/telecom/roaming_blocked_then_resume.json")
     texts.append(responder.render_turn("x", TurnResult(index=0, user="x", halted={"reason": "a cycle"})))
     sections = {ln for t in texts for ln in t.splitlines() if ln.startswith("## ")}
@@ -336,15 +447,25 @@ class Deployment:
         shift = 0.0 if same else 0.25
         tokens = [{"token": "{", "logprob": -0.1 - shift}, {"token": "}", "logprob": -0.2}]
         text = '{"tasks": []}' if same else '{"tasks": [{"id": "t1"}]}'
-        return {"message": {"role": "assistant", "content": text if body["model"] != "match_fill" else '{"tasks": []}'},
-                "logprobs": {"content": tokens}}
+        return {
+            "message": {"role": "assistant", "content": text if body["model"] != "match_fill" else '{"tasks": []}'},
+            "logprobs": {"content": tokens},
+        }
 
 
 def test_serving_check_finds_an_adapter_served_as_the_base(capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with ChatServer(Deployment()) as srv:  # type: ignore[arg-type]
-        code = main(["bench", "serving", "backend=openai", f"backend.base_url={srv.url}", "responder.model=base-12b",
-                     "+backend.models.decompose=ft-decompose"])
+        code = main(
+            [
+                "bench",
+                "serving",
+                "backend=openai",
+                f"backend.base_url={srv.url}",
+                "responder.model=base-12b",
+                "+backend.models.decompose=ft-decompose",
+            ]
+        )
     out = capsys.readouterr().out
     assert code == 1
     assert "get_order            model 'get_order': SAME AS THE BASE (adapter not applied?)" in out
@@ -353,8 +474,9 @@ def test_serving_check_finds_an_adapter_served_as_the_base(capsys, monkeypatch):
     assert "match_fill           model 'match_fill': applies; text differs: False; max |Δlogprob| 0.25" in out
     assert "model 'ft-decompose': applies" in out
     models = [b["model"] for _, b, _ in srv.requests]
-    assert models[0] == "base-12b" and sorted(models[1:]) == sorted(["ft-decompose", "get_order", "check_prerequisites",
-                                                                     "match_func", "match_fill"])
+    assert models[0] == "base-12b" and sorted(models[1:]) == sorted(
+        ["ft-decompose", "get_order", "check_prerequisites", "match_func", "match_fill"]
+    )
     assert all(b["logprobs"] is True and b["temperature"] == 0.0 for _, b, _ in srv.requests)
     assert {a for _, _, a in srv.requests} == {f"Bearer {KEY}"}
     assert main(["bench", "serving"]) == 2  # the hf backend is no deployment

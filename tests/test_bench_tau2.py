@@ -55,7 +55,10 @@ def test_gold_actions_through_the_adapter_pass_taus_evaluator_on_all_114_base_ta
     # the evaluator builds its gold world with make_tool_call (no sync_tools) and replays the trajectory with
     # get_response (which syncs the device with the line). Both worlds are tau2's own, not the adapter's.
     assert sum(1 for v in verdicts.values() if v["db_match"]) == 43
-    assert Counter(tuple(v["reward_basis"]) for v in verdicts.values()) == {("ENV_ASSERTION",): 94, ("ENV_ASSERTION", "ACTION"): 20}
+    assert Counter(tuple(v["reward_basis"]) for v in verdicts.values()) == {
+        ("ENV_ASSERTION",): 94,
+        ("ENV_ASSERTION", "ACTION"): 20,
+    }
 
 
 def test_the_evaluator_is_not_vacuous():
@@ -78,8 +81,13 @@ def test_committed_calls_are_the_pairs_tau2_replays_with_matching_ids_and_the_en
     task = _task(5)  # refuel_data on the agent's DB, then toggle_roaming on the user's device
     env = _replay_gold(task)
     msgs = env.trajectory()
-    assert [type(m).__name__ for m in msgs] == ["AssistantMessage", "ToolMessage", "AssistantMessage", "ToolMessage",
-                                                  "AssistantMessage"]
+    assert [type(m).__name__ for m in msgs] == [
+        "AssistantMessage",
+        "ToolMessage",
+        "AssistantMessage",
+        "ToolMessage",
+        "AssistantMessage",
+    ]
     for call_msg, tool_msg in zip(msgs[0:-1:2], msgs[1:-1:2], strict=True):
         assert isinstance(call_msg, AssistantMessage) and isinstance(tool_msg, ToolMessage)
         (call,) = call_msg.tool_calls
@@ -130,7 +138,10 @@ def test_the_registry_is_taus_tools_through_our_openai_importer():
 
 def test_pass_hat_k_is_taus():
     assert tau2_score.pass_hat_k({"a": [True, True, False], "b": [False, False, False]}) == {
-        1: pytest.approx(1 / 3), 2: pytest.approx(1 / 6), 3: 0.0}
+        1: pytest.approx(1 / 3),
+        2: pytest.approx(1 / 6),
+        3: 0.0,
+    }
     assert tau2_score.pass_hat_k({"a": [True], "b": [True, False]}) == {}  # trials differ: no pass^k
 
 
@@ -153,9 +164,16 @@ class GoldBackend(ScriptedPrimitives):
         self.arguments: dict[str, dict] = {}
 
     def _decompose(self, inp):
-        tasks = [{"id": f"t{j + 1}", "text": f"{a.name} {json.dumps(a.arguments, sort_keys=True)}", "tool_name": a.name,
-                  "depends_on": [f"t{j}"] if j else [], "parameters": a.arguments}
-                 for j, a in enumerate(self.by_ticket[inp.user])]
+        tasks = [
+            {
+                "id": f"t{j + 1}",
+                "text": f"{a.name} {json.dumps(a.arguments, sort_keys=True)}",
+                "tool_name": a.name,
+                "depends_on": [f"t{j}"] if j else [],
+                "parameters": a.arguments,
+            }
+            for j, a in enumerate(self.by_ticket[inp.user])
+        ]
         self.tools.update({t["text"]: t["tool_name"] for t in tasks})
         self.arguments.update({t["text"]: t["parameters"] for t in tasks})
         return {"tasks": tasks}
@@ -181,14 +199,21 @@ class GoldModel:
         if messages[0]["content"] == responder.SYSTEM_PROMPT:
             ticket = messages[1]["content"].split("## Request\n", 1)[1].split("\n\n## Tasks", 1)[0]
             actions = self.by_ticket[ticket]
-            return {"role": "assistant", "content": None, "tool_calls": [self._call(k, a) for k, a in enumerate(actions)]}
+            return {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [self._call(k, a) for k, a in enumerate(actions)],
+            }
         ticket = messages[0]["content"].split("<ticket>\n", 1)[1].split("\n</ticket>", 1)[0]
         done = sum(1 for m in messages if m["role"] == "assistant")
         actions = self.by_ticket[ticket]
         if done < len(actions):
             return {"role": "assistant", "content": None, "tool_calls": [self._call(done, actions[done])]}
-        return {"role": "assistant", "content": None,
-                "tool_calls": [{"id": "stop", "type": "function", "function": {"name": "done", "arguments": "{}"}}]}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "stop", "type": "function", "function": {"name": "done", "arguments": "{}"}}],
+        }
 
     @staticmethod
     def _call(k, a):
@@ -221,8 +246,19 @@ def side_by_side(recording, tmp_path_factory):
     out = tmp_path_factory.mktemp("tau2") / "side_by_side"
     ids = _ids(E2E + [SAME_TICKET])
     with ChatServer(GoldModel([_task(i) for i in E2E])) as srv:
-        code = main(["bench", "tau2", "mode=[kernel,responder,vanilla]", f"ids=[{','.join(json.dumps(i) for i in ids)}]",
-                     "cvc=both", "seeds=[0,1]", f"replay={recording[0]}", f"output_dir={out}", f"responder.base_url={srv.url}"])
+        code = main(
+            [
+                "bench",
+                "tau2",
+                "mode=[kernel,responder,vanilla]",
+                f"ids=[{','.join(json.dumps(i) for i in ids)}]",
+                "cvc=both",
+                "seeds=[0,1]",
+                f"replay={recording[0]}",
+                f"output_dir={out}",
+                f"responder.base_url={srv.url}",
+            ]
+        )
         requests = list(srv.requests)
     assert code == 0
     return out, json.loads((out / "summary.json").read_text()), requests
@@ -236,9 +272,11 @@ def _rewards(summary, key):
 def test_recorded_kernel_run_is_scored_by_taus_evaluator(recording):
     _, summary = recording
     assert {k: v["rewards"]["0"] for k, v in summary["settings"]["cvc_on"]["per_task"].items()} == {
-        _task(i).id: KERNEL_CVC_ON[i] for i in E2E}
+        _task(i).id: KERNEL_CVC_ON[i] for i in E2E
+    }
     assert {k: v["rewards"]["0"] for k, v in summary["settings"]["cvc_off"]["per_task"].items()} == {
-        _task(i).id: KERNEL_CVC_OFF[i] for i in E2E}
+        _task(i).id: KERNEL_CVC_OFF[i] for i in E2E
+    }
     (halt,) = summary["settings"]["cvc_on"]["halted"]
     assert halt["task"] == _task(65).id
 
@@ -251,14 +289,18 @@ def test_the_three_modes_side_by_side_through_the_command(side_by_side):
     # the scripted responder and vanilla answer each ticket's chosen task's gold: they pass those, and fail
     # task 3 for the same reason the kernel does (its ticket is task 0's; its device differs)
     for key in ("responder_cvc_on", "responder_cvc_off", "vanilla"):
-        assert _rewards(summary, key) == {i: {"0": 0.0, "1": 0.0} if i == SAME_TICKET else {"0": 1.0, "1": 1.0}
-                                          for i in E2E + [SAME_TICKET]}, key
+        assert _rewards(summary, key) == {
+            i: {"0": 0.0, "1": 0.0} if i == SAME_TICKET else {"0": 1.0, "1": 1.0} for i in E2E + [SAME_TICKET]
+        }, key
     # pass^k over the two seeds, as tau2 computes it (every seed gave the same trial here)
     assert summary["settings"]["cvc_off"]["pass_hat_k"] == {"1": pytest.approx(5 / 6), "2": pytest.approx(5 / 6)}
     assert summary["settings"]["cvc_on"]["pass_hat_k"] == {"1": pytest.approx(4 / 6), "2": pytest.approx(4 / 6)}
     assert summary["settings"]["vanilla"]["terminations"] == {"agent_stop": 12}
     report = (out / "report.md").read_text()
-    assert "scored by tau2's own `evaluate_simulation`" in report and "| vanilla (no kernel) | 6 | 12/12 | 10/12 (83.3 %) |" in report
+    assert (
+        "scored by tau2's own `evaluate_simulation`" in report
+        and "| vanilla (no kernel) | 6 | 12/12 | 10/12 (83.3 %) |" in report
+    )
     assert "pass^2" in report
     # the responder with CVC on answers task 65's gold although the kernel's trial halted: a departure, recorded
     answers = [json.loads(x) for x in (out / "responder_cvc_on" / "answers.jsonl").read_text().splitlines()]

@@ -29,8 +29,15 @@ def external_base(tiny_pipeline, tmp_path):
 
 
 def _package(tiny_pipeline, train, out) -> list[str]:
-    return ["package", f"train_dir={train}", f"validate_dir={tiny_pipeline / 'validate'}", f"dataset_dir={tiny_pipeline / 'data'}",
-            f"output_dir={out}", "allow_failed_gates=true", "copy_base=never"]
+    return [
+        "package",
+        f"train_dir={train}",
+        f"validate_dir={tiny_pipeline / 'validate'}",
+        f"dataset_dir={tiny_pipeline / 'data'}",
+        f"output_dir={out}",
+        "allow_failed_gates=true",
+        "copy_base=never",
+    ]
 
 
 def _as_pickle(base) -> None:
@@ -39,7 +46,9 @@ def _as_pickle(base) -> None:
     (base / "pytorch_model.bin").write_bytes(pickle.dumps({"w": datetime.datetime(2020, 1, 1)}))
 
 
-def test_a_bundle_whose_external_base_holds_a_pickle_is_refused_before_loading(tiny_pipeline, external_base, tmp_path, capsys):
+def test_a_bundle_whose_external_base_holds_a_pickle_is_refused_before_loading(
+    tiny_pipeline, external_base, tmp_path, capsys
+):
     base, train = external_base
     bundle = tmp_path / "bundle"
     assert main(_package(tiny_pipeline, train, bundle)) == 0
@@ -49,7 +58,16 @@ def test_a_bundle_whose_external_base_holds_a_pickle_is_refused_before_loading(t
     m["base"]["files"] = {**files, "pytorch_model.bin": sha256_file(base / "pytorch_model.bin")}
     (bundle / "manifest.json").write_text(json.dumps(m))
     capsys.readouterr()
-    rc = main(["run", FIG1, "backend=hf", f"backend.bundle={bundle}", "backend.allow_smoke=true", f"output_dir={tmp_path / 'r'}"])
+    rc = main(
+        [
+            "run",
+            FIG1,
+            "backend=hf",
+            f"backend.bundle={bundle}",
+            "backend.allow_smoke=true",
+            f"output_dir={tmp_path / 'r'}",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err, err
     assert f"error: {base / 'pytorch_model.bin'}: a pickle among the model's files (loading one runs code)" in err
@@ -63,8 +81,13 @@ def test_package_refuses_an_external_base_that_holds_a_pickle(tiny_pipeline, ext
     assert not (tmp_path / "bundle").exists()
 
 
-def test_a_pickle_renamed_safetensors_in_an_external_base_is_refused_too(tiny_pipeline, external_base, tmp_path, capsys):
+def test_a_pickle_renamed_safetensors_in_an_external_base_is_refused_too(
+    tiny_pipeline, external_base, tmp_path, capsys
+):
     base, train = external_base
     (base / "model.safetensors").write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
     assert main(_package(tiny_pipeline, train, tmp_path / "bundle")) == 2
-    assert f"error: {base / 'model.safetensors'}: not a safetensors file (no valid header; a pickle renamed?)" in capsys.readouterr().err
+    assert (
+        f"error: {base / 'model.safetensors'}: not a safetensors file (no valid header; a pickle renamed?)"
+        in capsys.readouterr().err
+    )

@@ -25,8 +25,17 @@ def test_help_of_every_command_and_subcommand_works_in_a_fresh_process(tmp_path)
     """Each in its own interpreter: a --help that works only after another command imported something
     (generate, validate and evaluate needed the primitive registry) fails here."""
     env = {**os.environ, "FORETHOUGHT_DEBUG": ""}
-    procs = {" ".join(line): subprocess.Popen([sys.executable, "-m", "forethought.cli", *line, "--help"], cwd=tmp_path, env=env,
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for line in HELP_LINES}
+    procs = {
+        " ".join(line): subprocess.Popen(
+            [sys.executable, "-m", "forethought.cli", *line, "--help"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for line in HELP_LINES
+    }
     for name, proc in procs.items():
         out, err = proc.communicate()
         assert proc.returncode == 0 and "Traceback" not in err, f"{name} --help: {err[-2000:]}"
@@ -66,11 +75,14 @@ def test_errors_name_the_key_as_written_not_pydantics_union_tag(capsys):
     assert "  - backend.device: " in err and "backend.hf." not in err
 
 
-@pytest.mark.parametrize("args", [
-    ["verify", "a" * 300 + ".json"],                      # a name over the file system's 255 bytes
-    ["demo-dsl", "out=/tmp/" + "a" * 300],
-    ["demo-dsl", "out=/proc/forethought-test/out.txt"],     # a pseudo file system: nothing can be created there
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "a" * 300 + ".json"],  # a name over the file system's 255 bytes
+        ["demo-dsl", "out=/tmp/" + "a" * 300],
+        ["demo-dsl", "out=/proc/forethought-test/out.txt"],  # a pseudo file system: nothing can be created there
+    ],
+)
 def test_a_path_the_file_system_cannot_hold_is_a_located_error(args, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -88,7 +100,10 @@ def test_an_os_error_that_is_not_about_a_path_stays_an_internal_error(capsys):
     assert "internal error" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("out", "why"), [("{file}/trace.jsonl", "is a file, not a folder"), ("{tmp}", "is a folder; out= names the trace file")])
+@pytest.mark.parametrize(
+    ("out", "why"),
+    [("{file}/trace.jsonl", "is a file, not a folder"), ("{tmp}", "is a folder; out= names the trace file")],
+)
 def test_demo_dsl_refuses_its_trace_path_before_it_runs(out, why, tmp_path, capsys):
     (tmp_path / "f").write_text("kept")
     assert main(["demo-dsl", "out=" + out.format(file=tmp_path / "f", tmp=tmp_path)]) == 2

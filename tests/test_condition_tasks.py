@@ -62,6 +62,7 @@ def test_a_false_predicate_skips_the_task_and_is_not_a_failure():
 def test_a_predicate_on_an_absent_key_fails_closed():
     def absent(d):
         d["turns"][0]["tasks"][1]["when"]["key"] = "get_details_by_id.no_such_field"
+
     res, _ = _run(_edit(_load("telecom/resume_if_suspended.json"), absent))
     assert res.outcomes["t2"].status == "skipped_condition" and "S has no" in res.outcomes["t2"].reason
     assert [c.tool for c in res.committed_calls] == ["get_details_by_id"]
@@ -71,6 +72,7 @@ def test_a_conditional_task_whose_dependency_failed_is_skipped_for_the_dependenc
     def unknown_line(d):  # the world has another line, so reading the requested one fails
         lines = d["initial_state"]["telecom"]["lines"]
         lines["L-0000"] = lines.pop("${line}")
+
     res, _ = _run(_edit(_load("telecom/resume_if_suspended.json"), unknown_line))
     assert res.outcomes["t1"].status == "tool_failed"
     assert res.outcomes["t2"].status == "skipped" and res.outcomes["t2"].condition is None
@@ -84,6 +86,7 @@ def _tmp_files(n: int):
             del children[k]
         for i in range(n):
             children[f"junk_{i:02d}.tmp"] = {"type": "file", "content": str(i)}
+
     return edit
 
 
@@ -104,13 +107,20 @@ def test_fan_out_runs_one_instance_per_element(n):
 
 
 def test_elements_beyond_max_fanout_are_reported_not_run():
-    res, world = _run(_edit(_load("file_system/delete_every_tmp_file.json"), _tmp_files(5)), KernelConfig(strict_invariants=True, max_fanout=2))
+    res, world = _run(
+        _edit(_load("file_system/delete_every_tmp_file.json"), _tmp_files(5)),
+        KernelConfig(strict_invariants=True, max_fanout=2),
+    )
     out = res.outcomes["t2"]
     assert out.status == "partial"
     assert out.instances == ["t2[0]", "t2[1]"] and out.beyond_bound == ["junk_02.tmp", "junk_03.tmp", "junk_04.tmp"]
     assert "beyond max_fanout=2 not run" in out.reason and "junk_04.tmp" in out.reason
     assert len([c for c in res.committed_calls if c.tool == "rm"]) == 2
-    assert sorted(k for k in world["file_system"]["root"]["children"] if k.endswith(".tmp")) == ["junk_02.tmp", "junk_03.tmp", "junk_04.tmp"]
+    assert sorted(k for k in world["file_system"]["root"]["children"] if k.endswith(".tmp")) == [
+        "junk_02.tmp",
+        "junk_03.tmp",
+        "junk_04.tmp",
+    ]
 
 
 def test_a_failing_instance_abandons_only_itself():
@@ -124,9 +134,12 @@ def test_a_failing_instance_abandons_only_itself():
 def test_a_failing_first_instance_does_not_stop_the_next():
     def already_following_first(d):  # the first commenter is followed already: following them again fails
         d["initial_state"]["social"]["posting"]["following"]["${me}"].append("${c1}")
+
     res, world = _run(_edit(_load("social/follow_each_commenter.json"), already_following_first))
     assert [res.outcomes[f"t2[{k}]"].status for k in range(2)] == ["tool_failed", "executed"]
-    assert [c.arguments for c in res.committed_calls if c.tool == "follow_user"] == [{"username_to_follow": "runner_max"}]
+    assert [c.arguments for c in res.committed_calls if c.tool == "follow_user"] == [
+        {"username_to_follow": "runner_max"}
+    ]
     assert res.outcomes["t2"].status == "partial"
     assert world["social"]["posting"]["following"]["bookworm"] == ["nightowl", "chef_maria", "runner_max"]
 
@@ -140,6 +153,7 @@ def test_the_static_bound_counts_max_fanout():
 # ------------------------------------------------------------ decompose's contract
 def _decompose_violations(edit) -> list[str]:
     from forethought.kernel.specs import _golden
+
     case = json.loads(json.dumps(_golden()["decompose"][2]))
     edit(case["target"]["tasks"])
     inp = DECOMPOSE.input_type.model_validate(case["input"])
@@ -150,13 +164,16 @@ def test_decompose_contract_accepts_the_golden_conditional_and_fan_out():
     assert _decompose_violations(lambda ts: None) == []
 
 
-@pytest.mark.parametrize("edit,needle", [
-    (lambda ts: ts[3].update(depends_on=[]), "not in its depends_on"),
-    (lambda ts: ts[3]["parameters"].update(id="B-1"), "must not state it"),
-    (lambda ts: ts[3]["for_each"].update(param="bill"), "not a parameter"),
-    (lambda ts: ts[1]["when"].update(value="closed"), "not grounded"),
-    (lambda ts: ts[1]["when"].update(op="truthy"), "takes no value"),
-])
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda ts: ts[3].update(depends_on=[]), "not in its depends_on"),
+        (lambda ts: ts[3]["parameters"].update(id="B-1"), "must not state it"),
+        (lambda ts: ts[3]["for_each"].update(param="bill"), "not a parameter"),
+        (lambda ts: ts[1]["when"].update(value="closed"), "not grounded"),
+        (lambda ts: ts[1]["when"].update(op="truthy"), "takes no value"),
+    ],
+)
 def test_decompose_contract_rejects_malformed_conditions(edit, needle):
     assert any(needle in v for v in _decompose_violations(edit)), _decompose_violations(edit)
 
@@ -170,6 +187,7 @@ def test_the_solutions_that_failed_before_verify_now():
 def test_fan_out_tag_needs_instances_with_their_calls():
     def tag(d):
         d["tags"].append("fan_out")
+
     with pytest.raises(Divergence, match="tag 'fan_out' needs"):
         verify_solution(_edit(_load("telecom/payment_request_each_overdue_bill.json"), tag))
 
@@ -178,6 +196,7 @@ def test_a_wrong_predicate_annotation_is_a_divergence():
     def flip(d):  # says the predicate held and the task executed, on a line that is active
         t = d["turns"][0]["tasks"][1]
         t["when"]["value"] = "active"
+
     with pytest.raises(Divergence):
         verify_solution(_edit(_load("telecom/resume_if_suspended_line_active.json"), flip))
 
@@ -186,13 +205,30 @@ def test_a_wrong_predicate_annotation_is_a_divergence():
 def test_generated_decompose_targets_teach_when_and_for_each(tmp_path):
     src = tmp_path / "solutions"
     src.mkdir()
-    for rel in ("telecom/resume_if_suspended.json", "trading/watch_every_stock_in_range.json", "file_system/copy_if_todo_none.json"):
+    for rel in (
+        "telecom/resume_if_suspended.json",
+        "trading/watch_every_stock_in_range.json",
+        "file_system/copy_if_todo_none.json",
+    ):
         shutil.copy(SOL / rel, src / Path(rel).name)
-    cfg = DataConfig.model_validate(dict(solutions=[str(src)], output_dir=str(tmp_path / "data"), seed=0, workers=1, max_rounds=30,
-                                         sizes={"decompose": 12, "get_order": 0, "check_prerequisites": 0, "match_func": 0, "match_fill": 0},
-                                         validation_fraction=0.2, allow_undersized=True))
+    cfg = DataConfig.model_validate(
+        dict(
+            solutions=[str(src)],
+            output_dir=str(tmp_path / "data"),
+            seed=0,
+            workers=1,
+            max_rounds=30,
+            sizes={"decompose": 12, "get_order": 0, "check_prerequisites": 0, "match_func": 0, "match_fill": 0},
+            validation_fraction=0.2,
+            allow_undersized=True,
+        )
+    )
     generate(cfg)
-    rows = [x for split in ("train", "validation") for x in (tmp_path / "data" / "decompose" / f"{split}.jsonl").read_text().splitlines()]
+    rows = [
+        x
+        for split in ("train", "validation")
+        for x in (tmp_path / "data" / "decompose" / f"{split}.jsonl").read_text().splitlines()
+    ]
     targets = [json.loads(x)["target"] for x in rows if x.strip()]
     tasks = [t for target in targets for t in target["tasks"]]
     assert any(t["when"] is not None for t in tasks) and any(t["for_each"] is not None for t in tasks)
@@ -202,6 +238,7 @@ def test_generated_decompose_targets_teach_when_and_for_each(tmp_path):
 
 def test_the_html_trace_shows_the_condition_and_each_instance():
     from forethought.kernel.trace_html import render_turn
+
     res, _ = _run(_load("telecom/payment_request_each_overdue_bill.json"))
     html = render_turn(res, None)
     assert "for each bill_id in t1.bills" in html and "Task t2[0]" in html and "Task t2[1]" in html

@@ -29,7 +29,9 @@ def test_generate_writes_exactly_the_row_model(generated_data):
 def test_the_card_and_the_features_describe_the_model_s_fields():
     names = list(DatasetRow.model_fields)
     assert list(features()) == names == list(field_kinds())
-    assert [x.removeprefix("  - name: ") for x in card_front_matter().splitlines() if x.startswith("  - name: ")] == names
+    assert [
+        x.removeprefix("  - name: ") for x in card_front_matter().splitlines() if x.startswith("  - name: ")
+    ] == names
     assert [x.split("`")[1] for x in field_list().splitlines()] == names
     assert all(DatasetRow.model_fields[n].description for n in names)
 
@@ -41,20 +43,40 @@ def _first(generated_data, p, split):
 BROKEN = {
     "a field missing": (lambda r: {k: v for k, v in r.items() if k != "input"}, "field 'input' is missing"),
     "an unknown field": (lambda r: {**r, "weight": 1}, "field 'weight' is not a dataset row field"),
-    "a mistyped field": (lambda r: {**r, "near_duplicate_across_split": 0}, "field 'near_duplicate_across_split': Input should be a valid boolean"),
-    "a target that is not the completion": (lambda r: {**r, "target": {"tool_name": "something_else"}}, "field 'target' is not the completion's JSON"),
-    "another primitive's row": (lambda r: {**r, "primitive": "get_order"}, "field 'primitive' is 'get_order', expected 'match_func'"),
-    "a completion by the user": (lambda r: {**r, "completion": [{**r["completion"][0], "role": "user"}]}, "field 'completion': the completion message's role"),
-    "a prompt with a tool message": (lambda r: {**r, "prompt": [*r["prompt"][:1], {"role": "tool", "content": "x"}]}, "field 'prompt': roles must be"),
+    "a mistyped field": (
+        lambda r: {**r, "near_duplicate_across_split": 0},
+        "field 'near_duplicate_across_split': Input should be a valid boolean",
+    ),
+    "a target that is not the completion": (
+        lambda r: {**r, "target": {"tool_name": "something_else"}},
+        "field 'target' is not the completion's JSON",
+    ),
+    "another primitive's row": (
+        lambda r: {**r, "primitive": "get_order"},
+        "field 'primitive' is 'get_order', expected 'match_func'",
+    ),
+    "a completion by the user": (
+        lambda r: {**r, "completion": [{**r["completion"][0], "role": "user"}]},
+        "field 'completion': the completion message's role",
+    ),
+    "a prompt with a tool message": (
+        lambda r: {**r, "prompt": [*r["prompt"][:1], {"role": "tool", "content": "x"}]},
+        "field 'prompt': roles must be",
+    ),
     "input that is not JSON": (lambda r: {**r, "input": "{"}, "field 'input': not valid JSON"),
     # Issue 25: train accepted these two (validate refused them): the row model itself now checks the primitive's types.
     "a target that is JSON but not the primitive's output": (
         lambda r: {**r, "target": {"tool": 3}, "completion": [{"role": "assistant", "content": '{"tool": 3}'}]},
-        "field 'target' is not a valid match_func target (its output type MatchFuncOutput): tool_name: Field required"),
-    "an input the primitive's input type refuses": (lambda r: {**r, "input": json.dumps({"task": "not a task"})},
-                                                     "field 'input' is not a MatchFuncInput: task:"),
-    "a NaN in the completion": (lambda r: {**r, "completion": [{"role": "assistant", "content": '{"tool_name": NaN}'}]},
-                                "field 'completion': the completion's content: NaN is not a JSON number at tool_name"),
+        "field 'target' is not a valid match_func target (its output type MatchFuncOutput): tool_name: Field required",
+    ),
+    "an input the primitive's input type refuses": (
+        lambda r: {**r, "input": json.dumps({"task": "not a task"})},
+        "field 'input' is not a MatchFuncInput: task:",
+    ),
+    "a NaN in the completion": (
+        lambda r: {**r, "completion": [{"role": "assistant", "content": '{"tool_name": NaN}'}]},
+        "field 'completion': the completion's content: NaN is not a JSON number at tool_name",
+    ),
 }
 
 
@@ -85,11 +107,18 @@ def test_the_train_command_refuses_a_target_its_primitive_does_not_accept(genera
     shutil.copytree(generated_data, data)
     path = data / "match_func" / "train.jsonl"
     good = _first(generated_data, "match_func", "train")
-    bad = {**good, "target": {"tool_name": ["ls"]}, "completion": [{"role": "assistant", "content": '{"tool_name": ["ls"]}'}]}
+    bad = {
+        **good,
+        "target": {"tool_name": ["ls"]},
+        "completion": [{"role": "assistant", "content": '{"tool_name": ["ls"]}'}],
+    }
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
     seal(data)
     before = tree(tmp_path)
-    assert main(["train", "primitive=match_func", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'out'}"]) == 2
+    assert (
+        main(["train", "primitive=match_func", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'out'}"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert f"error: {path}: 1 bad row(s):\n  line 2: field 'target' is not a valid match_func target" in err
     assert tree(tmp_path) == before  # refused before any folder was made

@@ -21,8 +21,19 @@ from forethought.kernel.specs import (
 )
 
 TOOLS = [
-    ToolBrief(name="get_details_by_id", description="Get details", params={"id": "string"}, required=["id"], writes=["line_status[{params.id}]"]),
-    ToolBrief(name="refuel_data", description="Add data", params={"line_id": "string", "gb_amount": "number"}, required=["line_id", "gb_amount"]),
+    ToolBrief(
+        name="get_details_by_id",
+        description="Get details",
+        params={"id": "string"},
+        required=["id"],
+        writes=["line_status[{params.id}]"],
+    ),
+    ToolBrief(
+        name="refuel_data",
+        description="Add data",
+        params={"line_id": "string", "gb_amount": "number"},
+        required=["line_id", "gb_amount"],
+    ),
     ToolBrief(name="set_mode", description="Set a mode", params={"mode": "enum[eco|sport]", "count": "integer"}),
 ]
 
@@ -38,7 +49,18 @@ def test_the_grammar_admits_every_target_of_the_fixture_datasets(generated_data,
     if rendering == "compact":
         data = tmp_path / "compact"
         sizes = sizes_override(decompose=24, match_func=24, match_fill=24)
-        assert main(["generate", *TINY_GENERATE, f"data.sizes={sizes}", f"data.output_dir={data}", "data.tool_rendering=compact"]) == 0
+        assert (
+            main(
+                [
+                    "generate",
+                    *TINY_GENERATE,
+                    f"data.sizes={sizes}",
+                    f"data.output_dir={data}",
+                    "data.tool_rendering=compact",
+                ]
+            )
+            == 0
+        )
     stats = json.loads((data / "stats.json").read_text())
     with tool_rendering(rendering):
         for p in PRIMITIVE_NAMES:
@@ -47,7 +69,11 @@ def test_the_grammar_admits_every_target_of_the_fixture_datasets(generated_data,
             assert rows
             for row in rows:
                 inp = spec.input_type.model_validate(row.input_value)
-                assert admits(spec.decoding_schema(inp), row.completion[0].content) is None, (p, row.id, row.completion[0].content)
+                assert admits(spec.decoding_schema(inp), row.completion[0].content) is None, (
+                    p,
+                    row.id,
+                    row.completion[0].content,
+                )
             assert stats["primitives"][p][split]["decoding_coverage"] == 1.0  # what generate measured and records
 
 
@@ -56,7 +82,16 @@ def _decompose(user: str, **kw) -> DecomposeInput:
 
 
 def _task(tool, params, **kw):
-    return {"id": "t1", "text": "x", "tool_name": tool, "depends_on": [], "parameters": params, "when": None, "for_each": None, **kw}
+    return {
+        "id": "t1",
+        "text": "x",
+        "tool_name": tool,
+        "depends_on": [],
+        "parameters": params,
+        "when": None,
+        "for_each": None,
+        **kw,
+    }
 
 
 def _text(spec_name: str, answer: dict) -> str:
@@ -103,21 +138,40 @@ def test_the_json_format_is_the_trained_one():
 
 def test_check_prerequisites_grammar_offers_only_tools_that_establish_the_key():
     spec = SPECS["check_prerequisites"]
-    inp = CheckPrereqInput(task=TaskRef(id="t1", text="Add 3 GB to line L-3141"), key="line_status[L-3141]", outcome="absent", tools=TOOLS)
+    inp = CheckPrereqInput(
+        task=TaskRef(id="t1", text="Add 3 GB to line L-3141"), key="line_status[L-3141]", outcome="absent", tools=TOOLS
+    )
     schema = spec.decoding_schema(inp)
-    assert admits(schema, _text("check_prerequisites", {"task": {"tool_name": "get_details_by_id", "parameters": {"id": "L-3141"}}})) is None
+    assert (
+        admits(
+            schema,
+            _text("check_prerequisites", {"task": {"tool_name": "get_details_by_id", "parameters": {"id": "L-3141"}}}),
+        )
+        is None
+    )
     assert admits(schema, _text("check_prerequisites", {"task": None})) is None
-    assert admits(schema, _text("check_prerequisites", {"task": {"tool_name": "refuel_data", "parameters": {}}})) is not None
+    assert (
+        admits(schema, _text("check_prerequisites", {"task": {"tool_name": "refuel_data", "parameters": {}}}))
+        is not None
+    )
     none_writes = CheckPrereqInput(task=TaskRef(id="t1", text="x"), key="unknown_key", outcome="absent", tools=TOOLS)
-    assert admits(spec.decoding_schema(none_writes), _text("check_prerequisites", {"task": {"tool_name": "get_details_by_id", "parameters": {}}}))
+    assert admits(
+        spec.decoding_schema(none_writes),
+        _text("check_prerequisites", {"task": {"tool_name": "get_details_by_id", "parameters": {}}}),
+    )
 
 
 def test_check_prerequisites_call_must_name_the_keys_entity_in_contract_and_grammar():
     """get_details_by_id writes line_status[{params.id}]: called on L-777 it does not establish line_status[L-3141]
     (the converge run's adapters wrote such calls: docs/training.md). The contract refuses it; the grammar fixes id."""
     spec = SPECS["check_prerequisites"]
-    inp = CheckPrereqInput(task=TaskRef(id="t1", text="Add 3 GB to line L-3141, not L-777"), key="line_status[L-3141]",
-                           outcome="absent", context={"other_line": "L-777"}, tools=TOOLS)
+    inp = CheckPrereqInput(
+        task=TaskRef(id="t1", text="Add 3 GB to line L-3141, not L-777"),
+        key="line_status[L-3141]",
+        outcome="absent",
+        context={"other_line": "L-777"},
+        tools=TOOLS,
+    )
     right = {"task": {"tool_name": "get_details_by_id", "parameters": {"id": "L-3141"}}}
     wrong = {"task": {"tool_name": "get_details_by_id", "parameters": {"id": "L-777"}}}
     unnamed = {"task": {"tool_name": "get_details_by_id", "parameters": {}}}
@@ -130,19 +184,41 @@ def test_check_prerequisites_call_must_name_the_keys_entity_in_contract_and_gram
     # an integer entity (ticket_status[15]) is the integer parameter 15; a write templated by the result is taken on trust
     ticket = ToolBrief(name="get_ticket", params={"ticket_id": "integer"}, writes=["ticket_status[{params.ticket_id}]"])
     by_result = ToolBrief(name="find_line", params={"phone": "string"}, writes=["line_status[{result.line_id}]"])
-    t_inp = CheckPrereqInput(task=TaskRef(id="t1", text="Comment on ticket 15, see 57"), key="ticket_status[15]", outcome="absent", tools=[ticket])
-    assert admits(spec.decoding_schema(t_inp), _text("check_prerequisites", {"task": {"tool_name": "get_ticket", "parameters": {"ticket_id": 15}}})) is None
-    assert admits(spec.decoding_schema(t_inp), _text("check_prerequisites", {"task": {"tool_name": "get_ticket", "parameters": {"ticket_id": 57}}}))
-    r_inp = CheckPrereqInput(task=TaskRef(id="t1", text="Line of 555-0101"), key="line_status[L-1]", outcome="absent", tools=[by_result])
+    t_inp = CheckPrereqInput(
+        task=TaskRef(id="t1", text="Comment on ticket 15, see 57"),
+        key="ticket_status[15]",
+        outcome="absent",
+        tools=[ticket],
+    )
+    assert (
+        admits(
+            spec.decoding_schema(t_inp),
+            _text("check_prerequisites", {"task": {"tool_name": "get_ticket", "parameters": {"ticket_id": 15}}}),
+        )
+        is None
+    )
+    assert admits(
+        spec.decoding_schema(t_inp),
+        _text("check_prerequisites", {"task": {"tool_name": "get_ticket", "parameters": {"ticket_id": 57}}}),
+    )
+    r_inp = CheckPrereqInput(
+        task=TaskRef(id="t1", text="Line of 555-0101"), key="line_status[L-1]", outcome="absent", tools=[by_result]
+    )
     assert spec.check_output(r_inp, {"task": {"tool_name": "find_line", "parameters": {"phone": "555-0101"}}}).ok
 
 
 def test_match_fill_grammar_names_exactly_the_missing_parameters_with_grounded_values():
     spec = SPECS["match_fill"]
-    inp = MatchFillInput(task=TaskRef(id="t1", text='Tweet "Filed:" followed by the file name'), tool=ToolBrief(name="post", params={"content": "string"}),
-                         missing=["content"], state={"mv.file_name": "expenses.csv"})
+    inp = MatchFillInput(
+        task=TaskRef(id="t1", text='Tweet "Filed:" followed by the file name'),
+        tool=ToolBrief(name="post", params={"content": "string"}),
+        missing=["content"],
+        state={"mv.file_name": "expenses.csv"},
+    )
     schema = spec.decoding_schema(inp)
-    assert admits(schema, _text("match_fill", {"values": {"content": "Filed: expenses.csv"}})) is None  # a composition of grounded parts
+    assert (
+        admits(schema, _text("match_fill", {"values": {"content": "Filed: expenses.csv"}})) is None
+    )  # a composition of grounded parts
     assert admits(schema, _text("match_fill", {"values": {"content": None}})) is None
     assert admits(schema, _text("match_fill", {"values": {"content": "Filed: invoice.pdf"}})) is not None
     assert admits(schema, _text("match_fill", {"values": {"other": "x"}})) is not None

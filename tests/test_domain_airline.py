@@ -16,7 +16,8 @@ DOM = load_domain("airline")
 SCENARIO = {
     "users": {
         "ethan_nguyen_7360": {
-            "name": {"first_name": "Ethan", "last_name": "Nguyen"}, "dob": "1998-08-02",
+            "name": {"first_name": "Ethan", "last_name": "Nguyen"},
+            "dob": "1998-08-02",
             "payment_methods": {
                 "credit_card_7815": {"source": "credit_card", "brand": "visa", "last_four": "7815"},
                 "gift_card_5063": {"source": "gift_card", "amount": 100.0},
@@ -26,20 +27,42 @@ SCENARIO = {
     "flights": {
         "HAT301": {"origin": "JFK", "destination": "SFO", "dates": {"2024-05-20": {}, "2024-05-22": {}}},
         "HAT302": {"origin": "SFO", "destination": "JFK", "dates": {"2024-05-27": {}}},
-        "HAT303": {"origin": "JFK", "destination": "SFO", "dates": {"2024-05-21": {"seats": {"basic_economy": 0, "economy": 0, "business": 0}}}},
-        "HAT304": {"origin": "LAX", "destination": "SEA", "dates": {"2024-05-10": {"status": "landed"}, "2024-05-15": {"status": "delayed"}}},
+        "HAT303": {
+            "origin": "JFK",
+            "destination": "SFO",
+            "dates": {"2024-05-21": {"seats": {"basic_economy": 0, "economy": 0, "business": 0}}},
+        },
+        "HAT304": {
+            "origin": "LAX",
+            "destination": "SEA",
+            "dates": {"2024-05-10": {"status": "landed"}, "2024-05-15": {"status": "delayed"}},
+        },
     },
     "reservations": {
-        "G2LTC4": {"user_id": "ethan_nguyen_7360", "origin": "JFK", "destination": "SFO",
-                   "flights": [{"flight_number": "HAT301", "date": "2024-05-20"}],
-                   "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]},
-        "BASIC1": {"user_id": "ethan_nguyen_7360", "origin": "JFK", "destination": "SFO", "cabin": "basic_economy",
-                   "flights": [{"flight_number": "HAT301", "date": "2024-05-20", "price": 80}],
-                   "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}],
-                   "payment_history": [{"payment_id": "gift_card_5063", "amount": 80}]},
-        "FLOWN1": {"user_id": "ethan_nguyen_7360", "origin": "LAX", "destination": "SEA", "cabin": "business",
-                   "flights": [{"flight_number": "HAT304", "date": "2024-05-10"}],
-                   "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]},
+        "G2LTC4": {
+            "user_id": "ethan_nguyen_7360",
+            "origin": "JFK",
+            "destination": "SFO",
+            "flights": [{"flight_number": "HAT301", "date": "2024-05-20"}],
+            "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}],
+        },
+        "BASIC1": {
+            "user_id": "ethan_nguyen_7360",
+            "origin": "JFK",
+            "destination": "SFO",
+            "cabin": "basic_economy",
+            "flights": [{"flight_number": "HAT301", "date": "2024-05-20", "price": 80}],
+            "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}],
+            "payment_history": [{"payment_id": "gift_card_5063", "amount": 80}],
+        },
+        "FLOWN1": {
+            "user_id": "ethan_nguyen_7360",
+            "origin": "LAX",
+            "destination": "SEA",
+            "cabin": "business",
+            "flights": [{"flight_number": "HAT304", "date": "2024-05-10"}],
+            "passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}],
+        },
     },
 }
 
@@ -56,20 +79,43 @@ def test_defaults_merge_and_links():
     # a reservation without payments was paid with the user's first method
     assert s.reservations["G2LTC4"].payment_history[0].payment_id == "credit_card_7815"
     with pytest.raises(ValueError, match="unknown user"):
-        DOM.load_state({"reservations": {"X": {"user_id": "nobody", "origin": "JFK", "destination": "SFO",
-                                               "flights": [], "passengers": []}}})
+        DOM.load_state(
+            {
+                "reservations": {
+                    "X": {"user_id": "nobody", "origin": "JFK", "destination": "SFO", "flights": [], "passengers": []}
+                }
+            }
+        )
     with pytest.raises(ValueError, match="does not operate"):
-        DOM.load_state({"reservations": {"X": {"user_id": "raj_patel_5120", "origin": "JFK", "destination": "SFO",
-                                               "flights": [{"flight_number": "HAT001", "date": "2030-01-01"}], "passengers": []}}})
+        DOM.load_state(
+            {
+                "reservations": {
+                    "X": {
+                        "user_id": "raj_patel_5120",
+                        "origin": "JFK",
+                        "destination": "SFO",
+                        "flights": [{"flight_number": "HAT001", "date": "2030-01-01"}],
+                        "passengers": [],
+                    }
+                }
+            }
+        )
 
 
 def test_snapshot_is_deterministic_and_json():
     a, b = state(), state()
     assert DOM.snapshot(a) == DOM.snapshot(b)
     for s in (a, b):
-        call(s, "book_reservation", user_id="ethan_nguyen_7360", flight_type="one_way", cabin="economy",
-             flights=[{"flight_number": "HAT301", "date": "2024-05-22"}],
-             passengers=[{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}], payment_id="credit_card_7815")
+        call(
+            s,
+            "book_reservation",
+            user_id="ethan_nguyen_7360",
+            flight_type="one_way",
+            cabin="economy",
+            flights=[{"flight_number": "HAT301", "date": "2024-05-22"}],
+            passengers=[{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}],
+            payment_id="credit_card_7815",
+        )
     assert DOM.snapshot(a) == DOM.snapshot(b)
     json.dumps(DOM.snapshot(a))
 
@@ -116,7 +162,8 @@ def test_search_direct_flight():
     out = call(s, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-22")
     assert out["flight_numbers"] == ["HAT301"]
     assert writes("search_direct_flight", {"origin": "JFK", "destination": "SFO", "date": "2024-05-22"}, out)[
-        "found_flight_numbers"] == ["HAT301"]
+        "found_flight_numbers"
+    ] == ["HAT301"]
     assert call(s, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-25")["flights"] == []
     fails(s, "search_direct_flight", "unknown airport", origin="XXX", destination="SFO", date="2024-05-22")
     fails(s, "search_direct_flight", "same airport", origin="JFK", destination="JFK", date="2024-05-22")
@@ -142,9 +189,18 @@ PAX = [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]
 
 def test_book_reservation():
     s = state()
-    out = call(s, "book_reservation", user_id="ethan_nguyen_7360", flight_type="round_trip", cabin="economy",
-               flights=[{"flight_number": "HAT301", "date": "2024-05-22"}, {"flight_number": "HAT302", "date": "2024-05-27"}],
-               passengers=PAX, payment_id="credit_card_7815", total_baggages=2, insurance="yes")
+    out = call(
+        s,
+        "book_reservation",
+        user_id="ethan_nguyen_7360",
+        flight_type="round_trip",
+        cabin="economy",
+        flights=[{"flight_number": "HAT301", "date": "2024-05-22"}, {"flight_number": "HAT302", "date": "2024-05-27"}],
+        passengers=PAX,
+        payment_id="credit_card_7815",
+        total_baggages=2,
+        insurance="yes",
+    )
     assert out["reservation_id"] == "BK0001" and out["charged"] == 300 + 50 + 30
     r = s.reservations["BK0001"]
     assert (r.origin, r.destination, r.nonfree_baggages) == ("JFK", "SFO", 1)
@@ -155,21 +211,37 @@ def test_book_reservation():
     assert [p.key for p in DOM.tools["book_reservation"].spec.prerequisites] == ["airline_user_loaded"]
 
 
-@pytest.mark.parametrize("args, match", [
-    ({"payment_id": "credit_card_0000"}, "payment method"),
-    ({"payment_id": "gift_card_5063", "cabin": "business"}, "balance"),
-    ({"flights": [{"flight_number": "HAT303", "date": "2024-05-21"}]}, "seats left"),
-    ({"flights": [{"flight_number": "HAT301", "date": "2024-05-22"}, {"flight_number": "HAT304", "date": "2024-05-15"}]},
-     "must connect"),
-    ({"flight_type": "round_trip"}, "round trip"),
-    ({"passengers": [{"first_name": "Ethan", "last_name": "Nguyen"}]}, "invalid passenger"),
-    ({"passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "02/08/1998"}]}, "YYYY-MM-DD"),
-    ({"flights": [{"flight_number": "HAT304", "date": "2024-05-10"}]}, "cannot be booked"),
-    ({"user_id": "nobody_1"}, "not found"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ({"payment_id": "credit_card_0000"}, "payment method"),
+        ({"payment_id": "gift_card_5063", "cabin": "business"}, "balance"),
+        ({"flights": [{"flight_number": "HAT303", "date": "2024-05-21"}]}, "seats left"),
+        (
+            {
+                "flights": [
+                    {"flight_number": "HAT301", "date": "2024-05-22"},
+                    {"flight_number": "HAT304", "date": "2024-05-15"},
+                ]
+            },
+            "must connect",
+        ),
+        ({"flight_type": "round_trip"}, "round trip"),
+        ({"passengers": [{"first_name": "Ethan", "last_name": "Nguyen"}]}, "invalid passenger"),
+        ({"passengers": [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "02/08/1998"}]}, "YYYY-MM-DD"),
+        ({"flights": [{"flight_number": "HAT304", "date": "2024-05-10"}]}, "cannot be booked"),
+        ({"user_id": "nobody_1"}, "not found"),
+    ],
+)
 def test_book_reservation_errors_leave_state_unchanged(args, match):
-    base = {"user_id": "ethan_nguyen_7360", "flight_type": "one_way", "cabin": "economy",
-            "flights": [{"flight_number": "HAT301", "date": "2024-05-22"}], "passengers": PAX, "payment_id": "credit_card_7815"}
+    base = {
+        "user_id": "ethan_nguyen_7360",
+        "flight_type": "one_way",
+        "cabin": "economy",
+        "flights": [{"flight_number": "HAT301", "date": "2024-05-22"}],
+        "passengers": PAX,
+        "payment_id": "credit_card_7815",
+    }
     fails(state(), "book_reservation", match, **{**base, **args})
 
 
@@ -179,32 +251,69 @@ def test_update_reservation_passengers():
     out = call(s, "update_reservation_passengers", reservation_id="G2LTC4", passengers=new)
     assert out["passengers"] == new and s.reservations["G2LTC4"].passengers[0].first_name == "James"
     assert [p.key for p in DOM.tools["update_reservation_passengers"].spec.prerequisites] == [
-        "reservation_loaded", "passenger_dob_known"]
+        "reservation_loaded",
+        "passenger_dob_known",
+    ]
     fails(s, "update_reservation_passengers", "cannot change", reservation_id="G2LTC4", passengers=new + new)
     fails(s, "update_reservation_passengers", "non-empty", reservation_id="G2LTC4", passengers=[])
 
 
 def test_update_reservation_flights():
     s = state()
-    out = call(s, "update_reservation_flights", reservation_id="G2LTC4", cabin="business",
-               flights=[{"flight_number": "HAT301", "date": "2024-05-22"}], payment_id="credit_card_7815")
+    out = call(
+        s,
+        "update_reservation_flights",
+        reservation_id="G2LTC4",
+        cabin="business",
+        flights=[{"flight_number": "HAT301", "date": "2024-05-22"}],
+        payment_id="credit_card_7815",
+    )
     assert out["charged"] == 250 and s.reservations["G2LTC4"].cabin == "business"
     assert s.flights["HAT301"].dates["2024-05-22"].seats["business"] == 3
     assert [p.key for p in DOM.tools["update_reservation_flights"].spec.prerequisites] == [
-        "reservation_loaded", "reservation_changeable"]
-    fails(s, "update_reservation_flights", "basic economy", reservation_id="BASIC1", cabin="basic_economy",
-          flights=[{"flight_number": "HAT301", "date": "2024-05-22"}], payment_id="credit_card_7815")
-    fails(s, "update_reservation_flights", "the reservation is", reservation_id="G2LTC4", cabin="economy",
-          flights=[{"flight_number": "HAT302", "date": "2024-05-27"}], payment_id="credit_card_7815")
-    fails(s, "update_reservation_flights", "flown", reservation_id="FLOWN1", cabin="business",
-          flights=[{"flight_number": "HAT304", "date": "2024-05-10"}], payment_id="credit_card_7815")
+        "reservation_loaded",
+        "reservation_changeable",
+    ]
+    fails(
+        s,
+        "update_reservation_flights",
+        "basic economy",
+        reservation_id="BASIC1",
+        cabin="basic_economy",
+        flights=[{"flight_number": "HAT301", "date": "2024-05-22"}],
+        payment_id="credit_card_7815",
+    )
+    fails(
+        s,
+        "update_reservation_flights",
+        "the reservation is",
+        reservation_id="G2LTC4",
+        cabin="economy",
+        flights=[{"flight_number": "HAT302", "date": "2024-05-27"}],
+        payment_id="credit_card_7815",
+    )
+    fails(
+        s,
+        "update_reservation_flights",
+        "flown",
+        reservation_id="FLOWN1",
+        cabin="business",
+        flights=[{"flight_number": "HAT304", "date": "2024-05-10"}],
+        payment_id="credit_card_7815",
+    )
 
 
 def test_unchanged_segment_keeps_price_and_seat():
     s = state()
     s.flights["HAT301"].dates["2024-05-20"].seats["economy"] = 0  # full, but our seat is already held
-    out = call(s, "update_reservation_flights", reservation_id="G2LTC4", cabin="economy",
-               flights=[{"flight_number": "HAT301", "date": "2024-05-20"}], payment_id="credit_card_7815")
+    out = call(
+        s,
+        "update_reservation_flights",
+        reservation_id="G2LTC4",
+        cabin="economy",
+        flights=[{"flight_number": "HAT301", "date": "2024-05-20"}],
+        payment_id="credit_card_7815",
+    )
     assert out["charged"] == 0 and s.flights["HAT301"].dates["2024-05-20"].seats["economy"] == 0
 
 
@@ -215,20 +324,55 @@ def test_upgrade_reservation_cabin():
     assert s.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 30.0
     w = writes("upgrade_reservation_cabin", {"reservation_id": "BASIC1"}, out)
     assert w["reservation_changeable"] is True and w["current_cabin"] == "economy"
-    fails(s, "upgrade_reservation_cabin", "already in", reservation_id="BASIC1", cabin="economy", payment_id="credit_card_7815")
-    fails(s, "upgrade_reservation_cabin", "balance", reservation_id="BASIC1", cabin="business", payment_id="gift_card_5063")
+    fails(
+        s,
+        "upgrade_reservation_cabin",
+        "already in",
+        reservation_id="BASIC1",
+        cabin="economy",
+        payment_id="credit_card_7815",
+    )
+    fails(
+        s,
+        "upgrade_reservation_cabin",
+        "balance",
+        reservation_id="BASIC1",
+        cabin="business",
+        payment_id="gift_card_5063",
+    )
 
 
 def test_update_reservation_baggages():
     s = state()
-    out = call(s, "update_reservation_baggages", reservation_id="G2LTC4", total_baggages=3, payment_id="credit_card_7815")
+    out = call(
+        s, "update_reservation_baggages", reservation_id="G2LTC4", total_baggages=3, payment_id="credit_card_7815"
+    )
     assert (out["total_baggages"], out["nonfree_baggages"], out["charged"]) == (3, 2, 100)
-    fails(s, "update_reservation_baggages", "cannot be removed", reservation_id="G2LTC4", total_baggages=1,
-          payment_id="credit_card_7815")
-    fails(s, "update_reservation_baggages", "between 0", reservation_id="G2LTC4", total_baggages=4, nonfree_baggages=9,
-          payment_id="credit_card_7815")
-    fails(s, "update_reservation_baggages", "payment method", reservation_id="G2LTC4", total_baggages=4,
-          payment_id="credit_card_0000")
+    fails(
+        s,
+        "update_reservation_baggages",
+        "cannot be removed",
+        reservation_id="G2LTC4",
+        total_baggages=1,
+        payment_id="credit_card_7815",
+    )
+    fails(
+        s,
+        "update_reservation_baggages",
+        "between 0",
+        reservation_id="G2LTC4",
+        total_baggages=4,
+        nonfree_baggages=9,
+        payment_id="credit_card_7815",
+    )
+    fails(
+        s,
+        "update_reservation_baggages",
+        "payment method",
+        reservation_id="G2LTC4",
+        total_baggages=4,
+        payment_id="credit_card_0000",
+    )
 
 
 def test_cancel_reservation_refunds():
@@ -236,7 +380,10 @@ def test_cancel_reservation_refunds():
     out = call(s, "cancel_reservation", reservation_id="BASIC1")
     assert out["status"] == "cancelled" and out["refunded"] == 80
     assert s.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 180.0
-    assert [p.key for p in DOM.tools["cancel_reservation"].spec.prerequisites] == ["reservation_loaded", "cancellation_eligible"]
+    assert [p.key for p in DOM.tools["cancel_reservation"].spec.prerequisites] == [
+        "reservation_loaded",
+        "cancellation_eligible",
+    ]
     fails(s, "cancel_reservation", "is cancelled", reservation_id="BASIC1")
     fails(s, "cancel_reservation", "flown", reservation_id="FLOWN1")
 
@@ -246,7 +393,10 @@ def test_send_certificate():
     out = call(s, "send_certificate", user_id="ethan_nguyen_7360", amount=100)
     assert out["certificate_id"] == "certificate_0001"
     assert s.users["ethan_nguyen_7360"].payment_methods["certificate_0001"].amount == 100.0
-    assert [p.key for p in DOM.tools["send_certificate"].spec.prerequisites] == ["airline_user_loaded", "flight_disrupted"]
+    assert [p.key for p in DOM.tools["send_certificate"].spec.prerequisites] == [
+        "airline_user_loaded",
+        "flight_disrupted",
+    ]
     fails(s, "send_certificate", "invalid certificate amount", user_id="ethan_nguyen_7360", amount=900)
     fails(s, "send_certificate", "not found", user_id="nobody_1", amount=50)
 
@@ -255,7 +405,13 @@ def test_send_certificate():
 def test_side_effects():
     specs = {n: t.spec for n, t in DOM.tools.items()}
     assert len(specs) >= 10
-    reads = {"get_user_details", "get_reservation_details", "search_direct_flight", "get_flight_status", "list_all_airports_airline"}
+    reads = {
+        "get_user_details",
+        "get_reservation_details",
+        "search_direct_flight",
+        "get_flight_status",
+        "list_all_airports_airline",
+    }
     assert {n for n, s in specs.items() if not s.side_effect} == reads
 
 

@@ -55,8 +55,26 @@ def names(state, *path: str) -> set[str]:
 
 # ------------------------------------------------------------------ registry
 def test_registry_schemas_and_flags():
-    expected = {"pwd", "ls", "cd", "mkdir", "touch", "echo", "cat", "grep", "wc", "sort", "tail", "diff", "find",
-                "du", "mv", "cp", "rm", "rmdir"}
+    expected = {
+        "pwd",
+        "ls",
+        "cd",
+        "mkdir",
+        "touch",
+        "echo",
+        "cat",
+        "grep",
+        "wc",
+        "sort",
+        "tail",
+        "diff",
+        "find",
+        "du",
+        "mv",
+        "cp",
+        "rm",
+        "rmdir",
+    }
     assert set(FS.tools) == expected
     assert set(FS.registry().names) == expected
     side = {n for n, t in FS.tools.items() if t.spec.side_effect}
@@ -114,8 +132,16 @@ def test_mkdir():
     assert "sub" in names(s, "docs")
 
 
-@pytest.mark.parametrize("name,msg", [("docs", "File exists"), ("report.txt", "File exists"), ("a/b", "invalid name"),
-                                      ("", "invalid name"), ("..", "invalid name")])
+@pytest.mark.parametrize(
+    "name,msg",
+    [
+        ("docs", "File exists"),
+        ("report.txt", "File exists"),
+        ("a/b", "invalid name"),
+        ("", "invalid name"),
+        ("..", "invalid name"),
+    ],
+)
 def test_mkdir_errors(name, msg):
     s = fresh()
     before = FS.snapshot(s)
@@ -164,7 +190,11 @@ def test_cat_grep_sort_tail():
     assert call(s, "cat", file_name="report.txt") == {"file_content": "b line\na revenue line\nc line"}
     assert call(s, "grep", file_name="report.txt", pattern="revenue") == {"matching_lines": ["a revenue line"]}
     assert call(s, "grep", file_name="report.txt", pattern="Revenue") == {"matching_lines": []}  # case-sensitive
-    assert call(s, "grep", file_name="report.txt", pattern="line")["matching_lines"] == ["b line", "a revenue line", "c line"]
+    assert call(s, "grep", file_name="report.txt", pattern="line")["matching_lines"] == [
+        "b line",
+        "a revenue line",
+        "c line",
+    ]
     assert call(s, "sort", file_name="report.txt") == {"sorted_content": "a revenue line\nb line\nc line"}
     assert call(s, "tail", file_name="report.txt", lines=2) == {"last_lines": "a revenue line\nc line"}
     assert call(s, "tail", file_name="report.txt") == {"last_lines": "b line\na revenue line\nc line"}
@@ -183,16 +213,19 @@ def test_wc_modes():
     assert call(s, "wc", file_name="notes.md", mode="c") == {"count": 13, "type": "characters"}
 
 
-@pytest.mark.parametrize("tool,args", [
-    ("cat", {"file_name": "missing.txt"}),
-    ("cat", {"file_name": "docs"}),
-    ("grep", {"file_name": "missing.txt", "pattern": "x"}),
-    ("wc", {"file_name": "docs"}),
-    ("sort", {"file_name": "missing.txt"}),
-    ("tail", {"file_name": "docs"}),
-    ("diff", {"file_name1": "report.txt", "file_name2": "missing.txt"}),
-    ("cat", {"file_name": "guide.txt"}),  # only the current directory is visible
-])
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("cat", {"file_name": "missing.txt"}),
+        ("cat", {"file_name": "docs"}),
+        ("grep", {"file_name": "missing.txt", "pattern": "x"}),
+        ("wc", {"file_name": "docs"}),
+        ("sort", {"file_name": "missing.txt"}),
+        ("tail", {"file_name": "docs"}),
+        ("diff", {"file_name1": "report.txt", "file_name2": "missing.txt"}),
+        ("cat", {"file_name": "guide.txt"}),  # only the current directory is visible
+    ],
+)
 def test_read_errors(tool, args):
     s = fresh()
     before = FS.snapshot(s)
@@ -213,8 +246,16 @@ def test_diff():
 def test_find():
     s = fresh()
     everything = call(s, "find")["matches"]
-    assert everything == ["./.hidden", "./docs", "./docs/guide.txt", "./docs/img", "./docs/img/logo.png", "./empty",
-                          "./notes.md", "./report.txt"]
+    assert everything == [
+        "./.hidden",
+        "./docs",
+        "./docs/guide.txt",
+        "./docs/img",
+        "./docs/img/logo.png",
+        "./empty",
+        "./notes.md",
+        "./report.txt",
+    ]
     assert call(s, "find", name="guide") == {"matches": ["./docs/guide.txt"]}
     assert call(s, "find", path="docs") == {"matches": ["docs/guide.txt", "docs/img", "docs/img/logo.png"]}
     assert call(s, "find", path="docs/img", name="logo") == {"matches": ["docs/img/logo.png"]}
@@ -255,13 +296,16 @@ def test_cp_into_directory_and_to_new_name():
 
 
 @pytest.mark.parametrize("tool", ["mv", "cp"])
-@pytest.mark.parametrize("src,dst,msg", [
-    ("missing.txt", "docs", "no such file"),
-    ("report.txt", "notes.md", "already exists"),
-    ("report.txt", "x/y.txt", "invalid name"),
-    ("docs", "docs", "into itself"),
-    ("guide.txt", "empty", "no such file"),
-])
+@pytest.mark.parametrize(
+    "src,dst,msg",
+    [
+        ("missing.txt", "docs", "no such file"),
+        ("report.txt", "notes.md", "already exists"),
+        ("report.txt", "x/y.txt", "invalid name"),
+        ("docs", "docs", "into itself"),
+        ("guide.txt", "empty", "no such file"),
+    ],
+)
 def test_mv_cp_errors_leave_state(tool, src, dst, msg):
     s = fresh()
     before = FS.snapshot(s)

@@ -15,22 +15,39 @@ DOM = load_domain("retail")
 
 SCENARIO = {
     "products": {
-        "P-1001": {"name": "Blender", "variants": {"I-200": {"options": {"color": "red"}, "price": 80.0},
-                                                   "I-100": {"options": {"color": "blue"}, "price": 90.0},
-                                                   "I-102": {"options": {"color": "black"}, "price": 80.0, "available": False}}},
-        "P-1002": {"name": "Kettle", "variants": {"I-201": {"options": {"color": "red"}, "price": 45.0},
-                                                  "I-101": {"options": {"color": "blue"}, "price": 40.0}}},
+        "P-1001": {
+            "name": "Blender",
+            "variants": {
+                "I-200": {"options": {"color": "red"}, "price": 80.0},
+                "I-100": {"options": {"color": "blue"}, "price": 90.0},
+                "I-102": {"options": {"color": "black"}, "price": 80.0, "available": False},
+            },
+        },
+        "P-1002": {
+            "name": "Kettle",
+            "variants": {
+                "I-201": {"options": {"color": "red"}, "price": 45.0},
+                "I-101": {"options": {"color": "blue"}, "price": 40.0},
+            },
+        },
     },
     "users": {
         "mei_davis_8935": {
-            "name": {"first_name": "Mei", "last_name": "Davis"}, "email": "mei.davis1422@example.com",
+            "name": {"first_name": "Mei", "last_name": "Davis"},
+            "email": "mei.davis1422@example.com",
             "address": {"address1": "763 Broadway", "city": "Philadelphia", "state": "PA", "zip": "19122"},
-            "payment_methods": {"credit_card_9513926": {"source": "credit_card", "brand": "visa", "last_four": "3926"},
-                                "gift_card_7091239": {"source": "gift_card", "balance": 20.0}},
+            "payment_methods": {
+                "credit_card_9513926": {"source": "credit_card", "brand": "visa", "last_four": "3926"},
+                "gift_card_7091239": {"source": "gift_card", "balance": 20.0},
+            },
         },
     },
     "orders": {
-        "#W2378156": {"user_id": "mei_davis_8935", "items": [{"item_id": "I-200"}, {"item_id": "I-201"}], "status": "delivered"},
+        "#W2378156": {
+            "user_id": "mei_davis_8935",
+            "items": [{"item_id": "I-200"}, {"item_id": "I-201"}],
+            "status": "delivered",
+        },
         "#W4860251": {"user_id": "mei_davis_8935", "items": [{"item_id": "I-200"}], "status": "pending"},
     },
 }
@@ -44,10 +61,16 @@ def test_defaults_merge_and_completion():
     s = state()
     assert "P-7001" in s.products and "#W7678072" in s.orders  # defaults kept
     o = s.orders["#W2378156"]
-    assert [(i.name, i.product_id, i.price) for i in o.items] == [("Blender", "P-1001", 80.0), ("Kettle", "P-1002", 45.0)]
+    assert [(i.name, i.product_id, i.price) for i in o.items] == [
+        ("Blender", "P-1001", 80.0),
+        ("Kettle", "P-1002", 45.0),
+    ]
     assert o.address.city == "Philadelphia"
-    assert o.payment_history[0].model_dump() == {"transaction_type": "payment", "amount": 125.0,
-                                                 "payment_method_id": "credit_card_9513926"}
+    assert o.payment_history[0].model_dump() == {
+        "transaction_type": "payment",
+        "amount": 125.0,
+        "payment_method_id": "credit_card_9513926",
+    }
     assert s.users["mei_davis_8935"].orders == ["#W2378156", "#W4860251"]
     with pytest.raises(ValueError, match="not in the catalog"):
         DOM.load_state({"orders": {"#W1": {"user_id": "noah_brown_6181", "items": [{"item_id": "I-999"}]}}})
@@ -106,44 +129,140 @@ def test_cancel_pending_order():
     out = call(s, "cancel_pending_order", order_id="#W4860251", reason="no longer needed")
     assert out["status"] == "cancelled" and out["payment_history"][-1]["transaction_type"] == "refund"
     assert writes("cancel_pending_order", {"order_id": "#W4860251"}, out)["order_status"] == "cancelled"
-    assert [p.key for p in DOM.tools["cancel_pending_order"].spec.prerequisites] == ["retail_user_identified", "order_status"]
+    assert [p.key for p in DOM.tools["cancel_pending_order"].spec.prerequisites] == [
+        "retail_user_identified",
+        "order_status",
+    ]
     assert DOM.tools["cancel_pending_order"].spec.prerequisites[1].sat.value == "pending"
 
 
 def test_modify_pending_order_address_items_payment():
     s = state()
-    out = call(s, "modify_pending_order_address", order_id="#W4860251", address1="27 Elm Street", city="Austin",
-               state="TX", zip="78705")
-    assert out["address"] == {"address1": "27 Elm Street", "address2": "", "city": "Austin", "state": "TX",
-                              "country": "USA", "zip": "78705"}
-    fails(s, "modify_pending_order_address", "five digits", order_id="#W4860251", address1="1 A St", city="X", state="TX", zip="7870")
-    fails(s, "modify_pending_order_address", "only pending", order_id="#W2378156", address1="1 A St", city="X", state="TX", zip="78705")
-    out = call(s, "modify_pending_order_items", order_id="#W4860251", item_ids=["I-200"], new_item_ids=["I-100"],
-               payment_method_id="credit_card_9513926")
+    out = call(
+        s,
+        "modify_pending_order_address",
+        order_id="#W4860251",
+        address1="27 Elm Street",
+        city="Austin",
+        state="TX",
+        zip="78705",
+    )
+    assert out["address"] == {
+        "address1": "27 Elm Street",
+        "address2": "",
+        "city": "Austin",
+        "state": "TX",
+        "country": "USA",
+        "zip": "78705",
+    }
+    fails(
+        s,
+        "modify_pending_order_address",
+        "five digits",
+        order_id="#W4860251",
+        address1="1 A St",
+        city="X",
+        state="TX",
+        zip="7870",
+    )
+    fails(
+        s,
+        "modify_pending_order_address",
+        "only pending",
+        order_id="#W2378156",
+        address1="1 A St",
+        city="X",
+        state="TX",
+        zip="78705",
+    )
+    out = call(
+        s,
+        "modify_pending_order_items",
+        order_id="#W4860251",
+        item_ids=["I-200"],
+        new_item_ids=["I-100"],
+        payment_method_id="credit_card_9513926",
+    )
     assert out["item_ids"] == ["I-100"] and out["payment_history"][-1]["amount"] == 10.0
-    fails(s, "modify_pending_order_items", "out of stock", order_id="#W4860251", item_ids=["I-100"], new_item_ids=["I-102"],
-          payment_method_id="credit_card_9513926")
-    fails(s, "modify_pending_order_items", "not a variant", order_id="#W4860251", item_ids=["I-100"], new_item_ids=["I-101"],
-          payment_method_id="credit_card_9513926")
-    fails(s, "modify_pending_order_payment", "already changed", order_id="#W4860251", payment_method_id="gift_card_7091239")
+    fails(
+        s,
+        "modify_pending_order_items",
+        "out of stock",
+        order_id="#W4860251",
+        item_ids=["I-100"],
+        new_item_ids=["I-102"],
+        payment_method_id="credit_card_9513926",
+    )
+    fails(
+        s,
+        "modify_pending_order_items",
+        "not a variant",
+        order_id="#W4860251",
+        item_ids=["I-100"],
+        new_item_ids=["I-101"],
+        payment_method_id="credit_card_9513926",
+    )
+    fails(
+        s,
+        "modify_pending_order_payment",
+        "already changed",
+        order_id="#W4860251",
+        payment_method_id="gift_card_7091239",
+    )
     s2 = state()
     fails(s2, "modify_pending_order_payment", "balance", order_id="#W4860251", payment_method_id="gift_card_7091239")
-    fails(s2, "modify_pending_order_payment", "already paid with", order_id="#W4860251", payment_method_id="credit_card_9513926")
+    fails(
+        s2,
+        "modify_pending_order_payment",
+        "already paid with",
+        order_id="#W4860251",
+        payment_method_id="credit_card_9513926",
+    )
     s2.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance = 100.0
     out = call(s2, "modify_pending_order_payment", order_id="#W4860251", payment_method_id="gift_card_7091239")
     assert s2.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance == 20.0
-    fails(s2, "modify_pending_order_payment", "already changed", order_id="#W4860251", payment_method_id="credit_card_9513926")
+    fails(
+        s2,
+        "modify_pending_order_payment",
+        "already changed",
+        order_id="#W4860251",
+        payment_method_id="credit_card_9513926",
+    )
 
 
 def test_return_delivered_order_items():
     s = state()
-    fails(s, "return_delivered_order_items", "not in order", order_id="#W2378156", item_ids=["I-100"],
-          payment_method_id="credit_card_9513926")
-    fails(s, "return_delivered_order_items", "only delivered", order_id="#W4860251", item_ids=["I-200"],
-          payment_method_id="credit_card_9513926")
-    fails(s, "return_delivered_order_items", "non-empty list", order_id="#W2378156", item_ids=[],
-          payment_method_id="credit_card_9513926")
-    out = call(s, "return_delivered_order_items", order_id="#W2378156", item_ids=["I-201"], payment_method_id="gift_card_7091239")
+    fails(
+        s,
+        "return_delivered_order_items",
+        "not in order",
+        order_id="#W2378156",
+        item_ids=["I-100"],
+        payment_method_id="credit_card_9513926",
+    )
+    fails(
+        s,
+        "return_delivered_order_items",
+        "only delivered",
+        order_id="#W4860251",
+        item_ids=["I-200"],
+        payment_method_id="credit_card_9513926",
+    )
+    fails(
+        s,
+        "return_delivered_order_items",
+        "non-empty list",
+        order_id="#W2378156",
+        item_ids=[],
+        payment_method_id="credit_card_9513926",
+    )
+    out = call(
+        s,
+        "return_delivered_order_items",
+        order_id="#W2378156",
+        item_ids=["I-201"],
+        payment_method_id="gift_card_7091239",
+    )
     assert out["status"] == "return requested" and out["refund_amount"] == 45.0
     assert s.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance == 65.0
     assert DOM.tools["return_delivered_order_items"].spec.prerequisites[1].sat.value == "delivered"
@@ -151,35 +270,85 @@ def test_return_delivered_order_items():
 
 def test_exchange_delivered_order_items():
     s = state()
-    fails(s, "exchange_delivered_order_items", "same length", order_id="#W2378156", item_ids=["I-200", "I-201"],
-          new_item_ids=["I-100"], payment_method_id="credit_card_9513926")
-    fails(s, "exchange_delivered_order_items", "same variant", order_id="#W2378156", item_ids=["I-200"],
-          new_item_ids=["I-200"], payment_method_id="credit_card_9513926")
-    fails(s, "exchange_delivered_order_items", "payment method", order_id="#W2378156", item_ids=["I-200"],
-          new_item_ids=["I-100"], payment_method_id="paypal_0")
-    out = call(s, "exchange_delivered_order_items", order_id="#W2378156", item_ids=["I-200", "I-201"],
-               new_item_ids=["I-100", "I-101"], payment_method_id="gift_card_7091239")
+    fails(
+        s,
+        "exchange_delivered_order_items",
+        "same length",
+        order_id="#W2378156",
+        item_ids=["I-200", "I-201"],
+        new_item_ids=["I-100"],
+        payment_method_id="credit_card_9513926",
+    )
+    fails(
+        s,
+        "exchange_delivered_order_items",
+        "same variant",
+        order_id="#W2378156",
+        item_ids=["I-200"],
+        new_item_ids=["I-200"],
+        payment_method_id="credit_card_9513926",
+    )
+    fails(
+        s,
+        "exchange_delivered_order_items",
+        "payment method",
+        order_id="#W2378156",
+        item_ids=["I-200"],
+        new_item_ids=["I-100"],
+        payment_method_id="paypal_0",
+    )
+    out = call(
+        s,
+        "exchange_delivered_order_items",
+        order_id="#W2378156",
+        item_ids=["I-200", "I-201"],
+        new_item_ids=["I-100", "I-101"],
+        payment_method_id="gift_card_7091239",
+    )
     assert out["price_difference"] == 5.0 and out["status"] == "exchange requested"
     assert s.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance == 15.0
     assert s.orders["#W2378156"].exchange_new_items == ["I-100", "I-101"]
-    fails(s, "exchange_delivered_order_items", "only delivered", order_id="#W2378156", item_ids=["I-200"],
-          new_item_ids=["I-100"], payment_method_id="credit_card_9513926")
+    fails(
+        s,
+        "exchange_delivered_order_items",
+        "only delivered",
+        order_id="#W2378156",
+        item_ids=["I-200"],
+        new_item_ids=["I-100"],
+        payment_method_id="credit_card_9513926",
+    )
 
 
 def test_modify_user_address():
     s = state()
-    out = call(s, "modify_user_address", user_id="mei_davis_8935", address1="445 Maple Drive", city="Indianapolis",
-               state="IN", zip="46214", address2="Apt 2")
+    out = call(
+        s,
+        "modify_user_address",
+        user_id="mei_davis_8935",
+        address1="445 Maple Drive",
+        city="Indianapolis",
+        state="IN",
+        zip="46214",
+        address2="Apt 2",
+    )
     assert out["address"]["address2"] == "Apt 2" and s.orders["#W4860251"].address.city == "Philadelphia"
-    fails(s, "modify_user_address", "non-empty", user_id="mei_davis_8935", address1="", city="X", state="IN", zip="46214")
+    fails(
+        s, "modify_user_address", "non-empty", user_id="mei_davis_8935", address1="", city="X", state="IN", zip="46214"
+    )
     fails(s, "modify_user_address", "not found", user_id="nobody_1", address1="1 A", city="X", state="IN", zip="46214")
 
 
 def test_side_effects():
     specs = {n: t.spec for n, t in DOM.tools.items()}
     assert len(specs) >= 10
-    reads = {"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details_retail", "get_order_details_retail",
-             "get_product_details", "list_all_product_types"}
+    reads = {
+        "find_user_id_by_email",
+        "find_user_id_by_name_zip",
+        "get_user_details_retail",
+        "get_order_details_retail",
+        "get_product_details",
+        "list_all_product_types",
+    }
     assert {n for n, s in specs.items() if not s.side_effect} == reads
     changes = [s for s in specs.values() if s.side_effect]
     assert all(s.prerequisites[0].key == "retail_user_identified" for s in changes)

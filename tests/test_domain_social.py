@@ -56,10 +56,24 @@ def test_registry_shape():
 
 
 def test_prerequisites_and_side_effects_declared():
-    posting_auth = {"posting_logout", "post_tweet", "retweet", "comment", "mention", "follow_user", "unfollow_user",
-                    "list_all_following"}
-    message_auth = {"send_message", "view_messages_sent", "delete_message", "add_contact", "search_messages",
-                    "get_message_stats"}
+    posting_auth = {
+        "posting_logout",
+        "post_tweet",
+        "retweet",
+        "comment",
+        "mention",
+        "follow_user",
+        "unfollow_user",
+        "list_all_following",
+    }
+    message_auth = {
+        "send_message",
+        "view_messages_sent",
+        "delete_message",
+        "add_contact",
+        "search_messages",
+        "get_message_stats",
+    }
     for name, t in DOM.tools.items():
         keys = [p.key for p in t.spec.prerequisites]
         if name in posting_auth:
@@ -70,14 +84,28 @@ def test_prerequisites_and_side_effects_declared():
             assert keys == [], name
         assert all(p.sat.op == "truthy" for p in t.spec.prerequisites)
     side = {n for n, t in DOM.tools.items() if t.spec.side_effect}
-    assert side == {"posting_login", "posting_logout", "post_tweet", "retweet", "comment", "mention", "follow_user",
-                    "unfollow_user", "message_login", "send_message", "delete_message", "add_contact"}
+    assert side == {
+        "posting_login",
+        "posting_logout",
+        "post_tweet",
+        "retweet",
+        "comment",
+        "mention",
+        "follow_user",
+        "unfollow_user",
+        "message_login",
+        "send_message",
+        "delete_message",
+        "add_contact",
+    }
 
 
 def test_login_tools_establish_their_prerequisite_keys():
     # check_prerequisites may only propose a tool whose declared writes contain the key.
-    writers = {k: sorted(n for n, t in DOM.tools.items() if k in t.spec.writes)
-               for k in ("posting_authenticated", "message_authenticated")}
+    writers = {
+        k: sorted(n for n, t in DOM.tools.items() if k in t.spec.writes)
+        for k in ("posting_authenticated", "message_authenticated")
+    }
     assert writers["posting_authenticated"] == ["posting_get_login_status", "posting_login", "posting_logout"]
     assert writers["message_authenticated"] == ["message_get_login_status", "message_login"]
 
@@ -89,13 +117,20 @@ def test_declared_writes_resolve():
     s = fresh({"posting": {"passwords": {"techguru": "pw"}}})
     out = call(s, "posting_login", username="techguru", password="pw")
     assert w("posting_login", {"username": "techguru", "password": "pw"}, out) == {  # the password is secret: not in S
-        "username": "techguru", "posting_authenticated": True, "posting_user": "techguru"}
+        "username": "techguru",
+        "posting_authenticated": True,
+        "posting_user": "techguru",
+    }
     bad = call(fresh(), "posting_login", username="techguru", password="nope")
     assert w("posting_login", {"username": "techguru", "password": "nope"}, bad) == {
-        "username": "techguru", "posting_authenticated": False}
+        "username": "techguru",
+        "posting_authenticated": False,
+    }
     assert w("posting_logout", {}, {"logout_status": True}) == {"posting_authenticated": False}
     assert w("get_user_id", {"user": "Bob"}, call(fresh(), "get_user_id", user="Bob")) == {
-        "user": "Bob", "user_id:Bob": "USR002"}
+        "user": "Bob",
+        "user_id:Bob": "USR002",
+    }
     out = call(fresh(), "get_user_tweets", username="techguru")
     assert w("get_user_tweets", {"username": "techguru"}, out)["latest_tweet:techguru"] == 9
     out = call(fresh(), "search_tweets", keyword="nothing-matches-this")
@@ -103,7 +138,9 @@ def test_declared_writes_resolve():
     out = call(fresh(), "get_tweet", tweet_id=3)
     assert w("get_tweet", {"tweet_id": 3}, out)["tweet_author"] == "chef_maria"
     out = call(messaging_in(), "search_messages", keyword="lunch")
-    assert w("search_messages", {"keyword": "lunch"}, out)["message_match:lunch"] == "Are we still on for lunch on Friday?"
+    assert (
+        w("search_messages", {"keyword": "lunch"}, out)["message_match:lunch"] == "Are we still on for lunch on Friday?"
+    )
     out = call(messaging_in(), "add_contact", user_name="Eve")
     assert w("add_contact", {"user_name": "Eve"}, out)["user_id:Eve"] == "USR005"
 
@@ -160,7 +197,10 @@ def test_retweet_comment_mention():
     assert "not found" in unchanged_on_error(s, "retweet", tweet_id=99)
 
     assert call(s, "comment", tweet_id=2, comment_content="nice")["comment_status"] == "Comment added successfully"
-    assert call(s, "get_tweet_comments", tweet_id=2) == {"tweet_id": 2, "comments": [{"username": "bookworm", "content": "nice"}]}
+    assert call(s, "get_tweet_comments", tweet_id=2) == {
+        "tweet_id": 2,
+        "comments": [{"username": "bookworm", "content": "nice"}],
+    }
     assert post_ok("comment", s, {"tweet_id": 2, "comment_content": "nice"}, {}) == []
     assert "empty" in unchanged_on_error(s, "comment", tweet_id=2, comment_content=" ")
     assert "not found" in unchanged_on_error(s, "comment", tweet_id=50, comment_content="x")
@@ -201,8 +241,13 @@ def test_public_reads():
     assert "empty" in unchanged_on_error(s, "search_tweets", keyword=" ")
     assert call(s, "get_tweet_comments", tweet_id=0) == {"tweet_id": 0, "comments": []}
     stats = call(s, "posting_get_user_stats", username="techguru")
-    assert stats == {"username": "techguru", "tweet_count": 2, "retweet_count": 0, "following_count": 2,
-                     "followers_count": 2}
+    assert stats == {
+        "username": "techguru",
+        "tweet_count": 2,
+        "retweet_count": 0,
+        "following_count": 2,
+        "followers_count": 2,
+    }
     assert "not found" in unchanged_on_error(s, "posting_get_user_stats", username="ghost")
 
 
@@ -233,9 +278,12 @@ def test_send_view_delete_messages():
     out = call(s, "send_message", receiver_id="USR002", message="hi Bob")
     assert out["sent_status"] is True and out["message_id"] == 5
     assert post_ok("send_message", s, {"receiver_id": "USR002", "message": "hi Bob"}, out) == []
-    assert call(s, "view_messages_sent") == {"messages": {
-        "USR002": ["Are we still on for lunch on Friday?", "hi Bob"],
-        "USR004": ["Can you send me the slides from the workshop?"]}}
+    assert call(s, "view_messages_sent") == {
+        "messages": {
+            "USR002": ["Are we still on for lunch on Friday?", "hi Bob"],
+            "USR004": ["Can you send me the slides from the workshop?"],
+        }
+    }
     assert "not found" in unchanged_on_error(s, "send_message", receiver_id="USR404", message="x")
     assert "yourself" in unchanged_on_error(s, "send_message", receiver_id="USR001", message="x")
     assert "empty" in unchanged_on_error(s, "send_message", receiver_id="USR002", message=" ")
@@ -268,7 +316,12 @@ def test_contacts_search_stats():
     assert [m["id"] for m in hits] == [2]  # received by USR001
     assert call(s, "search_messages", keyword="birthday")["messages"] == []  # between other users
     assert "empty" in unchanged_on_error(s, "search_messages", keyword="")
-    assert call(s, "get_message_stats") == {"user_id": "USR001", "sent_count": 2, "received_count": 2, "contacts_count": 3}
+    assert call(s, "get_message_stats") == {
+        "user_id": "USR001",
+        "sent_count": 2,
+        "received_count": 2,
+        "contacts_count": 3,
+    }
     assert "not logged in" in unchanged_on_error(fresh(), "get_message_stats")
 
 

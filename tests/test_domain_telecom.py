@@ -15,17 +15,35 @@ DOM = load_domain("telecom")
 
 SCENARIO = {
     "customers": {
-        "C2001": {"full_name": "Anna Schmidt", "phone_number": "555-214-0142",
-                  "payment_methods": {"PM-3001": {"last_four": "4242"}}},
+        "C2001": {
+            "full_name": "Anna Schmidt",
+            "phone_number": "555-214-0142",
+            "payment_methods": {"PM-3001": {"last_four": "4242"}},
+        },
     },
     "lines": {
-        "L-555": {"phone_number": "555-214-0142", "customer_id": "C2001", "plan_id": "P-BASIC", "data_used_gb": 4.5,
-                  "device": {"abroad": True, "airplane_mode": True}},
-        "L-777": {"phone_number": "555-214-0199", "customer_id": "C2001", "status": "suspended",
-                  "suspension_reason": "lost phone"},
+        "L-555": {
+            "phone_number": "555-214-0142",
+            "customer_id": "C2001",
+            "plan_id": "P-BASIC",
+            "data_used_gb": 4.5,
+            "device": {"abroad": True, "airplane_mode": True},
+        },
+        "L-777": {
+            "phone_number": "555-214-0199",
+            "customer_id": "C2001",
+            "status": "suspended",
+            "suspension_reason": "lost phone",
+        },
     },
     "bills": {
-        "B-3001": {"customer_id": "C2001", "period": "2024-12", "amount_due": 45, "due_date": "2025-01-20", "status": "overdue"},
+        "B-3001": {
+            "customer_id": "C2001",
+            "period": "2024-12",
+            "amount_due": 45,
+            "due_date": "2025-01-20",
+            "status": "overdue",
+        },
         "B-3002": {"customer_id": "C2001", "period": "2025-01", "amount_due": 30, "due_date": "2025-03-01"},
     },
 }
@@ -168,8 +186,14 @@ def test_device_tools():
 def test_side_effects():
     specs = {n: t.spec for n, t in DOM.tools.items()}
     assert len(specs) >= 10
-    reads = {"get_customer_by_phone", "get_details_by_id", "get_data_usage", "list_available_plans",
-             "get_bills_for_customer", "run_speed_test"}
+    reads = {
+        "get_customer_by_phone",
+        "get_details_by_id",
+        "get_data_usage",
+        "list_available_plans",
+        "get_bills_for_customer",
+        "run_speed_test",
+    }
     assert {n for n, s in specs.items() if not s.side_effect} == reads
 
 

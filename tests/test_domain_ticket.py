@@ -120,7 +120,9 @@ def test_writes_reach_the_scratchpad():
         D.tools["search_tickets"].spec, {"keyword": "export"}, call(s, "search_tickets", keyword="export")
     )
     assert w["ticket_id"] == 4 and w["ticket_status"] == "Open"
-    w = toolgate.declared_writes(D.tools["search_tickets"].spec, {"keyword": "zzz"}, call(s, "search_tickets", keyword="zzz"))
+    w = toolgate.declared_writes(
+        D.tools["search_tickets"].spec, {"keyword": "zzz"}, call(s, "search_tickets", keyword="zzz")
+    )
     assert "ticket_id" not in w  # no hit: nothing about a ticket is written
     w = toolgate.declared_writes(D.tools["get_ticket"].spec, {"ticket_id": 2}, call(s, "get_ticket", ticket_id=2))
     assert (w["ticket_status"], w["ticket_priority"], w["ticket_assignee"]) == ("In Progress", 4, "support_amy")

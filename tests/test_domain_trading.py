@@ -47,21 +47,51 @@ def test_registry_shape():
 
 def test_side_effect_flags():
     mutating = {
-        "trading_login", "trading_logout", "update_market_status", "add_to_watchlist", "remove_stock_from_watchlist",
-        "place_order", "cancel_order", "make_transaction", "fund_account",
+        "trading_login",
+        "trading_logout",
+        "update_market_status",
+        "add_to_watchlist",
+        "remove_stock_from_watchlist",
+        "place_order",
+        "cancel_order",
+        "make_transaction",
+        "fund_account",
     }
     assert {n for n, t in D.tools.items() if t.spec.side_effect} == mutating
 
 
 def test_prerequisites_declared():
     pre = {n: [(p.key, p.sat.op, p.sat.value) for p in t.spec.prerequisites] for n, t in D.tools.items()}
-    assert pre["place_order"] == [("trading_logged_in", "truthy", None), ("market_status", "eq", "Open"), ("account_balance", "gt", 0)]
+    assert pre["place_order"] == [
+        ("trading_logged_in", "truthy", None),
+        ("market_status", "eq", "Open"),
+        ("account_balance", "gt", 0),
+    ]
     assert pre["make_transaction"] == [("trading_logged_in", "truthy", None), ("account_id", "not_null", None)]
-    for n in ("add_to_watchlist", "remove_stock_from_watchlist", "get_watchlist", "get_order_details", "cancel_order",
-              "get_order_history", "get_account_info", "fund_account", "get_transaction_history", "trading_logout"):
+    for n in (
+        "add_to_watchlist",
+        "remove_stock_from_watchlist",
+        "get_watchlist",
+        "get_order_details",
+        "cancel_order",
+        "get_order_history",
+        "get_account_info",
+        "fund_account",
+        "get_transaction_history",
+        "trading_logout",
+    ):
         assert pre[n] == [("trading_logged_in", "truthy", None)], n
-    for n in ("trading_login", "trading_get_login_status", "get_symbol_by_name", "get_stock_info", "get_market_status",
-              "update_market_status", "get_available_stocks", "filter_stocks_by_price", "trading_get_current_time"):
+    for n in (
+        "trading_login",
+        "trading_get_login_status",
+        "get_symbol_by_name",
+        "get_stock_info",
+        "get_market_status",
+        "update_market_status",
+        "get_available_stocks",
+        "filter_stocks_by_price",
+        "trading_get_current_time",
+    ):
         assert pre[n] == [], n
 
 
@@ -86,15 +116,25 @@ def _writes(name: str, args: dict, result: dict) -> dict:
 def test_writes_templates_and_values():
     s = fresh()
     out = run(s, "get_symbol_by_name", name="Apple")
-    assert _writes("get_symbol_by_name", {"name": "Apple"}, out) == {"name": "Apple", "symbol": "AAPL", "symbol:Apple": "AAPL"}
+    assert _writes("get_symbol_by_name", {"name": "Apple"}, out) == {
+        "name": "Apple",
+        "symbol": "AAPL",
+        "symbol:Apple": "AAPL",
+    }
     out = run(s, "get_stock_info", symbol="AAPL")
-    assert _writes("get_stock_info", {"symbol": "AAPL"}, out) == {"symbol": "AAPL", "price": 227.16, "price:AAPL": 227.16}
+    assert _writes("get_stock_info", {"symbol": "AAPL"}, out) == {
+        "symbol": "AAPL",
+        "price": 227.16,
+        "price:AAPL": 227.16,
+    }
     assert _writes("trading_login", {"username": "u", "password": "p"}, {})["trading_logged_in"] is True
     assert _writes("trading_logout", {}, {})["trading_logged_in"] is False
     s = logged_in()
     args = {"order_type": "Buy", "symbol": "NVDA", "price": 120.0, "amount": 10}
     w = _writes("place_order", args, run(s, "place_order", **args))
-    assert w["order_id"] == 1001 and w["order_status"] == "Open" and w["account_balance"] == 8800.0 and w["amount"] == 10
+    assert (
+        w["order_id"] == 1001 and w["order_status"] == "Open" and w["account_balance"] == 8800.0 and w["amount"] == 10
+    )
 
 
 # --------------------------------------------------------------- session
@@ -112,10 +152,16 @@ def test_login_logout_status():
 
 def test_account_tools_need_login():
     s = fresh()
-    for name, args in [("get_watchlist", {}), ("add_to_watchlist", {"stock": "AAPL"}), ("get_account_info", {}),
-                       ("fund_account", {"amount": 10}), ("get_order_history", {}), ("get_transaction_history", {}),
-                       ("place_order", {"order_type": "Buy", "symbol": "AAPL", "price": 1.0, "amount": 1}),
-                       ("make_transaction", {"account_id": 12345, "xact_type": "deposit", "amount": 5})]:
+    for name, args in [
+        ("get_watchlist", {}),
+        ("add_to_watchlist", {"stock": "AAPL"}),
+        ("get_account_info", {}),
+        ("fund_account", {"amount": 10}),
+        ("get_order_history", {}),
+        ("get_transaction_history", {}),
+        ("place_order", {"order_type": "Buy", "symbol": "AAPL", "price": 1.0, "amount": 1}),
+        ("make_transaction", {"account_id": 12345, "xact_type": "deposit", "amount": 5}),
+    ]:
         assert_error_unchanged(s, name, "not authenticated", **args)
 
 
@@ -144,7 +190,9 @@ def test_symbols_quotes_sectors_filter():
     out = run(s, "filter_stocks_by_price", stocks=["AAPL", "NVDA", "ZETA", "MSFT"], min_price=100, max_price=300)
     assert out == {"filtered_stocks": ["AAPL", "NVDA"]}
     assert_error_unchanged(s, "filter_stocks_by_price", "above", stocks=["AAPL"], min_price=300, max_price=100)
-    assert_error_unchanged(s, "filter_stocks_by_price", "invalid stock symbol", stocks=["AAPL", "NOPE"], min_price=0, max_price=1)
+    assert_error_unchanged(
+        s, "filter_stocks_by_price", "invalid stock symbol", stocks=["AAPL", "NOPE"], min_price=0, max_price=1
+    )
 
 
 # ------------------------------------------------------------- watchlist
@@ -174,9 +222,15 @@ def test_place_buy_reserves_cash_and_cancel_refunds():
 
 def test_place_order_errors_leave_state_unchanged():
     s = logged_in(account={"balance": 100.0, "holdings": {"TSLA": 3}})
-    assert_error_unchanged(s, "place_order", "insufficient balance", order_type="Buy", symbol="AAPL", price=227.16, amount=1)
-    assert_error_unchanged(s, "place_order", "insufficient shares", order_type="Sell", symbol="TSLA", price=245.8, amount=5)
-    assert_error_unchanged(s, "place_order", "invalid stock symbol", order_type="Buy", symbol="NOPE", price=1.0, amount=1)
+    assert_error_unchanged(
+        s, "place_order", "insufficient balance", order_type="Buy", symbol="AAPL", price=227.16, amount=1
+    )
+    assert_error_unchanged(
+        s, "place_order", "insufficient shares", order_type="Sell", symbol="TSLA", price=245.8, amount=5
+    )
+    assert_error_unchanged(
+        s, "place_order", "invalid stock symbol", order_type="Buy", symbol="NOPE", price=1.0, amount=1
+    )
     assert_error_unchanged(s, "place_order", "positive", order_type="Buy", symbol="ZETA", price=1.0, amount=0)
     s.market_status = "Closed"
     assert_error_unchanged(s, "place_order", "market is closed", order_type="Buy", symbol="ZETA", price=1.0, amount=1)
@@ -210,9 +264,15 @@ def test_account_fund_transactions():
     assert run(s, "make_transaction", account_id=555, xact_type="withdrawal", amount=200)["new_balance"] == 1300.0
     assert run(s, "make_transaction", account_id=555, xact_type="deposit", amount=50.5)["new_balance"] == 1350.5
     assert_error_unchanged(s, "make_transaction", "unknown account", account_id=1, xact_type="deposit", amount=5)
-    assert_error_unchanged(s, "make_transaction", "insufficient funds", account_id=555, xact_type="withdrawal", amount=1e6)
+    assert_error_unchanged(
+        s, "make_transaction", "insufficient funds", account_id=555, xact_type="withdrawal", amount=1e6
+    )
     hist = run(s, "get_transaction_history")["transaction_history"]
-    assert [(t["id"], t["type"], t["amount"]) for t in hist] == [(1, "deposit", 500.0), (2, "withdrawal", 200.0), (3, "deposit", 50.5)]
+    assert [(t["id"], t["type"], t["amount"]) for t in hist] == [
+        (1, "deposit", 500.0),
+        (2, "withdrawal", 200.0),
+        (3, "deposit", 50.5),
+    ]
     assert run(s, "get_transaction_history", start_date="2024-09-17")["transaction_history"] == []
     assert_error_unchanged(s, "get_transaction_history", "invalid start_date", start_date="yesterday")
 
@@ -250,7 +310,9 @@ def test_state_validation():
     with pytest.raises(ValueError, match="watchlist symbol"):
         fresh(stocks={"ZETA": {"name": "Zeta Corp", "price": 1.0}}, watchlist=["AAPL"])
     with pytest.raises(ValueError, match="order_counter"):
-        fresh(orders={"5": {"id": 5, "order_type": "Buy", "symbol": "AAPL", "price": 1.0, "amount": 1}}, order_counter=3)
+        fresh(
+            orders={"5": {"id": 5, "order_type": "Buy", "symbol": "AAPL", "price": 1.0, "amount": 1}}, order_counter=3
+        )
     s = fresh(orders={7: {"id": 7, "order_type": "Buy", "symbol": "AAPL", "price": 1.0, "amount": 1}}, order_counter=8)
     assert "7" in s.orders  # a typed (int) slot used as a key is accepted
 

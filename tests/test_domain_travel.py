@@ -30,15 +30,28 @@ def fresh(**overrides) -> TravelState:
 
 def logged_in(scope: str = "read_write", **overrides) -> TravelState:
     s = fresh(**overrides)
-    assert "error" not in run(s, "authenticate_travel", client_id="cid", client_secret="sec", refresh_token="rt",
-                              grant_type=scope, user_first_name="Maya", user_last_name="Chen")
+    assert "error" not in run(
+        s,
+        "authenticate_travel",
+        client_id="cid",
+        client_secret="sec",
+        refresh_token="rt",
+        grant_type=scope,
+        user_first_name="Maya",
+        user_last_name="Chen",
+    )
     return s
 
 
 def with_card(balance: float = 10000.0, **kw) -> TravelState:
     s = logged_in(**kw)
-    s.credit_cards["c1"] = CreditCard(card_number="4111 1111 1111 1111", cardholder_name="Maya Chen",
-                                      expiration_date="09/2028", card_verification_number=123, balance=balance)
+    s.credit_cards["c1"] = CreditCard(
+        card_number="4111 1111 1111 1111",
+        cardholder_name="Maya Chen",
+        expiration_date="09/2028",
+        card_verification_number=123,
+        balance=balance,
+    )
     return s
 
 
@@ -51,8 +64,14 @@ def fails(state: TravelState, tool: str, contains: str, **args) -> None:
 
 
 def book(state: TravelState, **kw):
-    args = dict(access_token=TOKEN, card_id="c1", travel_date="2026-04-15", travel_from="LAX", travel_to="JFK",
-                travel_class="economy")
+    args = dict(
+        access_token=TOKEN,
+        card_id="c1",
+        travel_date="2026-04-15",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_class="economy",
+    )
     args.update(kw)
     return run(state, "book_flight", **args)
 
@@ -62,8 +81,14 @@ def test_registry_shape():
     assert len(D.tools) >= 12
     specs = {n: t.spec for n, t in D.tools.items()}
     assert specs["get_nearest_airport_by_city"].required == ["city"]
-    assert specs["book_flight"].required == ["access_token", "card_id", "travel_date", "travel_from", "travel_to",
-                                             "travel_class"]
+    assert specs["book_flight"].required == [
+        "access_token",
+        "card_id",
+        "travel_date",
+        "travel_from",
+        "travel_to",
+        "travel_class",
+    ]
     assert specs["get_flight_cost"].parameters["properties"]["travel_class"]["enum"] == ["economy", "business", "first"]
 
 
@@ -72,12 +97,24 @@ def test_prerequisites_writes_and_side_effects():
     assert pre["get_nearest_airport_by_city"] == ["authenticated"]
     assert pre["book_flight"] == ["access_token", "token_scope", "fare_within_budget"]
     assert pre["purchase_insurance"] == ["access_token", "token_scope", "traveler_verified"]
-    assert pre["cancel_booking"] == pre["register_credit_card"] == pre["set_budget_limit"] == ["access_token", "token_scope"]
+    assert (
+        pre["cancel_booking"]
+        == pre["register_credit_card"]
+        == pre["set_budget_limit"]
+        == ["access_token", "token_scope"]
+    )
     assert pre["retrieve_invoice"] == pre["get_credit_card_balance"] == ["access_token"]
     assert pre["get_flight_cost"] == pre["list_all_airports"] == pre["compute_exchange_rate"] == []
     side = {n for n, t in D.tools.items() if t.spec.side_effect}
-    assert side == {"authenticate_travel", "book_flight", "cancel_booking", "register_credit_card", "set_budget_limit",
-                    "purchase_insurance", "contact_customer_support"}
+    assert side == {
+        "authenticate_travel",
+        "book_flight",
+        "cancel_booking",
+        "register_credit_card",
+        "set_budget_limit",
+        "purchase_insurance",
+        "contact_customer_support",
+    }
     # Each prerequisite key is established by some tool (check_prerequisites can propose it).
     written = {k for t in D.tools.values() for k in t.spec.writes}
     assert {k for ks in pre.values() for k in ks} <= written
@@ -86,12 +123,25 @@ def test_prerequisites_writes_and_side_effects():
 
 def test_scratchpad_writes_templated_and_from_results():
     spec = D.tools["get_nearest_airport_by_city"].spec
-    assert toolgate.declared_writes(spec, {"city": "Miami"}, {"nearest_airport": "MIA"}) == {"city": "Miami", "airport:Miami": "MIA"}
+    assert toolgate.declared_writes(spec, {"city": "Miami"}, {"nearest_airport": "MIA"}) == {
+        "city": "Miami",
+        "airport:Miami": "MIA",
+    }
     s = fresh()
-    args = dict(client_id="cid", client_secret="sec", refresh_token="rt", grant_type="read",
-                user_first_name="A", user_last_name="B")
+    args = dict(
+        client_id="cid",
+        client_secret="sec",
+        refresh_token="rt",
+        grant_type="read",
+        user_first_name="A",
+        user_last_name="B",
+    )
     w = toolgate.declared_writes(D.tools["authenticate_travel"].spec, args, run(s, "authenticate_travel", **args))
-    assert w["access_token"] == issue_token("cid", "rt", "read") and w["token_scope"] == "read" and w["authenticated"] is True
+    assert (
+        w["access_token"] == issue_token("cid", "rt", "read")
+        and w["token_scope"] == "read"
+        and w["authenticated"] is True
+    )
 
 
 def test_prerequisite_sat_predicates():
@@ -108,12 +158,29 @@ def test_prerequisite_sat_predicates():
 def test_authenticate_and_login_status():
     s = fresh()
     assert run(s, "travel_get_login_status") == {"login_status": False}
-    out = run(s, "authenticate_travel", client_id="cid", client_secret="sec", refresh_token="rt",
-              grant_type="read_write", user_first_name="Maya", user_last_name="Chen")
+    out = run(
+        s,
+        "authenticate_travel",
+        client_id="cid",
+        client_secret="sec",
+        refresh_token="rt",
+        grant_type="read_write",
+        user_first_name="Maya",
+        user_last_name="Chen",
+    )
     assert out["access_token"] == TOKEN == s.access_token and out["scope"] == "read_write"
     assert run(s, "travel_get_login_status") == {"login_status": True}
-    fails(fresh(), "authenticate_travel", "client_secret is empty", client_id="cid", client_secret=" ",
-          refresh_token="rt", grant_type="read", user_first_name="A", user_last_name="B")
+    fails(
+        fresh(),
+        "authenticate_travel",
+        "client_secret is empty",
+        client_id="cid",
+        client_secret=" ",
+        refresh_token="rt",
+        grant_type="read",
+        user_first_name="A",
+        user_last_name="B",
+    )
 
 
 def test_nearest_airport_and_list():
@@ -130,20 +197,54 @@ def test_nearest_airport_and_list():
 # ------------------------------------------------------------------ flights
 def test_flight_cost_and_budget():
     s = fresh()
-    out = run(s, "get_flight_cost", travel_from="LAX", travel_to="JFK", travel_date="2026-04-15", travel_class="business")
+    out = run(
+        s, "get_flight_cost", travel_from="LAX", travel_to="JFK", travel_date="2026-04-15", travel_class="business"
+    )
     assert out == {"travel_cost": 1341.0, "currency": "USD", "within_budget": True}
     assert fare(s, "LAX", "JFK", "economy") * 5 == fare(s, "LAX", "JFK", "first")
     s.budget_limit = 1000.0
-    assert run(s, "get_flight_cost", travel_from="LAX", travel_to="JFK", travel_date="2026-04-15",
-               travel_class="business")["within_budget"] is False
-    fails(s, "get_flight_cost", "unknown airport", travel_from="XXX", travel_to="JFK", travel_date="2026-04-15",
-          travel_class="economy")
-    fails(s, "get_flight_cost", "same airport", travel_from="JFK", travel_to="JFK", travel_date="2026-04-15",
-          travel_class="economy")
-    fails(s, "get_flight_cost", "in the past", travel_from="LAX", travel_to="JFK", travel_date="2025-12-01",
-          travel_class="economy")
-    fails(s, "get_flight_cost", "YYYY-MM-DD", travel_from="LAX", travel_to="JFK", travel_date="15/04/2026",
-          travel_class="economy")
+    assert (
+        run(
+            s, "get_flight_cost", travel_from="LAX", travel_to="JFK", travel_date="2026-04-15", travel_class="business"
+        )["within_budget"]
+        is False
+    )
+    fails(
+        s,
+        "get_flight_cost",
+        "unknown airport",
+        travel_from="XXX",
+        travel_to="JFK",
+        travel_date="2026-04-15",
+        travel_class="economy",
+    )
+    fails(
+        s,
+        "get_flight_cost",
+        "same airport",
+        travel_from="JFK",
+        travel_to="JFK",
+        travel_date="2026-04-15",
+        travel_class="economy",
+    )
+    fails(
+        s,
+        "get_flight_cost",
+        "in the past",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_date="2025-12-01",
+        travel_class="economy",
+    )
+    fails(
+        s,
+        "get_flight_cost",
+        "YYYY-MM-DD",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_date="15/04/2026",
+        travel_class="economy",
+    )
 
 
 def test_book_flight_and_errors_leave_state_unchanged():
@@ -152,34 +253,94 @@ def test_book_flight_and_errors_leave_state_unchanged():
     assert out["booking_id"] == "BK1001" and s.bookings["BK1001"].status == "confirmed"
     assert s.credit_cards["c1"].balance == 10000.0 - 447.0 and s.next_booking_number == 1002
     assert book(s, travel_date="2026-05-01")["booking_id"] == "BK1002"
-    fails(s, "book_flight", "invalid access token", access_token="nope", card_id="c1", travel_date="2026-04-15",
-          travel_from="LAX", travel_to="JFK", travel_class="economy")
-    fails(s, "book_flight", "no credit card", access_token=TOKEN, card_id="zz", travel_date="2026-04-15",
-          travel_from="LAX", travel_to="JFK", travel_class="economy")
+    fails(
+        s,
+        "book_flight",
+        "invalid access token",
+        access_token="nope",
+        card_id="c1",
+        travel_date="2026-04-15",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_class="economy",
+    )
+    fails(
+        s,
+        "book_flight",
+        "no credit card",
+        access_token=TOKEN,
+        card_id="zz",
+        travel_date="2026-04-15",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_class="economy",
+    )
     poor = with_card(balance=100.0)
-    fails(poor, "book_flight", "insufficient balance", access_token=TOKEN, card_id="c1", travel_date="2026-04-15",
-          travel_from="LAX", travel_to="JFK", travel_class="economy")
+    fails(
+        poor,
+        "book_flight",
+        "insufficient balance",
+        access_token=TOKEN,
+        card_id="c1",
+        travel_date="2026-04-15",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_class="economy",
+    )
     capped = with_card(budget_limit=300.0)
-    fails(capped, "book_flight", "exceeds the budget", access_token=TOKEN, card_id="c1", travel_date="2026-04-15",
-          travel_from="LAX", travel_to="JFK", travel_class="economy")
+    fails(
+        capped,
+        "book_flight",
+        "exceeds the budget",
+        access_token=TOKEN,
+        card_id="c1",
+        travel_date="2026-04-15",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_class="economy",
+    )
     reader = with_card(scope="read")
-    fails(reader, "book_flight", "does not allow changes", access_token=issue_token("cid", "rt", "read"), card_id="c1",
-          travel_date="2026-04-15", travel_from="LAX", travel_to="JFK", travel_class="economy")
+    fails(
+        reader,
+        "book_flight",
+        "does not allow changes",
+        access_token=issue_token("cid", "rt", "read"),
+        card_id="c1",
+        travel_date="2026-04-15",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_class="economy",
+    )
 
 
 def test_cancel_refunds_fare_and_insurance():
     s = with_card()
     book(s)
-    assert "error" not in run(s, "purchase_insurance", access_token=TOKEN, insurance_type="basic", booking_id="BK1001",
-                              insurance_cost=40, card_id="c1")
+    assert "error" not in run(
+        s,
+        "purchase_insurance",
+        access_token=TOKEN,
+        insurance_type="basic",
+        booking_id="BK1001",
+        insurance_cost=40,
+        card_id="c1",
+    )
     assert s.credit_cards["c1"].balance == 10000.0 - 447.0 - 40.0
     out = run(s, "cancel_booking", access_token=TOKEN, booking_id="BK1001")
     assert out == {"cancel_status": True, "refunded": 487.0}
     assert s.bookings["BK1001"].status == "cancelled" and s.credit_cards["c1"].balance == 10000.0
     fails(s, "cancel_booking", "already cancelled", access_token=TOKEN, booking_id="BK1001")
     fails(s, "cancel_booking", "no booking", access_token=TOKEN, booking_id="BK9")
-    fails(s, "purchase_insurance", "is cancelled", access_token=TOKEN, insurance_type="basic", booking_id="BK1001",
-          insurance_cost=10, card_id="c1")
+    fails(
+        s,
+        "purchase_insurance",
+        "is cancelled",
+        access_token=TOKEN,
+        insurance_type="basic",
+        booking_id="BK1001",
+        insurance_cost=10,
+        card_id="c1",
+    )
 
 
 def test_invoice_and_its_writes():
@@ -197,16 +358,30 @@ def test_invoice_and_its_writes():
 # --------------------------------------------------------- cards & budget
 def test_register_card_balance_and_listing():
     s = logged_in()
-    reg = dict(access_token=TOKEN, card_number="4111 2222 3333 4444", expiration_date="10/2029",
-               cardholder_name="Daniel Okafor", card_verification_number=321)
+    reg = dict(
+        access_token=TOKEN,
+        card_number="4111 2222 3333 4444",
+        expiration_date="10/2029",
+        cardholder_name="Daniel Okafor",
+        card_verification_number=321,
+    )
     assert run(s, "register_credit_card", **reg) == {"card_id": "card_4444"}
     assert run(s, "get_credit_card_balance", access_token=TOKEN, card_id="card_4444") == {"card_balance": 5000.0}
     assert run(s, "get_all_credit_cards", access_token=TOKEN)["card_ids"] == ["card_4444"]
     fails(s, "register_credit_card", "already registered", **reg)
     fails(s, "register_credit_card", "16 digits", **{**reg, "card_number": "4111"})
-    fails(s, "register_credit_card", "expired", **{**reg, "card_number": "4111 2222 3333 5555", "expiration_date": "01/2026"})
-    fails(s, "register_credit_card", "3 digits", **{**reg, "card_number": "4111 2222 3333 5555",
-                                                    "card_verification_number": 12})
+    fails(
+        s,
+        "register_credit_card",
+        "expired",
+        **{**reg, "card_number": "4111 2222 3333 5555", "expiration_date": "01/2026"},
+    )
+    fails(
+        s,
+        "register_credit_card",
+        "3 digits",
+        **{**reg, "card_number": "4111 2222 3333 5555", "card_verification_number": 12},
+    )
     fails(s, "get_credit_card_balance", "no credit card", access_token=TOKEN, card_id="card_0000")
 
 
@@ -215,23 +390,59 @@ def test_set_budget_limit():
     assert run(s, "set_budget_limit", access_token=TOKEN, budget_limit=2500) == {"budget_limit": 2500.0}
     assert s.budget_limit == 2500.0
     fails(s, "set_budget_limit", "must be positive", access_token=TOKEN, budget_limit=0)
-    fails(logged_in(scope="read"), "set_budget_limit", "does not allow changes",
-          access_token=issue_token("cid", "rt", "read"), budget_limit=10)
+    fails(
+        logged_in(scope="read"),
+        "set_budget_limit",
+        "does not allow changes",
+        access_token=issue_token("cid", "rt", "read"),
+        budget_limit=10,
+    )
 
 
 # ------------------------------------------------- insurance, support, identity
 def test_purchase_insurance_errors():
     s = with_card(balance=500.0)
     book(s)  # 447 charged, 53 left
-    fails(s, "purchase_insurance", "insufficient balance", access_token=TOKEN, insurance_type="basic",
-          booking_id="BK1001", insurance_cost=60, card_id="c1")
-    fails(s, "purchase_insurance", "must be positive", access_token=TOKEN, insurance_type="basic",
-          booking_id="BK1001", insurance_cost=0, card_id="c1")
-    out = run(s, "purchase_insurance", access_token=TOKEN, insurance_type="comprehensive", booking_id="BK1001",
-              insurance_cost=50, card_id="c1")
+    fails(
+        s,
+        "purchase_insurance",
+        "insufficient balance",
+        access_token=TOKEN,
+        insurance_type="basic",
+        booking_id="BK1001",
+        insurance_cost=60,
+        card_id="c1",
+    )
+    fails(
+        s,
+        "purchase_insurance",
+        "must be positive",
+        access_token=TOKEN,
+        insurance_type="basic",
+        booking_id="BK1001",
+        insurance_cost=0,
+        card_id="c1",
+    )
+    out = run(
+        s,
+        "purchase_insurance",
+        access_token=TOKEN,
+        insurance_type="comprehensive",
+        booking_id="BK1001",
+        insurance_cost=50,
+        card_id="c1",
+    )
     assert out["insurance_id"] == "INS-BK1001" and s.bookings["BK1001"].insurance.insurance_type == "comprehensive"
-    fails(s, "purchase_insurance", "already insured", access_token=TOKEN, insurance_type="basic",
-          booking_id="BK1001", insurance_cost=1, card_id="c1")
+    fails(
+        s,
+        "purchase_insurance",
+        "already insured",
+        access_token=TOKEN,
+        insurance_type="basic",
+        booking_id="BK1001",
+        insurance_cost=1,
+        card_id="c1",
+    )
 
 
 def test_contact_customer_support():
@@ -245,28 +456,61 @@ def test_contact_customer_support():
 
 def test_verify_traveler_information():
     s = fresh()
-    ok = run(s, "verify_traveler_information", first_name="Ana", last_name="Silva", date_of_birth="1990-05-14",
-             passport_number="PT1234567")
+    ok = run(
+        s,
+        "verify_traveler_information",
+        first_name="Ana",
+        last_name="Silva",
+        date_of_birth="1990-05-14",
+        passport_number="PT1234567",
+    )
     assert ok == {"verification_status": True, "verification_failure": None}
-    minor = run(s, "verify_traveler_information", first_name="Sofia", last_name="Romero", date_of_birth="2010-06-30",
-                passport_number="ES5550123")
+    minor = run(
+        s,
+        "verify_traveler_information",
+        first_name="Sofia",
+        last_name="Romero",
+        date_of_birth="2010-06-30",
+        passport_number="ES5550123",
+    )
     assert minor["verification_status"] is False and "18" in minor["verification_failure"]
-    bad = run(s, "verify_traveler_information", first_name="Ana", last_name="Silva", date_of_birth="1990-05-14",
-              passport_number="US12345")
+    bad = run(
+        s,
+        "verify_traveler_information",
+        first_name="Ana",
+        last_name="Silva",
+        date_of_birth="1990-05-14",
+        passport_number="US12345",
+    )
     assert bad["verification_status"] is False and "passport" in bad["verification_failure"]
-    fails(s, "verify_traveler_information", "YYYY-MM-DD", first_name="A", last_name="B", date_of_birth="14.05.1990",
-          passport_number="PT1234567")
+    fails(
+        s,
+        "verify_traveler_information",
+        "YYYY-MM-DD",
+        first_name="A",
+        last_name="B",
+        date_of_birth="14.05.1990",
+        passport_number="PT1234567",
+    )
 
 
 # ---------------------------------------------------------------- currency
 def test_exchange_direct_cross_and_fallback_postcondition():
     s = fresh()
-    assert run(s, "compute_exchange_rate", base_currency="USD", target_currency="EUR", value=100)["exchanged_value"] == 92.0
-    assert run(s, "compute_exchange_rate", base_currency="EUR", target_currency="USD", value=1200)["exchanged_value"] == 1304.35
+    assert (
+        run(s, "compute_exchange_rate", base_currency="USD", target_currency="EUR", value=100)["exchanged_value"]
+        == 92.0
+    )
+    assert (
+        run(s, "compute_exchange_rate", base_currency="EUR", target_currency="USD", value=1200)["exchanged_value"]
+        == 1304.35
+    )
     fails(s, "compute_exchange_rate", "no direct quote", base_currency="EUR", target_currency="JPY", value=300)
     fails(s, "compute_exchange_rate", "unknown currency", base_currency="USD", target_currency="XYZ", value=1)
-    assert run(s, "compute_cross_exchange_rate", base_currency="EUR", target_currency="JPY",
-               value=300)["exchanged_value"] == 48913.04
+    assert (
+        run(s, "compute_cross_exchange_rate", base_currency="EUR", target_currency="JPY", value=300)["exchanged_value"]
+        == 48913.04
+    )
     # The direct tool's failure is a ToolGate postcondition failure (which triggers the declared alternative).
     spec, t = D.tools["compute_exchange_rate"].spec, D.tools["compute_exchange_rate"]
     args = {"base_currency": "EUR", "target_currency": "JPY", "value": 300}
@@ -279,8 +523,14 @@ def test_semantic_postconditions():
     out = t(s, {"city": "Nowhere"})
     assert any("not a known airport" in e for e in toolgate.postcondition(spec, t, {"city": "Nowhere"}, out, s))
     s2 = with_card()
-    args = dict(access_token=TOKEN, card_id="c1", travel_date="2026-04-15", travel_from="LAX", travel_to="JFK",
-                travel_class="economy")
+    args = dict(
+        access_token=TOKEN,
+        card_id="c1",
+        travel_date="2026-04-15",
+        travel_from="LAX",
+        travel_to="JFK",
+        travel_class="economy",
+    )
     bt = D.tools["book_flight"]
     assert toolgate.postcondition(bt.spec, bt, args, bt(s2, args), s2) == []
 
@@ -288,14 +538,45 @@ def test_semantic_postconditions():
 # ------------------------------------------------------------ determinism
 def test_snapshot_deterministic_and_json():
     def session():
-        env = Environment(["travel"], {"travel": {"credit_cards": {"c1": {
-            "card_number": "4111 1111 1111 1111", "cardholder_name": "Maya Chen", "expiration_date": "09/2028",
-            "card_verification_number": 123, "balance": 9000.0}}}})
+        env = Environment(
+            ["travel"],
+            {
+                "travel": {
+                    "credit_cards": {
+                        "c1": {
+                            "card_number": "4111 1111 1111 1111",
+                            "cardholder_name": "Maya Chen",
+                            "expiration_date": "09/2028",
+                            "card_verification_number": 123,
+                            "balance": 9000.0,
+                        }
+                    }
+                }
+            },
+        )
         for tool, args in [
-            ("authenticate_travel", dict(client_id="cid", client_secret="sec", refresh_token="rt", grant_type="read_write",
-                                         user_first_name="Maya", user_last_name="Chen")),
-            ("book_flight", dict(access_token=TOKEN, card_id="c1", travel_date="2026-04-15", travel_from="SFO",
-                                 travel_to="LHR", travel_class="business")),
+            (
+                "authenticate_travel",
+                dict(
+                    client_id="cid",
+                    client_secret="sec",
+                    refresh_token="rt",
+                    grant_type="read_write",
+                    user_first_name="Maya",
+                    user_last_name="Chen",
+                ),
+            ),
+            (
+                "book_flight",
+                dict(
+                    access_token=TOKEN,
+                    card_id="c1",
+                    travel_date="2026-04-15",
+                    travel_from="SFO",
+                    travel_to="LHR",
+                    travel_class="business",
+                ),
+            ),
             ("contact_customer_support", dict(booking_id="BK1001", message="hi")),
         ]:
             result, staged = env.stage(tool, args)
@@ -314,8 +595,11 @@ def test_paper_c3_solution_verifies():
 
     res = verify_solution(load_solution(SOLUTIONS / "paper_c3_nearest_airport.json"))
     [call] = res[0].committed_calls
-    assert (call.tool, call.arguments, call.result["nearest_airport"]) == ("get_nearest_airport_by_city",
-                                                                         {"city": "Miami"}, "MIA")
+    assert (call.tool, call.arguments, call.result["nearest_airport"]) == (
+        "get_nearest_airport_by_city",
+        {"city": "Miami"},
+        "MIA",
+    )
     assert [(r.key, r.outcome) for r in res[0].prerequisites["t1"]] == [("authenticated", "met")]
 
 
@@ -327,10 +611,20 @@ def test_paper_d_examples_call_order(name):
     res = verify_solution(load_solution(SOLUTIONS / f"{name}.json"))
     tools = [c.tool for c in res[0].committed_calls]
     expected = {
-        "paper_d1_example1_business_la_ny": ["get_nearest_airport_by_city", "get_nearest_airport_by_city",
-                                             "get_flight_cost", "authenticate_travel", "book_flight"],
-        "paper_d2_example2_first_sf_la": ["get_nearest_airport_by_city", "get_nearest_airport_by_city",
-                                          "authenticate_travel", "get_flight_cost", "book_flight"],
+        "paper_d1_example1_business_la_ny": [
+            "get_nearest_airport_by_city",
+            "get_nearest_airport_by_city",
+            "get_flight_cost",
+            "authenticate_travel",
+            "book_flight",
+        ],
+        "paper_d2_example2_first_sf_la": [
+            "get_nearest_airport_by_city",
+            "get_nearest_airport_by_city",
+            "authenticate_travel",
+            "get_flight_cost",
+            "book_flight",
+        ],
     }[name]
     assert tools == expected
 

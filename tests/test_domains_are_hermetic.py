@@ -16,8 +16,25 @@ from pathlib import Path
 import pytest
 
 DOMAINS = Path(__file__).resolve().parents[1] / "kernel" / "domains"
-FORBIDDEN_MODULES = {"os", "pathlib", "shutil", "socket", "subprocess", "time", "random", "urllib",
-                     "http", "requests", "httpx", "tempfile", "glob", "io", "uuid", "secrets", "threading"}
+FORBIDDEN_MODULES = {
+    "os",
+    "pathlib",
+    "shutil",
+    "socket",
+    "subprocess",
+    "time",
+    "random",
+    "urllib",
+    "http",
+    "requests",
+    "httpx",
+    "tempfile",
+    "glob",
+    "io",
+    "uuid",
+    "secrets",
+    "threading",
+}
 FORBIDDEN_CALLS = {"open", "input", "eval", "exec", "__import__"}
 CLOCK_READS = {"now", "today", "utcnow"}  # datetime parsing is fine; the simulated clock lives in the state
 
@@ -52,13 +69,17 @@ def test_the_corpus_replays_with_file_system_network_and_clock_cut_off(monkeypat
     for name in available():  # plugin discovery lists a folder: do it before the cut
         load_domain(name)
     synonym_table()  # the kernel's grounding table reads the domains' synonyms.json once (cached): not a domain call
-    solutions = [load_solution(p) for p in sorted((DOMAINS.parents[1] / "data_gen" / "solutions").rglob("*.json"))
-                 if p.name != "schema.json"]
+    solutions = [
+        load_solution(p)
+        for p in sorted((DOMAINS.parents[1] / "data_gen" / "solutions").rglob("*.json"))
+        if p.name != "schema.json"
+    ]
     assert len(solutions) >= 300
 
     def cut(name):
         def refuse(*a, **k):
             raise AssertionError(f"a domain reached outside the simulation: {name}")
+
         return refuse
 
     monkeypatch.setattr(builtins, "open", cut("open"))

@@ -45,6 +45,7 @@ def test_docs_code_blocks_run_and_print_what_the_doc_shows(tmp_path, monkeypatch
 
 def test_docs_list_every_public_name():
     from forethought import primitives
+
     text = DOC.read_text(encoding="utf-8")
     missing = [
         n
@@ -101,8 +102,11 @@ def test_readme_dsl_example_runs_and_prints_what_its_comments_say(tmp_path, monk
     expected = []
     for line in code.splitlines():
         if line.startswith("print(") and "#" in line:
-            expected.append(line.split("#", 1)[1].split(":", 1)[0].strip() if line.startswith("print(run.output)")
-                            else line.split("#", 1)[1].strip())
+            expected.append(
+                line.split("#", 1)[1].split(":", 1)[0].strip()
+                if line.startswith("print(run.output)")
+                else line.split("#", 1)[1].strip()
+            )
         elif line.startswith("# ") and expected:
             expected.append(line[2:])
     monkeypatch.chdir(tmp_path)

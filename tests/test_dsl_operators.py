@@ -414,7 +414,9 @@ def test_foreach_batch_whose_backend_fails_stops_the_run_with_a_backend_error():
     items = {"items": [{"name": "a"}, {"name": "b"}]}
 
     backend = Down()
-    run = Engine(backend, backend_retries=1, backend_retry_wait_s=0).run(ForEach(tag, over="items", max_items=3, label="each"), items)
+    run = Engine(backend, backend_retries=1, backend_retry_wait_s=0).run(
+        ForEach(tag, over="items", max_items=3, label="each"), items
+    )
     assert not run.ok and run.error is None
     assert run.backend_error.path == "each[0]" and "backend down" in str(run.backend_error)
     assert backend.batches == [2, 2]  # the batch was sent again once, as a backend retry (no contract retry)

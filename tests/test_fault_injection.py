@@ -100,7 +100,7 @@ def bad_status_line(conn: socket.socket) -> None:
 
 
 def incomplete(conn: socket.socket) -> None:  # dies half-way through its reply
-    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"choices\": [")
+    conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"choices": [')
 
 
 def garbage(conn: socket.socket) -> None:
@@ -120,8 +120,10 @@ def test_timeout_bounds_the_whole_request_not_each_read():
         assert len(sent) < TRICKLE_BYTES
 
 
-@pytest.mark.parametrize("handler, needle", [(bad_status_line, "protocol error"), (incomplete, "IncompleteRead"),
-                                             (garbage, "reply is not JSON")])
+@pytest.mark.parametrize(
+    "handler, needle",
+    [(bad_status_line, "protocol error"), (incomplete, "IncompleteRead"), (garbage, "reply is not JSON")],
+)
 def test_protocol_errors_name_the_url(handler, needle):
     # Finding 8: BadStatusLine and IncompleteRead escaped as bare tracebacks without the URL.
     with raw_server(handler) as url:
@@ -162,11 +164,23 @@ def test_bench_serving_against_a_dead_or_misbehaving_server_fails_with_a_located
     assert rc == 1, err
     assert "error: backend.base_url: the deployment did not answer the probe" in err
     assert "Traceback" not in err and "internal error" not in err
+
+
 def test_evaluate_against_a_dead_server_exits_1_and_publishes_nothing(tmp_path, capsys):
     # Finding 1: evaluate exited 0 and published "call match 20.0 %, decompose: 5 violations".
     out = tmp_path / "ev"
-    rc = main(["evaluate", "backend=openai", f"backend.base_url={DEAD}", *FAST, "scenarios=[fs-paper-figure1]",
-               "settings=[bundle_cvc]", "noise.sweep=[]", f"output_dir={out}"])
+    rc = main(
+        [
+            "evaluate",
+            "backend=openai",
+            f"backend.base_url={DEAD}",
+            *FAST,
+            "scenarios=[fs-paper-figure1]",
+            "settings=[bundle_cvc]",
+            "noise.sweep=[]",
+            f"output_dir={out}",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1
     assert "cannot reach the server" in err and DEAD in err and "wrote no figures" in err
@@ -175,8 +189,19 @@ def test_evaluate_against_a_dead_server_exits_1_and_publishes_nothing(tmp_path, 
 
 def test_evaluate_counting_backend_errors_says_how_many_and_which(tmp_path, capsys):
     out = tmp_path / "ev"
-    rc = main(["evaluate", "backend=openai", f"backend.base_url={DEAD}", *FAST, "scenarios=[fs-paper-figure1]",
-               "settings=[bundle_cvc]", "noise.sweep=[]", f"output_dir={out}", "backend_errors=count"])
+    rc = main(
+        [
+            "evaluate",
+            "backend=openai",
+            f"backend.base_url={DEAD}",
+            *FAST,
+            "scenarios=[fs-paper-figure1]",
+            "settings=[bundle_cvc]",
+            "noise.sweep=[]",
+            f"output_dir={out}",
+            "backend_errors=count",
+        ]
+    )
     assert rc == 0
     res = json.loads((out / "results.json").read_text())["settings"]["bundle_cvc"]
     assert res["backend_error_turns"] == res["turns"] == 2 and res["backend_retries"] == 2
@@ -192,8 +217,17 @@ def test_evaluate_counting_backend_errors_says_how_many_and_which(tmp_path, caps
 @pytest.mark.parametrize("handler", [trickle, bad_status_line, incomplete, garbage])
 def test_run_against_a_misbehaving_server_exits_1_and_its_trace_says_why(tmp_path, capsys, handler):
     with raw_server(handler) as url:
-        rc = main(["run", FIG1, "backend=openai", f"backend.base_url={url}", *FAST, "backend.timeout_s=1",
-                   f"output_dir={tmp_path}"])
+        rc = main(
+            [
+                "run",
+                FIG1,
+                "backend=openai",
+                f"backend.base_url={url}",
+                *FAST,
+                "backend.timeout_s=1",
+                f"output_dir={tmp_path}",
+            ]
+        )
     err = capsys.readouterr().err
     assert rc == 1 and "got no answer from the backend" in err and url in err
     out = tmp_path / "fs-paper-figure1"
@@ -232,16 +266,29 @@ def test_a_server_that_dies_half_way_is_a_backend_error_not_a_model_answer(tmp_p
 
 
 def test_run_counting_backend_errors_exits_0_and_still_says_so(tmp_path, capsys):
-    rc = main(["run", FIG1, "backend=openai", f"backend.base_url={DEAD}", *FAST, f"output_dir={tmp_path}",
-               "backend_errors=count"])
+    rc = main(
+        [
+            "run",
+            FIG1,
+            "backend=openai",
+            f"backend.base_url={DEAD}",
+            *FAST,
+            f"output_dir={tmp_path}",
+            "backend_errors=count",
+        ]
+    )
     assert rc == 0 and "counted (backend_errors=count)" in capsys.readouterr().err
     assert Path(tmp_path / "fs-paper-figure1" / "turns.json").is_file()
 
 
 # ------------------------------------------------------------ SIGKILL, then rerun
 FIX_SOLUTIONS = Path(__file__).parent / "fixtures" / "solutions"
-GEN_ARGS = [f"data.solutions=[{FIX_SOLUTIONS}]", "data.workers=1", "data.validation_fraction=0.2",
-            "data.sizes={decompose: 40, get_order: 12, check_prerequisites: 12, match_func: 30, match_fill: 12}"]
+GEN_ARGS = [
+    f"data.solutions=[{FIX_SOLUTIONS}]",
+    "data.workers=1",
+    "data.validation_fraction=0.2",
+    "data.sizes={decompose: 40, get_order: 12, check_prerequisites: 12, match_func: 30, match_fill: 12}",
+]
 
 
 def _spawn(args: list[str]):
@@ -250,8 +297,9 @@ def _spawn(args: list[str]):
     import sys
 
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    return subprocess.Popen([sys.executable, "-m", "forethought.cli", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "forethought.cli", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 def _kill_when(proc, ready: Callable[[], bool]) -> bool:
@@ -304,10 +352,26 @@ def test_sigkill_during_train_leaves_no_adapter_that_claims_to_be_done_and_resum
 
     data, out = tmp_path / "data", tmp_path / "train"
     assert main(["generate", *GEN_ARGS, f"data.output_dir={data}"]) == 0
-    args = ["train", "primitive=match_fill", "model=tiny", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={out}",
-            "train=quick", "train.max_steps=40", "train.save_steps=5", "logging=none", "logging.progress=false"]
+    args = [
+        "train",
+        "primitive=match_fill",
+        "model=tiny",
+        "model.pretrain=null",
+        f"dataset_dir={data}",
+        f"output_dir={out}",
+        "train=quick",
+        "train.max_steps=40",
+        "train.save_steps=5",
+        "logging=none",
+        "logging.progress=false",
+    ]
     proc = _spawn(args)
-    ckpt = lambda: any((d / "trainer_state.json").is_file() for d in (out / "match_fill" / "checkpoints").glob("checkpoint-*"))  # noqa: E731
+
+    def ckpt():
+        return any(
+            (d / "trainer_state.json").is_file() for d in (out / "match_fill" / "checkpoints").glob("checkpoint-*")
+        )
+
     assert _kill_when(proc, ckpt), proc.stderr.read().decode()[-2000:]
     # Nothing claims a finished run: no metrics, no adapter, not listed as trained, so package has nothing to ship.
     assert not (out / "match_fill" / "metrics.json").exists() and not (out / "match_fill" / "adapter").exists()
@@ -325,8 +389,14 @@ def test_sigkill_during_package_leaves_the_old_bundle_or_none(tiny_pipeline, tmp
 
     run = tiny_pipeline
     bundle = tmp_path / "bundle"
-    args = ["package", f"train_dir={run / 'train'}", f"validate_dir={run / 'validate'}", f"dataset_dir={run / 'data'}",
-            f"output_dir={bundle}", "allow_failed_gates=true"]
+    args = [
+        "package",
+        f"train_dir={run / 'train'}",
+        f"validate_dir={run / 'validate'}",
+        f"dataset_dir={run / 'data'}",
+        f"output_dir={bundle}",
+        "allow_failed_gates=true",
+    ]
     # Killed before the rename: no bundle at all (only a hidden staging folder, which a rerun ignores).
     proc = _spawn(args)
     staging = lambda: any(tmp_path.glob(".bundle.*"))  # noqa: E731
@@ -343,15 +413,18 @@ def test_sigkill_during_package_leaves_the_old_bundle_or_none(tiny_pipeline, tmp
 
 
 # ------------------------------------------------ located errors, one exit-code convention
-@pytest.mark.parametrize("command", [
-    ["generate", *GEN_ARGS, "data.output_dir={f}"],
-    ["generate", *GEN_ARGS, "data.output_dir={f}/sub"],
-    ["run", FIG1, "output_dir={f}"],
-    ["evaluate", "settings=[oracle]", "scenarios=[fs-paper-figure1]", "noise.sweep=[]", "output_dir={f}/sub"],
-    ["validate", "output_dir={f}/sub"],
-    ["package", "output_dir={f}/sub/bundle"],
-    ["pipeline", "run_dir={f}"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["generate", *GEN_ARGS, "data.output_dir={f}"],
+        ["generate", *GEN_ARGS, "data.output_dir={f}/sub"],
+        ["run", FIG1, "output_dir={f}"],
+        ["evaluate", "settings=[oracle]", "scenarios=[fs-paper-figure1]", "noise.sweep=[]", "output_dir={f}/sub"],
+        ["validate", "output_dir={f}/sub"],
+        ["package", "output_dir={f}/sub/bundle"],
+        ["pipeline", "run_dir={f}"],
+    ],
+)
 def test_an_output_path_that_cannot_be_written_is_bad_input_reported_first(tmp_path, capsys, command):
     # Finding 7: run_dir or data.output_dir being a file, or an unwritable output folder, was reported as
     # "a bug in forethought, not in your input", after all the work was done. Issue 25: "up front" is a fact, not a
@@ -371,11 +444,27 @@ def test_an_output_path_that_cannot_be_written_is_bad_input_reported_first(tmp_p
 def test_the_base_stage_resumes_after_a_kill_and_is_then_reused(tmp_path):
     data, out = tmp_path / "data", tmp_path / "train"
     assert main(["generate", *GEN_ARGS, f"data.output_dir={data}"]) == 0
-    args = ["train", "primitive=base", "model=tiny", f"dataset_dir={data}", f"output_dir={out}", "model.pretrain.max_steps=30",
-            "model.pretrain.save_steps=5", "model.pretrain.em_eval_steps=null", "model.tiny.vocab_size=1024", "train.cpu_threads=1",
-            "logging=none", "logging.progress=false"]
+    args = [
+        "train",
+        "primitive=base",
+        "model=tiny",
+        f"dataset_dir={data}",
+        f"output_dir={out}",
+        "model.pretrain.max_steps=30",
+        "model.pretrain.save_steps=5",
+        "model.pretrain.em_eval_steps=null",
+        "model.tiny.vocab_size=1024",
+        "train.cpu_threads=1",
+        "logging=none",
+        "logging.progress=false",
+    ]
     proc = _spawn(args)
-    ckpt = lambda: any((d / "trainer_state.json").is_file() for d in (out / "base_run" / "checkpoints").glob("checkpoint-*"))  # noqa: E731
+
+    def ckpt():
+        return any(
+            (d / "trainer_state.json").is_file() for d in (out / "base_run" / "checkpoints").glob("checkpoint-*")
+        )
+
     assert _kill_when(proc, ckpt), proc.stderr.read().decode()[-2000:]
     assert not (out / "base").exists(), "no half-trained base is published"
     assert main(args) == 2  # the stage already started: resume or overwrite, never a silent restart

@@ -26,9 +26,21 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def full_run(generated_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("full")
-    cfg = config_from_overrides(["primitive=all", "model=tiny", "model.pretrain=null", f"dataset_dir={generated_data}", f"output_dir={out / 'train'}",
-                                 "train=quick", "train.max_steps=2", "train.finetuning=full", "model.tiny.vocab_size=1024", "logging=none",
-                                 "logging.progress=false"])
+    cfg = config_from_overrides(
+        [
+            "primitive=all",
+            "model=tiny",
+            "model.pretrain=null",
+            f"dataset_dir={generated_data}",
+            f"output_dir={out / 'train'}",
+            "train=quick",
+            "train.max_steps=2",
+            "train.finetuning=full",
+            "model.tiny.vocab_size=1024",
+            "logging=none",
+            "logging.progress=false",
+        ]
+    )
     results = run(cfg)
     return out, results
 
@@ -52,22 +64,44 @@ def test_validate_package_and_the_kernel_backend_load_full_weights(full_run, gen
     out, _ = full_run
     model, tok = load_adapters(out / "train")
     assert isinstance(model, PerPrimitiveModels) and set(model.peft_config) == set(PRIMITIVE_NAMES)
-    gates = run_validation(ValidateConfig(train_dir=str(out / "train"), dataset_dir=str(generated_data), output_dir=str(out / "validate"),
-                                          max_examples=2, max_new_tokens=8, compare_decoding=False, device="cpu"), model=model, tokenizer=tok)
+    gates = run_validation(
+        ValidateConfig(
+            train_dir=str(out / "train"),
+            dataset_dir=str(generated_data),
+            output_dir=str(out / "validate"),
+            max_examples=2,
+            max_new_tokens=8,
+            compare_decoding=False,
+            device="cpu",
+        ),
+        model=model,
+        tokenizer=tok,
+    )
     assert set(gates["primitives"]) == set(PRIMITIVE_NAMES)
     bundle_dir = out / "bundle"
-    package(PackageConfig(train_dir=str(out / "train"), validate_dir=str(out / "validate"), dataset_dir=str(generated_data),
-                          output_dir=str(bundle_dir), allow_failed_gates=True))
+    package(
+        PackageConfig(
+            train_dir=str(out / "train"),
+            validate_dir=str(out / "validate"),
+            dataset_dir=str(generated_data),
+            output_dir=str(bundle_dir),
+            allow_failed_gates=True,
+        )
+    )
     manifest = json.loads((bundle_dir / "manifest.json").read_text())
     assert {p["kind"] for p in manifest["primitives"].values()} == {"full"}
-    assert all(p["probe_delta"] > 0 for p in manifest["primitives"].values())  # each primitive's weights change the output
+    assert all(
+        p["probe_delta"] > 0 for p in manifest["primitives"].values()
+    )  # each primitive's weights change the output
     bundle = load_bundle(bundle_dir, spec_hashes(), allow_smoke=True)
     backend = HFBackend.from_bundle(bundle_dir, device="cpu", allow_smoke=True, max_new_tokens=48)
     assert backend.adapters == set(PRIMITIVE_NAMES) and bundle.adapter_digest("match_func")
     spec = SPECS["match_func"]
     row = json.loads((generated_data / "match_func" / "validation.jsonl").read_text().splitlines()[0])
     inp = spec.input_type.model_validate_json(row["input"])
-    reply = backend.complete([SLMRequest("match_func", inp, spec.messages(inp), json_schema=spec.decoding_schema(inp))])[0]
+    reply = backend.complete(
+        [SLMRequest("match_func", inp, spec.messages(inp), json_schema=spec.decoding_schema(inp))]
+    )[0]
     assert spec.check_output(inp, json.loads(reply.text)).ok  # decoded under its contract-compiled grammar
 
 

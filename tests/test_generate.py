@@ -10,7 +10,16 @@ import pytest
 
 import forethought.data_gen.generate as G
 from forethought.cli import main
-from forethought.data_gen.generate import DataConfig, Example, Pools, VariantBug, generate, load_solutions, masker, write_outputs
+from forethought.data_gen.generate import (
+    DataConfig,
+    Example,
+    Pools,
+    VariantBug,
+    generate,
+    load_solutions,
+    masker,
+    write_outputs,
+)
 from forethought.errors import UserError
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 
@@ -19,7 +28,15 @@ SIZES = {"decompose": 40, "get_order": 12, "check_prerequisites": 12, "match_fun
 
 
 def cfg(out: Path, **kw) -> DataConfig:
-    base = dict(solutions=[str(FIX)], output_dir=str(out), seed=0, sizes=SIZES, validation_fraction=0.2, max_rounds=60, workers=1)
+    base = dict(
+        solutions=[str(FIX)],
+        output_dir=str(out),
+        seed=0,
+        sizes=SIZES,
+        validation_fraction=0.2,
+        max_rounds=60,
+        workers=1,
+    )
     base.update(kw)
     return DataConfig.model_validate(base)
 
@@ -42,7 +59,16 @@ def test_sizes_and_format(gen):
         assert len(tr) + len(va) == SIZES[p], p
         assert stats["primitives"][p]["reached_requested_size"]
         for r in tr[:5] + va[:5]:
-            assert set(r) == {"id", "solution_id", "primitive", "prompt", "completion", "target", "input", "near_duplicate_across_split"}
+            assert set(r) == {
+                "id",
+                "solution_id",
+                "primitive",
+                "prompt",
+                "completion",
+                "target",
+                "input",
+                "near_duplicate_across_split",
+            }
             assert r["primitive"] == p
             assert [m["role"] for m in r["prompt"]] == ["system", "user"]
             assert r["completion"][0]["role"] == "assistant"
@@ -75,7 +101,15 @@ def test_split_is_by_solution_with_no_shared_prompts(gen):
         assert len({key(r) for r in tr}) == len(tr)  # exact duplicates removed
         info = stats["primitives"][p]
         assert info["solution_overlap"] == 0 and info["shared_prompts"] == 0
-        for field in ("examples", "source_solutions", "domains", "pattern_tags", "prompt_tokens", "target_tokens", "near_duplicate_rate"):
+        for field in (
+            "examples",
+            "source_solutions",
+            "domains",
+            "pattern_tags",
+            "prompt_tokens",
+            "target_tokens",
+            "near_duplicate_rate",
+        ):
             assert field in info["train"]
         assert isinstance(info["dropped"], dict)
 
@@ -115,7 +149,9 @@ def _break_paraphrase(d):
     d["turns"][0]["paraphrases"][1] = "Tell me a joke."
 
 
-@pytest.mark.parametrize("breaks,needle", [(_break_order, "get_order"), (_break_paraphrase, "paraphrases[1]: 'Tell me a joke.'")])
+@pytest.mark.parametrize(
+    "breaks,needle", [(_break_order, "get_order"), (_break_paraphrase, "paraphrases[1]: 'Tell me a joke.'")]
+)
 def test_unverifiable_solution_stops_generation_unless_skipping_is_allowed(tmp_path, breaks, needle):
     src = tmp_path / "sols"
     shutil.copytree(FIX, src)
@@ -127,7 +163,11 @@ def test_unverifiable_solution_stops_generation_unless_skipping_is_allowed(tmp_p
         generate(cfg(tmp_path / "out", solutions=[str(src)]))
     assert "broken.json" in str(ei.value) and needle in str(ei.value)
     stats = generate(cfg(tmp_path / "out2", solutions=[str(src)], allow_skip_unverifiable=True))
-    assert len(stats["skipped_solutions"]) == 1 and "broken.json" in stats["skipped_solutions"][0] and needle in stats["skipped_solutions"][0]
+    assert (
+        len(stats["skipped_solutions"]) == 1
+        and "broken.json" in stats["skipped_solutions"][0]
+        and needle in stats["skipped_solutions"][0]
+    )
     card = (tmp_path / "out2" / "README.md").read_text()
     assert "1 solution(s) were skipped" in card and "broken.json" in card
 
@@ -144,13 +184,19 @@ def test_dropped_variants_name_their_solution_file_and_full_reason(tmp_path, mon
         return v
 
     monkeypatch.setattr(G, "make_variant", breaking)
-    stats = generate(cfg(tmp_path / "out", allow_undersized=True, max_dropped_fraction=1.0))  # this test reads the record
+    stats = generate(
+        cfg(tmp_path / "out", allow_undersized=True, max_dropped_fraction=1.0)
+    )  # this test reads the record
     fig1 = str(FIX / "paper_figure1.json")
     assert list(stats["variants_dropped"]) == [fig1]
     reasons = stats["variants_dropped"][fig1]
     assert all(r.startswith("turn 0, get_order: expected order [") and "got [" in r for r in reasons), reasons
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "did not verify and were discarded" in card and "paper_figure1.json" in card and "turn 0, get_order: expected order" in card
+    assert (
+        "did not verify and were discarded" in card
+        and "paper_figure1.json" in card
+        and "turn 0, get_order: expected order" in card
+    )
 
 
 def test_a_bug_while_replaying_a_variant_raises_instead_of_dropping_it(tmp_path, monkeypatch):
@@ -171,11 +217,19 @@ def test_undersized_output_fails_unless_allowed(tmp_path, capsys):
     big = dict(SIZES, decompose=100000)
     with pytest.raises(UserError) as ei:
         generate(cfg(tmp_path / "out", sizes=big, max_rounds=2))
-    assert "requested sizes not reached within max_rounds=2: decompose " in str(ei.value) and "< 100000" in str(ei.value)
+    assert "requested sizes not reached within max_rounds=2: decompose " in str(ei.value) and "< 100000" in str(
+        ei.value
+    )
     stats = generate(cfg(tmp_path / "out2", sizes=big, max_rounds=2, allow_undersized=True))
     assert not stats["primitives"]["decompose"]["reached_requested_size"]
-    args = ["generate", f"data.solutions=[{FIX}]", f"data.output_dir={tmp_path / 'cli'}", "data.workers=1", "data.max_rounds=1",
-            "data.sizes={decompose:100000,get_order:1,check_prerequisites:1,match_func:1,match_fill:1}"]
+    args = [
+        "generate",
+        f"data.solutions=[{FIX}]",
+        f"data.output_dir={tmp_path / 'cli'}",
+        "data.workers=1",
+        "data.max_rounds=1",
+        "data.sizes={decompose:100000,get_order:1,check_prerequisites:1,match_func:1,match_fill:1}",
+    ]
     assert main(args) != 0
     assert "requested sizes not reached" in capsys.readouterr().err
     assert main(args + ["data.allow_undersized=true"]) == 0
@@ -186,9 +240,13 @@ def test_contract_valid_rate_is_computed_from_the_written_targets(gen, tmp_path)
     assert stats["contract_valid_rate"] == 1.0
     sols, _ = load_solutions([str(FIX)], False)
     r0, r1 = rows(out, "get_order", "train")[:2]
+
     # A row's completion is its target's JSON (the row model refuses anything else), so the bad target is the completion too.
-    ex = lambda r, target: Example("get_order", r["solution_id"], r["prompt"], [{"role": "assistant", "content": json.dumps(target)}],  # noqa: E731
-                                   target, json.dumps(r["prompt"]), (), json.loads(r["input"]))
+    def ex(r, target):
+        content = json.dumps(target)
+        return Example("get_order", r["solution_id"], r["prompt"], [{"role": "assistant", "content": content}], target,
+                       json.dumps(r["prompt"]), (), json.loads(r["input"]))  # fmt: skip
+
     bad_target = {"ordered_task_ids": ["nope"] + r1["target"]["ordered_task_ids"]}  # not a permutation of the batch
     pools = Pools({(p, s): 10 for p in PRIMITIVE_NAMES for s in ("train", "validation")})
     pools.add(ex(r0, r0["target"]), "train")
@@ -200,7 +258,11 @@ def test_contract_valid_rate_is_computed_from_the_written_targets(gen, tmp_path)
 
 def test_near_duplicates_mask_the_substituted_slot_values(gen):
     mask = masker(["report.txt", "archive", 42])
-    assert mask("Move report.txt into Archive, 7 times") == mask("Move report.txt into archive, 12 times") == "move <slot> into <slot>, # times"
+    assert (
+        mask("Move report.txt into Archive, 7 times")
+        == mask("Move report.txt into archive, 12 times")
+        == "move <slot> into <slot>, # times"
+    )
     assert masker(["budget.csv", "finance"])("Move budget.csv into finance") == mask("Move report.txt into archive")
     _, stats = gen
     for p in PRIMITIVE_NAMES:
@@ -211,14 +273,20 @@ def test_near_duplicates_mask_the_substituted_slot_values(gen):
         flagged = sum(r["near_duplicate_across_split"] for r in rows)
         assert flagged == round(info["cross_split_near_duplicate_rate"] * len(rows))
     card = (gen[0] / "README.md").read_text()
-    assert "near-dup val↔train" in card and "Source solutions by domain" in card and "Source solutions by pattern tag" in card
+    assert (
+        "near-dup val↔train" in card
+        and "Source solutions by domain" in card
+        and "Source solutions by pattern tag" in card
+    )
 
 
 def test_get_order_batches_are_never_presented_in_the_target_order(gen):
     out, stats = gen
     for split in ("train", "validation"):
         rs = rows(out, "get_order", split)
-        assert rs and all([t["id"] for t in json.loads(r["input"])["tasks"]] != r["target"]["ordered_task_ids"] for r in rs)
+        assert rs and all(
+            [t["id"] for t in json.loads(r["input"])["tasks"]] != r["target"]["ordered_task_ids"] for r in rs
+        )
         assert stats["primitives"]["get_order"][split]["input_order_is_target_rate"] == 0.0
 
 
@@ -317,7 +385,9 @@ def _break_figure1_variants(monkeypatch):
         v = real(sol, rng, vcfg)
         if sol.id == "fs-paper-figure1":
             t0 = v.solution.turns[0]
-            v.solution = v.solution.model_copy(update={"turns": [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]})
+            v.solution = v.solution.model_copy(
+                update={"turns": [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]}
+            )
         return v
 
     monkeypatch.setattr(G, "make_variant", breaking)
@@ -333,10 +403,20 @@ def test_too_many_dropped_variants_fail_naming_the_file_and_reason(tmp_path, mon
     assert f"{fig1}: turn 0, get_order: expected order [" in e.message and " × " in e.message
     assert (tmp_path / "out" / "stats.json").is_file()  # written, as for an undersized run
     # the CLI exits non-zero with the located message; below the threshold it prints the drops and exits 0
-    args = ["generate", f"data.solutions=[{FIX}]", f"data.output_dir={tmp_path / 'cli'}", "data.workers=1", "data.max_rounds=4",
-            "data.allow_undersized=true", "data.sizes={decompose:40,get_order:12,check_prerequisites:12,match_func:30,match_fill:12}"]
+    args = [
+        "generate",
+        f"data.solutions=[{FIX}]",
+        f"data.output_dir={tmp_path / 'cli'}",
+        "data.workers=1",
+        "data.max_rounds=4",
+        "data.allow_undersized=true",
+        "data.sizes={decompose:40,get_order:12,check_prerequisites:12,match_func:30,match_fill:12}",
+    ]
     assert main(args) == 2
     assert "above data.max_dropped_fraction" in capsys.readouterr().err
     assert main(args + ["data.max_dropped_fraction=1.0"]) == 0
     err = capsys.readouterr().err
-    assert "varied copies did not verify and were dropped:" in err and "paper_figure1.json: turn 0, get_order: expected order" in err
+    assert (
+        "varied copies did not verify and were dropped:" in err
+        and "paper_figure1.json: turn 0, get_order: expected order" in err
+    )

@@ -20,7 +20,7 @@ from forethought.kernel.grounding import CONNECTIVE_PUNCTUATION, FUNCTION_WORDS,
 
 
 def test_composed_values_of_the_issue_are_grounded():
-    hay = Haystack(["Tweet \"Filed:\" followed by the name of the file I just archived."], [{"file_name": "report.txt"}])
+    hay = Haystack(['Tweet "Filed:" followed by the name of the file I just archived.'], [{"file_name": "report.txt"}])
     assert hay.contains("Filed: report.txt")
     hay = Haystack(["Comment the two file names report.txt and notes.md, separated by a comma."])
     assert hay.contains("report.txt, notes.md")
@@ -62,7 +62,18 @@ def test_numbers_come_only_from_number_tokens():
     for n in [1, 7, 170, -6, -3, 6, 3, 2024]:
         assert not hay.contains(n), n
     assert number_tokens("HAT001 2024-06-03 10:30 v1.2.3 1.2.3 L-9009 +1-555-0100 12/05") == []
-    assert number_tokens("-5 and 7. 3,4 1,200 $100 3.5 50% a 12-share buy ticket 48's") == [-5, 7, 3, 4, 1200, 100, 3.5, 50, 12, 48]
+    assert number_tokens("-5 and 7. 3,4 1,200 $100 3.5 50% a 12-share buy ticket 48's") == [
+        -5,
+        7,
+        3,
+        4,
+        1200,
+        100,
+        3.5,
+        50,
+        12,
+        48,
+    ]
     # letters glued to digits: a unit of the synonym table (telecom adds gb) or an ordinal, nothing else
     assert number_tokens("3GB 5km 2nd 5pm 0x1f 12abc") == [3, 5, 2]
     assert number_tokens("Revenue: $5000Expenses: $3000Profit") == [5000, 3000]  # lines joined without a break
@@ -90,7 +101,9 @@ def test_currency_and_unit_synonyms():
 
 def test_domain_synonym_files_extend_the_table(tmp_path, monkeypatch):
     (tmp_path / "demo").mkdir()
-    (tmp_path / "demo" / "synonyms.json").write_text(json.dumps([["sek", "kronor", "swedish krona"], ["usd", "greenbacks"]]))
+    (tmp_path / "demo" / "synonyms.json").write_text(
+        json.dumps([["sek", "kronor", "swedish krona"], ["usd", "greenbacks"]])
+    )
     monkeypatch.setattr(grounding, "_DOMAINS", tmp_path)
     synonym_table.cache_clear()
     try:
@@ -168,12 +181,15 @@ def test_a_composition_with_one_invented_part_is_not_grounded(scene, data):
             st.sampled_from(parts).map(lambda w: w + ".bak"),  # a known name with another extension
         ).filter(lambda w: all(w not in k and k not in w for k in known if k != w) and w not in known)
     )
-    value = _compose(parts[:i] + [invented] + parts[i + 1:], joins)
+    value = _compose(parts[:i] + [invented] + parts[i + 1 :], joins)
     assert not Haystack([request], [state]).contains(value), value
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(sorted(CONNECTIVE_PUNCTUATION) + [" "] + sorted(FUNCTION_WORDS)), min_size=1, max_size=6), _letters)
+@given(
+    st.lists(st.sampled_from(sorted(CONNECTIVE_PUNCTUATION) + [" "] + sorted(FUNCTION_WORDS)), min_size=1, max_size=6),
+    _letters,
+)
 def test_connective_text_alone_is_not_grounded(pieces, word):
     value = " ".join(pieces)
     request = f"{word}."

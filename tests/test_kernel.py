@@ -110,12 +110,26 @@ def upgrade_plan(state: WeatherState, plan: str) -> dict:
     return {"plan": plan}
 
 
-def run(turn: dict[str, Any], *, cvc: bool = True, config: dict[str, Any] | None = None, state: dict[str, Any] | None = None, S: Scratchpad | None = None):
+def run(
+    turn: dict[str, Any],
+    *,
+    cvc: bool = True,
+    config: dict[str, Any] | None = None,
+    state: dict[str, Any] | None = None,
+    S: Scratchpad | None = None,
+):
     env = Environment([DOM], {"weather_test": state or {}})
     S = S if S is not None else Scratchpad(config or {})
     t = Turn.model_validate(turn)
     k = Kernel(KernelConfig(cvc=cvc, strict_invariants=True))
-    res, trace = k.run_turn(user=t.user, env=env, scratchpad=S, registry=env.registry(), backend=OracleBackend(t, "test"), turn_context=t.context)
+    res, trace = k.run_turn(
+        user=t.user,
+        env=env,
+        scratchpad=S,
+        registry=env.registry(),
+        backend=OracleBackend(t, "test"),
+        turn_context=t.context,
+    )
     return res, trace, env, S
 
 
@@ -132,7 +146,9 @@ def committed(res) -> list[str]:
 
 
 def test_postcondition_failure_leaves_state_unchanged_and_tries_the_alternative():
-    res, trace, env, S = run(turn("weather in Paris", [task("t1", "weather_primary", parameters={"city": "Paris"})], ["t1"]))
+    res, trace, env, S = run(
+        turn("weather in Paris", [task("t1", "weather_primary", parameters={"city": "Paris"})], ["t1"])
+    )
     assert [(c.tool, c.committed) for c in res.calls] == [("weather_primary", False), ("weather_backup", True)]
     assert res.calls[0].rejected == ["post: result lacks humidity"]
     # the rejected call's staged state was discarded: only the backup's log entry is in the world
@@ -156,9 +172,23 @@ def test_postcondition_failure_without_alternative_is_tool_failed_and_nothing_co
 def test_absent_prerequisite_triggers_one_retrieval_then_executes():
     t = turn(
         "save a note for Oslo: cold, as ann",
-        [task("t1", "save_report", "save note cold for Oslo as ann", parameters={"city": "Oslo", "note": "cold"},
-              prerequisites=[{"key": "session", "outcome": "absent", "retrieval": {"tool_name": "wx_login", "parameters": {"user": "ann"}}, "recheck": "met"}],
-              bindings={"city": {"source": "tau", "value": "Oslo"}, "note": {"source": "tau", "value": "cold"}})],
+        [
+            task(
+                "t1",
+                "save_report",
+                "save note cold for Oslo as ann",
+                parameters={"city": "Oslo", "note": "cold"},
+                prerequisites=[
+                    {
+                        "key": "session",
+                        "outcome": "absent",
+                        "retrieval": {"tool_name": "wx_login", "parameters": {"user": "ann"}},
+                        "recheck": "met",
+                    }
+                ],
+                bindings={"city": {"source": "tau", "value": "Oslo"}, "note": {"source": "tau", "value": "cold"}},
+            )
+        ],
         ["t1"],
     )
     res, _, env, S = run(t)
@@ -169,8 +199,18 @@ def test_absent_prerequisite_triggers_one_retrieval_then_executes():
 
 
 def test_failed_retrieval_writes_the_key_once_and_blocks():
-    t = turn("save a note for Oslo: cold", [task("t1", "save_report", parameters={"city": "Oslo", "note": "cold"},
-                                                  prerequisites=[{"key": "session", "outcome": "absent", "retrieval": None, "recheck": "not_met"}])], ["t1"])
+    t = turn(
+        "save a note for Oslo: cold",
+        [
+            task(
+                "t1",
+                "save_report",
+                parameters={"city": "Oslo", "note": "cold"},
+                prerequisites=[{"key": "session", "outcome": "absent", "retrieval": None, "recheck": "not_met"}],
+            )
+        ],
+        ["t1"],
+    )
     res, _, env, S = run(t)
     assert "session" in S and S.get("session") is None  # Absent fires once: the key is now present
     assert res.outcomes["t1"].status == "blocked"
@@ -181,11 +221,26 @@ def test_not_met_prerequisite_blocks_with_remediation_and_only_that_task():
     t = turn(
         "set an alert for Lima and save a note for Lima: warm",
         [
-            task("t1", "premium_alert", "set a premium alert for Lima", parameters={"city": "Lima"},
-                 prerequisites=[{"key": "premium", "outcome": "not_met", "remediation": {"tool_name": "upgrade_plan", "parameters": {"plan": "premium"}}}]),
-            task("t2", "save_report", parameters={"city": "Lima", "note": "warm"},
-                 prerequisites=[{"key": "session", "outcome": "met"}],
-                 bindings={"city": {"source": "tau", "value": "Lima"}, "note": {"source": "tau", "value": "warm"}}),
+            task(
+                "t1",
+                "premium_alert",
+                "set a premium alert for Lima",
+                parameters={"city": "Lima"},
+                prerequisites=[
+                    {
+                        "key": "premium",
+                        "outcome": "not_met",
+                        "remediation": {"tool_name": "upgrade_plan", "parameters": {"plan": "premium"}},
+                    }
+                ],
+            ),
+            task(
+                "t2",
+                "save_report",
+                parameters={"city": "Lima", "note": "warm"},
+                prerequisites=[{"key": "session", "outcome": "met"}],
+                bindings={"city": {"source": "tau", "value": "Lima"}, "note": {"source": "tau", "value": "warm"}},
+            ),
         ],
         ["t1", "t2"],
     )
@@ -198,8 +253,14 @@ def test_not_met_prerequisite_blocks_with_remediation_and_only_that_task():
 
 
 def test_cycle_halts_the_turn_and_executes_nothing():
-    t = turn("a then b then a", [task("t1", "weather_backup", depends_on=["t2"], parameters={"city": "A"}),
-                                 task("t2", "weather_backup", depends_on=["t1"], parameters={"city": "A"})], ["t1", "t2"])
+    t = turn(
+        "a then b then a",
+        [
+            task("t1", "weather_backup", depends_on=["t2"], parameters={"city": "A"}),
+            task("t2", "weather_backup", depends_on=["t1"], parameters={"city": "A"}),
+        ],
+        ["t1", "t2"],
+    )
     res, trace, env, S = run(t)
     assert res.halted is not None and "cycle" in res.halted["reason"]
     assert res.halted["step"].endswith("build_dep_graph")
@@ -221,9 +282,14 @@ def test_missing_function_and_missing_param_abandon_only_their_task():
         "translate the forecast, save a note, and get weather for Kyiv",
         [
             task("t1", None, "translate the forecast"),
-            task("t2", "save_report", "save a note", parameters={"city": "Kyiv"},
-                 prerequisites=[{"key": "session", "outcome": "met"}],
-                 bindings={"city": {"source": "tau", "value": "Kyiv"}, "note": {"source": "missing"}}),
+            task(
+                "t2",
+                "save_report",
+                "save a note",
+                parameters={"city": "Kyiv"},
+                prerequisites=[{"key": "session", "outcome": "met"}],
+                bindings={"city": {"source": "tau", "value": "Kyiv"}, "note": {"source": "missing"}},
+            ),
             task("t3", "weather_backup", "weather for Kyiv", parameters={"city": "Kyiv"}),
         ],
         ["t1", "t2", "t3"],
@@ -249,16 +315,42 @@ def test_tau_is_consulted_before_the_scratchpad():
 
 def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values():
     S = Scratchpad({"home_city": "Quito", "session": "tok"})
-    good = turn("save note 'rain' for my home city", [task("t1", "save_report", "save note rain for home city", parameters={"note": "rain"},
-                                                           prerequisites=[{"key": "session", "outcome": "met"}],
-                                                           bindings={"note": {"source": "tau", "value": "rain"},
-                                                                     "city": {"source": "fill", "fill_from": "S:home_city", "value": "Quito"}})], ["t1"])
+    good = turn(
+        "save note 'rain' for my home city",
+        [
+            task(
+                "t1",
+                "save_report",
+                "save note rain for home city",
+                parameters={"note": "rain"},
+                prerequisites=[{"key": "session", "outcome": "met"}],
+                bindings={
+                    "note": {"source": "tau", "value": "rain"},
+                    "city": {"source": "fill", "fill_from": "S:home_city", "value": "Quito"},
+                },
+            )
+        ],
+        ["t1"],
+    )
     res, *_ = run(good, S=S)
     assert committed(res) == ["save_report(city='Quito', note='rain')"]
-    bad = turn("save note 'rain' for my home city", [task("t1", "save_report", "save note rain for home city", parameters={"note": "rain"},
-                                                          prerequisites=[{"key": "session", "outcome": "met"}],
-                                                          bindings={"note": {"source": "tau", "value": "rain"},
-                                                                    "city": {"source": "fill", "fill_from": "literal", "value": "Atlantis"}})], ["t1"])
+    bad = turn(
+        "save note 'rain' for my home city",
+        [
+            task(
+                "t1",
+                "save_report",
+                "save note rain for home city",
+                parameters={"note": "rain"},
+                prerequisites=[{"key": "session", "outcome": "met"}],
+                bindings={
+                    "note": {"source": "tau", "value": "rain"},
+                    "city": {"source": "fill", "fill_from": "literal", "value": "Atlantis"},
+                },
+            )
+        ],
+        ["t1"],
+    )
     res, trace, env, _ = run(bad, S=Scratchpad({"home_city": "Quito", "session": "tok"}))
     fills = trace.by_primitive("match_fill")
     assert len(fills) == 3 and all(not r.ok for r in fills)  # original + 2 retries, all rejected
@@ -281,8 +373,18 @@ def test_without_cvc_the_same_primitives_chain_unchecked():
     res, _, env, _ = run(t, cvc=False)
     assert res.calls[0].rejected == []  # no gate: the malformed call reaches the tool
     assert env.states["weather_test"].log == ["primary:42"]  # and the incomplete result is committed
-    t = turn("alert Lima", [task("t1", "premium_alert", parameters={"city": "Lima"},
-                                 prerequisites=[{"key": "premium", "outcome": "not_met"}])], ["t1"])
+    t = turn(
+        "alert Lima",
+        [
+            task(
+                "t1",
+                "premium_alert",
+                parameters={"city": "Lima"},
+                prerequisites=[{"key": "premium", "outcome": "not_met"}],
+            )
+        ],
+        ["t1"],
+    )
     res, *_ = run(t, cvc=False, config={"premium": False})
     assert res.prerequisites["t1"] == [] and res.outcomes["t1"].status == "executed"  # no prerequisite checking
 
@@ -290,7 +392,16 @@ def test_without_cvc_the_same_primitives_chain_unchecked():
 def test_static_bound_and_program_structure():
     k = Kernel(KernelConfig(retries=1, max_tasks=4, max_prereqs=2, max_candidates=2, max_fanout=3))
     names = {p.name for p in k.program.primitives()}
-    assert {"decompose", "get_order", "check_prerequisites", "match_func", "match_fill", "build_dep_graph", "guard_execute", "lookup_params"} <= names
+    assert {
+        "decompose",
+        "get_order",
+        "check_prerequisites",
+        "match_func",
+        "match_fill",
+        "build_dep_graph",
+        "guard_execute",
+        "lookup_params",
+    } <= names
     # decompose 2 + get_order 4*2 + match_func 4*2 + per task (a fan-out task runs up to 3 instances) 3 * (2 prereqs * (2 + 2) + 2 candidates * 2)
     assert k.program.max_slm_calls == 2 + 8 + 8 + 4 * 3 * (2 * 4 + 2 * 2)
 
@@ -330,14 +441,23 @@ def test_a_task_whose_dependency_did_not_execute_is_skipped_and_independent_ones
 PAPER = {
     # Appendix C.2: the third turn of a file-system scenario, a three-step dependency chain.
     "data_gen/solutions/file_system/paper_c2_copy_rename.json": (
-        2, ["cp(source='release_notes.txt', destination='handoff')", "cd(folder='handoff')",
-            "mv(source='release_notes.txt', destination='client_release_notes.txt')"]),
+        2,
+        [
+            "cp(source='release_notes.txt', destination='handoff')",
+            "cd(folder='handoff')",
+            "mv(source='release_notes.txt', destination='client_release_notes.txt')",
+        ],
+    ),
     # Appendix C.3: the prerequisite is Met from persistent state; no remediation.
     "data_gen/solutions/travel/paper_c3_nearest_airport.json": (0, ["get_nearest_airport_by_city(city='Miami')"]),
     # Appendix C.4: the DOB is preserved from S while the names come from tau.
     "data_gen/solutions/airline/paper_c4_passenger_name.json": (
-        0, ["get_reservation_details(reservation_id='G2LTC4')",
-            "update_reservation_passengers(reservation_id='G2LTC4', passengers=[{'first_name': 'James', 'last_name': 'Nguyen', 'dob': '1998-08-02'}])"]),
+        0,
+        [
+            "get_reservation_details(reservation_id='G2LTC4')",
+            "update_reservation_passengers(reservation_id='G2LTC4', passengers=[{'first_name': 'James', 'last_name': 'Nguyen', 'dob': '1998-08-02'}])",
+        ],
+    ),
 }
 
 
@@ -369,7 +489,10 @@ def test_secret_parameters_are_passed_to_the_tool_but_never_kept_in_the_scratchp
 
     spec = load_domain("trading").tools["trading_login"].spec
     assert spec.secret == ["password"] and spec.parameters["properties"]["password"]["writeOnly"] is True
-    for path in ("data_gen/solutions/social/post_wrong_password_blocked.json", "data_gen/solutions/travel/paper_d1_example1_business_la_ny.json"):
+    for path in (
+        "data_gen/solutions/social/post_wrong_password_blocked.json",
+        "data_gen/solutions/travel/paper_d1_example1_business_la_ny.json",
+    ):
         turns = verify_solution(load_solution(path))
         logins = [c for t in turns for c in t.calls if c.tool in ("posting_login", "authenticate_travel")]
         assert logins and any(k in logins[0].arguments for k in ("password", "client_secret"))  # the tool got it

@@ -65,7 +65,11 @@ def test_each_symbolic_step_is_the_function_named_as_the_step():
             continue
         expected = SHARED.get(name, name)
         fn = step.primitive.fn
-        if fn.__name__ != expected or fn.__module__ not in (plan_steps.__name__, task_steps.__name__, condition_steps.__name__):
+        if fn.__name__ != expected or fn.__module__ not in (
+            plan_steps.__name__,
+            task_steps.__name__,
+            condition_steps.__name__,
+        ):
             wrong.append(f"{name}: {fn.__module__}.{fn.__name__}")
     assert wrong == []
     text = DOC.read_text(encoding="utf-8")

@@ -47,8 +47,14 @@ STATS: Counter = Counter()
 
 def _fuzz_settings(n: int):
     # print_blob: a failure in CI prints the @reproduce_failure line that replays it exactly (no database here).
-    return settings(max_examples=n, deadline=None, database=None, derandomize=True, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=n,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 def _observe(out) -> None:
@@ -76,8 +82,18 @@ def test_fuzzing_reached_every_outcome():
     if not SEEN["status"]:  # run alone: do a short pass here
         for s in range(400):
             _observe(run_case(KERNEL, random_case(random.Random(s)), s, counterfactual=True))
-    assert {"executed", "blocked", "missing_function", "missing_param", "tool_failed", "skipped", "skipped_condition"} <= SEEN["status"]
-    assert STATS["fan_out_instances"] >= 1 and STATS["conditions_held"] >= 1, STATS  # the when/for_each branches ran too
+    assert {
+        "executed",
+        "blocked",
+        "missing_function",
+        "missing_param",
+        "tool_failed",
+        "skipped",
+        "skipped_condition",
+    } <= SEEN["status"]
+    assert STATS["fan_out_instances"] >= 1 and STATS["conditions_held"] >= 1, (
+        STATS
+    )  # the when/for_each branches ran too
     assert {"decompose", "build_dep_graph"} <= SEEN["halted"]
     assert STATS["calls_checked"] >= 100, STATS  # INV-L compared bound values on real calls
     assert STATS["counterfactual_runs"] >= 50, STATS  # INV-R replays happened
@@ -114,18 +130,40 @@ class _Scripted:
 
 
 def _one_tool_turn(task_params: dict, context: dict, state: dict, kernel: Kernel = KERNEL):
-    spec = ToolSpec(name="greet", description="greet someone",
-                    parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    spec = ToolSpec(
+        name="greet",
+        description="greet someone",
+        parameters={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    )
     dom = Domain("fuzz", FuzzState, "repro")
     dom.tools["greet"] = DomainTool(spec, lambda state, **kw: {"ok": True, "got": kw}, [], "fuzz")
     env = Environment([dom])
-    backend = _Scripted({
-        "decompose": {"tasks": [{"id": "t0", "text": "greet them", "tool_name": "greet", "depends_on": [], "parameters": task_params}]},
-        "match_func": {"tool_name": "greet"},
-        "match_fill": {"values": {"name": None}},
-    })
-    res, _ = kernel.run_turn(user="greet them", env=env, scratchpad=Scratchpad(state), registry=env.registry(),
-                             backend=backend, turn_context=context, trace="off")
+    backend = _Scripted(
+        {
+            "decompose": {
+                "tasks": [
+                    {
+                        "id": "t0",
+                        "text": "greet them",
+                        "tool_name": "greet",
+                        "depends_on": [],
+                        "parameters": task_params,
+                    }
+                ]
+            },
+            "match_func": {"tool_name": "greet"},
+            "match_fill": {"values": {"name": None}},
+        }
+    )
+    res, _ = kernel.run_turn(
+        user="greet them",
+        env=env,
+        scratchpad=Scratchpad(state),
+        registry=env.registry(),
+        backend=backend,
+        turn_context=context,
+        trace="off",
+    )
     return res
 
 

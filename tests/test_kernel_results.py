@@ -130,8 +130,15 @@ def run_turns(turns: list[dict[str, Any]], kernel: Kernel = KERNEL):
     results = []
     for i, raw in enumerate(turns):
         t = Turn.model_validate({"calls": [], **raw})
-        res, _ = kernel.run_turn(user=t.user, env=env, scratchpad=S, registry=env.registry(),
-                                 backend=OracleBackend(t, "test"), turn_context=t.context, index=i)
+        res, _ = kernel.run_turn(
+            user=t.user,
+            env=env,
+            scratchpad=S,
+            registry=env.registry(),
+            backend=OracleBackend(t, "test"),
+            turn_context=t.context,
+            index=i,
+        )
         assert not res.invariant_violations and res.halted is None, (res.invariant_violations, res.halted)
         results.append(res)
     return results, env.states["desk_test"], S
@@ -147,10 +154,19 @@ def tau(v: Any) -> dict[str, Any]:
 
 MESSAGE_ALICE = {
     "user": "Look up Alice and message her: hi",
-    "tasks": [task("t1", "lookup_user", parameters={"user": "Alice"}, bindings={"user": tau("Alice")}),
-              task("t2", "message", depends_on=["t1"], parameters={"text": "hi"},
-                   bindings={"receiver_id": {"source": "fill", "value": "U1", "fill_from": "S:lookup_user.user_id"},
-                             "text": tau("hi")})],
+    "tasks": [
+        task("t1", "lookup_user", parameters={"user": "Alice"}, bindings={"user": tau("Alice")}),
+        task(
+            "t2",
+            "message",
+            depends_on=["t1"],
+            parameters={"text": "hi"},
+            bindings={
+                "receiver_id": {"source": "fill", "value": "U1", "fill_from": "S:lookup_user.user_id"},
+                "text": tau("hi"),
+            },
+        ),
+    ],
     "order": ["t1", "t2"],
 }
 
@@ -159,7 +175,9 @@ def test_a_result_enters_S_under_its_tools_namespace_without_declared_writes():
     (res,), _, S = run_turns([MESSAGE_ALICE])
     assert S.get("lookup_user.user_id") == "U1" and S.get("lookup_user.user") == "Alice"
     assert S.get("message.sent") is True
-    assert S.last_source("lookup_user.user_id") == "result:lookup_user" and S.last_source("receiver_id") == "call:message"
+    assert (
+        S.last_source("lookup_user.user_id") == "result:lookup_user" and S.last_source("receiver_id") == "call:message"
+    )
     # the receiver id had no name to be looked up by: match_fill read it from the result entry in its view
     assert res.bindings["t2"]["receiver_id"].source == "fill"
 
@@ -169,10 +187,19 @@ def test_messaging_a_second_person_binds_the_id_just_looked_up_not_the_first_per
     the lookup of Bob, so that older argument of the same tool is not reused: match_fill binds Bob's id."""
     second = {
         "user": "Now look up Bob and message him: hello",
-        "tasks": [task("t1", "lookup_user", parameters={"user": "Bob"}, bindings={"user": tau("Bob")}),
-                  task("t2", "message", depends_on=["t1"], parameters={"text": "hello"},
-                       bindings={"receiver_id": {"source": "fill", "value": "U2", "fill_from": "S:lookup_user.user_id"},
-                                 "text": tau("hello")})],
+        "tasks": [
+            task("t1", "lookup_user", parameters={"user": "Bob"}, bindings={"user": tau("Bob")}),
+            task(
+                "t2",
+                "message",
+                depends_on=["t1"],
+                parameters={"text": "hello"},
+                bindings={
+                    "receiver_id": {"source": "fill", "value": "U2", "fill_from": "S:lookup_user.user_id"},
+                    "text": tau("hello"),
+                },
+            ),
+        ],
         "order": ["t1", "t2"],
     }
     (_, res), world, S = run_turns([MESSAGE_ALICE, second])
@@ -184,9 +211,18 @@ def test_messaging_a_second_person_binds_the_id_just_looked_up_not_the_first_per
 
 def test_without_a_dependency_the_same_tools_earlier_argument_is_still_S():
     """Cross-turn state is unchanged: 'message her again' binds the receiver from S (INV-L: τ, then S)."""
-    again = {"user": "Message her again: bye", "tasks": [
-        task("t1", "message", parameters={"text": "bye"}, bindings={"receiver_id": {"source": "S", "value": "U1"}, "text": tau("bye")})],
-        "order": ["t1"]}
+    again = {
+        "user": "Message her again: bye",
+        "tasks": [
+            task(
+                "t1",
+                "message",
+                parameters={"text": "bye"},
+                bindings={"receiver_id": {"source": "S", "value": "U1"}, "text": tau("bye")},
+            )
+        ],
+        "order": ["t1"],
+    }
     (_, res), world, _ = run_turns([MESSAGE_ALICE, again])
     assert res.bindings["t1"]["receiver_id"].source == "S" and world.sent[-1] == {"to": "U1", "text": "bye"}
 
@@ -194,18 +230,37 @@ def test_without_a_dependency_the_same_tools_earlier_argument_is_still_S():
 def _two_symbols_then_sell(order: list[str], sell_from: str) -> dict[str, Any]:
     return {
         "user": "Look up Tesla's and Microsoft's symbols and sell 5 Microsoft",
-        "tasks": [task("t1", "symbol_of", parameters={"name": "Tesla"}, bindings={"name": tau("Tesla")}),
-                  task("t2", "symbol_of", parameters={"name": "Microsoft"}, bindings={"name": tau("Microsoft")}),
-                  task("t3", "trade", depends_on=[sell_from], parameters={"side": "Sell", "amount": 5},
-                       bindings={"side": tau("Sell"), "amount": tau(5),
-                                 "symbol": {"source": "fill", "value": "MSFT", "fill_from": "S:symbol_of.symbol"}})],
+        "tasks": [
+            task("t1", "symbol_of", parameters={"name": "Tesla"}, bindings={"name": tau("Tesla")}),
+            task("t2", "symbol_of", parameters={"name": "Microsoft"}, bindings={"name": tau("Microsoft")}),
+            task(
+                "t3",
+                "trade",
+                depends_on=[sell_from],
+                parameters={"side": "Sell", "amount": 5},
+                bindings={
+                    "side": tau("Sell"),
+                    "amount": tau(5),
+                    "symbol": {"source": "fill", "value": "MSFT", "fill_from": "S:symbol_of.symbol"},
+                },
+            ),
+        ],
         "order": order,
     }
 
 
-BUY_APPLE = {"user": "Buy 10 AAPL", "tasks": [task("t1", "trade", parameters={"side": "Buy", "symbol": "AAPL", "amount": 10},
-                                                    bindings={"side": tau("Buy"), "symbol": tau("AAPL"), "amount": tau(10)})],
-             "order": ["t1"]}
+BUY_APPLE = {
+    "user": "Buy 10 AAPL",
+    "tasks": [
+        task(
+            "t1",
+            "trade",
+            parameters={"side": "Buy", "symbol": "AAPL", "amount": 10},
+            bindings={"side": tau("Buy"), "symbol": tau("AAPL"), "amount": tau(10)},
+        )
+    ],
+    "order": ["t1"],
+}
 
 
 def test_two_lookups_then_a_sale_bind_the_symbol_of_the_lookup_the_sale_depends_on():
@@ -221,14 +276,32 @@ def test_two_lookups_then_a_sale_bind_the_symbol_of_the_lookup_the_sale_depends_
 def test_a_dependencys_argument_binds_by_name_newest_first():
     """A dependency's own entry under the parameter's name (its argument or declared write) binds directly, as that
     call wrote it; of two dependencies that both wrote it, the later commit wins."""
-    turn = {"user": "Buy 1 TSLA, then buy 2 MSFT, then sell 3 of the last one",
-            "tasks": [task("t1", "trade", parameters={"side": "Buy", "symbol": "TSLA", "amount": 1},
-                           bindings={"side": tau("Buy"), "symbol": tau("TSLA"), "amount": tau(1)}),
-                      task("t2", "trade", depends_on=["t1"], parameters={"side": "Buy", "symbol": "MSFT", "amount": 2},
-                           bindings={"side": tau("Buy"), "symbol": tau("MSFT"), "amount": tau(2)}),
-                      task("t3", "trade", depends_on=["t1", "t2"], parameters={"side": "Sell", "amount": 3},
-                           bindings={"side": tau("Sell"), "amount": tau(3), "symbol": {"source": "S", "value": "MSFT"}})],
-            "order": ["t1", "t2", "t3"]}
+    turn = {
+        "user": "Buy 1 TSLA, then buy 2 MSFT, then sell 3 of the last one",
+        "tasks": [
+            task(
+                "t1",
+                "trade",
+                parameters={"side": "Buy", "symbol": "TSLA", "amount": 1},
+                bindings={"side": tau("Buy"), "symbol": tau("TSLA"), "amount": tau(1)},
+            ),
+            task(
+                "t2",
+                "trade",
+                depends_on=["t1"],
+                parameters={"side": "Buy", "symbol": "MSFT", "amount": 2},
+                bindings={"side": tau("Buy"), "symbol": tau("MSFT"), "amount": tau(2)},
+            ),
+            task(
+                "t3",
+                "trade",
+                depends_on=["t1", "t2"],
+                parameters={"side": "Sell", "amount": 3},
+                bindings={"side": tau("Sell"), "amount": tau(3), "symbol": {"source": "S", "value": "MSFT"}},
+            ),
+        ],
+        "order": ["t1", "t2", "t3"],
+    }
     (res,), world, _ = run_turns([turn])
     assert res.bindings["t3"]["symbol"].consulted == ["tau", "dependencies"]
     assert world.orders[-1] == {"side": "Sell", "symbol": "MSFT", "amount": 3}
@@ -257,25 +330,44 @@ def test_a_value_the_user_stated_still_wins_over_a_fresh_result():
 
 
 def test_a_sort_result_is_posted_by_a_later_call():
-    turn = {"user": "Sort todo.txt and post the result",
-            "tasks": [task("t1", "sort_file", parameters={"file_name": "todo.txt"}, bindings={"file_name": tau("todo.txt")}),
-                      task("t2", "post", depends_on=["t1"],
-                           bindings={"content": {"source": "fill", "value": "apples\nfigs\npears", "fill_from": "S:sort_file.sorted_content"}})],
-            "order": ["t1", "t2"]}
+    turn = {
+        "user": "Sort todo.txt and post the result",
+        "tasks": [
+            task("t1", "sort_file", parameters={"file_name": "todo.txt"}, bindings={"file_name": tau("todo.txt")}),
+            task(
+                "t2",
+                "post",
+                depends_on=["t1"],
+                bindings={
+                    "content": {
+                        "source": "fill",
+                        "value": "apples\nfigs\npears",
+                        "fill_from": "S:sort_file.sorted_content",
+                    }
+                },
+            ),
+        ],
+        "order": ["t1", "t2"],
+    }
     (res,), world, S = run_turns([turn])
     assert world.posts == ["apples\nfigs\npears"]
     assert S.get("sort_file.sorted_content") == "apples\nfigs\npears"
 
 
 def test_a_long_result_field_is_a_marker_shown_but_never_bound():
-    turn = {"user": "Read big.txt", "tasks": [task("t1", "read_file", parameters={"file_name": "big.txt"},
-                                                    bindings={"file_name": tau("big.txt")})], "order": ["t1"]}
+    turn = {
+        "user": "Read big.txt",
+        "tasks": [task("t1", "read_file", parameters={"file_name": "big.txt"}, bindings={"file_name": tau("big.txt")})],
+        "order": ["t1"],
+    }
     (_,), _, S = run_turns([turn])
     marker = S.get("read_file.file_content")
     assert is_truncated(marker) and marker["$truncated"] == 5002 and len(marker["preview"]) == 121
     # match_fill may not propose a value that only a preview shows: the grounding contract refuses it
     brief = ToolBrief(name="post", params={"content": "string"}, required=["content"])
-    inp = MatchFillInput(task=TaskRef(id="t2", text="post it"), tool=brief, missing=["content"], state={"read_file.file_content": marker})
+    inp = MatchFillInput(
+        task=TaskRef(id="t2", text="post it"), tool=brief, missing=["content"], state={"read_file.file_content": marker}
+    )
     grounded = next(c for c in MATCH_FILL.checks if c.name == "values_grounded")
     assert "content='xxxxxxxxxx'" in grounded.fn(inp, MatchFillOutput(values={"content": "xxxxxxxxxx"}))
     # ... and the cap is the kernel's setting
@@ -291,7 +383,13 @@ def test_the_state_view_budgets_result_entries_apart_and_shows_a_tasks_dependenc
     view = S.view(2, 3)
     assert view == {"tool27.field": 27, "tool28.field": 28, "tool29.field": 29, "authenticated": True, "symbol": "AAPL"}
     # a dependency's entry overlays S's value and counts as the most recent
-    assert list(S.view(2, 3, {"tool3.field": 99})) == ["authenticated", "tool28.field", "tool29.field", "symbol", "tool3.field"]
+    assert list(S.view(2, 3, {"tool3.field": 99})) == [
+        "authenticated",
+        "tool28.field",
+        "tool29.field",
+        "symbol",
+        "tool3.field",
+    ]
     assert S.view(2, 3, {"tool3.field": 99})["tool3.field"] == 99
 
 
@@ -307,12 +405,25 @@ def test_a_value_decompose_proposed_afresh_is_not_shadowed_by_a_dependencys_argu
     """Decompose's permission='storage' is in neither the request nor S (an enum value of the tool): nothing earlier
     produced it, so the dependency's own argument permission='sms' must not replace it (tau2 telecom's
     grant-both-permissions fix, where the second grant repeated the first)."""
-    turn = {"user": "Give the messaging app the permissions it needs",
-            "tasks": [task("t1", "grant", parameters={"app": "messaging", "permission": "sms"},
-                           bindings={"app": tau("messaging"), "permission": tau("sms")}),
-                      task("t2", "grant", depends_on=["t1"], parameters={"app": "messaging", "permission": "storage"},
-                           bindings={"app": tau("messaging"), "permission": tau("storage")})],
-            "order": ["t1", "t2"]}
+    turn = {
+        "user": "Give the messaging app the permissions it needs",
+        "tasks": [
+            task(
+                "t1",
+                "grant",
+                parameters={"app": "messaging", "permission": "sms"},
+                bindings={"app": tau("messaging"), "permission": tau("sms")},
+            ),
+            task(
+                "t2",
+                "grant",
+                depends_on=["t1"],
+                parameters={"app": "messaging", "permission": "storage"},
+                bindings={"app": tau("messaging"), "permission": tau("storage")},
+            ),
+        ],
+        "order": ["t1", "t2"],
+    }
     (res,), _, S = run_turns([turn])
     assert [c.arguments["permission"] for c in res.committed_calls] == ["sms", "storage"]
     assert res.bindings["t2"]["permission"].consulted == ["tau"] and S.get("grant.granted") == "messaging:storage"

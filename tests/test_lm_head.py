@@ -11,8 +11,17 @@ def _tiny_model():
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     torch.manual_seed(0)
-    config = Gemma3TextConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                              num_key_value_heads=1, head_dim=16, max_position_embeddings=128, attn_implementation="eager")
+    config = Gemma3TextConfig(
+        vocab_size=256,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=128,
+        attn_implementation="eager",
+    )
     return Gemma3ForCausalLM(config)
 
 

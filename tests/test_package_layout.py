@@ -19,8 +19,13 @@ import setuptools
 
 ROOT = Path(__file__).resolve().parents[1]
 # Repository folder -> the package it installs as (setup.py's mapping).
-FOLDERS = {"forethought": "forethought", "primitives": "forethought.primitives", "kernel": "forethought.kernel",
-           "data_gen": "forethought.data_gen", "training": "forethought.training"}
+FOLDERS = {
+    "forethought": "forethought",
+    "primitives": "forethought.primitives",
+    "kernel": "forethought.kernel",
+    "data_gen": "forethought.data_gen",
+    "training": "forethought.training",
+}
 BARE = ("primitives", "kernel", "data_gen", "training")
 
 # The intended layering, bottom first: a layer may import only the layers below it. config and errors
@@ -110,7 +115,7 @@ def find_cycle(edges: dict[tuple[str, str], list[str]]) -> list[str] | None:
         stack.append(n)
         for m in sorted(graph[n]):
             if state.get(m) == "open":
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if m not in state and (found := visit(m)):
                 return found
         stack.pop()
@@ -124,8 +129,11 @@ def find_cycle(edges: dict[tuple[str, str], list[str]]) -> list[str] | None:
 
 
 def describe(cycle: list[str], edges: dict[tuple[str, str], list[str]]) -> str:
-    return " -> ".join(cycle) + "\n" + "\n".join(
-        f"  {a} -> {b}: {', '.join(edges[(a, b)][:3])}" for a, b in zip(cycle, cycle[1:], strict=False))
+    return (
+        " -> ".join(cycle)
+        + "\n"
+        + "\n".join(f"  {a} -> {b}: {', '.join(edges[(a, b)][:3])}" for a, b in zip(cycle, cycle[1:], strict=False))
+    )
 
 
 # ------------------------------------------------------------------ the distribution
@@ -133,7 +141,9 @@ def test_the_installed_distribution_owns_only_the_name_forethought():
     dist = importlib.metadata.distribution("forethought")
     top_level = (dist.read_text("top_level.txt") or "").split()
     assert set(top_level) == {"forethought"}, f"top_level.txt lists {top_level}"
-    owned = sorted(name for name, dists in importlib.metadata.packages_distributions().items() if "forethought" in dists)
+    owned = sorted(
+        name for name, dists in importlib.metadata.packages_distributions().items() if "forethought" in dists
+    )
     assert owned == ["forethought"], f"the forethought distribution provides the top-level names {owned}"
 
 
@@ -142,21 +152,30 @@ def test_setup_installs_every_package_under_forethought(monkeypatch):
     captured: dict = {}
     monkeypatch.setattr(setuptools, "setup", lambda **kw: captured.update(kw))
     monkeypatch.chdir(ROOT)  # setup.py's find_packages() calls are relative, as when pip builds it
-    exec(compile((ROOT / "setup.py").read_text(), str(ROOT / "setup.py"), "exec"), {"__name__": "__main__", "__file__": str(ROOT / "setup.py")})
+    exec(
+        compile((ROOT / "setup.py").read_text(), str(ROOT / "setup.py"), "exec"),
+        {"__name__": "__main__", "__file__": str(ROOT / "setup.py")},
+    )
     packages, package_dir = captured["packages"], captured["package_dir"]
     outside = [p for p in [*packages, *package_dir] if p != "forethought" and not p.startswith("forethought.")]
     assert not outside, f"setup.py installs packages outside forethought: {outside}"
     # Every folder holding Python code is a package that setup.py installs (none is left out of the wheel).
     wanted = {m if is_pkg else m.rpartition(".")[0] for m, (_, is_pkg) in MODULES.items()}
-    assert wanted <= set(packages), f"folders with Python code that setup.py does not install: {sorted(wanted - set(packages))}"
+    assert wanted <= set(packages), (
+        f"folders with Python code that setup.py does not install: {sorted(wanted - set(packages))}"
+    )
     assert {"forethought.bundle", "forethought.kernel.backends", "forethought.training"} <= set(packages)
 
 
 # ------------------------------------------------------------------ no bare imports
 def _repo_python_files() -> list[Path]:
     skip = {".venv", ".git", "runs", "outputs", "multirun", "wandb", "__pycache__", "node_modules"}
-    return [f for f in sorted(ROOT.rglob("*.py")) if not (set(f.relative_to(ROOT).parts[:-1]) & skip)
-            and not any(p.startswith(".") for p in f.relative_to(ROOT).parts)]
+    return [
+        f
+        for f in sorted(ROOT.rglob("*.py"))
+        if not (set(f.relative_to(ROOT).parts[:-1]) & skip)
+        and not any(p.startswith(".") for p in f.relative_to(ROOT).parts)
+    ]
 
 
 def bare_imports(tree: ast.AST) -> list[tuple[int, str]]:
@@ -168,46 +187,73 @@ def bare_imports(tree: ast.AST) -> list[tuple[int, str]]:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             names = [node.args[0].value]
         out += [(node.lineno, n) for n in names if n.split(".")[0] in BARE]
     return out
 
 
 def test_the_bare_import_scan_finds_each_form():
-    src = "import kernel\nfrom training.data import x\nimport importlib\nimportlib.import_module('data_gen.unit')\n" \
-          "def f():\n    import primitives.io\nimport forethought.kernel\nfrom . import kernel\n"
+    src = (
+        "import kernel\nfrom training.data import x\nimport importlib\nimportlib.import_module('data_gen.unit')\n"
+        "def f():\n    import primitives.io\nimport forethought.kernel\nfrom . import kernel\n"
+    )
     assert [n for _, n in bare_imports(ast.parse(src))] == ["kernel", "training.data", "data_gen.unit", "primitives.io"]
 
 
 def test_no_module_imports_a_bare_kernel_training_data_gen_or_primitives():
-    found = [f"{f.relative_to(ROOT)}:{line}: {name}" for f in _repo_python_files()
-             for line, name in bare_imports(ast.parse(f.read_text(encoding="utf-8")))]
-    assert not found, "import these as forethought.<name> (the installed package has no top-level kernel, training, ...):\n" + "\n".join(found)
+    found = [
+        f"{f.relative_to(ROOT)}:{line}: {name}"
+        for f in _repo_python_files()
+        for line, name in bare_imports(ast.parse(f.read_text(encoding="utf-8")))
+    ]
+    assert not found, (
+        "import these as forethought.<name> (the installed package has no top-level kernel, training, ...):\n"
+        + "\n".join(found)
+    )
 
 
 # ------------------------------------------------------------------ the import graph
 def test_the_cycle_finder_reports_a_cycle_with_its_files():
-    edges = {("kernel", "forethought.bundle"): ["kernel/backends/hf.py:18"], ("forethought.bundle", "kernel"): ["forethought/bundle/x.py:3"],
-             ("training", "kernel"): ["training/a.py:1"]}
+    edges = {
+        ("kernel", "forethought.bundle"): ["kernel/backends/hf.py:18"],
+        ("forethought.bundle", "kernel"): ["forethought/bundle/x.py:3"],
+        ("training", "kernel"): ["training/a.py:1"],
+    }
     cycle = find_cycle(edges)
     assert cycle in (["forethought.bundle", "kernel", "forethought.bundle"], ["kernel", "forethought.bundle", "kernel"])
-    assert "forethought/bundle/x.py:3" in describe(cycle, edges) and "kernel/backends/hf.py:18" in describe(cycle, edges)
+    assert "forethought/bundle/x.py:3" in describe(cycle, edges) and "kernel/backends/hf.py:18" in describe(
+        cycle, edges
+    )
     del edges[("forethought.bundle", "kernel")]
     assert find_cycle(edges) is None
 
 
 def test_relative_imports_resolve_to_the_installed_names():
-    tree = ast.parse("from ...training import artifacts\nfrom ..specs import SPECS\nfrom . import hf\nfrom forethought import errors\n")
+    tree = ast.parse(
+        "from ...training import artifacts\nfrom ..specs import SPECS\nfrom . import hf\nfrom forethought import errors\n"
+    )
     got = [m for m, _ in imported_modules("forethought.kernel.backends.factory", tree, False)]
-    assert got == ["forethought.training.artifacts", "forethought.kernel.specs", "forethought.kernel.backends.hf", "forethought.errors"]
+    assert got == [
+        "forethought.training.artifacts",
+        "forethought.kernel.specs",
+        "forethought.kernel.backends.hf",
+        "forethought.errors",
+    ]
 
 
 def test_the_import_graph_between_the_layers_has_no_cycle():
     edges = layer_edges()
     cycle = find_cycle(edges)
-    assert cycle is None, "the layers import each other in a cycle (imports inside functions count):\n" + describe(cycle, edges)
+    assert cycle is None, "the layers import each other in a cycle (imports inside functions count):\n" + describe(
+        cycle, edges
+    )
 
 
 def test_every_layer_imports_only_the_layers_below_it():
@@ -216,14 +262,17 @@ def test_every_layer_imports_only_the_layers_below_it():
     unplaced = sorted(units - set(RANK))
     assert not unplaced, f"modules of no layer (add them to LAYERS in {Path(__file__).name}): {unplaced}"
     upward = [f"{a} -> {b}: {', '.join(where[:3])}" for (a, b), where in sorted(edges.items()) if RANK[b] >= RANK[a]]
-    assert not upward, "imports that go up or sideways in the layering (bottom first: " \
-        + " < ".join("/".join(sorted(layer)) for layer in LAYERS) + "):\n" + "\n".join(upward)
+    assert not upward, (
+        "imports that go up or sideways in the layering (bottom first: "
+        + " < ".join("/".join(sorted(layer)) for layer in LAYERS)
+        + "):\n"
+        + "\n".join(upward)
+    )
     # The bottom: config imports nothing of forethought; errors imports config only.
     assert not [b for (a, b) in edges if a == "forethought.config"]
     assert {b for (a, b) in edges if a == "forethought.errors"} <= {"forethought.config"}
     # The edge the layering exists for: the kernel's hf backend loads bundles without importing training.
     assert ("kernel", "forethought.bundle") in edges and ("kernel", "training") not in edges
-
 
 
 # ------------------------------------------------------------------ modules
@@ -254,7 +303,11 @@ def private_imports(module: str, tree: ast.AST, is_package: bool) -> list[str]:
             base = node.module or ""
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-            out += [f"{node.lineno}: {base}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            out += [
+                f"{node.lineno}: {base}.{a.name}"
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
     # ``from forethought.kernel import task_steps`` then ``task_steps._execute(...)``: the same, through the module
     modules = {}
     for node in ast.walk(tree):
@@ -262,22 +315,37 @@ def private_imports(module: str, tree: ast.AST, is_package: bool) -> list[str]:
             base = node.module or ""
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-            modules.update({a.asname or a.name: f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES})
+            modules.update(
+                {a.asname or a.name: f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES}
+            )
         elif isinstance(node, ast.Import):
             modules.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
-    out += [f"{node.lineno}: {modules[node.value.id]}.{node.attr}" for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
-            and node.attr.startswith("_") and not node.attr.startswith("__")]
+    out += [
+        f"{node.lineno}: {modules[node.value.id]}.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in modules
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    ]
     return out
 
 
 def test_the_module_cycle_finder_sees_a_cycle_inside_one_layer():
-    edges = {("forethought.kernel.a", "forethought.kernel.b"): ["kernel/a.py:3"], ("forethought.kernel.b", "forethought.kernel.a"): ["kernel/b.py:9"]}
+    edges = {
+        ("forethought.kernel.a", "forethought.kernel.b"): ["kernel/a.py:3"],
+        ("forethought.kernel.b", "forethought.kernel.a"): ["kernel/b.py:9"],
+    }
     assert find_cycle(edges) is not None and "kernel/b.py:9" in describe(find_cycle(edges), edges)
-    tree = ast.parse("from .train import _diff, resolved_config\nfrom forethought.x import __version__\n"
-                     "from forethought.kernel import task_steps\ntask_steps._execute(1)\n")
-    assert private_imports("forethought.training.pretrain", tree, False) == ["1: forethought.training.train._diff",
-                                                                             "4: forethought.kernel.task_steps._execute"]
+    tree = ast.parse(
+        "from .train import _diff, resolved_config\nfrom forethought.x import __version__\n"
+        "from forethought.kernel import task_steps\ntask_steps._execute(1)\n"
+    )
+    assert private_imports("forethought.training.pretrain", tree, False) == [
+        "1: forethought.training.train._diff",
+        "4: forethought.kernel.task_steps._execute",
+    ]
 
 
 def test_no_two_modules_import_each_other_even_through_others():
@@ -289,6 +357,12 @@ def test_no_two_modules_import_each_other_even_through_others():
 
 
 def test_no_module_imports_another_modules_private_names():
-    found = [f"{f.relative_to(ROOT)}:{hit}" for module, (f, is_package) in MODULES.items()
-             for hit in private_imports(module, ast.parse(f.read_text(encoding="utf-8")), is_package)]
-    assert not found, "private names imported from another module (make them public, or move them where both can use them):\n" + "\n".join(found)
+    found = [
+        f"{f.relative_to(ROOT)}:{hit}"
+        for module, (f, is_package) in MODULES.items()
+        for hit in private_imports(module, ast.parse(f.read_text(encoding="utf-8")), is_package)
+    ]
+    assert not found, (
+        "private names imported from another module (make them public, or move them where both can use them):\n"
+        + "\n".join(found)
+    )

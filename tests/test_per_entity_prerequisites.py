@@ -57,7 +57,9 @@ def test_the_precondition_checks_the_entity_of_the_call_arguments():
     S = Scratchpad({"customer_identified": True, "line_status": "active", "line_status[L-4096]": "active"})
     assert toolgate.precondition(spec, {"customer_id": "C1", "line_id": "L-4096", "gb_amount": 2}, S) == []
     errors = toolgate.precondition(spec, {"customer_id": "C1", "line_id": "L-9009", "gb_amount": 2}, S)
-    assert errors == ["prerequisite 'line_status[L-9009]' is absent (needs the line is active (get_details_by_id shows its status))"]
+    assert errors == [
+        "prerequisite 'line_status[L-9009]' is absent (needs the line is active (get_details_by_id shows its status))"
+    ]
 
 
 def test_a_status_write_goes_to_the_plain_key_and_to_the_entry_of_its_entity():
@@ -72,7 +74,9 @@ def test_a_status_write_goes_to_the_plain_key_and_to_the_entry_of_its_entity():
     hits = {"tickets": [{"id": 57, "status": "Closed"}, {"id": 58, "status": "Open"}], "count": 2}
     assert toolgate.declared_writes(search, {"keyword": "vpn"}, hits)[entity_key("ticket_status", 57)] == "Closed"
     assert entity_key("ticket_status", 58) not in toolgate.declared_writes(search, {"keyword": "vpn"}, hits)
-    assert not [k for k in toolgate.declared_writes(search, {"keyword": "vpn"}, {"tickets": [], "count": 0}) if "[" in k]
+    assert not [
+        k for k in toolgate.declared_writes(search, {"keyword": "vpn"}, {"tickets": [], "count": 0}) if "[" in k
+    ]
 
 
 def test_check_prerequisites_accepts_a_per_entity_writer_of_the_same_fact_only():
@@ -85,12 +89,16 @@ def test_check_prerequisites_accepts_a_per_entity_writer_of_the_same_fact_only()
 def test_an_entity_that_is_not_a_parameter_is_a_located_error():
     params = {"type": "object", "properties": {"line_id": {"type": "string"}}, "required": ["line_id"]}
     bad = Prerequisite(key="line_status", sat=Sat(op="eq", value="active"), entity="lineid")
-    with pytest.raises(ValidationError, match=r"prerequisites\[0\] \('line_status'\): entity 'lineid' is not a parameter of tool 'top_up'"):
+    with pytest.raises(
+        ValidationError,
+        match=r"prerequisites\[0\] \('line_status'\): entity 'lineid' is not a parameter of tool 'top_up'",
+    ):
         ToolSpec(name="top_up", parameters=params, prerequisites=[bad])
     ToolSpec(name="top_up", parameters=params, prerequisites=[bad.model_copy(update={"entity": "line_id"})])
 
     dom = Domain("toy", TELECOM.state_model)
     with pytest.raises(ValueError, match=r"domain 'toy', tool 'top_up' \(.*\): .*entity 'lineid' is not a parameter"):
+
         @dom.tool(prerequisites=[bad])
         def top_up(state, line_id: str) -> dict:
             """Top up.
@@ -103,19 +111,31 @@ def test_an_entity_that_is_not_a_parameter_is_a_located_error():
 
 def test_a_solution_registry_extra_tool_with_a_wrong_entity_names_its_field(tmp_path):
     d = json.loads(BLOCKED_BEFORE.read_text())
-    d["registry"] = {"extra": [{"name": "top_up", "parameters": {"type": "object", "properties": {"line_id": {"type": "string"}}},
-                                "prerequisites": [{"key": "line_status", "entity": "lineid"}]}]}
+    d["registry"] = {
+        "extra": [
+            {
+                "name": "top_up",
+                "parameters": {"type": "object", "properties": {"line_id": {"type": "string"}}},
+                "prerequisites": [{"key": "line_status", "entity": "lineid"}],
+            }
+        ]
+    }
     p = tmp_path / "extra.json"
     p.write_text(json.dumps(d))
     [result] = verify_paths([p])
     assert not result.ok
-    assert "registry.extra.0: Value error, prerequisites[0] ('line_status'): entity 'lineid' is not a parameter of tool 'top_up'" in result.error
+    assert (
+        "registry.extra.0: Value error, prerequisites[0] ('line_status'): entity 'lineid' is not a parameter of tool 'top_up'"
+        in result.error
+    )
 
 
 def test_imported_registries_have_no_per_entity_prerequisites():
     from forethought.kernel.registry import parse_registry
 
-    tools = parse_registry([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}], "openai")
+    tools = parse_registry(
+        [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}], "openai"
+    )
     assert [p for t in tools for p in t.prerequisites] == []
 
 
@@ -125,7 +145,9 @@ def test_the_solution_that_was_blocked_before_verifies_and_S_only_grows():
     turns = verify_solution(load_solution(BLOCKED_BEFORE), kernel=Kernel(KernelConfig(strict_invariants=True)))
     assert [t.outcomes["t1"].status for t in turns] == ["executed", "executed"]
     assert [(r.key, r.outcome, r.recheck) for r in turns[1].prerequisites["t1"]] == [
-        ("customer_identified", "met", None), ("line_status[L-4096]", "absent", "met")]
+        ("customer_identified", "met", None),
+        ("line_status[L-4096]", "absent", "met"),
+    ]
     assert set(turns[0].scratchpad) <= set(turns[1].scratchpad)  # INV-S: the suspended line's entry is still there
     assert turns[1].scratchpad["line_status[L-9009]"] == "suspended"
     assert all(not t.invariant_violations for t in turns)
@@ -146,7 +168,10 @@ def test_with_a_domain_wide_key_the_same_request_is_blocked(tmp_path, monkeypatc
     path.write_text(json.dumps(d))
     [result] = verify_paths([path])
     assert not result.ok
-    assert "check_prerequisites/line_status: outcome: expected absent, got not_met; recheck: expected met, got none" in result.error
+    assert (
+        "check_prerequisites/line_status: outcome: expected absent, got not_met; recheck: expected met, got none"
+        in result.error
+    )
 
 
 def _no_line_named() -> dict:
@@ -156,12 +181,19 @@ def _no_line_named() -> dict:
     d["config"] = {"customer_identified": True, "customer_id": "${cid}"}
     turn = copy.deepcopy(d["turns"][1])
     turn.update(user="Please add ${gb} GB of data.", paraphrases=[], calls=[], state=[], scratchpad={}, notes="")
-    turn["tasks"] = [{
-        "id": "t1", "text": "Add ${gb} GB of data", "tool": "refuel_data", "parameters": {"gb_amount": "${gb}"},
-        "prerequisites": [{"key": "customer_identified", "outcome": "met"},
-                          {"key": "line_status[]", "outcome": "absent", "retrieval": None, "recheck": "not_met"}],
-        "outcome": "blocked",
-    }]
+    turn["tasks"] = [
+        {
+            "id": "t1",
+            "text": "Add ${gb} GB of data",
+            "tool": "refuel_data",
+            "parameters": {"gb_amount": "${gb}"},
+            "prerequisites": [
+                {"key": "customer_identified", "outcome": "met"},
+                {"key": "line_status[]", "outcome": "absent", "retrieval": None, "recheck": "not_met"},
+            ],
+            "outcome": "blocked",
+        }
+    ]
     d["turns"] = [turn]
     return d
 
@@ -183,4 +215,7 @@ def test_the_tag_needs_another_entitys_entry_that_is_judged_differently(tmp_path
     p = tmp_path / "unbacked.json"
     p.write_text(json.dumps(d))
     [result] = verify_paths([p])
-    assert not result.ok and "tag 'per_entity_prerequisite' needs a prerequisite checked on one entity's key" in result.error
+    assert (
+        not result.ok
+        and "tag 'per_entity_prerequisite' needs a prerequisite checked on one entity's key" in result.error
+    )

@@ -18,8 +18,18 @@ from tests.conftest import tiny_pipeline_args
 
 def test_report_has_every_section(tiny_pipeline):
     report = (tiny_pipeline / "report.md").read_text()
-    for section in ("## Stages", "## Worked solutions", "## Datasets", "## Base stage", "## Training", "## Validation gates",
-                    "## Bundle", "## End-to-end evaluation", "Small-model results", "SIMULATION"):
+    for section in (
+        "## Stages",
+        "## Worked solutions",
+        "## Datasets",
+        "## Base stage",
+        "## Training",
+        "## Validation gates",
+        "## Bundle",
+        "## End-to-end evaluation",
+        "Small-model results",
+        "SIMULATION",
+    ):
         assert section in report, section
     for png in ("datasets.png", "base_loss.png", "loss_curves.png", "gates.png", "evaluation.png"):
         assert (tiny_pipeline / png).stat().st_size > 1000
@@ -44,7 +54,14 @@ def test_rerun_skips_unchanged_stages(tiny_pipeline, capsys):
 
 
 def test_all_stage_configs_are_validated_up_front(tmp_path, capsys):
-    rc = main(["pipeline", f"run_dir={tmp_path}", 'overrides.train=["model=tiny","train.lrr=1"]', 'overrides.validate=["max_examples=zero"]'])
+    rc = main(
+        [
+            "pipeline",
+            f"run_dir={tmp_path}",
+            'overrides.train=["model=tiny","train.lrr=1"]',
+            'overrides.validate=["max_examples=zero"]',
+        ]
+    )
     assert rc == 2
     err = capsys.readouterr().err
     assert "train: train.lrr: unknown key" in err and "validate: max_examples" in err
@@ -75,6 +92,7 @@ def _fake_train(train: Path, runs: list[int]):
             (train / p / "metrics.json").write_text(json.dumps({"completed": True}))
             (train / p / "run_state.json").write_text("{}")
         return {}
+
     return run
 
 
@@ -119,7 +137,12 @@ def test_stage_fingerprints_cover_the_code_and_libraries_they_use(tmp_path):
     pr = _stub_pipeline(tmp_path, ["train"])
     ev = pr.stages["evaluate"]
     assert "forethought/bundle" in ev.code  # the hf backend loads the bundle, base and tokenizer through it
-    versions = {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__, "trl": trl.__version__}
+    versions = {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "trl": trl.__version__,
+    }
     train = input_manifest(pr.stages["train"].inputs, pr.stages["train"].code, pr.stages["train"].libs)
     assert {k: train[f"python-package:{k}"] for k in versions} == versions
     for name in ("validate", "package", "evaluate"):
@@ -155,15 +178,32 @@ def test_pipeline_evaluate_and_backend_configs_are_typed():
     assert e["stages.1"].startswith("Input should be 'verify'") and "(got 'tran')" in e["stages.1"]
     assert e["overrides.tarin.[key]"].startswith("Input should be 'verify'") and len(e) == 2
     # +noise.rates.decompos=0.5 used to be accepted and meant 0 % for decompose
-    e = by_key(errors("evaluate", EvaluateConfig, "+noise.rates.decompos=0.5", "noise.rates.match_fill=1.5", "noise.sweep=[0.1,-0.1]",
-                      "settings=[oracle,bundle]", "backend.device=gpu"))
+    e = by_key(
+        errors(
+            "evaluate",
+            EvaluateConfig,
+            "+noise.rates.decompos=0.5",
+            "noise.rates.match_fill=1.5",
+            "noise.sweep=[0.1,-0.1]",
+            "settings=[oracle,bundle]",
+            "backend.device=gpu",
+        )
+    )
     assert e["noise.rates.decompos.[key]"].startswith("Input should be 'decompose'")
     assert e["noise.rates.match_fill"].startswith("Input should be less than or equal to 1")
     assert e["noise.sweep.1"].startswith("Input should be greater than or equal to 0")
     assert e["settings.1"].startswith("Input should be 'oracle'") and "(got 'bundle')" in e["settings.1"]
     assert "cuda:N" in e["backend.device"] and len(e) == 5
     assert "listed more than once" in errors("evaluate", EvaluateConfig, "settings=[oracle,oracle]")[0]
-    e = by_key(errors("evaluate", EvaluateConfig, "backend=openai", "+backend.models.matchfunc=lora1", "backend.base_url=localhost:8000"))
+    e = by_key(
+        errors(
+            "evaluate",
+            EvaluateConfig,
+            "backend=openai",
+            "+backend.models.matchfunc=lora1",
+            "backend.base_url=localhost:8000",
+        )
+    )
     assert set(e) == {"backend.base_url", "backend.models.matchfunc.[key]"}  # as written, no union tag
     ok = compose_and_validate("evaluate", ["backend.device=cuda:0", "noise.rates.decompose=0.5"], EvaluateConfig)[1]
     assert ok.backend.device == "cuda:0" and ok.noise.rates["decompose"] == 0.5

@@ -21,8 +21,17 @@ from forethought.kernel.specs import spec_hashes
 from tests.disk import tree
 
 # The tiny pipeline's train settings (tests/conftest.py tiny_pipeline_args), as `forethought train` takes them.
-TRAIN = ["model=tiny", "train=quick", "train.max_steps=2", "train.max_eval_examples=4", "model.tiny.vocab_size=1024", "logging=none",
-         "model.pretrain.max_steps=2", "model.pretrain.em_eval_steps=null", "train.em_eval_steps=null"]
+TRAIN = [
+    "model=tiny",
+    "train=quick",
+    "train.max_steps=2",
+    "train.max_eval_examples=4",
+    "model.tiny.vocab_size=1024",
+    "logging=none",
+    "model.pretrain.max_steps=2",
+    "model.pretrain.em_eval_steps=null",
+    "train.em_eval_steps=null",
+]
 
 
 @pytest.fixture
@@ -82,8 +91,14 @@ def test_pipeline_with_a_file_for_run_dir_is_refused_before_any_stage(run_dir, t
 
 
 def _package(run: Path, out: Path, *extra: str) -> list[str]:
-    return ["package", f"train_dir={run / 'train'}", f"validate_dir={run / 'validate'}", f"dataset_dir={run / 'data'}",
-            f"output_dir={out}", *extra]
+    return [
+        "package",
+        f"train_dir={run / 'train'}",
+        f"validate_dir={run / 'validate'}",
+        f"dataset_dir={run / 'data'}",
+        f"output_dir={out}",
+        *extra,
+    ]
 
 
 def test_package_refused_for_failed_gates_creates_no_folder(run_copy, capsys):
@@ -121,14 +136,18 @@ def test_a_package_killed_between_its_two_renames_leaves_the_old_bundle_restorab
     bundle = run_copy / "bundle"
     before = tree(bundle)
     args = _package(run_copy, bundle, "allow_failed_gates=true")
-    proc = subprocess.run([sys.executable, "-c", KILL_AFTER_SETTING_ASIDE, *args], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_SETTING_ASIDE, *args], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == -9, proc.stderr[-2000:]  # killed (SIGKILL) at that very point
     assert not bundle.exists() and (run_copy / ".bundle.old" / "manifest.json").is_file()
     # The next load puts the old bundle back at its path, whole.
     load_bundle(bundle, spec_hashes(), allow_smoke=True)
     assert tree(bundle) == before and not (run_copy / ".bundle.old").exists()
     # And so does the next package, which then replaces it.
-    proc = subprocess.run([sys.executable, "-c", KILL_AFTER_SETTING_ASIDE, *args], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_SETTING_ASIDE, *args], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == -9 and not bundle.exists()
     assert main(args) == 0
     load_bundle(bundle, spec_hashes(), allow_smoke=True)

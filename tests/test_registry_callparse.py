@@ -160,7 +160,10 @@ def test_provider_tool_names_that_are_not_identifiers(text, expected):
     ("text", "message"),
     [
         # masked only in call position: inside a value it is still an expression, reported where it stands
-        ("get-x(n=get-y(1))", "argument 'n': an operator expression is not allowed in values (only literals) at column 9"),
+        (
+            "get-x(n=get-y(1))",
+            "argument 'n': an operator expression is not allowed in values (only literals) at column 9",
+        ),
         ("get-x(n=bad)", "argument 'n': bare name 'bad' is not a literal (quote strings: 'bad') at column 9"),
         ("x-y", "expected a call or a list of calls, got an operator expression at column 1"),
     ],
@@ -208,9 +211,9 @@ _json = st.recursive(
 )
 _ident = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
 _arg_name = _ident | st.sampled_from(keyword.kwlist) | st.text(string.ascii_letters + "é", min_size=1, max_size=5)
-_name = st.lists(_ident, min_size=1, max_size=3).map(".".join) | st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True).filter(
-    lambda s: not keyword.iskeyword(s)
-)
+_name = st.lists(_ident, min_size=1, max_size=3).map(".".join) | st.from_regex(
+    r"[A-Za-z0-9_-]{1,12}", fullmatch=True
+).filter(lambda s: not keyword.iskeyword(s))
 
 
 def _same(a, b) -> bool:

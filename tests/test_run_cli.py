@@ -23,7 +23,16 @@ def test_run_writes_calls_state_trace_and_html(tmp_path, capsys):
     slm = [r for r in rows if r["kind"] == "slm"]
     assert slm and all(r["model"]["backend"] == "oracle" for r in slm)
     html = (out / "trace.html").read_text()
-    for needle in ("1. Decompose", "2. Get-Order", "4. Match", "consulted", "src-S", "src-tau", "grep(", "Contract results"):
+    for needle in (
+        "1. Decompose",
+        "2. Get-Order",
+        "4. Match",
+        "consulted",
+        "src-S",
+        "src-tau",
+        "grep(",
+        "Contract results",
+    ):
         assert needle in html
     turns = json.loads((out / "turns.json").read_text())
     assert turns[1]["bindings"]["t2"]["pattern"]["source"] == "tau"
@@ -53,7 +62,11 @@ def test_unannotated_scenario_needs_a_model_backend(tmp_path, capsys):
 
 def test_unknown_domain_is_a_located_error(tmp_path, capsys):
     sc = tmp_path / "dom.json"
-    sc.write_text(json.dumps({"id": "d", "domains": ["no_such_domain"], "turns": [{"user": "x", "tasks": [], "order": [], "calls": []}]}))
+    sc.write_text(
+        json.dumps(
+            {"id": "d", "domains": ["no_such_domain"], "turns": [{"user": "x", "tasks": [], "order": [], "calls": []}]}
+        )
+    )
     assert main(["run", str(sc), f"output_dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert "dom.json" in err and "no_such_domain" in err
@@ -66,7 +79,12 @@ def test_record_then_strict_replay_reproduces_the_run_without_the_backend(tmp_pa
     assert header == {"forethought_recording": 1}  # the format version, checked on load
     assert {e["primitive"] for e in entries} >= {"decompose", "match_func"}
     # strict replay needs no backend at all: a bundle that does not exist is never opened
-    assert main(["run", FIG1, f"output_dir={tmp_path / 'b'}", f"replay={rec}", "backend=hf", "backend.bundle=/nonexistent"]) == 0
+    assert (
+        main(
+            ["run", FIG1, f"output_dir={tmp_path / 'b'}", f"replay={rec}", "backend=hf", "backend.bundle=/nonexistent"]
+        )
+        == 0
+    )
     a, b = (tmp_path / d / "fs-paper-figure1" for d in "ab")
     assert (a / "calls.jsonl").read_text() == (b / "calls.jsonl").read_text()
     assert (a / "final_state.json").read_text() == (b / "final_state.json").read_text()

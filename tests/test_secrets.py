@@ -17,7 +17,14 @@ import pytest
 from omegaconf import OmegaConf
 
 from forethought.cli import CONFIGURED, SUBCOMMAND_CONFIGS, main
-from forethought.config import MASK, SECRET_KEYS, compose_config, mask_secrets, recorded_command, secrets_on_command_line
+from forethought.config import (
+    MASK,
+    SECRET_KEYS,
+    compose_config,
+    mask_secrets,
+    recorded_command,
+    secrets_on_command_line,
+)
 from tests.disk import tree
 from tests.openai_stub import StubServer
 
@@ -28,17 +35,61 @@ FIG1 = str(FIXTURES / "paper_figure1.json")
 # The commands whose config holds a secret field (the endpoint key of the kernel's backend, of the responder),
 # as they run here against a local server; {url} is the server, {out} an output folder under the test's folder.
 SECRET_COMMANDS: dict[str, list[str]] = {
-    "run": ["run", FIG1, "backend=openai", "backend.base_url={url}", "backend.api_key_env=FT_KEY", "kernel.backend_retries=0",
-            "backend_errors=count", "record=true", "output_dir={out}"],
-    "evaluate": ["evaluate", f"solutions=[{FIXTURES}]", "settings=[bundle_cvc]", "scenarios=[fs-paper-figure1]", "noise.sweep=[]", "backend=openai",
-                 "backend.base_url={url}", "backend.api_key_env=FT_KEY", "kernel.backend_retries=0", "backend_errors=count",
-                 "output_dir={out}"],
-    "bench bfcl": ["bench", "bfcl", "mode=[kernel,vanilla]", "ids=[multi_turn_base_0]", "backend=openai", "backend.base_url={url}",
-                   "backend.api_key_env=FT_KEY", "responder.api_key_env=FT_KEY", "responder.retries=0", "kernel.backend_retries=0",
-                   "backend_errors=count", "record=true", "output_dir={out}"],
-    "bench tau2": ["bench", "tau2", "mode=[kernel,vanilla]", "count=1", "seeds=[0]", "backend=openai", "backend.base_url={url}",
-                   "backend.api_key_env=FT_KEY", "responder.api_key_env=FT_KEY", "responder.retries=0", "kernel.backend_retries=0",
-                   "backend_errors=count", "record=true", "output_dir={out}"],
+    "run": [
+        "run",
+        FIG1,
+        "backend=openai",
+        "backend.base_url={url}",
+        "backend.api_key_env=FT_KEY",
+        "kernel.backend_retries=0",
+        "backend_errors=count",
+        "record=true",
+        "output_dir={out}",
+    ],
+    "evaluate": [
+        "evaluate",
+        f"solutions=[{FIXTURES}]",
+        "settings=[bundle_cvc]",
+        "scenarios=[fs-paper-figure1]",
+        "noise.sweep=[]",
+        "backend=openai",
+        "backend.base_url={url}",
+        "backend.api_key_env=FT_KEY",
+        "kernel.backend_retries=0",
+        "backend_errors=count",
+        "output_dir={out}",
+    ],
+    "bench bfcl": [
+        "bench",
+        "bfcl",
+        "mode=[kernel,vanilla]",
+        "ids=[multi_turn_base_0]",
+        "backend=openai",
+        "backend.base_url={url}",
+        "backend.api_key_env=FT_KEY",
+        "responder.api_key_env=FT_KEY",
+        "responder.retries=0",
+        "kernel.backend_retries=0",
+        "backend_errors=count",
+        "record=true",
+        "output_dir={out}",
+    ],
+    "bench tau2": [
+        "bench",
+        "tau2",
+        "mode=[kernel,vanilla]",
+        "count=1",
+        "seeds=[0]",
+        "backend=openai",
+        "backend.base_url={url}",
+        "backend.api_key_env=FT_KEY",
+        "responder.api_key_env=FT_KEY",
+        "responder.retries=0",
+        "kernel.backend_retries=0",
+        "backend_errors=count",
+        "record=true",
+        "output_dir={out}",
+    ],
     "bench serving": ["bench", "serving", "backend=openai", "backend.base_url={url}", "backend.api_key_env=FT_KEY"],
 }
 # The pipeline holds no key of its own, but passes overrides to its stages: a key there is a key on its command line.
@@ -51,7 +102,9 @@ class EchoingServer(StubServer):
 
     def reply(self, body):
         auth = self.requests[-1][2] if self.requests else None
-        return 401, json.dumps({"error": {"message": f"invalid credentials in header 'Authorization: {auth}'"}}).encode()
+        return 401, json.dumps(
+            {"error": {"message": f"invalid credentials in header 'Authorization: {auth}'"}}
+        ).encode()
 
 
 def _leaks(folder: Path) -> list[str]:
@@ -63,8 +116,11 @@ def _args(line: list[str], url: str, out: Path) -> list[str]:
 
 
 # The commands each config serves (conf/bench.yaml serves bench bfcl and bench serving).
-SERVED_BY = {**{c: [c] for c in CONFIGURED}, "bench": ["bench bfcl", "bench serving"],
-             **{conf: [f"{c} {sub}"] for (c, sub), conf in SUBCOMMAND_CONFIGS.items()}}
+SERVED_BY = {
+    **{c: [c] for c in CONFIGURED},
+    "bench": ["bench bfcl", "bench serving"],
+    **{conf: [f"{c} {sub}"] for (c, sub), conf in SUBCOMMAND_CONFIGS.items()},
+}
 
 
 def _holds_a_secret(node) -> bool:
@@ -79,15 +135,20 @@ def test_every_command_with_a_secret_field_is_checked():
     with_secret = set()
     for conf, commands in SERVED_BY.items():
         plain = compose_config(conf, [])
-        cfg = compose_config(conf, ["backend=openai"]) if "backend" in plain else plain  # a backend group: its openai option
+        cfg = (
+            compose_config(conf, ["backend=openai"]) if "backend" in plain else plain
+        )  # a backend group: its openai option
         if _holds_a_secret(OmegaConf.to_container(cfg)):
             with_secret.update(commands)
     assert with_secret == set(SECRET_COMMANDS)
 
 
 # Each command with each secret field it has (only the bench commands have a responder), and the pipeline's overrides.
-REFUSALS = [(name, field) for name in [*SECRET_COMMANDS, "pipeline"]
-            for field in ["backend.api_key", *(["responder.api_key"] if name.startswith("bench") else [])]]
+REFUSALS = [
+    (name, field)
+    for name in [*SECRET_COMMANDS, "pipeline"]
+    for field in ["backend.api_key", *(["responder.api_key"] if name.startswith("bench") else [])]
+]
 
 
 @pytest.mark.parametrize(("name", "field"), REFUSALS)
@@ -99,7 +160,11 @@ def test_a_key_on_the_command_line_is_refused_and_changes_nothing(name, field, t
     assert main(_args(line, "http://127.0.0.1:9/v1", out)) == 2
     printed = capsys.readouterr()
     assert KEY not in printed.out + printed.err
-    assert "not accepted on the command line" in printed.err and "$OPENAI_API_KEY" in printed.err and "api_key_file" in printed.err
+    assert (
+        "not accepted on the command line" in printed.err
+        and "$OPENAI_API_KEY" in printed.err
+        and "api_key_file" in printed.err
+    )
     assert tree(tmp_path) == before  # refused before anything was written
 
 
@@ -120,15 +185,40 @@ def test_a_key_from_the_environment_reaches_no_file_and_no_output(name, tmp_path
 
 
 def test_recorded_command_lines_mask_a_secret():
-    line = ["forethought", "bench", "bfcl", f"backend.api_key={KEY}", f"overrides.evaluate=[backend.api_key={KEY}]", "backend.api_key_env=X"]
-    assert recorded_command(line) == (f"forethought bench bfcl backend.api_key={MASK} overrides.evaluate=[backend.api_key={MASK}] "
-                                      "backend.api_key_env=X")
-    assert mask_secrets("backend={name: openai, api_key: " + KEY + "}") == "backend={name: openai, api_key: " + MASK + "}"
-    assert secrets_on_command_line(["backend.api_key=null", "backend.api_key=", "backend.api_key_file=/k", "my_api_key=1"]) == []
+    line = [
+        "forethought",
+        "bench",
+        "bfcl",
+        f"backend.api_key={KEY}",
+        f"overrides.evaluate=[backend.api_key={KEY}]",
+        "backend.api_key_env=X",
+    ]
+    assert recorded_command(line) == (
+        f"forethought bench bfcl backend.api_key={MASK} overrides.evaluate=[backend.api_key={MASK}] "
+        "backend.api_key_env=X"
+    )
+    assert (
+        mask_secrets("backend={name: openai, api_key: " + KEY + "}") == "backend={name: openai, api_key: " + MASK + "}"
+    )
+    assert (
+        secrets_on_command_line(["backend.api_key=null", "backend.api_key=", "backend.api_key_file=/k", "my_api_key=1"])
+        == []
+    )
 
 
 def test_a_url_with_a_key_in_it_is_refused(tmp_path, capsys):
-    assert main(["run", FIG1, "backend=openai", f"backend.base_url=http://user:{KEY}@127.0.0.1:9/v1", f"output_dir={tmp_path}"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                FIG1,
+                "backend=openai",
+                f"backend.base_url=http://user:{KEY}@127.0.0.1:9/v1",
+                f"output_dir={tmp_path}",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "backend.base_url" in err and "user:key@host" in err
 

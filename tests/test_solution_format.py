@@ -88,7 +88,10 @@ def test_a_version_newer_than_the_code_is_refused_naming_it(tmp_path, capsys):
     p = tmp_path / "new.json"
     p.write_text(json.dumps({**d, "format_version": FORMAT_VERSION + 1}))
     assert main(["verify", str(p)]) == 2
-    assert f"format_version {FORMAT_VERSION + 1} is newer than this forethought reads (up to {FORMAT_VERSION})" in capsys.readouterr().err
+    assert (
+        f"format_version {FORMAT_VERSION + 1} is newer than this forethought reads (up to {FORMAT_VERSION})"
+        in capsys.readouterr().err
+    )
 
 
 def test_migrate_rewrites_older_files_with_a_backup_and_leaves_current_ones(tmp_path, capsys):
@@ -131,8 +134,13 @@ def test_a_divergence_names_every_field_that_differs(tmp_path):
     p.write_text(json.dumps(d))
     [result] = verify_paths([p])
     assert not result.ok
-    assert "check_prerequisites/line_status[L-9009]: key: expected 'line_status[L-9009]', got 'line_status[L-4096]'" in result.error
-    assert "outcome: expected" not in result.error  # the outcome and recheck agree: only the fields that differ are named
+    assert (
+        "check_prerequisites/line_status[L-9009]: key: expected 'line_status[L-9009]', got 'line_status[L-4096]'"
+        in result.error
+    )
+    assert (
+        "outcome: expected" not in result.error
+    )  # the outcome and recheck agree: only the fields that differ are named
 
 
 @pytest.mark.parametrize(("key", "needle"), [
@@ -161,7 +169,9 @@ def test_load_solution_keeps_no_note_for_a_current_file():
 
 
 # ------------------------------------------------------------------ the other versioned files
-@pytest.mark.parametrize(("version", "remedy"), [(0, "regenerate the dataset with forethought generate"), (2, "upgrade forethought")])
+@pytest.mark.parametrize(
+    ("version", "remedy"), [(0, "regenerate the dataset with forethought generate"), (2, "upgrade forethought")]
+)
 def test_a_dataset_of_another_format_is_refused_naming_it(generated_data, tmp_path, capsys, version, remedy):
     import shutil
 
@@ -169,13 +179,18 @@ def test_a_dataset_of_another_format_is_refused_naming_it(generated_data, tmp_pa
     shutil.copytree(generated_data, data)
     m = json.loads((data / "dataset.json").read_text())
     (data / "dataset.json").write_text(json.dumps({**m, "format": version}))
-    assert main(["train", "primitive=match_fill", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'out'}"]) == 2
+    assert (
+        main(["train", "primitive=match_fill", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'out'}"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert f"field 'format' is {version}, not the dataset format this forethought reads (1): {remedy}" in err
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize(("version", "remedy"), [(3, "repackage the adapters with this forethought"), (5, "upgrade forethought")])
+@pytest.mark.parametrize(
+    ("version", "remedy"), [(3, "repackage the adapters with this forethought"), (5, "upgrade forethought")]
+)
 def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path, version, remedy):
     import shutil
 
@@ -186,5 +201,7 @@ def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path
     shutil.copytree(tiny_pipeline / "bundle", bundle)
     m = json.loads((bundle / "manifest.json").read_text())
     (bundle / "manifest.json").write_text(json.dumps({**m, "format_version": version}))
-    with pytest.raises(BundleError, match=f"format_version {version} is not the one this forethought reads \\(4\\): {remedy}"):
+    with pytest.raises(
+        BundleError, match=f"format_version {version} is not the one this forethought reads \\(4\\): {remedy}"
+    ):
         load_bundle(bundle, spec_hashes(), allow_smoke=True)

@@ -30,7 +30,8 @@ def test_golden_prompts_match_their_snapshots(name, rendering):
     assert f.is_file(), f"no snapshot {f}; run with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
     assert got == f.read_text(encoding="utf-8"), (
         f"the {name} prompt changed (see the diff); its spec hash changed with it, so datasets and adapters made "
-        "before are refused. If intended, regenerate the snapshot with FORETHOUGHT_UPDATE_SNAPSHOTS=1")
+        "before are refused. If intended, regenerate the snapshot with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
+    )
 
 
 def test_the_tool_rendering_is_part_of_every_spec_hash():

@@ -34,12 +34,17 @@ def _like_match_func(name, **changes):
 
 
 TOOLS = [ToolBrief(name="ls"), ToolBrief(name="cd", params={"folder": "string"}, required=["folder"])]
-TURN = Turn.model_validate({
-    "user": "go to docs and list it",
-    "tasks": [{"id": "t1", "text": "cd docs", "tool": "cd", "parameters": {"folder": "docs"}},
-              {"id": "t2", "text": "list", "tool": "ls", "depends_on": ["t1"]}],
-    "order": ["t1", "t2"], "calls": ["cd(folder='docs')", "ls()"],
-})
+TURN = Turn.model_validate(
+    {
+        "user": "go to docs and list it",
+        "tasks": [
+            {"id": "t1", "text": "cd docs", "tool": "cd", "parameters": {"folder": "docs"}},
+            {"id": "t2", "text": "list", "tool": "ls", "depends_on": ["t1"]},
+        ],
+        "order": ["t1", "t2"],
+        "calls": ["cd(folder='docs')", "ls()"],
+    }
+)
 
 
 def test_the_five_primitives_are_registered_in_order_and_names_are_live():
@@ -54,8 +59,20 @@ def test_the_five_primitives_are_registered_in_order_and_names_are_live():
 
 def test_defaults_come_from_the_specs():
     # The paper's Table 4 sizes and gates a little under its Table 5 exact match.
-    assert default_sizes() == {"decompose": 6910, "get_order": 2000, "check_prerequisites": 4867, "match_func": 1600, "match_fill": 1125}
-    assert default_thresholds() == {"decompose": 0.90, "get_order": 0.98, "check_prerequisites": 0.85, "match_func": 0.95, "match_fill": 0.90}
+    assert default_sizes() == {
+        "decompose": 6910,
+        "get_order": 2000,
+        "check_prerequisites": 4867,
+        "match_func": 1600,
+        "match_fill": 1125,
+    }
+    assert default_thresholds() == {
+        "decompose": 0.90,
+        "get_order": 0.98,
+        "check_prerequisites": 0.85,
+        "match_func": 0.95,
+        "match_fill": 0.90,
+    }
 
 
 def test_decompose_schema_bounds_tasks_by_the_configured_fan_out():
@@ -151,7 +168,9 @@ def test_a_size_or_threshold_not_named_is_the_specs_default_never_zero():
     toy = _like_match_func("toy_probe", default_size=7, gate_threshold=0.25)
     with registered(toy):
         assert DataConfig(solutions=["x"], output_dir="y").sizes["toy_probe"] == 7
-        assert ValidateConfig().thresholds["toy_probe"] == 0.25 and ValidateConfig(primitives="toy_probe").selected() == ["toy_probe"]
+        assert ValidateConfig().thresholds["toy_probe"] == 0.25 and ValidateConfig(
+            primitives="toy_probe"
+        ).selected() == ["toy_probe"]
 
 
 def test_config_types_accept_exactly_the_registered_names():
@@ -166,7 +185,10 @@ def test_config_types_accept_exactly_the_registered_names():
     assert load_config("train", ["primitive=base"], TrainConfig).primitives() == []
     with pytest.raises(Exception) as ei:
         load_config("train", ["primitive=toy_probe"], TrainConfig)
-    assert "primitive: Input should be 'decompose', 'get_order', 'check_prerequisites', 'match_func', 'match_fill', 'all' or 'base'" in str(ei.value)
+    assert (
+        "primitive: Input should be 'decompose', 'get_order', 'check_prerequisites', 'match_func', 'match_fill', 'all' or 'base'"
+        in str(ei.value)
+    )
     with registered(_like_match_func("toy_probe")):
         assert load_config("train", ["primitive=toy_probe"], TrainConfig).primitives() == ["toy_probe"]
         assert load_config("train", [], TrainConfig).primitives()[-1] == "toy_probe"  # primitive=all
@@ -180,17 +202,35 @@ def test_config_types_accept_exactly_the_registered_names():
 def test_annotations_and_answers_are_held_to_the_same_task_graph_checks():
     from forethought.data_gen.verify import Divergence, static_checks
     from forethought.kernel.scenario import Solution
-    from forethought.kernel.specs import DecomposeOutput, GetOrderInput, GetOrderOutput, TaskRef, permutation_problem, task_ids_problem
+    from forethought.kernel.specs import (
+        DecomposeOutput,
+        GetOrderInput,
+        GetOrderOutput,
+        TaskRef,
+        permutation_problem,
+        task_ids_problem,
+    )
 
     tasks = [{"id": "t1", "text": "a", "tool_name": None, "depends_on": ["t1"]}]
-    contract = SPECS["decompose"].check_output(DecomposeInput(user="u", tools=TOOLS), DecomposeOutput.model_validate({"tasks": tasks}))
+    contract = SPECS["decompose"].check_output(
+        DecomposeInput(user="u", tools=TOOLS), DecomposeOutput.model_validate({"tasks": tasks})
+    )
     assert contract.violations[0].message == task_ids_problem(contract.output.tasks) == "task t1 depends on itself"
     with pytest.raises(ValueError, match="task t1 depends on itself"):
-        Turn.model_validate({"user": "u", "tasks": [{"id": "t1", "text": "a", "tool": None, "depends_on": ["t1"]}], "order": ["t1"], "calls": []})
+        Turn.model_validate(
+            {
+                "user": "u",
+                "tasks": [{"id": "t1", "text": "a", "tool": None, "depends_on": ["t1"]}],
+                "order": ["t1"],
+                "calls": [],
+            }
+        )
     batch = GetOrderInput(user="u", tasks=[TaskRef(id="t1", text="a"), TaskRef(id="t2", text="b")])
     verdict = SPECS["get_order"].check_output(batch, GetOrderOutput(ordered_task_ids=["t2"]))
     assert verdict.violations[0].message == permutation_problem(["t1", "t2"], ["t2"])
-    sol = Solution.model_validate({"id": "s", "domains": ["file_system"], "turns": [TURN.model_dump() | {"order": ["t2"]}]})
+    sol = Solution.model_validate(
+        {"id": "s", "domains": ["file_system"], "turns": [TURN.model_dump() | {"order": ["t2"]}]}
+    )
     with pytest.raises(Divergence) as ei:
         static_checks(sol, tags=False)
     assert ei.value.step == "get_order" and ei.value.message == "order " + permutation_problem(["t1", "t2"], ["t2"])

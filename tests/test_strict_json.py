@@ -77,11 +77,15 @@ def test_a_yaml_solution_with_a_key_twice(tmp_path, capsys):
 
 def test_a_registry_file(tmp_path, capsys):
     p = tmp_path / "tools.json"
-    p.write_text('{"tools": [{"name": "ok", "inputSchema": {"type": "object"}},\n'
-                 ' {"name": "f", "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "maximum": Infinity}}}}]}')
+    p.write_text(
+        '{"tools": [{"name": "ok", "inputSchema": {"type": "object"}},\n'
+        ' {"name": "f", "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "maximum": Infinity}}}}]}'
+    )
     assert main(["registry", "check", str(p)]) == 1
     assert "FAIL" in (err := capsys.readouterr().err)
-    assert f"{p}: line 2, column 100: tool #1 'f': inputSchema.properties.n.maximum: Infinity is not a JSON number" in err
+    assert (
+        f"{p}: line 2, column 100: tool #1 'f': inputSchema.properties.n.maximum: Infinity is not a JSON number" in err
+    )
 
 
 def _recording(tmp_path: Path) -> Path:
@@ -133,7 +137,10 @@ def test_a_dataset_manifest_and_a_dataset_row(generated_data, tmp_path, capsys):
     manifest = data / "dataset.json"
     manifest.write_text(manifest.read_text().replace('"format": 1,', '"format": 1, "format": 1,', 1))
     before = tree(tmp_path)
-    assert main(["train", "primitive=match_fill", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'train'}"]) == 2
+    assert (
+        main(["train", "primitive=match_fill", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'train'}"])
+        == 2
+    )
     assert f"{manifest}: duplicate key 'format'" in capsys.readouterr().err
     assert tree(tmp_path) == before
 
@@ -147,14 +154,27 @@ def test_a_bundle_manifest_and_its_gates(tiny_pipeline, tmp_path, capsys):
     manifest = bundle / "manifest.json"
     good = manifest.read_text()
     manifest.write_text(good.replace('"smoke": true,', '"smoke": true, "smoke": false,', 1))
-    with pytest.raises(JSONProblem, match=r"duplicate key 'smoke' \(the first value would be silently replaced\) at smoke"):
+    with pytest.raises(
+        JSONProblem, match=r"duplicate key 'smoke' \(the first value would be silently replaced\) at smoke"
+    ):
         load_bundle(bundle, spec_hashes(), allow_smoke=True)
     validate = tmp_path / "validate"
     shutil.copytree(tiny_pipeline / "validate", validate)
     gates = validate / "gates.json"
     gates.write_text(gates.read_text().replace('"exact_match": ', '"exact_match": NaN, "x": ', 1))
-    assert main(["package", f"train_dir={tiny_pipeline / 'train'}", f"validate_dir={validate}", f"dataset_dir={tiny_pipeline / 'data'}",
-                 f"output_dir={tmp_path / 'out'}", "allow_failed_gates=true"]) == 2
+    assert (
+        main(
+            [
+                "package",
+                f"train_dir={tiny_pipeline / 'train'}",
+                f"validate_dir={validate}",
+                f"dataset_dir={tiny_pipeline / 'data'}",
+                f"output_dir={tmp_path / 'out'}",
+                "allow_failed_gates=true",
+            ]
+        )
+        == 2
+    )
     assert f"{gates}: NaN is not a JSON number at primitives." in capsys.readouterr().err
 
 
@@ -166,7 +186,10 @@ def _err(tools, **kw) -> str:
 
 
 def _fn(name: str, properties: dict | None = None) -> dict:
-    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": properties or {}}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "parameters": {"type": "object", "properties": properties or {}}},
+    }
 
 
 @pytest.mark.parametrize(("name", "why"), [
@@ -188,8 +211,22 @@ def test_dotted_names_only_from_bfcl_and_mapped_consistently():
     reg = Registry(parse_registry(docs, "bfcl"))
     assert reg.names == ["math.mean"]
     assert [t["function"]["name"] for t in openai_tools(reg)] == ["math_mean"]  # what a provider is offered
-    reply = {"choices": [{"message": {"role": "assistant", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "math_mean", "arguments": '{"xs": [1, 2]}'}}]}}]}
+    reply = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "math_mean", "arguments": '{"xs": [1, 2]}'},
+                        }
+                    ],
+                }
+            }
+        ]
+    }
     assert parse_answer(reply, reg).calls == [("math.mean", {"xs": [1, 2]}, "c1")]  # and the reply mapped back
     twice = docs + "\n" + docs.replace("math.mean", "math_mean")
     assert "tool #1 'math_mean': name: offered to a provider as 'math_mean', as is tool #0" in _err(twice, fmt="bfcl")
@@ -199,10 +236,15 @@ def test_dotted_names_only_from_bfcl_and_mapped_consistently():
 
 def test_a_default_must_fit_its_own_schema():
     assert _err([_fn("f", {"n": {"type": "integer", "default": "5"}})]) == (
-        "t.json: tool #0 'f': parameters.properties.n.default: '5' does not fit its own schema: '5' is not of type 'integer'")
+        "t.json: tool #0 'f': parameters.properties.n.default: '5' does not fit its own schema: '5' is not of type 'integer'"
+    )
     nested = {"o": {"type": "object", "properties": {"unit": {"enum": ["c", "f"], "default": "k"}}}}
     assert "parameters.properties.o.properties.unit.default: 'k' does not fit" in _err([_fn("f", nested)])
-    parse_registry(json.dumps([_fn("f", {"n": {"type": ["integer", "null"], "default": None}, "u": {"enum": ["c"], "default": "c"}})]))
+    parse_registry(
+        json.dumps(
+            [_fn("f", {"n": {"type": ["integer", "null"], "default": None}, "u": {"enum": ["c"], "default": "c"}})]
+        )
+    )
 
 
 def test_deep_nesting_names_the_tool_and_the_path(tmp_path, capsys):
@@ -211,9 +253,14 @@ def test_deep_nesting_names_the_tool_and_the_path(tmp_path, capsys):
     for _ in range(40):
         node.update({"type": "object", "properties": {"a": {}}})
         node = node["properties"]["a"]
-    text = json.dumps({"tools": [{"name": "ok", "inputSchema": {"type": "object"}}, {"name": "deep_tool", "inputSchema": deep}]})
+    text = json.dumps(
+        {"tools": [{"name": "ok", "inputSchema": {"type": "object"}}, {"name": "deep_tool", "inputSchema": deep}]}
+    )
     err = _err(text)
-    assert err.startswith("t.json: line 1, column ") and "tool #1 'deep_tool': inputSchema.properties.a.properties.a" in err
+    assert (
+        err.startswith("t.json: line 1, column ")
+        and "tool #1 'deep_tool': inputSchema.properties.a.properties.a" in err
+    )
     assert err.endswith("nested deeper than 64 levels")
     # far deeper than Python's own recursion limit: the same message
     text = '[{"name": "f", "parameters": {"type": "object", "properties": {"x": ' + "[" * 5000 + "]" * 5000 + "}}}]"
@@ -233,7 +280,10 @@ def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_pa
 
     run = tmp_path / "run"
     shutil.copytree(tiny_pipeline, run)
-    for moved in [*(run / "train").rglob("*.json"), *(run / "train").rglob("config.yaml")]:  # the copy names its own base
+    for moved in [
+        *(run / "train").rglob("*.json"),
+        *(run / "train").rglob("config.yaml"),
+    ]:  # the copy names its own base
         moved.write_text(moved.read_text().replace(str(tiny_pipeline), str(run)))
     f = run / relpath
     f.write_text(edit(f.read_text()))
@@ -241,8 +291,26 @@ def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_pa
     if relpath.startswith(".stages"):
         assert main(tiny_pipeline_args(run)) == 2
     else:  # the train command on that folder, resuming (what the pipeline's train stage does)
-        assert main(["train", "primitive=match_fill", "model=tiny", "train=quick", "train.max_steps=2", "model.tiny.vocab_size=1024",
-                     "logging=none", "model.pretrain.max_steps=2", "model.pretrain.em_eval_steps=null", "train.em_eval_steps=null",
-                     "train.max_eval_examples=4", "train.resume=true", f"dataset_dir={run / 'data'}", f"output_dir={run / 'train'}"]) == 2
+        assert (
+            main(
+                [
+                    "train",
+                    "primitive=match_fill",
+                    "model=tiny",
+                    "train=quick",
+                    "train.max_steps=2",
+                    "model.tiny.vocab_size=1024",
+                    "logging=none",
+                    "model.pretrain.max_steps=2",
+                    "model.pretrain.em_eval_steps=null",
+                    "train.em_eval_steps=null",
+                    "train.max_eval_examples=4",
+                    "train.resume=true",
+                    f"dataset_dir={run / 'data'}",
+                    f"output_dir={run / 'train'}",
+                ]
+            )
+            == 2
+        )
     assert f"{f}: {needle}" in capsys.readouterr().err
     assert tree(run) == before

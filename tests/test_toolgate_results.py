@@ -63,14 +63,28 @@ PROMISED = {"type": "object", "properties": {"message_id": {"type": "integer"}},
 
 def run(tool: str, arguments: dict[str, Any], *, source: str, cvc: bool = True, strict: bool = False):
     env = Environment([DOM])
-    specs = [s.model_copy(update={"source": source, "output_schema": PROMISED if s.name == "send_message" else None})
-             for s in env.registry()]
-    turn = Turn.model_validate({"user": f"do it {' '.join(map(str, arguments.values()))}", "order": ["t1"], "calls": [],
-                                "tasks": [{"id": "t1", "text": "do it", "tool": tool, "parameters": arguments}]})
+    specs = [
+        s.model_copy(update={"source": source, "output_schema": PROMISED if s.name == "send_message" else None})
+        for s in env.registry()
+    ]
+    turn = Turn.model_validate(
+        {
+            "user": f"do it {' '.join(map(str, arguments.values()))}",
+            "order": ["t1"],
+            "calls": [],
+            "tasks": [{"id": "t1", "text": "do it", "tool": tool, "parameters": arguments}],
+        }
+    )
     scratchpad = Scratchpad({})
     kernel = Kernel(KernelConfig(cvc=cvc, strict_invariants=True, strict_output_schema=strict))
-    result, _ = kernel.run_turn(user=turn.user, env=env, scratchpad=scratchpad, registry=Registry(specs),
-                                backend=OracleBackend(turn, "test"), turn_context=turn.context)
+    result, _ = kernel.run_turn(
+        user=turn.user,
+        env=env,
+        scratchpad=scratchpad,
+        registry=Registry(specs),
+        backend=OracleBackend(turn, "test"),
+        turn_context=turn.context,
+    )
     return result, env.states["inbox_test"], scratchpad
 
 
@@ -84,7 +98,9 @@ def test_a_list_result_is_committed_and_written_under_result():
 def test_a_none_result_is_committed():
     result, state, _ = run("make_folder", {"name": "c"}, source="bfcl")
     (call,) = result.calls
-    assert call.committed and call.rejected == [] and call.result == {}  # the domain wrapper turns None into an empty object
+    assert (
+        call.committed and call.rejected == [] and call.result == {}
+    )  # the domain wrapper turns None into an empty object
     assert "c" in state.folders and result.outcomes["t1"].status == "executed"
 
 
@@ -102,7 +118,9 @@ def test_an_imported_registry_schema_mismatch_is_a_warning_and_the_call_stands(s
     result, state, _ = run("send_message", {"text": "hi"}, source=source)
     (call,) = result.calls
     assert call.committed and call.rejected == [] and state.sent == ["hi"]
-    assert call.warnings == ["post: result: 'message_id' is a required property (output schema of an imported registry: not enforced)"]
+    assert call.warnings == [
+        "post: result: 'message_id' is a required property (output schema of an imported registry: not enforced)"
+    ]
 
 
 def test_strict_output_schema_rejects_the_imported_mismatch():
@@ -119,7 +137,12 @@ def test_our_own_domains_schemas_stay_strict():
 
 
 def test_postcondition_report_is_the_list_of_rejections():
-    spec = Environment([DOM]).registry().get("send_message").model_copy(update={"source": "bfcl", "output_schema": PROMISED})
+    spec = (
+        Environment([DOM])
+        .registry()
+        .get("send_message")
+        .model_copy(update={"source": "bfcl", "output_schema": PROMISED})
+    )
     report = toolgate.postcondition(spec, None, {"text": "x"}, {"new_id": 1}, None)
     assert report == [] and not report and len(report.warnings) == 1
     assert toolgate.postcondition(spec, None, {}, {"error": "boom"}, None) == ["tool reported an error: boom"]
@@ -131,4 +154,7 @@ def test_a_raw_non_object_result_passes_the_postcondition_and_is_written_wrapped
     spec = Environment([DOM]).registry().get("list_folders").model_copy(update={"source": "bfcl"})
     assert toolgate.postcondition(spec, None, {}, raw, None) == []
     # the wrapped value enters S as the result entry "<tool>.result", and the declared write still reaches it
-    assert toolgate.writes(spec, {}, toolgate.as_result_object(raw)) == {"list_folders.result": raw, "folder_names": raw}
+    assert toolgate.writes(spec, {}, toolgate.as_result_object(raw)) == {
+        "list_folders.result": raw,
+        "folder_names": raw,
+    }

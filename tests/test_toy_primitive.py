@@ -64,8 +64,10 @@ COUNT_TASKS = PrimitiveSpec(
     checks=(Check("within_fan_out", "value", _within_fan_out),),
     canonical_fn=lambda out: out.count,
     decoding=lambda inp, max_tasks: {
-        "type": "object", "properties": {"count": {"type": "integer", "minimum": 0, "maximum": max_tasks}},
-        "required": ["count"], "additionalProperties": False,
+        "type": "object",
+        "properties": {"count": {"type": "integer", "minimum": 0, "maximum": max_tasks}},
+        "required": ["count"],
+        "additionalProperties": False,
     },
     oracle=lambda inp, ann: {"count": len(ann.turn.tasks or [])},
     default_size=8,
@@ -103,36 +105,74 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
 
     # generate: no size named for count_tasks -> its spec's default_size (8), like every other here
     sizes = {p: 8 for p in PRIMITIVE_NAMES if p != "count_tasks"}
-    stats = generate(DataConfig(solutions=[str(FIX)], output_dir=str(data), sizes=sizes, validation_fraction=0.25, workers=1))
+    stats = generate(
+        DataConfig(solutions=[str(FIX)], output_dir=str(data), sizes=sizes, validation_fraction=0.25, workers=1)
+    )
     toy_stats = stats["primitives"]["count_tasks"]
-    assert toy_stats["requested"] == 8 and toy_stats["train"]["examples"] >= 1 and toy_stats["validation"]["examples"] >= 1
+    assert (
+        toy_stats["requested"] == 8 and toy_stats["train"]["examples"] >= 1 and toy_stats["validation"]["examples"] >= 1
+    )
     assert stats["spec_hashes"]["count_tasks"] == toy.spec_hash
-    rows = [json.loads(x) for s in ("train", "validation") for x in (data / "count_tasks" / f"{s}.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(x)
+        for s in ("train", "validation")
+        for x in (data / "count_tasks" / f"{s}.jsonl").read_text().splitlines()
+    ]
     for r in rows:  # rendered by the spec, answered by its oracle from the annotation
         assert r["prompt"] == toy.messages(CountTasksInput.model_validate_json(r["input"]))
         assert r["completion"][0]["content"] == toy.target_text(r["target"]) and 1 <= r["target"]["count"] <= MAX_TASKS
 
     # train: one adapter per registered primitive, the toy's among them
-    cfg = config_from_overrides([
-        "primitive=all", "model=tiny", "model.pretrain=null", "model.tiny.vocab_size=1024", "train=quick", "train.max_steps=2",
-        "train.max_eval_examples=2", "train.em_eval_steps=null", "train.eval_strategy=no",
-        "logging=none", "logging.progress=false", f"dataset_dir={data}", f"output_dir={train}",
-    ])
+    cfg = config_from_overrides(
+        [
+            "primitive=all",
+            "model=tiny",
+            "model.pretrain=null",
+            "model.tiny.vocab_size=1024",
+            "train=quick",
+            "train.max_steps=2",
+            "train.max_eval_examples=2",
+            "train.em_eval_steps=null",
+            "train.eval_strategy=no",
+            "logging=none",
+            "logging.progress=false",
+            f"dataset_dir={data}",
+            f"output_dir={train}",
+        ]
+    )
     results = run(cfg)
     assert set(PRIMITIVE_NAMES) <= set(results) and results["count_tasks"].metrics["global_step"] == 2
 
     # validate: the toy's gate uses its spec's threshold, its contract and exact-match rule
-    vcfg = ValidateConfig(train_dir=str(train), dataset_dir=str(data), output_dir=str(gates_dir), max_examples=2, max_new_tokens=8,
-                          base_comparison=False, compare_decoding=False, decoding="constrained", device="cpu")
+    vcfg = ValidateConfig(
+        train_dir=str(train),
+        dataset_dir=str(data),
+        output_dir=str(gates_dir),
+        max_examples=2,
+        max_new_tokens=8,
+        base_comparison=False,
+        compare_decoding=False,
+        decoding="constrained",
+        device="cpu",
+    )
     gates = run_validation(vcfg)
     g = gates["primitives"]["count_tasks"]
     assert g["threshold"] == 0.5 and g["spec_hash"] == toy.spec_hash and g["n"] == 2
-    assert g["parse_rate"] == 1.0 and g["contract_valid_rate"] == 1.0  # constrained decoding by the spec's decoding schema
+    assert (
+        g["parse_rate"] == 1.0 and g["contract_valid_rate"] == 1.0
+    )  # constrained decoding by the spec's decoding schema
     assert "| count_tasks |" in (gates_dir / "gates.md").read_text()
 
     # package: a smoke bundle (a one-step random model fails gates) holding the toy's adapter
-    package(PackageConfig(train_dir=str(train), validate_dir=str(gates_dir), dataset_dir=str(data), output_dir=str(bundle_dir),
-                          allow_failed_gates=True))
+    package(
+        PackageConfig(
+            train_dir=str(train),
+            validate_dir=str(gates_dir),
+            dataset_dir=str(data),
+            output_dir=str(bundle_dir),
+            allow_failed_gates=True,
+        )
+    )
     bundle = load_bundle(bundle_dir, spec_hashes(), allow_smoke=True)
     assert bundle.manifest["primitives"]["count_tasks"]["spec_hash"] == toy.spec_hash
 
@@ -143,11 +183,19 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
     kernel = Kernel(KernelConfig(retries=0, backend_retries=0))
     root = kernel.program.root
     assert [s.label for s in root.steps[:3]] == ["init_scratchpad", "init_decompose", "decompose"]
-    kernel.program = Program(Sequence(*root.steps[:2], count_tasks_step(toy, kernel.config), *root.steps[2:], label="kernel"),
-                             name=kernel.program.name)
+    kernel.program = Program(
+        Sequence(*root.steps[:2], count_tasks_step(toy, kernel.config), *root.steps[2:], label="kernel"),
+        name=kernel.program.name,
+    )
     env = Environment(["file_system"])
-    result, trace = kernel.run_turn(user="Go to the archive folder and list it", env=env, scratchpad=Scratchpad({}),
-                                    registry=env.registry(), backend=backend, trace="full")
+    result, trace = kernel.run_turn(
+        user="Go to the archive folder and list it",
+        env=env,
+        scratchpad=Scratchpad({}),
+        registry=env.registry(),
+        backend=backend,
+        trace="full",
+    )
     assert result.backend_error is None
     toy_calls = [r for r in trace if r.primitive == "count_tasks" and r.kind == "slm"]
     assert len(toy_calls) == 1 and toy_calls[0].contract["ok"] and 0 <= toy_calls[0].output["count"] <= MAX_TASKS

@@ -34,7 +34,9 @@ def memo_data(generated_data, tmp_path_factory) -> Path:
 
     d = tmp_path_factory.mktemp("chain") / "data"
     (d / PRIM).mkdir(parents=True)
-    rows = [json.loads(line) for line in (generated_data / PRIM / "train.jsonl").read_text().splitlines() if line.strip()][:ROWS]
+    rows = [
+        json.loads(line) for line in (generated_data / PRIM / "train.jsonl").read_text().splitlines() if line.strip()
+    ][:ROWS]
     copies = [{**r, "solution_id": f"{r['solution_id']}-memorised-copy"} for r in rows]
     for split, rs in (("train", rows), ("validation", copies)):
         (d / PRIM / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
@@ -44,18 +46,46 @@ def memo_data(generated_data, tmp_path_factory) -> Path:
 
 
 def _train_and_validate(data: Path, out: Path, *extra: str) -> dict:
-    cfg = config_from_overrides([
-        f"primitive={PRIM}", f"dataset_dir={data}", f"output_dir={out}", "model=tiny", "model.tiny.vocab_size=600",
-        "model.tiny.hidden_size=64", "model.tiny.intermediate_size=256", "model.tiny.num_layers=1", "model.tiny.num_heads=2",
-        "model.tiny.num_kv_heads=1", f"model.pretrain.max_steps={STEPS}", "model.pretrain.learning_rate=3e-3",
-        "model.pretrain.per_device_batch_size=4", "model.pretrain.packing=false", "model.pretrain.max_length=512",
-        "model.pretrain.em_eval_steps=null", "model.pretrain.loss=completion", "train=quick", "train.max_steps=2", "train.learning_rate=1e-5",
-        "logging=none", "logging.progress=false", "train.cpu_threads=1", *extra,
-    ])
+    cfg = config_from_overrides(
+        [
+            f"primitive={PRIM}",
+            f"dataset_dir={data}",
+            f"output_dir={out}",
+            "model=tiny",
+            "model.tiny.vocab_size=600",
+            "model.tiny.hidden_size=64",
+            "model.tiny.intermediate_size=256",
+            "model.tiny.num_layers=1",
+            "model.tiny.num_heads=2",
+            "model.tiny.num_kv_heads=1",
+            f"model.pretrain.max_steps={STEPS}",
+            "model.pretrain.learning_rate=3e-3",
+            "model.pretrain.per_device_batch_size=4",
+            "model.pretrain.packing=false",
+            "model.pretrain.max_length=512",
+            "model.pretrain.em_eval_steps=null",
+            "model.pretrain.loss=completion",
+            "train=quick",
+            "train.max_steps=2",
+            "train.learning_rate=1e-5",
+            "logging=none",
+            "logging.progress=false",
+            "train.cpu_threads=1",
+            *extra,
+        ]
+    )
     run(cfg)
-    vcfg = ValidateConfig(train_dir=str(out), dataset_dir=str(data), output_dir=str(out / "validate"), primitives=[PRIM],
-                          base_comparison=False, compare_decoding=False, max_new_tokens=48, batch_size=4,
-                          decoding="free")  # what the model itself writes: the grammar would stop it at the JSON's end
+    vcfg = ValidateConfig(
+        train_dir=str(out),
+        dataset_dir=str(data),
+        output_dir=str(out / "validate"),
+        primitives=[PRIM],
+        base_comparison=False,
+        compare_decoding=False,
+        max_new_tokens=48,
+        batch_size=4,
+        decoding="free",
+    )  # what the model itself writes: the grammar would stop it at the JSON's end
     return run_validation(vcfg)["primitives"][PRIM]
 
 
@@ -82,7 +112,9 @@ def drop_end_of_turn_from_loss(monkeypatch):
         path = real_init(cfg, run_dir)
         from transformers import AutoTokenizer
 
-        sft_trainer.DataCollatorForLanguageModeling.end_of_turn_id = AutoTokenizer.from_pretrained(path).convert_tokens_to_ids("<end_of_turn>")
+        sft_trainer.DataCollatorForLanguageModeling.end_of_turn_id = AutoTokenizer.from_pretrained(
+            path
+        ).convert_tokens_to_ids("<end_of_turn>")
         return path
 
     monkeypatch.setattr(pretrain, "_init", init)

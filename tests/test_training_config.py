@@ -23,7 +23,9 @@ def load(*overrides: str) -> TrainConfig:
 
 def test_defaults():
     cfg = load()
-    assert cfg.primitive == "all" and cfg.dataset_dir == "runs/data" and cfg.output_dir == "runs/train" and cfg.seed == 0
+    assert (
+        cfg.primitive == "all" and cfg.dataset_dir == "runs/data" and cfg.output_dir == "runs/train" and cfg.seed == 0
+    )
     assert cfg.model.profile == "tiny" and cfg.logging.backend == "wandb" and cfg.logging.mode == "offline"
     assert cfg.primitives() == list(PRIMITIVES)
     assert load("primitive=match_fill").primitives() == ["match_fill"]
@@ -62,7 +64,13 @@ def test_strict_types_are_not_coerced():
 
 
 def test_bad_values_are_rejected():
-    for bad in ("primitive=retrieve", "model.tiny.head_dim=16", "train.max_steps=0", "lora.target_modules=[q_proj,lm_head]", "train.eval_strategy=steps"):
+    for bad in (
+        "primitive=retrieve",
+        "model.tiny.head_dim=16",
+        "train.max_steps=0",
+        "lora.target_modules=[q_proj,lm_head]",
+        "train.eval_strategy=steps",
+    ):
         with pytest.raises(ConfigError):
             load(bad)
 
@@ -106,14 +114,25 @@ def test_slurm_launcher_composes_and_validates():
     sweep = "primitive=decompose,get_order,check_prerequisites,match_func,match_fill"
     cfg = compose_config(
         "train",
-        ["launcher=slurm", "model=gemma3_12b", "model.path=/m", "hydra.launcher.partition=gpu", "hydra.launcher.timeout_min=240"],
+        [
+            "launcher=slurm",
+            "model=gemma3_12b",
+            "model.path=/m",
+            "hydra.launcher.partition=gpu",
+            "hydra.launcher.timeout_min=240",
+        ],
         return_hydra_config=True,
     )
     conf = validate(cfg, TrainConfig)
     assert conf.train.resume is True, "SLURM jobs resume after a requeue"
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
-    assert (launcher.partition, launcher.timeout_min, launcher.gpus_per_node, launcher.array_parallelism) == ("gpu", 240, 1, 5)
+    assert (launcher.partition, launcher.timeout_min, launcher.gpus_per_node, launcher.array_parallelism) == (
+        "gpu",
+        240,
+        1,
+        5,
+    )
     params = {k: v for k, v in OmegaConf.to_container(launcher, resolve=False).items() if k != "_target_"}
     SlurmLauncher(**params)  # constructing the launcher submits nothing
     # typos in the launcher's own settings are caught by its structured config
@@ -212,12 +231,26 @@ def test_every_error_is_listed_even_when_other_fields_fail():
     """Cross-field checks still run when a field is invalid (pydantic would skip them): one run, all errors."""
     with pytest.raises(ConfigError) as exc:
         load(
-            "model.dtype=float16", "train.packing=true", "model.attn_implementation=eager", "train.max_steps=0",
-            "train.epochs=-1", "lora.target_modules=[q_proj,q_proj]", "model.path=/x", "train.resume=true", "train.overwrite=true",
+            "model.dtype=float16",
+            "train.packing=true",
+            "model.attn_implementation=eager",
+            "train.max_steps=0",
+            "train.epochs=-1",
+            "lora.target_modules=[q_proj,q_proj]",
+            "model.path=/x",
+            "train.resume=true",
+            "train.overwrite=true",
         )
     text = "\n".join(exc.value.errors)
-    for expected in ("float16 is refused", "attn_implementation is 'eager'", "max_steps must be -1", "train.epochs:",
-                     "LoRA target modules listed more than once: q_proj", "model.path is only for the gemma3_12b profile", "exclude each other"):
+    for expected in (
+        "float16 is refused",
+        "attn_implementation is 'eager'",
+        "max_steps must be -1",
+        "train.epochs:",
+        "LoRA target modules listed more than once: q_proj",
+        "model.path is only for the gemma3_12b profile",
+        "exclude each other",
+    ):
         assert expected in text, (expected, text)
     assert len(exc.value.errors) == 7
 
@@ -227,7 +260,9 @@ def test_a_bad_group_option_lists_the_options_and_the_other_errors():
         load("model=gemma3", "train.lrr=1", "train.epochs=abc")
     errors = exc.value.errors
     assert errors[0] == "model=gemma3: no such option (did you mean 'gemma3_12b'?); available: gemma3_12b, small, tiny"
-    assert any(e.startswith("train.lrr: unknown key") for e in errors) and any(e.startswith("train.epochs:") for e in errors)
+    assert any(e.startswith("train.lrr: unknown key") for e in errors) and any(
+        e.startswith("train.epochs:") for e in errors
+    )
 
 
 def test_settings_that_would_be_ignored_are_refused():

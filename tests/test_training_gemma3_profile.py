@@ -51,13 +51,31 @@ def mm_ckpt(data_dir, tmp_path_factory) -> Path:
     tok = build_tokenizer(corpus_texts(corpus_files(data_dir)), 600)
     v = len(tok)
     text = Gemma3TextConfig(
-        vocab_size=v + 3, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32, sliding_window=64,
-        layer_types=["sliding_attention", "full_attention"], pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+        vocab_size=v + 3,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        query_pre_attn_scalar=32,
+        sliding_window=64,
+        layer_types=["sliding_attention", "full_attention"],
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
         bos_token_id=tok.bos_token_id,
     )
-    vision = SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=56, patch_size=14)
-    cfg = Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4, boi_token_index=v, eoi_token_index=v + 1, image_token_index=v + 2)
+    vision = SiglipVisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=56, patch_size=14
+    )
+    cfg = Gemma3Config(
+        text_config=text,
+        vision_config=vision,
+        mm_tokens_per_image=4,
+        boi_token_index=v,
+        eoi_token_index=v + 1,
+        image_token_index=v + 2,
+    )
     torch.manual_seed(0)
     model = Gemma3ForConditionalGeneration(cfg)
     out = tmp_path_factory.mktemp("gemma3_mm")
@@ -75,11 +93,19 @@ def test_profile_loads_the_multimodal_checkpoint_with_its_weights(mm_ckpt):
     params = dict(model.named_parameters())
     # the checkpoint's key layout (language_model.model.*) differs from the module paths (model.language_model.*)
     for ckpt_key, module_key in (
-        ("language_model.model.layers.0.self_attn.q_proj.weight", "model.language_model.layers.0.self_attn.q_proj.weight"),
+        (
+            "language_model.model.layers.0.self_attn.q_proj.weight",
+            "model.language_model.layers.0.self_attn.q_proj.weight",
+        ),
         ("language_model.model.layers.1.mlp.down_proj.weight", "model.language_model.layers.1.mlp.down_proj.weight"),
-        ("vision_tower.encoder.layers.0.self_attn.q_proj.weight", "model.vision_tower.encoder.layers.0.self_attn.q_proj.weight"),
+        (
+            "vision_tower.encoder.layers.0.self_attn.q_proj.weight",
+            "model.vision_tower.encoder.layers.0.self_attn.q_proj.weight",
+        ),
     ):
-        assert torch.equal(params[module_key], saved[ckpt_key].to(torch.bfloat16)), f"{module_key} comes from the checkpoint"
+        assert torch.equal(params[module_key], saved[ckpt_key].to(torch.bfloat16)), (
+            f"{module_key} comes from the checkpoint"
+        )
     assert text_model_prefix(model) == "model.language_model"
 
 
@@ -96,7 +122,10 @@ def test_lora_targets_the_language_model_only(mm_ckpt):
     assert not any(part in n for n in lora for part in NON_TEXT)
     # the vision tower's attention projections exist but stay plain Linear layers
     vision_q = [n for n, m in peft_model.named_modules() if "vision_tower" in n and n.endswith("q_proj")]
-    assert vision_q and all(type(peft_model.get_submodule(n)).__name__ == "Linear" and not hasattr(peft_model.get_submodule(n), "lora_A") for n in vision_q)
+    assert vision_q and all(
+        type(peft_model.get_submodule(n)).__name__ == "Linear" and not hasattr(peft_model.get_submodule(n), "lora_A")
+        for n in vision_q
+    )
 
 
 def test_suffix_targets_leak_into_the_vision_tower_and_the_check_fails_loudly(mm_ckpt):
@@ -104,28 +133,46 @@ def test_suffix_targets_leak_into_the_vision_tower_and_the_check_fails_loudly(mm
 
     model = load_model(mm_ckpt, dtype=torch.bfloat16, attn_implementation="sdpa")
     leaky = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
-    assert any("vision_tower" in n for n, _ in leaky.named_parameters() if ".lora_" in n), "premise: suffix matching leaks"
+    assert any("vision_tower" in n for n, _ in leaky.named_parameters() if ".lora_" in n), (
+        "premise: suffix matching leaks"
+    )
     with pytest.raises(AdapterTargetError, match="outside the language model"):
         check_adapter_targets(leaky)
 
 
 def test_gemma3_profile_trains_and_saves_a_text_only_adapter(mm_ckpt, data_dir, tmp_path):
     out = tmp_path / "out"
-    cfg = config_from_overrides([
-        "primitive=match_func", "model=gemma3_12b", f"model.path={mm_ckpt}", f"dataset_dir={data_dir}", f"output_dir={out}",
-        "train=quick", "train.max_steps=2", "train.device=cpu", "train.per_device_batch_size=2", "logging=none",
-        "logging.progress=false",
-    ])
+    cfg = config_from_overrides(
+        [
+            "primitive=match_func",
+            "model=gemma3_12b",
+            f"model.path={mm_ckpt}",
+            f"dataset_dir={data_dir}",
+            f"output_dir={out}",
+            "train=quick",
+            "train.max_steps=2",
+            "train.device=cpu",
+            "train.per_device_batch_size=2",
+            "logging=none",
+            "logging.progress=false",
+        ]
+    )
     res = run(cfg)["match_func"]
     m = res.metrics
-    assert m["dtype"] == "bfloat16" and m["global_step"] == 2 and m["adapter"]["text_model_prefix"] == "model.language_model"
+    assert (
+        m["dtype"] == "bfloat16"
+        and m["global_step"] == 2
+        and m["adapter"]["text_model_prefix"] == "model.language_model"
+    )
     keys = load_file(str(out / "match_func" / "adapter" / "adapter_model.safetensors")).keys()
     assert keys and all(k.startswith("base_model.model.model.language_model.layers.") for k in keys)
     assert json.loads((out / "base.json").read_text())["path"] == str(mm_ckpt.resolve())
     assert not (out / "base").exists(), "the 12B profile keeps its base where it is"
     # reload base + named adapter through the artifacts API; the adapter changes the output
     model, tok = artifacts.load_adapters(out, ["match_func"])
-    x = tok.apply_chat_template([{"role": "user", "content": "refuel data"}], add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    x = tok.apply_chat_template(
+        [{"role": "user", "content": "refuel data"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
     with torch.no_grad():
         with_adapter = model(**x).logits
         with model.disable_adapter():
@@ -134,7 +181,16 @@ def test_gemma3_profile_trains_and_saves_a_text_only_adapter(mm_ckpt, data_dir, 
 
 
 def test_missing_model_path_is_a_clear_user_error(data_dir, tmp_path, capsys):
-    rc = forethought_main(["train", "primitive=match_func", "model=gemma3_12b", f"dataset_dir={data_dir}", f"output_dir={tmp_path}", "logging=none"])
+    rc = forethought_main(
+        [
+            "train",
+            "primitive=match_func",
+            "model=gemma3_12b",
+            f"dataset_dir={data_dir}",
+            f"output_dir={tmp_path}",
+            "logging=none",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "model.path" in err and "local checkpoint folder" in err
 
@@ -142,8 +198,15 @@ def test_missing_model_path_is_a_clear_user_error(data_dir, tmp_path, capsys):
 def test_model_path_must_be_a_gemma3_checkpoint(data_dir, tmp_path):
     (tmp_path / "llama").mkdir()
     (tmp_path / "llama" / "config.json").write_text('{"model_type": "llama"}')
-    cfg = config_from_overrides(["primitive=match_func", "model=gemma3_12b", f"model.path={tmp_path / 'llama'}", f"dataset_dir={data_dir}",
-                                 f"output_dir={tmp_path / 'o'}"])
+    cfg = config_from_overrides(
+        [
+            "primitive=match_func",
+            "model=gemma3_12b",
+            f"model.path={tmp_path / 'llama'}",
+            f"dataset_dir={data_dir}",
+            f"output_dir={tmp_path / 'o'}",
+        ]
+    )
     with pytest.raises(UserError, match="expected a Gemma 3 checkpoint"):
         run(cfg)
 
@@ -191,7 +254,9 @@ def test_load_model_places_the_model_without_fsdp(fake_from_pretrained, monkeypa
     monkeypatch.delenv("ACCELERATE_USE_FSDP", raising=False)
     monkeypatch.setenv("LOCAL_RANK", "1")
     load_model(tmp_path, dtype=torch.bfloat16, attn_implementation="sdpa", device="cuda")
-    assert fake_from_pretrained["kwargs"]["device_map"] == {"": 1} and "to" not in fake_from_pretrained  # loaded onto this rank's GPU
+    assert (
+        fake_from_pretrained["kwargs"]["device_map"] == {"": 1} and "to" not in fake_from_pretrained
+    )  # loaded onto this rank's GPU
     load_model(tmp_path, dtype=torch.bfloat16, attn_implementation="sdpa", device="cuda:0")
     assert fake_from_pretrained["to"] == [("cuda:0",)]
 
@@ -225,8 +290,18 @@ def test_checkpoint_folder_without_weights_is_a_user_error(mm_ckpt, data_dir, tm
     ckpt = tmp_path / "no_weights"
     shutil.copytree(mm_ckpt, ckpt, ignore=shutil.ignore_patterns("*.safetensors"))
     rc = forethought_main(
-        ["train", "primitive=match_func", "model=gemma3_12b", f"model.path={ckpt}", f"dataset_dir={data_dir}",
-         f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=1", "train.device=cpu", "logging=none"]
+        [
+            "train",
+            "primitive=match_func",
+            "model=gemma3_12b",
+            f"model.path={ckpt}",
+            f"dataset_dir={data_dir}",
+            f"output_dir={tmp_path / 'o'}",
+            "train=quick",
+            "train.max_steps=1",
+            "train.device=cpu",
+            "logging=none",
+        ]
     )
     err = capsys.readouterr().err
     assert rc == 2 and f"model.path={ckpt}: cannot load the base model" in err and "Traceback" not in err

@@ -52,7 +52,10 @@ def test_gpu_bench_device_script_records_environment_and_results(tmp_path):
     env = dict(os.environ, OUT=str(tmp_path / "out"), PYTHON=sys.executable, WHEELS_DIR=str(wheels))
     proc = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu_bench_on_device.sh"), "--smoke", "--settings", "ours"],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     environment = (tmp_path / "out" / "environment.txt").read_text()
@@ -100,7 +103,10 @@ def test_bench_cpu_settings_compares_with_trl_defaults(generated_data, tmp_path)
 def test_bench_train_runs(tmp_path):
     bench = _script("bench_train")
     out = tmp_path / "bench.json"
-    assert bench.main(["--n-train", "8", "--n-val", "2", "--steps", "2", "--out", str(tmp_path / "o"), "--json", str(out)]) == 0
+    assert (
+        bench.main(["--n-train", "8", "--n-val", "2", "--steps", "2", "--out", str(tmp_path / "o"), "--json", str(out)])
+        == 0
+    )
     report = json.loads(out.read_text())
     assert report["runs"][0]["steps"] == 2 and report["runs"][0]["tokens_per_second"] > 0
 
@@ -113,10 +119,24 @@ def test_two_process_training_with_accelerate_on_cpu(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     cmd = [
-        str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2",
-        "-m", "forethought.cli", "train", "primitive=match_func", f"dataset_dir={data}", f"output_dir={out}",
-        "train=quick", "train.max_steps=2", "train.device=cpu", "logging=none", "logging.progress=false",
-        "model.pretrain.max_steps=2", "model.pretrain.em_eval_steps=null",  # the base stage runs as DDP too
+        str(Path(sys.executable).parent / "accelerate"),
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "-m",
+        "forethought.cli",
+        "train",
+        "primitive=match_func",
+        f"dataset_dir={data}",
+        f"output_dir={out}",
+        "train=quick",
+        "train.max_steps=2",
+        "train.device=cpu",
+        "logging=none",
+        "logging.progress=false",
+        "model.pretrain.max_steps=2",
+        "model.pretrain.em_eval_steps=null",  # the base stage runs as DDP too
     ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -125,7 +145,10 @@ def test_two_process_training_with_accelerate_on_cpu(tmp_path):
     # two ranks x batch 4 x 2 steps: both processes fed the model
     assert m["tokens_seen"] > 0 and (out / "match_func" / "adapter" / "adapter_model.safetensors").is_file()
     assert proc.stderr.count("forethought train") <= 1, "the summary table is printed by rank 0 only"
-    assert json.loads((out / "base_run" / "metrics.json").read_text())["global_step"] == 2 and (out / "base" / "model.safetensors").is_file()
+    assert (
+        json.loads((out / "base_run" / "metrics.json").read_text())["global_step"] == 2
+        and (out / "base" / "model.safetensors").is_file()
+    )
 
 
 @pytest.mark.gpu
@@ -135,10 +158,18 @@ def test_tiny_profile_trains_in_bf16_on_gpu(tmp_path):
     from forethought.training.train import config_from_overrides, run
 
     data = write_dataset(tmp_path / "data", n_train=16, n_val=4, primitives=("match_func",))
-    cfg = config_from_overrides([
-        "primitive=match_func", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}", "train=quick", "train.max_steps=3",
-        "train.device=cuda", "logging=none",
-    ])
+    cfg = config_from_overrides(
+        [
+            "primitive=match_func",
+            "model.pretrain=null",
+            f"dataset_dir={data}",
+            f"output_dir={tmp_path / 'o'}",
+            "train=quick",
+            "train.max_steps=3",
+            "train.device=cuda",
+            "logging=none",
+        ]
+    )
     m = run(cfg)["match_func"].metrics
     assert m["device"] == "cuda" and m["dtype"] == "bfloat16" and m["global_step"] == 3
     assert all(e["loss"] == e["loss"] for e in m["train_loss_history"]), "no NaN loss in bf16"
@@ -149,7 +180,9 @@ def test_tiny_profile_trains_in_bf16_on_gpu(tmp_path):
 def test_bench_gpu_lora_small_run_on_gpu(tmp_path):
     bench = _script("bench_gpu_lora")
     out = tmp_path / "b.json"
-    assert bench.main(["--settings", "ours", "--steps", "2", "--warmup", "1", "--examples", "32", "--json", str(out)]) == 0
+    assert (
+        bench.main(["--settings", "ours", "--steps", "2", "--warmup", "1", "--examples", "32", "--json", str(out)]) == 0
+    )
     row = json.loads(out.read_text())["results"][0]
     assert row["tokens_per_s"] and row["peak_mem_gib"] > 20, row
 
@@ -159,10 +192,32 @@ def test_probe_trainable_freezes_what_it_is_told(generated_data, tmp_path):
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "scripts/probe_trainable.py", "--dataset-dir", str(generated_data), "--output-dir", str(tmp_path),
-                          "--primitive", "match_func", "--trainable", "linear", "--epochs", "1", "--override", "model.tiny.vocab_size=1024",
-                          "--override", "model.pretrain.max_steps=2", "--override", "train.dev_fraction=0.3"],
-                         capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [
+            sys.executable,
+            "scripts/probe_trainable.py",
+            "--dataset-dir",
+            str(generated_data),
+            "--output-dir",
+            str(tmp_path),
+            "--primitive",
+            "match_func",
+            "--trainable",
+            "linear",
+            "--epochs",
+            "1",
+            "--override",
+            "model.tiny.vocab_size=1024",
+            "--override",
+            "model.pretrain.max_steps=2",
+            "--override",
+            "train.dev_fraction=0.3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     text = out.stdout + out.stderr
     # 2 layers x 7 projections; embeddings and norms stay frozen

@@ -30,11 +30,25 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def overrides(data: Path, out: Path, *extra: str, epochs: int = 3) -> list[str]:
     # the converge profile as shipped (full weights, its per-primitive budgets), shrunk to the fixture's size
-    return [f"primitive={PRIM}", "model=tiny", "model.pretrain=null", f"dataset_dir={data}", f"output_dir={out}",
-            "train=converge", f"train.per_primitive.{PRIM}.epochs={epochs}", "train.per_device_batch_size=4",
-            "train.dev_fraction=0.3", "train.dev_em_examples=4", "train.cpu_threads=1",
-            "train.early_stopping_patience=null", "model.tiny.vocab_size=1024", "logging=none",
-            "logging.progress=false", "seed=3", *extra]
+    return [
+        f"primitive={PRIM}",
+        "model=tiny",
+        "model.pretrain=null",
+        f"dataset_dir={data}",
+        f"output_dir={out}",
+        "train=converge",
+        f"train.per_primitive.{PRIM}.epochs={epochs}",
+        "train.per_device_batch_size=4",
+        "train.dev_fraction=0.3",
+        "train.dev_em_examples=4",
+        "train.cpu_threads=1",
+        "train.early_stopping_patience=null",
+        "model.tiny.vocab_size=1024",
+        "logging=none",
+        "logging.progress=false",
+        "seed=3",
+        *extra,
+    ]
 
 
 def test_the_dev_split_is_carved_from_train_solutions_only(generated_data):
@@ -59,10 +73,17 @@ def test_the_base_stage_reads_exactly_the_train_rows_left_after_the_dev_carve(ge
     from forethought.training.data import trainer_rows
     from forethought.training.pretrain import mixed_train_rows
 
-    cfg = config_from_overrides([o for o in overrides(generated_data, tmp_path, "primitive=all") if o != "model.pretrain=null"])
-    got = sorted(json.dumps(r["messages"], sort_keys=True) for r in mixed_train_rows(cfg))  # the tiny base: requests only
-    want = sorted(json.dumps(r["prompt"], sort_keys=True) for p in PRIMITIVES
-                  for r in trainer_rows(train_and_dev_rows(generated_data, p, 0.3, seed=3)[0]))
+    cfg = config_from_overrides(
+        [o for o in overrides(generated_data, tmp_path, "primitive=all") if o != "model.pretrain=null"]
+    )
+    got = sorted(
+        json.dumps(r["messages"], sort_keys=True) for r in mixed_train_rows(cfg)
+    )  # the tiny base: requests only
+    want = sorted(
+        json.dumps(r["prompt"], sort_keys=True)
+        for p in PRIMITIVES
+        for r in trainer_rows(train_and_dev_rows(generated_data, p, 0.3, seed=3)[0])
+    )
     assert got == want and len(got) < sum(len(read_rows(generated_data, p, "train")) for p in PRIMITIVES)
 
 
@@ -88,7 +109,12 @@ def selected_run(generated_data, tmp_path_factory):
 def test_the_adapter_kept_is_the_epoch_of_best_dev_exact_match(selected_run):
     out, m = selected_run
     sel = m["selection"]
-    assert sel["rule"] == "dev_exact_match" and sel["dev_rows"] >= 1 and sel["dev_solutions"] >= 1 and sel["decoding"] == "constrained"
+    assert (
+        sel["rule"] == "dev_exact_match"
+        and sel["dev_rows"] >= 1
+        and sel["dev_solutions"] >= 1
+        and sel["decoding"] == "constrained"
+    )
     evals = [e for e in m["eval_history"] if "eval_exact_match" in e]
     assert [round(e["epoch"]) for e in evals] == [1, 2, 3]  # one evaluation per epoch
     score = {e["step"]: e["eval_exact_match"] - e["eval_loss"] / 1000 for e in evals}
@@ -113,10 +139,23 @@ def test_an_interrupted_converge_run_resumes_to_the_same_selection(generated_dat
 
 def test_early_stopping_ends_a_flat_curve_and_per_primitive_budgets_apply(generated_data, tmp_path):
     # lr 1e-9: nothing is learned, so the dev score never improves after the first epoch
-    cfg = config_from_overrides(overrides(generated_data, tmp_path, "train.epochs=50", "train.learning_rate=1e-9",
-                                          f"+train.per_primitive.{PRIM}.early_stopping_patience=1", epochs=6))
-    assert cfg.train.for_primitive(PRIM).epochs == 6 and cfg.train.for_primitive("decompose").epochs == 4  # as conf/train/converge.yaml ships it
-    assert cfg.train.for_primitive(PRIM).early_stopping_patience == 1 and cfg.train.for_primitive("decompose").early_stopping_patience is None
+    cfg = config_from_overrides(
+        overrides(
+            generated_data,
+            tmp_path,
+            "train.epochs=50",
+            "train.learning_rate=1e-9",
+            f"+train.per_primitive.{PRIM}.early_stopping_patience=1",
+            epochs=6,
+        )
+    )
+    assert (
+        cfg.train.for_primitive(PRIM).epochs == 6 and cfg.train.for_primitive("decompose").epochs == 4
+    )  # as conf/train/converge.yaml ships it
+    assert (
+        cfg.train.for_primitive(PRIM).early_stopping_patience == 1
+        and cfg.train.for_primitive("decompose").early_stopping_patience is None
+    )
     m = run(cfg)[PRIM].metrics
     assert m["selection"]["stopped_early"] and round(m["epochs_completed"]) < 6
 
@@ -127,7 +166,9 @@ def test_selection_needs_a_dev_split_and_patience_needs_selection(generated_data
     with pytest.raises(ConfigError, match="needs a dev split"):
         config_from_overrides(overrides(generated_data, tmp_path, "train.dev_fraction=0"))
     with pytest.raises(ConfigError, match="needs train.selection=dev_exact_match"):
-        config_from_overrides(overrides(generated_data, tmp_path, "train.selection=last", "train.early_stopping_patience=2"))
+        config_from_overrides(
+            overrides(generated_data, tmp_path, "train.selection=last", "train.early_stopping_patience=2")
+        )
 
 
 def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run, capsys):
@@ -135,12 +176,33 @@ def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run
     rows of train solutions, never a validation row, and counts every one of them under some kind."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("dev_errors", Path(__file__).resolve().parents[1] / "scripts" / "dev_errors.py")
+    spec = importlib.util.spec_from_file_location(
+        "dev_errors", Path(__file__).resolve().parents[1] / "scripts" / "dev_errors.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     out, m = selected_run
-    assert mod.main(["--train-dir", str(out), "--dataset-dir", str(generated_data), "--primitive", PRIM,
-                     "--dev-fraction", "0.3", "--seed", "3", "--max-new-tokens", "16", "--show", "2"]) == 0
+    assert (
+        mod.main(
+            [
+                "--train-dir",
+                str(out),
+                "--dataset-dir",
+                str(generated_data),
+                "--primitive",
+                PRIM,
+                "--dev-fraction",
+                "0.3",
+                "--seed",
+                "3",
+                "--max-new-tokens",
+                "16",
+                "--show",
+                "2",
+            ]
+        )
+        == 0
+    )
     summary = capsys.readouterr().out.strip().splitlines()[-1]
     _, dev = train_and_dev_rows(generated_data, PRIM, 0.3, seed=3)
     assert summary.startswith(f"{PRIM}: {len(dev)} dev rows from {len({r.solution_id for r in dev})} solutions; ")

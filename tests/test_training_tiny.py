@@ -150,9 +150,13 @@ def test_tiny_base_reloads_with_auto_classes(run_a):
         assert tok.convert_tokens_to_ids(t) != tok.unk_token_id or t == "<unk>"
     assert tok.convert_tokens_to_ids("<end_of_turn>") in model.generation_config.eos_token_id
     text = tok.apply_chat_template(
-        [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], tokenize=False, add_generation_prompt=True
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+        tokenize=False,
+        add_generation_prompt=True,
     )
-    assert text == "<bos><start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\n"  # system folded into the user turn
+    assert (
+        text == "<bos><start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\n"
+    )  # system folded into the user turn
     assert json.loads((out / "base.json").read_text())["profile"] == "tiny"
 
 
@@ -188,7 +192,14 @@ def test_collated_batch_masks_prompt_and_trains_end_of_turn(run_a):
 def test_run_folder_contents(run_a):
     out, res, _ = run_a
     rd = out / PRIM
-    for f in ("config.yaml", "metrics.json", "loss.png", "run_state.json", "adapter/adapter_model.safetensors", "adapter/adapter_config.json"):
+    for f in (
+        "config.yaml",
+        "metrics.json",
+        "loss.png",
+        "run_state.json",
+        "adapter/adapter_model.safetensors",
+        "adapter/adapter_config.json",
+    ):
         assert (rd / f).is_file(), f
     assert (rd / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     m = json.loads((rd / "metrics.json").read_text())
@@ -237,7 +248,9 @@ def test_all_lora_parameters_change_and_no_base_parameter_does(run_a):
     unchanged = [n for n, init in snap.initial.items() if torch.equal(init, now[n])]
     assert not unchanged, f"LoRA parameters that did not change: {unchanged[:5]}"
     base_disk = load_file(str(out / "base" / "model.safetensors"))
-    base_now = {n.replace("base_model.model.", "").replace(".base_layer", ""): p for n, p in now.items() if ".lora_" not in n}
+    base_now = {
+        n.replace("base_model.model.", "").replace(".base_layer", ""): p for n, p in now.items() if ".lora_" not in n
+    }
     assert set(base_disk) <= set(base_now) | {"lm_head.weight"}
     changed = [k for k, v in base_disk.items() if k in base_now and not torch.equal(v, base_now[k])]
     assert not changed, f"base parameters changed: {changed[:5]}"
@@ -265,7 +278,10 @@ def test_same_seed_same_adapter(run_a, run_b):
     a, b = _adapter(run_a[0]), _adapter(run_b[0])
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a), "same seed + data on CPU must give bitwise-identical adapters"
-    assert load_file(str(run_a[0] / "base" / "model.safetensors")).keys() == load_file(str(run_b[0] / "base" / "model.safetensors")).keys()
+    assert (
+        load_file(str(run_a[0] / "base" / "model.safetensors")).keys()
+        == load_file(str(run_b[0] / "base" / "model.safetensors")).keys()
+    )
     base_a = load_file(str(run_a[0] / "base" / "model.safetensors"))
     base_b = load_file(str(run_b[0] / "base" / "model.safetensors"))
     assert all(torch.equal(base_a[k], base_b[k]) for k in base_a), "the tiny base is deterministic from the seed"
@@ -317,15 +333,30 @@ def test_resume_with_a_changed_config_is_refused(data_dir, run_c):
 def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
     out = tmp_path / "all"
     rc = forethought_main(
-        ["train", "primitive=all", "model=tiny", "model.pretrain=null", f"dataset_dir={data_dir}", f"output_dir={out}", "train=quick", "train.max_steps=2",
-         "train.per_device_batch_size=1", "train.max_eval_examples=1", "logging=none"]
+        [
+            "train",
+            "primitive=all",
+            "model=tiny",
+            "model.pretrain=null",
+            f"dataset_dir={data_dir}",
+            f"output_dir={out}",
+            "train=quick",
+            "train.max_steps=2",
+            "train.per_device_batch_size=1",
+            "train.max_eval_examples=1",
+            "logging=none",
+        ]
     )
     assert rc == 0, capsys.readouterr().err
     assert artifacts.trained_primitives(out) == list(PRIMITIVES)
-    assert sorted(p.name for p in out.iterdir()) == sorted([*PRIMITIVES, "base", "base.json", ".base.lock", *(f".{p}.lock" for p in PRIMITIVES)])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*PRIMITIVES, "base", "base.json", ".base.lock", *(f".{p}.lock" for p in PRIMITIVES)]
+    )
     model, tok = artifacts.load_adapters(out)
     assert set(model.peft_config) == set(PRIMITIVES)
-    x = tok.apply_chat_template([{"role": "user", "content": "refuel 3 GB"}], add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    x = tok.apply_chat_template(
+        [{"role": "user", "content": "refuel 3 GB"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
     outs = {}
     with torch.no_grad():
         for p in PRIMITIVES:
@@ -343,38 +374,73 @@ def test_cli_reports_unknown_key_and_bad_type_together(capsys):
 
 
 def test_cli_missing_dataset_is_a_user_error(tmp_path, capsys):
-    rc = forethought_main(["train", "primitive=decompose", f"dataset_dir={tmp_path / 'nope'}", f"output_dir={tmp_path / 'o'}", "logging=none"])
+    rc = forethought_main(
+        [
+            "train",
+            "primitive=decompose",
+            f"dataset_dir={tmp_path / 'nope'}",
+            f"output_dir={tmp_path / 'o'}",
+            "logging=none",
+        ]
+    )
     assert rc == 2 and "missing train split" in capsys.readouterr().err
 
 
 def test_wandb_offline_writes_one_local_run_per_primitive(data_dir, tmp_path):
     out = tmp_path / "wb"
     for p in ("get_order", "match_fill"):  # two runs in one process, like primitive=all
-        run(config_from_overrides(overrides(data_dir, out, f"primitive={p}", "logging=wandb_offline", "train.max_steps=1")))
+        run(
+            config_from_overrides(
+                overrides(data_dir, out, f"primitive={p}", "logging=wandb_offline", "train.max_steps=1")
+            )
+        )
     for p in ("get_order", "match_fill"):
         run_id = (out / p / "wandb_run_id").read_text().strip()
         assert run_id.startswith(p)
         runs = list((out / p / "wandb").glob("offline-run-*"))
-        assert len(runs) == 1 and runs[0].name.endswith(run_id), f"{p}: its own offline run, synced later with `wandb sync`"
+        assert len(runs) == 1 and runs[0].name.endswith(run_id), (
+            f"{p}: its own offline run, synced later with `wandb sync`"
+        )
 
 
 def test_multirun_with_the_local_launcher(data_dir, tmp_path):
     out = tmp_path / "mr"
     rc = forethought_main(
-        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data_dir}", f"output_dir={out}",
-         "train=quick", "train.max_steps=1", "logging=none", "model.pretrain=null"]
+        [
+            "train",
+            "-m",
+            "primitive=get_order,match_fill",
+            f"dataset_dir={data_dir}",
+            f"output_dir={out}",
+            "train=quick",
+            "train.max_steps=1",
+            "logging=none",
+            "model.pretrain=null",
+        ]
     )
     assert rc == 0
     assert artifacts.trained_primitives(out) == ["get_order", "match_fill"]
     sweeps = list((out / "multirun").iterdir())
-    assert len(sweeps) == 1 and sorted(p.name for p in sweeps[0].iterdir() if not p.name.startswith(".")) >= ["0_get_order", "1_match_fill"]
+    assert len(sweeps) == 1 and sorted(p.name for p in sweeps[0].iterdir() if not p.name.startswith(".")) >= [
+        "0_get_order",
+        "1_match_fill",
+    ]
 
 
 def test_multirun_checks_every_points_data_before_launching(data_dir, tmp_path, capsys):
     data = _copy_data(data_dir, tmp_path / "d", primitives=("match_fill",))  # no get_order data
     rc = forethought_main(
-        ["train", "-m", "primitive=get_order,match_fill", f"dataset_dir={data}", f"output_dir={tmp_path / 'o'}",
-         "train=quick", "train.max_steps=1", "logging=none", "model.pretrain=null"]
+        [
+            "train",
+            "-m",
+            "primitive=get_order,match_fill",
+            f"dataset_dir={data}",
+            f"output_dir={tmp_path / 'o'}",
+            "train=quick",
+            "train.max_steps=1",
+            "logging=none",
+            "model.pretrain=null",
+        ]
     )
     err = capsys.readouterr().err
     assert rc == 2 and "[primitive=get_order" in err and "missing train split" in err
@@ -386,8 +452,19 @@ def test_multirun_job_failure_is_a_clean_message_and_a_nonzero_exit(data_dir, tm
     (blocked / "match_fill").mkdir(parents=True)
     (blocked / "match_fill" / "notes.txt").write_text("not a run folder")  # train.overwrite refuses to delete it
     rc = forethought_main(
-        ["train", "-m", f"output_dir={tmp_path / 'a'},{blocked}", "primitive=match_fill", f"dataset_dir={data_dir}",
-         "train=quick", "train.max_steps=1", "train.overwrite=true", "logging=none", "model.pretrain=null", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+        [
+            "train",
+            "-m",
+            f"output_dir={tmp_path / 'a'},{blocked}",
+            "primitive=match_fill",
+            f"dataset_dir={data_dir}",
+            "train=quick",
+            "train.max_steps=1",
+            "train.overwrite=true",
+            "logging=none",
+            "model.pretrain=null",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ]
     )
     err = capsys.readouterr().err
     assert rc != 0 and "not a forethought run folder" in err and "Traceback" not in err
@@ -416,7 +493,11 @@ def test_bad_input_found_during_a_run_is_a_located_user_error(data_dir, tmp_path
     assert exc.value.where == "train.max_length"
     # an attention kernel that cannot run here is refused before the base is built
     with pytest.raises(UserError, match="needs a CUDA GPU") as exc:
-        run(config_from_overrides(overrides(data_dir, tmp_path / "fa", "model.attn_implementation=flash_attention_2", "train.device=cpu")))
+        run(
+            config_from_overrides(
+                overrides(data_dir, tmp_path / "fa", "model.attn_implementation=flash_attention_2", "train.device=cpu")
+            )
+        )
     assert exc.value.where == "model.attn_implementation" and not (tmp_path / "fa").exists()
     # a dataset file that is not UTF-8
     data = _copy_data(data_dir, tmp_path / "d", primitives=(PRIM,))
@@ -461,8 +542,16 @@ def test_sdpa_keeps_packed_sequences_apart_within_the_sliding_window():
 
     torch.manual_seed(0)
     cfg = Gemma3TextConfig(
-        vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-        head_dim=32, query_pre_attn_scalar=32, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+        vocab_size=300,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        query_pre_attn_scalar=32,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
     )
     cfg._attn_implementation = "sdpa"
     model = Gemma3ForCausalLM(cfg).eval()
@@ -476,7 +565,9 @@ def test_sdpa_keeps_packed_sequences_apart_within_the_sliding_window():
 
 def test_packing_run(data_dir, tmp_path):
     # real match_fill examples are ~150-180 tokens long
-    cfg = config_from_overrides(overrides(data_dir, tmp_path / "pk", "train.packing=true", "train.max_length=512", "train.max_steps=2"))
+    cfg = config_from_overrides(
+        overrides(data_dir, tmp_path / "pk", "train.packing=true", "train.max_length=512", "train.max_steps=2")
+    )
     res = run(cfg, keep_trainer=True)[PRIM]
     m, ds = res.metrics, res.trainer.train_dataset
     assert m["global_step"] == 2 and m["tokens_seen"] > 0 and m["train_loss_history"][0]["loss"] > 0
@@ -494,7 +585,10 @@ def test_cpu_threads_apply_during_training_only(data_dir, tmp_path):
 
     torch.set_num_threads(2)
     try:
-        run(config_from_overrides(overrides(data_dir, tmp_path / "th", "train.max_steps=1", "train.cpu_threads=1")), callbacks=[Threads()])
+        run(
+            config_from_overrides(overrides(data_dir, tmp_path / "th", "train.max_steps=1", "train.cpu_threads=1")),
+            callbacks=[Threads()],
+        )
         assert seen == [1] and torch.get_num_threads() == 2, "set while training, restored after"
     finally:
         torch.set_num_threads(1)
@@ -504,11 +598,15 @@ def test_a_base_record_with_no_adapter_behind_it_does_not_refuse_the_next_run(da
     """A failed base load used to leave base.json behind, and the next, correct run was refused."""
     out = tmp_path / "o"
     out.mkdir()
-    (out / "base.json").write_text(json.dumps({"profile": "gemma3_12b", "path": "/models/wrong", "model_type": "gemma3"}))
+    (out / "base.json").write_text(
+        json.dumps({"profile": "gemma3_12b", "path": "/models/wrong", "model_type": "gemma3"})
+    )
     res = run(config_from_overrides(overrides(data_dir, out)))[PRIM]
     assert res.metrics["completed"]
     assert json.loads((out / "base.json").read_text())["profile"] == "tiny"
     # once an adapter belongs to it, the record binds: another base is refused
-    (out / "base.json").write_text(json.dumps({"profile": "gemma3_12b", "path": "/models/other", "model_type": "gemma3"}))
+    (out / "base.json").write_text(
+        json.dumps({"profile": "gemma3_12b", "path": "/models/other", "model_type": "gemma3"})
+    )
     with pytest.raises(UserError, match="belong to another base"):
         run(config_from_overrides(overrides(data_dir, out, "train.resume=true")))

@@ -88,8 +88,15 @@ def run_turns(turns: list[dict[str, Any]], config: dict[str, Any] | None = None,
             return inner(reqs)
 
         backend.complete = complete  # type: ignore[method-assign]
-        res, _ = kernel.run_turn(user=t.user, env=env, scratchpad=S, registry=env.registry(), backend=backend,
-                                 turn_context=t.context, index=i)
+        res, _ = kernel.run_turn(
+            user=t.user,
+            env=env,
+            scratchpad=S,
+            registry=env.registry(),
+            backend=backend,
+            turn_context=t.context,
+            index=i,
+        )
         assert not res.invariant_violations and res.halted is None, (res.invariant_violations, res.halted)
         results.append(res)
     return results, env.states["unfinished_test"], S, requests
@@ -101,17 +108,39 @@ def tau(v: Any) -> dict[str, Any]:
 
 ORDER_NO_QUANTITY = {
     "user": "Order mugs, gift-wrapped, my PIN is 4321",
-    "tasks": [{"id": "t1", "text": "Order gift-wrapped mugs", "tool": "order",
-               "parameters": {"item": "mugs", "pin": "4321", "gift_wrap": True},
-               "bindings": {"item": tau("mugs"), "quantity": {"source": "missing"}, "pin": tau("4321"), "gift_wrap": tau(True)},
-               "outcome": "missing_param"}],
+    "tasks": [
+        {
+            "id": "t1",
+            "text": "Order gift-wrapped mugs",
+            "tool": "order",
+            "parameters": {"item": "mugs", "pin": "4321", "gift_wrap": True},
+            "bindings": {
+                "item": tau("mugs"),
+                "quantity": {"source": "missing"},
+                "pin": tau("4321"),
+                "gift_wrap": tau(True),
+            },
+            "outcome": "missing_param",
+        }
+    ],
     "order": ["t1"],
 }
 QUANTITY_GIVEN = {
     "user": "Make it 3, PIN 4321",
-    "tasks": [{"id": "t1", "text": "Order 3 of the earlier item", "tool": "order", "parameters": {"quantity": 3, "pin": "4321"},
-               "bindings": {"item": {"source": "S", "value": "mugs"}, "quantity": tau(3), "pin": tau("4321"),
-                            "gift_wrap": {"source": "S", "value": True}}}],
+    "tasks": [
+        {
+            "id": "t1",
+            "text": "Order 3 of the earlier item",
+            "tool": "order",
+            "parameters": {"quantity": 3, "pin": "4321"},
+            "bindings": {
+                "item": {"source": "S", "value": "mugs"},
+                "quantity": tau(3),
+                "pin": tau("4321"),
+                "gift_wrap": {"source": "S", "value": True},
+            },
+        }
+    ],
     "order": ["t1"],
 }
 
@@ -120,34 +149,73 @@ def test_a_missing_param_task_leaves_its_bound_arguments_but_never_a_secret():
     (res,), world, S, _ = run_turns([ORDER_NO_QUANTITY])
     assert world.orders == []
     entry = S.get("unfinished.order")
-    assert entry == {"tool": "order", "task": "Order gift-wrapped mugs", "turn": 0, "outcome": "missing_param",
-                     "reason": res.outcomes["t1"].reason, "arguments": {"item": "mugs", "gift_wrap": True}, "missing": ["quantity"]}
+    assert entry == {
+        "tool": "order",
+        "task": "Order gift-wrapped mugs",
+        "turn": 0,
+        "outcome": "missing_param",
+        "reason": res.outcomes["t1"].reason,
+        "arguments": {"item": "mugs", "gift_wrap": True},
+        "missing": ["quantity"],
+    }
     assert "4321" not in repr(S.snapshot())  # the PIN reached no entry of S
     assert S.last_source("unfinished.order") == "unfinished"
 
 
 def test_a_blocked_task_leaves_what_decompose_stated_for_its_tool():
-    turn = {"user": "Note 'fragile' on order 7",
-            "tasks": [{"id": "t1", "text": "Add the note fragile to order 7", "tool": "annotate",
-                       "parameters": {"order_id": 7, "note": "fragile"},
-                       "prerequisites": [{"key": "order_open", "outcome": "not_met"}], "outcome": "blocked"}],
-            "order": ["t1"]}
+    turn = {
+        "user": "Note 'fragile' on order 7",
+        "tasks": [
+            {
+                "id": "t1",
+                "text": "Add the note fragile to order 7",
+                "tool": "annotate",
+                "parameters": {"order_id": 7, "note": "fragile"},
+                "prerequisites": [{"key": "order_open", "outcome": "not_met"}],
+                "outcome": "blocked",
+            }
+        ],
+        "order": ["t1"],
+    }
     (res,), world, S, _ = run_turns([turn], config={"order_open": False})
     assert world.notes == [] and res.outcomes["t1"].status == "blocked"
     entry = S.get("unfinished.annotate")
-    assert (entry["outcome"], entry["arguments"], entry["missing"]) == ("blocked", {"order_id": 7, "note": "fragile"}, [])
+    assert (entry["outcome"], entry["arguments"], entry["missing"]) == (
+        "blocked",
+        {"order_id": 7, "note": "fragile"},
+        [],
+    )
     assert "order_open" in entry["reason"]
     # the next turn reopens the order and adds "the note from before": order_id from the reopen (a dependency's
     # entry wins), the note from the unfinished entry
-    again = {"user": "Reopen order 7 and add that note",
-             "tasks": [{"id": "t1", "text": "Reopen order 7", "tool": "reopen", "parameters": {"order_id": 7}, "bindings": {"order_id": tau(7)}},
-                       {"id": "t2", "text": "Add the earlier note", "tool": "annotate", "depends_on": ["t1"],
-                        "prerequisites": [{"key": "order_open", "outcome": "met"}],
-                        "bindings": {"order_id": {"source": "S", "value": 7}, "note": {"source": "S", "value": "fragile"}}}],
-             "order": ["t1", "t2"]}
+    again = {
+        "user": "Reopen order 7 and add that note",
+        "tasks": [
+            {
+                "id": "t1",
+                "text": "Reopen order 7",
+                "tool": "reopen",
+                "parameters": {"order_id": 7},
+                "bindings": {"order_id": tau(7)},
+            },
+            {
+                "id": "t2",
+                "text": "Add the earlier note",
+                "tool": "annotate",
+                "depends_on": ["t1"],
+                "prerequisites": [{"key": "order_open", "outcome": "met"}],
+                "bindings": {"order_id": {"source": "S", "value": 7}, "note": {"source": "S", "value": "fragile"}},
+            },
+        ],
+        "order": ["t1", "t2"],
+    }
     (_, res2), world, S, _ = run_turns([turn, again], config={"order_open": False})
     note = res2.bindings["t2"]["note"]
-    assert (note.value, note.entry, note.consulted) == ("fragile", "unfinished.annotate", ["tau", "dependencies", "unfinished"])
+    assert (note.value, note.entry, note.consulted) == (
+        "fragile",
+        "unfinished.annotate",
+        ["tau", "dependencies", "unfinished"],
+    )
     assert res2.bindings["t2"]["order_id"].entry is None  # bound from the reopen's argument, before the entry
     assert world.notes == ["fragile"] and S.get("unfinished.annotate")["outcome"] == "executed"
 
@@ -160,23 +228,47 @@ def test_a_later_turn_completes_it_and_the_entry_is_overwritten_not_removed():
     # the optional gift_wrap the unfinished task had bound is a parameter of the resumed call too
     assert res.bindings["t1"]["gift_wrap"].entry == "unfinished.order"
     assert "unfinished.order" in S  # INV-S: overwritten, never deleted
-    assert S.get("unfinished.order") == {"tool": "order", "task": "Order 3 of the earlier item", "turn": 1, "outcome": "executed",
-                                         "reason": "completed (unfinished since turn 0)", "arguments": {}, "missing": []}
+    assert S.get("unfinished.order") == {
+        "tool": "order",
+        "task": "Order 3 of the earlier item",
+        "turn": 1,
+        "outcome": "executed",
+        "reason": "completed (unfinished since turn 0)",
+        "arguments": {},
+        "missing": [],
+    }
     assert open_arguments(S, "order") == {}
     # a completed entry binds nothing: a third order restates the item, and a missing one stays missing
-    third = {"user": "Order 2 more, PIN 4321",
-             "tasks": [{"id": "t1", "text": "Order 2 more", "tool": "order", "parameters": {"quantity": 2, "pin": "4321"},
-                        "bindings": {"item": {"source": "S", "value": "mugs"}, "quantity": tau(2), "pin": tau("4321")}}],
-             "order": ["t1"]}
+    third = {
+        "user": "Order 2 more, PIN 4321",
+        "tasks": [
+            {
+                "id": "t1",
+                "text": "Order 2 more",
+                "tool": "order",
+                "parameters": {"quantity": 2, "pin": "4321"},
+                "bindings": {"item": {"source": "S", "value": "mugs"}, "quantity": tau(2), "pin": tau("4321")},
+            }
+        ],
+        "order": ["t1"],
+    }
     (_, _, res3), _, _, _ = run_turns([ORDER_NO_QUANTITY, QUANTITY_GIVEN, third])
     assert res3.bindings["t1"]["item"].entry is None and res3.bindings["t1"]["item"].consulted == ["tau", "S"]
 
 
 def test_the_user_stated_value_wins_over_the_unfinished_entry():
     """INV-L: τ first. "Make it 3 cups" changes the item the unfinished order had."""
-    cups = {**QUANTITY_GIVEN, "user": "Make it 3 cups, PIN 4321",
-            "tasks": [{**QUANTITY_GIVEN["tasks"][0], "parameters": {"item": "cups", "quantity": 3, "pin": "4321"},
-                       "bindings": {**QUANTITY_GIVEN["tasks"][0]["bindings"], "item": tau("cups")}}]}
+    cups = {
+        **QUANTITY_GIVEN,
+        "user": "Make it 3 cups, PIN 4321",
+        "tasks": [
+            {
+                **QUANTITY_GIVEN["tasks"][0],
+                "parameters": {"item": "cups", "quantity": 3, "pin": "4321"},
+                "bindings": {**QUANTITY_GIVEN["tasks"][0]["bindings"], "item": tau("cups")},
+            }
+        ],
+    }
     (_, res), world, _, _ = run_turns([ORDER_NO_QUANTITY, cups])
     assert res.bindings["t1"]["item"].source == "tau" and world.orders[0]["item"] == "cups"
 
@@ -190,12 +282,28 @@ def test_the_entry_is_in_the_next_turns_state_view_and_not_in_its_own_turn():
 
 def test_tasks_of_one_turn_do_not_bind_from_each_others_entries():
     """Entries are written when the turn ends (INV-R: a failed task changes nothing its turn's other tasks see)."""
-    turn = {"user": "Order mugs, PIN 4321, and order 2 plates, PIN 4321",
-            "tasks": [{"id": "t1", "text": "Order mugs", "tool": "order", "parameters": {"item": "mugs", "pin": "4321"},
-                       "bindings": {"item": tau("mugs"), "quantity": {"source": "missing"}, "pin": tau("4321")}, "outcome": "missing_param"},
-                      {"id": "t2", "text": "Order 2 plates", "tool": "order", "parameters": {"quantity": 2, "pin": "4321"},
-                       "bindings": {"item": {"source": "missing"}, "quantity": tau(2), "pin": tau("4321")}, "outcome": "missing_param"}],
-            "order": ["t1", "t2"]}
+    turn = {
+        "user": "Order mugs, PIN 4321, and order 2 plates, PIN 4321",
+        "tasks": [
+            {
+                "id": "t1",
+                "text": "Order mugs",
+                "tool": "order",
+                "parameters": {"item": "mugs", "pin": "4321"},
+                "bindings": {"item": tau("mugs"), "quantity": {"source": "missing"}, "pin": tau("4321")},
+                "outcome": "missing_param",
+            },
+            {
+                "id": "t2",
+                "text": "Order 2 plates",
+                "tool": "order",
+                "parameters": {"quantity": 2, "pin": "4321"},
+                "bindings": {"item": {"source": "missing"}, "quantity": tau(2), "pin": tau("4321")},
+                "outcome": "missing_param",
+            },
+        ],
+        "order": ["t1", "t2"],
+    }
     (res,), world, S, _ = run_turns([turn])
     assert res.bindings["t2"]["item"].source == "missing" and world.orders == []
     assert S.get("unfinished.order")["arguments"] == {"quantity": 2}  # the later task of the tool wrote last
@@ -203,21 +311,41 @@ def test_tasks_of_one_turn_do_not_bind_from_each_others_entries():
 
 def test_an_over_long_argument_is_kept_as_a_marker_that_is_never_bound():
     long_item = "m" * 700
-    turn = {**ORDER_NO_QUANTITY, "user": f"Order {long_item}, PIN 4321",
-            "tasks": [{**ORDER_NO_QUANTITY["tasks"][0], "parameters": {"item": long_item, "pin": "4321"},
-                       "bindings": {"item": tau(long_item), "quantity": {"source": "missing"}, "pin": tau("4321")}}]}
+    turn = {
+        **ORDER_NO_QUANTITY,
+        "user": f"Order {long_item}, PIN 4321",
+        "tasks": [
+            {
+                **ORDER_NO_QUANTITY["tasks"][0],
+                "parameters": {"item": long_item, "pin": "4321"},
+                "bindings": {"item": tau(long_item), "quantity": {"source": "missing"}, "pin": tau("4321")},
+            }
+        ],
+    }
     (_,), _, S, _ = run_turns([turn])
     kept = S.get("unfinished.order")["arguments"]["item"]
     assert is_truncated(kept) and kept["$truncated"] == 702
     assert "item" not in bindable(S.snapshot())["unfinished.order"]["arguments"]  # no grounding from a preview
-    again = {"user": "Make it 3, PIN 4321",
-             "tasks": [{"id": "t1", "text": "Order 3", "tool": "order", "parameters": {"quantity": 3, "pin": "4321"},
-                        "bindings": {"item": {"source": "missing"}, "quantity": tau(3), "pin": tau("4321")}, "outcome": "missing_param"}],
-             "order": ["t1"]}
+    again = {
+        "user": "Make it 3, PIN 4321",
+        "tasks": [
+            {
+                "id": "t1",
+                "text": "Order 3",
+                "tool": "order",
+                "parameters": {"quantity": 3, "pin": "4321"},
+                "bindings": {"item": {"source": "missing"}, "quantity": tau(3), "pin": tau("4321")},
+                "outcome": "missing_param",
+            }
+        ],
+        "order": ["t1"],
+    }
     (_, res), _, _, _ = run_turns([turn, again])
     assert res.bindings["t1"]["item"].source == "missing"
     # the cap is the result entries' one (KernelConfig.result_entry_max_chars)
-    (_,), _, S, _ = run_turns([turn], kernel=Kernel(KernelConfig(strict_invariants=True, result_entry_max_chars=10_000)))
+    (_,), _, S, _ = run_turns(
+        [turn], kernel=Kernel(KernelConfig(strict_invariants=True, result_entry_max_chars=10_000))
+    )
     assert S.get("unfinished.order")["arguments"]["item"] == long_item
 
 

@@ -29,15 +29,27 @@ def _rows(spec, outputs):
     from forethought.kernel.specs import MatchFuncInput, TaskRef, ToolBrief
 
     inp = MatchFuncInput(task=TaskRef(id="t1", text="list files"), tools=[ToolBrief(name="ls"), ToolBrief(name="cd")])
-    rows = [DatasetRow(id=str(i), solution_id="s", primitive=spec.name, prompt=spec.messages(inp),
-                       completion=[{"role": "assistant", "content": '{"tool_name": "ls"}'}], target={"tool_name": "ls"},
-                       input=inp.model_dump_json(), near_duplicate_across_split=False) for i in range(len(outputs))]
+    rows = [
+        DatasetRow(
+            id=str(i),
+            solution_id="s",
+            primitive=spec.name,
+            prompt=spec.messages(inp),
+            completion=[{"role": "assistant", "content": '{"tool_name": "ls"}'}],
+            target={"tool_name": "ls"},
+            input=inp.model_dump_json(),
+            near_duplicate_across_split=False,
+        )
+        for i in range(len(outputs))
+    ]
     return rows, outputs
 
 
 def test_gate_scoring_on_controlled_outputs():
     spec = SPECS["match_func"]
-    rows, texts = _rows(spec, ['{"tool_name": "ls"}', '{"tool_name":"ls"}', '{"tool_name": "cd"}', '{"tool_name": "rm"}', "not json"])
+    rows, texts = _rows(
+        spec, ['{"tool_name": "ls"}', '{"tool_name":"ls"}', '{"tool_name": "cd"}', '{"tool_name": "rm"}', "not json"]
+    )
     r = score(spec, rows, texts)
     assert (r["n"], r["exact_match"], r["parse_rate"], r["contract_valid_rate"]) == (5, 0.4, 0.8, 0.6)
     kinds = {f["kind"]: f["count"] for f in r["failures"]}
@@ -46,8 +58,17 @@ def test_gate_scoring_on_controlled_outputs():
 
 
 def test_failed_gates_exit_non_zero(tiny_run, tmp_path):
-    rc = main(["validate", f"train_dir={tiny_run / 'train'}", f"dataset_dir={tiny_run / 'data'}", f"output_dir={tmp_path}",
-               "max_examples=2", "max_new_tokens=4", "base_comparison=false"])
+    rc = main(
+        [
+            "validate",
+            f"train_dir={tiny_run / 'train'}",
+            f"dataset_dir={tiny_run / 'data'}",
+            f"output_dir={tmp_path}",
+            "max_examples=2",
+            "max_new_tokens=4",
+            "base_comparison=false",
+        ]
+    )
     assert rc == 1  # tiny adapters cannot pass the real thresholds
 
 
@@ -56,15 +77,24 @@ def test_validate_writes_table5_report_and_gate_verdicts(tiny_run):
     assert set(gates["primitives"]) == set(PRIMITIVE_NAMES) and gates["passed"] is False
     for p, r in gates["primitives"].items():
         assert r["n"] >= 1 and r["passed"] == (r["exact_match"] >= r["threshold"])
-        assert {"exact_match", "contract_valid_rate", "parse_rate", "base_exact_match", "threshold", "failures"} <= set(r)
+        assert {"exact_match", "contract_valid_rate", "parse_rate", "base_exact_match", "threshold", "failures"} <= set(
+            r
+        )
         assert r["spec_hash"] == SPECS[p].spec_hash
         # the gate's decoding, the other decoding, and the rows with no near-duplicate in train
-        assert r["decoding"] == "constrained" and {"exact_match_free", "exact_match_constrained", "exact_match_no_near_duplicate"} <= set(r)
+        assert r["decoding"] == "constrained" and {
+            "exact_match_free",
+            "exact_match_constrained",
+            "exact_match_no_near_duplicate",
+        } <= set(r)
         assert r["exact_match_constrained"] == r["exact_match"] and 0 <= r["n_no_near_duplicate"] <= r["n"]
         assert 0 <= r["base_exact_match_free"] <= 1  # the base decoded the other way too, like for like
     assert gates["decoding"] == dict.fromkeys(PRIMITIVE_NAMES, "constrained") and gates["tool_rendering"] == "full"
     md = (tiny_run / "validate" / "gates.md").read_text()
-    assert "| Primitive | n | Decoding | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, other decoding | Base EM, other decoding |" in md
+    assert (
+        "| Primitive | n | Decoding | Base EM | Tuned EM | Tuned EM, no near-dup (n) | Tuned EM, other decoding | Base EM, other decoding |"
+        in md
+    )
     assert "Weighted avg." in md
     assert (tiny_run / "validate" / "gates.png").stat().st_size > 1000
 
@@ -99,12 +129,24 @@ def perfect_decoder(generated_data, monkeypatch):
 
 def test_gate_passes_at_threshold_one_when_every_prediction_is_its_target(generated_data, perfect_decoder, tmp_path):
     thr = "thresholds={" + ",".join(f"{p}:1.0" for p in PRIMITIVE_NAMES) + "}"
-    args = ["validate", f"train_dir={tmp_path / 'no-train'}", f"dataset_dir={generated_data}", "base_comparison=false", thr]
+    args = [
+        "validate",
+        f"train_dir={tmp_path / 'no-train'}",
+        f"dataset_dir={generated_data}",
+        "base_comparison=false",
+        thr,
+    ]
     assert main([*args, f"output_dir={tmp_path / 'ok'}"]) == 0
     gates = json.loads((tmp_path / "ok" / "gates.json").read_text())
     assert gates["passed"] is True
     for r in gates["primitives"].values():
-        assert (r["exact_match"], r["contract_valid_rate"], r["parse_rate"], r["threshold"], r["passed"]) == (1.0, 1.0, 1.0, 1.0, True)
+        assert (r["exact_match"], r["contract_valid_rate"], r["parse_rate"], r["threshold"], r["passed"]) == (
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            True,
+        )
     perfect_decoder.add(("match_fill", 1))  # one wrong answer fails that gate, and only that one
     assert main([*args, f"output_dir={tmp_path / 'one-wrong'}"]) == 1
     gates = json.loads((tmp_path / "one-wrong" / "gates.json").read_text())
@@ -115,7 +157,14 @@ def test_gate_passes_at_threshold_one_when_every_prediction_is_its_target(genera
 
 
 def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, capsys):
-    rc = main(["package", f"train_dir={tiny_run / 'train'}", f"validate_dir={tiny_run / 'validate'}", f"output_dir={tmp_path / 'b'}"])
+    rc = main(
+        [
+            "package",
+            f"train_dir={tiny_run / 'train'}",
+            f"validate_dir={tiny_run / 'validate'}",
+            f"output_dir={tmp_path / 'b'}",
+        ]
+    )
     assert rc == 2
     assert "refusing to package: the gates of" in capsys.readouterr().err
     assert not (tmp_path / "b").exists()
@@ -139,7 +188,10 @@ def test_bundle_manifest_and_model_cards(tiny_run):
         assert "SMOKE BUNDLE" in card and "library_name: peft" in card
         assert e["files"] == hash_files(adir), "every file shipped is hashed, the model card included"
         # the trainer's pickled TrainingArguments is removed from the run's adapter folder and never shipped
-        assert not (tiny_run / "train" / p / "adapter" / "training_args.bin").exists() and not (adir / "training_args.bin").exists()
+        assert (
+            not (tiny_run / "train" / p / "adapter" / "training_args.bin").exists()
+            and not (adir / "training_args.bin").exists()
+        )
     for sub in ("adapters", "tokenizer", "base"):  # no pickles anywhere in the bundle
         assert not [f for f in (tiny_run / "bundle" / sub).rglob("*") if f.suffix in (".bin", ".pt", ".pth", ".pkl")]
 
@@ -181,7 +233,9 @@ def test_adapter_that_does_not_change_the_output_is_refused(tiny_run):
     with pytest.raises(BundleError) as ei:
         adapter_applies(model, tok, names, 1e-6)
     msg = str(ei.value)
-    assert msg.startswith("adapter-applies check: adapters ['get_order'] do not change the model's output on the probe input")
+    assert msg.startswith(
+        "adapter-applies check: adapters ['get_order'] do not change the model's output on the probe input"
+    )
     assert "a server would silently serve the base model" in msg
 
 
@@ -192,12 +246,30 @@ def test_adapter_trained_under_another_spec_is_refused(tiny_run, tmp_path, capsy
     d = json.loads(f.read_text())
     d["spec_hash"] = "0" * 16  # its prompts were rendered by an older spec
     f.write_text(json.dumps(d))
-    want = ("adapter 'decompose' was trained on prompts rendered by spec hash 0000000000000000, "
-            f"but the code's current spec hash of 'decompose' is {SPECS['decompose'].spec_hash}")
-    rc = main(["validate", f"train_dir={train}", f"dataset_dir={tiny_run / 'data'}", f"output_dir={tmp_path / 'v'}", "max_examples=1"])
+    want = (
+        "adapter 'decompose' was trained on prompts rendered by spec hash 0000000000000000, "
+        f"but the code's current spec hash of 'decompose' is {SPECS['decompose'].spec_hash}"
+    )
+    rc = main(
+        [
+            "validate",
+            f"train_dir={train}",
+            f"dataset_dir={tiny_run / 'data'}",
+            f"output_dir={tmp_path / 'v'}",
+            "max_examples=1",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and want in err and str(f) in err
-    rc = main(["package", f"train_dir={train}", f"validate_dir={tiny_run / 'validate'}", f"output_dir={tmp_path / 'b'}", "allow_failed_gates=true"])
+    rc = main(
+        [
+            "package",
+            f"train_dir={train}",
+            f"validate_dir={tiny_run / 'validate'}",
+            f"output_dir={tmp_path / 'b'}",
+            "allow_failed_gates=true",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and want in err
     assert not (tmp_path / "v" / "gates.json").exists() and not (tmp_path / "b").exists()
@@ -209,16 +281,32 @@ def test_validate_and_package_configs_are_typed():
             compose_and_validate(command, list(ov), schema)
         return ei.value.errors
 
-    assert compose_and_validate("validate", ["primitives=match_func", "device=cuda:1"], ValidateConfig)[1].selected() == ["match_func"]
-    assert compose_and_validate("validate", ["primitives=[match_fill,decompose]"], ValidateConfig)[1].selected() == ["decompose", "match_fill"]
-    e = dict(x.split(": ", 1) for x in errors("validate", ValidateConfig, "primitives=[match_fun]", "device=gpu",
-                                               "+thresholds.decompos=0.5", "thresholds.get_order=1.5"))
+    assert compose_and_validate("validate", ["primitives=match_func", "device=cuda:1"], ValidateConfig)[
+        1
+    ].selected() == ["match_func"]
+    assert compose_and_validate("validate", ["primitives=[match_fill,decompose]"], ValidateConfig)[1].selected() == [
+        "decompose",
+        "match_fill",
+    ]
+    e = dict(
+        x.split(": ", 1)
+        for x in errors(
+            "validate",
+            ValidateConfig,
+            "primitives=[match_fun]",
+            "device=gpu",
+            "+thresholds.decompos=0.5",
+            "thresholds.get_order=1.5",
+        )
+    )
     assert set(e) == {"primitives.0", "device", "thresholds.decompos.[key]", "thresholds.get_order"}
     assert e["primitives.0"].startswith("Input should be 'decompose'") and "(got 'match_fun')" in e["primitives.0"]
     assert "cuda:N" in e["device"] and e["thresholds.decompos.[key]"].startswith("Input should be 'decompose'")
     assert e["thresholds.get_order"].startswith("Input should be less than or equal to 1")
     assert "expected 'all'" in errors("validate", ValidateConfig, "primitives=everything")[0]
-    assert errors("package", PackageConfig, "copy_base=sometimes")[0].startswith("copy_base: Input should be 'auto', 'always' or 'never'")
+    assert errors("package", PackageConfig, "copy_base=sometimes")[0].startswith(
+        "copy_base: Input should be 'auto', 'always' or 'never'"
+    )
 
 
 def _copy(tiny_run, tmp_path) -> Path:
@@ -263,8 +351,18 @@ def test_missing_adapter_is_refused(tiny_run, tmp_path):
 
 
 def test_kernel_runs_on_the_bundle_and_the_trace_names_it(tiny_run, tmp_path, capsys):
-    rc = main(["run", str(FIX / "paper_figure1.json"), "backend=hf", f"backend.bundle={tiny_run / 'bundle'}", "backend.allow_smoke=true",
-               "backend.max_new_tokens=8", "kernel.retries=0", f"output_dir={tmp_path}"])
+    rc = main(
+        [
+            "run",
+            str(FIX / "paper_figure1.json"),
+            "backend=hf",
+            f"backend.bundle={tiny_run / 'bundle'}",
+            "backend.allow_smoke=true",
+            "backend.max_new_tokens=8",
+            "kernel.retries=0",
+            f"output_dir={tmp_path}",
+        ]
+    )
     turns = json.loads((tmp_path / "fs-paper-figure1" / "turns.json").read_text())
     assert rc == (1 if any(t["halted"] for t in turns) else 0)  # a smoke model's turns may halt: exit 1 says so
     assert "is marked SMOKE" in capsys.readouterr().err  # loud warning
@@ -285,20 +383,29 @@ def _edit_manifest(b: Path, edit) -> None:
     (b / "manifest.json").write_text(json.dumps(m))
 
 
-@pytest.mark.parametrize("edit, needle", [
-    # Finding 3: smoke=false loaded a bundle whose five gates all failed, with no warning.
-    (lambda m: m.update(smoke=False), "smoke is false but gates.json records failed gates"),
-    (lambda m: m["primitives"]["match_func"]["gate"].update(passed=True, exact_match=1.0), "primitives.match_func.gate: does not match gates.json"),
-    # Finding 3: base.copied=false skipped every base-weight hash.
-    (lambda m: m["base"].update(copied=False), "copied is false but path 'base' is inside the bundle"),
-    (lambda m: m["base"].update(files={}), "lists no base-model files"),
-    (lambda m: m["primitives"]["decompose"].update(adapter_path="../../etc"), "primitives.decompose.adapter_path: path '../../etc' points outside the bundle"),
-    (lambda m: m["tokenizer"].update(path="/tmp"), "tokenizer.path: path '/tmp' points outside the bundle"),
-    # Finding 3: a missing or mistyped field was a KeyError/AttributeError traceback.
-    (lambda m: m["base"].pop("config_sha256"), "manifest field 'base.config_sha256': Field required"),
-    (lambda m: m.update(primitives=[]), "manifest field 'primitives': Input should be a valid dictionary"),
-    (lambda m: m["tokenizer"].update(files="x"), "manifest field 'tokenizer.files'"),
-])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        # Finding 3: smoke=false loaded a bundle whose five gates all failed, with no warning.
+        (lambda m: m.update(smoke=False), "smoke is false but gates.json records failed gates"),
+        (
+            lambda m: m["primitives"]["match_func"]["gate"].update(passed=True, exact_match=1.0),
+            "primitives.match_func.gate: does not match gates.json",
+        ),
+        # Finding 3: base.copied=false skipped every base-weight hash.
+        (lambda m: m["base"].update(copied=False), "copied is false but path 'base' is inside the bundle"),
+        (lambda m: m["base"].update(files={}), "lists no base-model files"),
+        (
+            lambda m: m["primitives"]["decompose"].update(adapter_path="../../etc"),
+            "primitives.decompose.adapter_path: path '../../etc' points outside the bundle",
+        ),
+        (lambda m: m["tokenizer"].update(path="/tmp"), "tokenizer.path: path '/tmp' points outside the bundle"),
+        # Finding 3: a missing or mistyped field was a KeyError/AttributeError traceback.
+        (lambda m: m["base"].pop("config_sha256"), "manifest field 'base.config_sha256': Field required"),
+        (lambda m: m.update(primitives=[]), "manifest field 'primitives': Input should be a valid dictionary"),
+        (lambda m: m["tokenizer"].update(files="x"), "manifest field 'tokenizer.files'"),
+    ],
+)
 def test_a_one_field_manifest_edit_is_refused(tiny_run, tmp_path, edit, needle):
     b = _copy(tiny_run, tmp_path)
     _edit_manifest(b, edit)
@@ -334,6 +441,7 @@ def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
     def edit(m):
         m["primitives"]["match_fill"]["files"]["adapter_model.safetensors"] = digest
         m["gates"]["sha256"] = sha256_file(b / "gates.json")
+
     _edit_manifest(b, edit)
     with pytest.raises(BundleError, match="not a safetensors file") as ei:
         load_bundle(b, spec_hashes(), allow_smoke=True)
@@ -355,22 +463,35 @@ def test_package_refuses_gates_measured_on_other_adapter_files(tiny_run, tmp_pat
     shutil.copytree(tiny_run / "train", train)
     f = train / "get_order" / "adapter" / "adapter_model.safetensors"
     f.write_bytes(f.read_bytes()[:-1] + bytes([f.read_bytes()[-1] ^ 1]))  # "retrained"
-    args = ["package", f"train_dir={train}", f"validate_dir={tiny_run / 'validate'}", f"dataset_dir={tiny_run / 'data'}",
-            "allow_failed_gates=true", f"output_dir={tmp_path / 'b'}"]
+    args = [
+        "package",
+        f"train_dir={train}",
+        f"validate_dir={tiny_run / 'validate'}",
+        f"dataset_dir={tiny_run / 'data'}",
+        "allow_failed_gates=true",
+        f"output_dir={tmp_path / 'b'}",
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "the gates of ['get_order'] were measured on other adapter files" in err and "gates.json" in err
     assert not (tmp_path / "b").exists()
 
 
-@pytest.mark.parametrize("content, needle", [('{"primitives": {"decompose": {"pass', "not valid JSON (truncated?)"),
-                                             ('{"passed": false}', "field 'primitives' is missing"),
-                                             ('{"primitives": {"decompose": {"passed": "yes"}}}', "primitives.decompose.passed")])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ('{"primitives": {"decompose": {"pass', "not valid JSON (truncated?)"),
+        ('{"passed": false}', "field 'primitives' is missing"),
+        ('{"primitives": {"decompose": {"passed": "yes"}}}', "primitives.decompose.passed"),
+    ],
+)
 def test_a_broken_gates_file_is_a_located_error(tiny_run, tmp_path, capsys, content, needle):
     # Finding 7: a truncated gates.json, or one without primitives, was a traceback.
     (tmp_path / "v").mkdir()
     (tmp_path / "v" / "gates.json").write_text(content)
-    rc = main(["package", f"train_dir={tiny_run / 'train'}", f"validate_dir={tmp_path / 'v'}", f"output_dir={tmp_path / 'b'}"])
+    rc = main(
+        ["package", f"train_dir={tiny_run / 'train'}", f"validate_dir={tmp_path / 'v'}", f"output_dir={tmp_path / 'b'}"]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and needle in err and str(tmp_path / "v" / "gates.json") in err
 
@@ -399,7 +520,9 @@ def test_a_bad_validation_row_is_a_located_error(generated_data, tmp_path, line,
     if line is None:
         raw = json.dumps({**good, "target": {"tool": 3}}).encode()
     elif line == "target":
-        raw = json.dumps({**good, "target": {"tool": 3}, "completion": [{"role": "assistant", "content": '{"tool": 3}'}]}).encode()
+        raw = json.dumps(
+            {**good, "target": {"tool": 3}, "completion": [{"role": "assistant", "content": '{"tool": 3}'}]}
+        ).encode()
     elif line == "row":
         raw = json.dumps({k: v for k, v in good.items() if k != "near_duplicate_across_split"}).encode()
     elif line == "input":

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from forethought.cli import main
-from forethought.data_gen.verify import VerifyConfig, coverage_minimums, tau_over_s_conflicts, verify_paths, verify_solution
+from forethought.data_gen.verify import (
+    VerifyConfig,
+    coverage_minimums,
+    tau_over_s_conflicts,
+    verify_paths,
+    verify_solution,
+)
 from forethought.kernel.runner import build_environment, build_registry
 from forethought.kernel.scenario import json_schema
 from forethought.kernel.solution_file import load_solution
@@ -51,7 +57,9 @@ def test_coverage_minimums_default_to_the_requirement_for_the_default_corpus_onl
     assert main(["verify", str(corpus)]) == 0
     assert main(["verify", str(corpus), "min_per_tag=1"]) == 1  # ... unless set explicitly
     assert "coverage below the configured minimum: pattern prereq_absent_retrieve: 0 < 1" in capsys.readouterr().err
-    monkeypatch.setattr("forethought.data_gen.verify.DEFAULT_SOLUTIONS", corpus)  # a plain `forethought verify` of the default corpus
+    monkeypatch.setattr(
+        "forethought.data_gen.verify.DEFAULT_SOLUTIONS", corpus
+    )  # a plain `forethought verify` of the default corpus
     assert main(["verify", f"paths=[{corpus}]"]) == 1
     assert "domain file_system: 1 < 30" in capsys.readouterr().err
 
@@ -66,7 +74,9 @@ def test_every_paraphrase_is_replayed(tmp_path):
 
 def test_a_paraphrase_must_carry_the_requests_slots(tmp_path):
     d = _fig1()
-    d["turns"][1]["paraphrases"][0] = "Look through the report I just moved for lines mentioning revenue."  # literal, not ${word}
+    d["turns"][1]["paraphrases"][0] = (
+        "Look through the report I just moved for lines mentioning revenue."  # literal, not ${word}
+    )
     msg = _verify_one(_write(tmp_path, d))
     assert msg.startswith("turn 1, paraphrases[0]: ") and "lacks ${word}" in msg, msg
 
@@ -74,7 +84,9 @@ def test_a_paraphrase_must_carry_the_requests_slots(tmp_path):
 def test_tau_over_s_needs_tau_overriding_a_different_value_in_s(tmp_path):
     d = _fig1()  # tau and S are both used, but never for the same key
     d["tags"].append("tau_over_s")
-    assert "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key" in _verify_one(_write(tmp_path, d))
+    assert "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key" in _verify_one(
+        _write(tmp_path, d)
+    )
     sol = load_solution("data_gen/solutions/file_system/cd_request_over_scratchpad.json")
     r = sol.rendered()
     conflicts = tau_over_s_conflicts(r, verify_solution(sol), build_registry(r, build_environment(r)))
@@ -106,16 +118,22 @@ def test_no_side_effect_needs_a_read_only_turn(tmp_path):
     d = json.loads(NO_SIDE.read_text())
     del d["turns"][0]["must_not_call"]
     d["turns"][1]["must_not_call"] = ["mv"]  # not called, but the turn commits rm: not a read-only turn
-    assert "tag 'no_side_effect' needs a turn whose committed calls are all read-only" in _verify_one(_write(tmp_path, d))
+    assert "tag 'no_side_effect' needs a turn whose committed calls are all read-only" in _verify_one(
+        _write(tmp_path, d)
+    )
 
 
 @pytest.mark.parametrize(
     "schema,needle",
     [
-        ({"type": "object", "properties": {"a": {"type": "strng"}}},
-         "registry.extra.0 ('upload').parameters.properties.a.type: unknown type 'strng' (did you mean 'string'?)"),
-        ({"type": "object", "properties": {"a": {"type": "string"}}, "requried": ["a"]},
-         "registry.extra.0 ('upload').parameters.requried: unknown JSON Schema keyword 'requried'"),
+        (
+            {"type": "object", "properties": {"a": {"type": "strng"}}},
+            "registry.extra.0 ('upload').parameters.properties.a.type: unknown type 'strng' (did you mean 'string'?)",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "requried": ["a"]},
+            "registry.extra.0 ('upload').parameters.requried: unknown JSON Schema keyword 'requried'",
+        ),
     ],
 )
 def test_extra_tool_schemas_are_validated(tmp_path, schema, needle):
@@ -128,10 +146,23 @@ def test_extra_tool_schemas_are_validated(tmp_path, schema, needle):
 def test_shipped_schema_is_current_and_describes_every_field():
     shipped = json.loads(Path("data_gen/solutions/schema.json").read_text())
     assert shipped == json_schema(), "stale: run python -m forethought.kernel.scenario > data_gen/solutions/schema.json"
-    ours = {"Solution", "Turn", "TaskAnn", "PrereqAnn", "ProposedTaskAnn", "BindingAnn", "StateAssertion", "RefCall", "SlotDef", "RegistryRef"}
+    ours = {
+        "Solution",
+        "Turn",
+        "TaskAnn",
+        "PrereqAnn",
+        "ProposedTaskAnn",
+        "BindingAnn",
+        "StateAssertion",
+        "RefCall",
+        "SlotDef",
+        "RegistryRef",
+    }
     defs = {k: v for k, v in shipped["$defs"].items() if k in ours} | {"Solution": shipped}
     assert set(defs) == ours
-    undocumented = [f"{m}.{f}" for m, d in defs.items() for f, prop in d["properties"].items() if not prop.get("description")]
+    undocumented = [
+        f"{m}.{f}" for m, d in defs.items() for f, prop in d["properties"].items() if not prop.get("description")
+    ]
     assert not undocumented
 
 
@@ -159,7 +190,10 @@ def test_wrong_call(tmp_path):
     d = _fig1()
     d["turns"][1]["calls"][1] = "grep(file_name='${file}', pattern='profit')"
     msg = _verify_one(_write(tmp_path, d))
-    assert msg == "turn 1, call 2: expected grep(file_name='report.txt', pattern='profit'), got grep(file_name='report.txt', pattern='revenue')"
+    assert (
+        msg
+        == "turn 1, call 2: expected grep(file_name='report.txt', pattern='profit'), got grep(file_name='report.txt', pattern='revenue')"
+    )
 
 
 def test_annotation_that_violates_a_contract(tmp_path):
@@ -182,12 +216,24 @@ def test_unbacked_tag(tmp_path):
         (lambda d: d.pop("turns"), "turns: Field required"),
         (lambda d: d["turns"][0]["tasks"][0].update(tool_name="mkdir"), "turns.0.tasks.0.tool_name: unknown field"),
         (lambda d: d["turns"][0].update(user="Move ${nope} now"), "undefined slot ${nope}"),
-        (lambda d: d["turns"][0]["tasks"][0]["bindings"]["dir_name"].update(source="cache"), "turns.0.tasks.0.bindings.dir_name.source"),
-        (lambda d: d["turns"][0]["calls"].__setitem__(0, "ls(a=__import__(1))"), "turns.0: Value error, calls[0] 'ls(a=__import__(1))' is not a call"),
+        (
+            lambda d: d["turns"][0]["tasks"][0]["bindings"]["dir_name"].update(source="cache"),
+            "turns.0.tasks.0.bindings.dir_name.source",
+        ),
+        (
+            lambda d: d["turns"][0]["calls"].__setitem__(0, "ls(a=__import__(1))"),
+            "turns.0: Value error, calls[0] 'ls(a=__import__(1))' is not a call",
+        ),
         (lambda d: d["turns"][0]["order"].append("t99"), "order names unknown task ids ['t99']"),
         # decompose's ids_consistent check, the one implementation of the task-graph rules (kernel/specs.py)
-        (lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t7"), "turns.0: Value error, task t2 depends on unknown ids ['t7']"),
-        (lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t2"), "turns.0: Value error, task t2 depends on itself"),
+        (
+            lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t7"),
+            "turns.0: Value error, task t2 depends on unknown ids ['t7']",
+        ),
+        (
+            lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t2"),
+            "turns.0: Value error, task t2 depends on itself",
+        ),
         (lambda d: d["turns"][0]["tasks"][1].update(id="t1"), "turns.0: Value error, task ids are not unique"),
     ],
 )
@@ -255,7 +301,8 @@ def test_a_yaml_alias_bomb_in_a_solution_is_refused_cheaply(tmp_path):
     bomb = "id: x\nconfig:\n  a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"  {chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
-        for i in range(9))
+        for i in range(9)
+    )
     p = tmp_path / "bomb.yaml"
     p.write_text(bomb)
     # Refused at the first alias it meets (line 4), so nothing was expanded: a fact, not a time (issue 25).
@@ -284,34 +331,73 @@ def test_prerequisite_divergence_shows_the_value_in_s_and_the_call_that_wrote_it
     del p["remediation"]
     d["tags"] = [t for t in d["tags"] if t != "prereq_not_met_blocked"]
     msg = _verify_one(_write(tmp_path, d))
-    assert msg == ("turn 1, task t1/check_prerequisites/ticket_status[57]: outcome: expected met, got not_met "
-                   "(S['ticket_status[57]'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"), msg
+    assert msg == (
+        "turn 1, task t1/check_prerequisites/ticket_status[57]: outcome: expected met, got not_met "
+        "(S['ticket_status[57]'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"
+    ), msg
 
 
 def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_path):
     # Two touches that both follow the same mkdir+cd are ordered by get_order; the old check counted only tasks
     # that depend on nothing and refused the tag.
     d = {
-        "id": "fs-two-touches-after-cd", "title": "t", "description": "d", "domains": ["file_system"], "tags": ["parallel_tasks", "dependency_chain"],
-        "slots": {"dir": {"type": "dir_name", "value": "handoff"}, "a": {"type": "file_name", "value": "report.txt"},
-                  "b": {"type": "file_name", "value": "budget.csv"}},
+        "id": "fs-two-touches-after-cd",
+        "title": "t",
+        "description": "d",
+        "domains": ["file_system"],
+        "tags": ["parallel_tasks", "dependency_chain"],
+        "slots": {
+            "dir": {"type": "dir_name", "value": "handoff"},
+            "a": {"type": "file_name", "value": "report.txt"},
+            "b": {"type": "file_name", "value": "budget.csv"},
+        },
         "initial_state": {"file_system": {"root": {"children": {}}}},
-        "turns": [{
-            "user": "Make a folder ${dir}, go into it and create ${a} and ${b} there.",
-            "tasks": [
-                {"id": "t1", "text": "Create ${dir}", "tool": "mkdir", "parameters": {"dir_name": "${dir}"},
-                 "bindings": {"dir_name": {"source": "tau", "value": "${dir}"}}},
-                {"id": "t2", "text": "Go into ${dir}", "tool": "cd", "depends_on": ["t1"], "parameters": {"folder": "${dir}"},
-                 "bindings": {"folder": {"source": "tau", "value": "${dir}"}}},
-                {"id": "t3", "text": "Create ${a}", "tool": "touch", "depends_on": ["t2"], "parameters": {"file_name": "${a}"},
-                 "bindings": {"file_name": {"source": "tau", "value": "${a}"}}},
-                {"id": "t4", "text": "Create ${b}", "tool": "touch", "depends_on": ["t2"], "parameters": {"file_name": "${b}"},
-                 "bindings": {"file_name": {"source": "tau", "value": "${b}"}}},
-            ],
-            "order": ["t1", "t2", "t3", "t4"],
-            "calls": ["mkdir(dir_name='${dir}')", "cd(folder='${dir}')", "touch(file_name='${a}')", "touch(file_name='${b}')"],
-            "state": [{"path": "file_system/cwd", "equals": ["${dir}"]}],
-        }],
+        "turns": [
+            {
+                "user": "Make a folder ${dir}, go into it and create ${a} and ${b} there.",
+                "tasks": [
+                    {
+                        "id": "t1",
+                        "text": "Create ${dir}",
+                        "tool": "mkdir",
+                        "parameters": {"dir_name": "${dir}"},
+                        "bindings": {"dir_name": {"source": "tau", "value": "${dir}"}},
+                    },
+                    {
+                        "id": "t2",
+                        "text": "Go into ${dir}",
+                        "tool": "cd",
+                        "depends_on": ["t1"],
+                        "parameters": {"folder": "${dir}"},
+                        "bindings": {"folder": {"source": "tau", "value": "${dir}"}},
+                    },
+                    {
+                        "id": "t3",
+                        "text": "Create ${a}",
+                        "tool": "touch",
+                        "depends_on": ["t2"],
+                        "parameters": {"file_name": "${a}"},
+                        "bindings": {"file_name": {"source": "tau", "value": "${a}"}},
+                    },
+                    {
+                        "id": "t4",
+                        "text": "Create ${b}",
+                        "tool": "touch",
+                        "depends_on": ["t2"],
+                        "parameters": {"file_name": "${b}"},
+                        "bindings": {"file_name": {"source": "tau", "value": "${b}"}},
+                    },
+                ],
+                "order": ["t1", "t2", "t3", "t4"],
+                "calls": [
+                    "mkdir(dir_name='${dir}')",
+                    "cd(folder='${dir}')",
+                    "touch(file_name='${a}')",
+                    "touch(file_name='${b}')",
+                ],
+                "state": [{"path": "file_system/cwd", "equals": ["${dir}"]}],
+            }
+        ],
     }
     (res,) = verify_paths([_write(tmp_path, d)], warnings=False)
     assert res.ok, res.error
@@ -325,8 +411,11 @@ def test_verify_warns_about_a_literal_in_a_slot_pool(tmp_path):
     d["initial_state"]["file_system"]["root"]["children"]["budget.csv"] = {"type": "file", "content": "x"}
     (res,) = verify_paths([_write(tmp_path, d)])
     assert res.ok, res.error
-    assert any("initial_state.file_system.root.children.budget.csv" in w and "'budget.csv' is also in the value pool of file_name" in w
-               for w in res.warnings), res.warnings
+    assert any(
+        "initial_state.file_system.root.children.budget.csv" in w
+        and "'budget.csv' is also in the value pool of file_name" in w
+        for w in res.warnings
+    ), res.warnings
     (clean,) = verify_paths([FIG1])
     assert clean.ok and clean.warnings == []
 
@@ -338,7 +427,11 @@ def test_verify_warns_about_an_asserted_number_derived_from_a_slot(tmp_path, cap
     (res,) = verify_paths([path])
     assert res.ok, res.error  # right for its own values ...
     (w,) = [w for w in res.warnings if "derived" in w]  # ... but not for the others generate draws
-    assert w.startswith("an asserted number looks derived from a slot") and "${gb}=" in w and "turn 0, state: telecom/lines/" in w, w
+    assert (
+        w.startswith("an asserted number looks derived from a slot")
+        and "${gb}=" in w
+        and "turn 0, state: telecom/lines/" in w
+    ), w
     assert main(["verify", str(path)]) == 0  # a warning, not a failure
     err = capsys.readouterr().err
     assert "WARN" in err and "derived from a slot" in err

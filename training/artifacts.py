@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forethought.bounded import read_json_file
-from forethought.bundle.models import adapter_kind, check_saved_adapter, load_full_adapters, load_model, load_tokenizer, text_model_prefix
+from forethought.bundle.models import (
+    adapter_kind,
+    check_saved_adapter,
+    load_full_adapters,
+    load_model,
+    load_tokenizer,
+    text_model_prefix,
+)
 from forethought.errors import UserError
 from forethought.kernel.backends.hf import stop_ids
 from forethought.kernel.specs import SPECS
@@ -39,7 +46,9 @@ if TYPE_CHECKING:
 def read_base_ref(output_dir: str | Path) -> dict[str, Any]:
     f = Path(output_dir) / "base.json"
     if not f.is_file():
-        raise UserError("no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir))
+        raise UserError(
+            "no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir)
+        )
     return read_json_file(f)
 
 
@@ -91,8 +100,11 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
             out[p] = out[p] or h
     unknown = [p for p, h in out.items() if h is None]
     if unknown:
-        print(f"warning: no spec hash recorded for {unknown} in {output_dir} (their dataset's stats.json has no spec_hashes): "
-              "cannot check that they were trained under the current specs", file=sys.stderr)
+        print(
+            f"warning: no spec hash recorded for {unknown} in {output_dir} (their dataset's stats.json has no spec_hashes): "
+            "cannot check that they were trained under the current specs",
+            file=sys.stderr,
+        )
     return out
 
 
@@ -124,7 +136,12 @@ def load_base(
     """The base model (eval mode) and its tokenizer, exactly as the adapters were trained on."""
     ref = read_base_ref(output_dir)
     path = Path(ref["path"])
-    model = load_model(path, dtype=dtype or _default_dtype(ref["profile"], device), attn_implementation=attn_implementation, device=device)
+    model = load_model(
+        path,
+        dtype=dtype or _default_dtype(ref["profile"], device),
+        attn_implementation=attn_implementation,
+        device=device,
+    )
     model.eval()
     return model, load_tokenizer(path)
 
@@ -154,20 +171,31 @@ def load_adapters(
         if kind is None:
             raise UserError(f"no adapter for primitive {p!r}", str(adapter_dir(output_dir, p)))
     if len(set(kinds.values())) > 1:
-        raise UserError(f"the adapters mix LoRA and full weights ({kinds}); one bundle holds one kind: retrain with one "
-                        "train.finetuning", str(output_dir))
+        raise UserError(
+            f"the adapters mix LoRA and full weights ({kinds}); one bundle holds one kind: retrain with one "
+            "train.finetuning",
+            str(output_dir),
+        )
     if model is None:
         model, tok = load_base(output_dir, device=device, dtype=dtype)
         tokenizer = tokenizer or tok
     elif tokenizer is None:
         tokenizer = load_tokenizer(base_path(output_dir))
     if set(kinds.values()) == {"full"}:
-        return load_full_adapters(model, base_path(output_dir), {p: adapter_dir(output_dir, p) for p in names}, dtype=model.dtype,
-                                  attn_implementation=model.config._attn_implementation or "sdpa", device=str(model.device)), tokenizer
+        return load_full_adapters(
+            model,
+            base_path(output_dir),
+            {p: adapter_dir(output_dir, p) for p in names},
+            dtype=model.dtype,
+            attn_implementation=model.config._attn_implementation or "sdpa",
+            device=str(model.device),
+        ), tokenizer
     prefix = text_model_prefix(model)
     for p in names:
         check_saved_adapter(adapter_dir(output_dir, p), prefix)
-    peft_model = PeftModel.from_pretrained(model, str(adapter_dir(output_dir, names[0])), adapter_name=names[0], is_trainable=False)
+    peft_model = PeftModel.from_pretrained(
+        model, str(adapter_dir(output_dir, names[0])), adapter_name=names[0], is_trainable=False
+    )
     for p in names[1:]:
         peft_model.load_adapter(str(adapter_dir(output_dir, p)), adapter_name=p, is_trainable=False)
     peft_model.set_adapter(names[0])

@@ -54,7 +54,11 @@ class RichProgress(TrainerCallback):
             self.progress.start()
             self.task = self.progress.add_task(self.label, total=state.max_steps, completed=state.global_step, info="")
         else:
-            print(f"[{self.label}] training: {state.max_steps} steps (from step {state.global_step})", file=self.stream, flush=True)
+            print(
+                f"[{self.label}] training: {state.max_steps} steps (from step {state.global_step})",
+                file=self.stream,
+                flush=True,
+            )
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.progress is not None:
@@ -141,7 +145,9 @@ class Throughput(TrainerCallback):
         }
 
 
-def exact_match_now(model: Any, tokenizer: Any, rows: dict[str, list[DatasetRow]], *, constrained: bool, max_new_tokens: int = 256) -> dict[str, float]:
+def exact_match_now(
+    model: Any, tokenizer: Any, rows: dict[str, list[DatasetRow]], *, constrained: bool, max_new_tokens: int = 256
+) -> dict[str, float]:
     """Greedy decoding of each primitive's rows with the model as it is, scored as ``forethought validate`` scores
     (the primitive's spec: parse, canonical exact match); the model is put back in training mode after."""
     from forethought.kernel.backends.hf import generate
@@ -155,9 +161,20 @@ def exact_match_now(model: Any, tokenizer: Any, rows: dict[str, list[DatasetRow]
         ems = {}
         for p, prows in rows.items():
             spec = SPECS[p]
-            schemas = [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in prows] if constrained else None
-            texts = generate(model, tokenizer, [r.prompt_messages() for r in prows], adapter=None, batch_size=16,
-                             max_new_tokens=max_new_tokens, schemas=schemas)
+            schemas = (
+                [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in prows]
+                if constrained
+                else None
+            )
+            texts = generate(
+                model,
+                tokenizer,
+                [r.prompt_messages() for r in prows],
+                adapter=None,
+                batch_size=16,
+                max_new_tokens=max_new_tokens,
+                schemas=schemas,
+            )
             ems[p] = score(spec, prows, texts, 0)["exact_match"]
     finally:
         tokenizer.padding_side = side  # generate() pads on the left; training pads on the right
@@ -177,7 +194,9 @@ class DevExactMatch(TrainerCallback):
     The dev rows come from train solutions (training/data.py): no validation row is read.
     """
 
-    def __init__(self, tokenizer: Any, primitive: str, rows: list[DatasetRow], *, constrained: bool, max_new_tokens: int = 256):
+    def __init__(
+        self, tokenizer: Any, primitive: str, rows: list[DatasetRow], *, constrained: bool, max_new_tokens: int = 256
+    ):
         self.tokenizer = tokenizer
         self.primitive = primitive
         self.rows = rows
@@ -187,8 +206,13 @@ class DevExactMatch(TrainerCallback):
     def on_evaluate(self, args, state, control, metrics=None, model=None, **kwargs):
         if model is None or metrics is None:
             return
-        em = exact_match_now(model, self.tokenizer, {self.primitive: self.rows}, constrained=self.constrained,
-                             max_new_tokens=self.max_new_tokens)[self.primitive]
+        em = exact_match_now(
+            model,
+            self.tokenizer,
+            {self.primitive: self.rows},
+            constrained=self.constrained,
+            max_new_tokens=self.max_new_tokens,
+        )[self.primitive]
         metrics["eval_exact_match"] = em
         metrics["eval_selection_score"] = em - float(metrics.get("eval_loss", 0.0)) / 1000
         for entry in reversed(state.log_history):  # the evaluation's own log line, for metrics.json and the plots
@@ -199,7 +223,11 @@ class DevExactMatch(TrainerCallback):
         if state.is_world_process_zero and wandb is not None and getattr(wandb, "run", None) is not None:
             wandb.log({"eval/exact_match": em, "train/global_step": state.global_step})
         if state.is_world_process_zero:
-            print(f"[{self.primitive}] epoch {state.epoch:.2f}: dev exact match {100 * em:.1f} % ({len(self.rows)} rows)", file=sys.stderr, flush=True)
+            print(
+                f"[{self.primitive}] epoch {state.epoch:.2f}: dev exact match {100 * em:.1f} % ({len(self.rows)} rows)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 class ExactMatchCurve(TrainerCallback):
@@ -210,7 +238,15 @@ class ExactMatchCurve(TrainerCallback):
     tuned with these rows (with a dev split they are dev rows, otherwise validation rows).
     """
 
-    def __init__(self, tokenizer: Any, rows: dict[str, list[DatasetRow]], every: int, *, max_new_tokens: int = 256, constrained: bool = False):
+    def __init__(
+        self,
+        tokenizer: Any,
+        rows: dict[str, list[DatasetRow]],
+        every: int,
+        *,
+        max_new_tokens: int = 256,
+        constrained: bool = False,
+    ):
         self.tokenizer = tokenizer
         self.rows = rows  # primitive -> rows
         self.every = every
@@ -219,7 +255,9 @@ class ExactMatchCurve(TrainerCallback):
         self.history: list[dict[str, Any]] = []
 
     def measure(self, model: Any, step: int) -> dict[str, float]:
-        ems = exact_match_now(model, self.tokenizer, self.rows, constrained=self.constrained, max_new_tokens=self.max_new_tokens)
+        ems = exact_match_now(
+            model, self.tokenizer, self.rows, constrained=self.constrained, max_new_tokens=self.max_new_tokens
+        )
         self.history.append({"step": step, **{f"em/{p}": v for p, v in ems.items()}})
         return ems
 
@@ -232,4 +270,8 @@ class ExactMatchCurve(TrainerCallback):
             if wandb is not None and getattr(wandb, "run", None) is not None:
                 # transformers' wandb callback runs before ours and uses train/global_step as the x axis
                 wandb.log({**{f"em/{p}": v for p, v in ems.items()}, "train/global_step": state.global_step})
-            print(f"[exact match] step {state.global_step}: " + ", ".join(f"{p} {100 * v:.0f} %" for p, v in ems.items()), file=sys.stderr, flush=True)
+            print(
+                f"[exact match] step {state.global_step}: " + ", ".join(f"{p} {100 * v:.0f} %" for p, v in ems.items()),
+                file=sys.stderr,
+                flush=True,
+            )

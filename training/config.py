@@ -52,7 +52,15 @@ class _Strict(BaseModel):
             extra = cls._cross_errors(data) if isinstance(data, dict) else []
             if not extra:
                 raise
-            details = [{"type": e["type"], "loc": e["loc"], "input": e.get("input"), **({"ctx": e["ctx"]} if "ctx" in e else {})} for e in exc.errors()]
+            details = [
+                {
+                    "type": e["type"],
+                    "loc": e["loc"],
+                    "input": e.get("input"),
+                    **({"ctx": e["ctx"]} if "ctx" in e else {}),
+                }
+                for e in exc.errors()
+            ]
             raise ValidationError.from_exception_data(cls.__name__, details + _value_errors(extra, data)) from None
         extra = cls._cross_errors(model.model_dump())
         if extra:
@@ -82,7 +90,8 @@ class TinyShape(_Strict):
     sliding_window: int = Field(512, ge=1)
     max_position_embeddings: int = Field(4096, ge=64)
     pre_tokenizer: Literal["words", "structure"] = Field(
-        "words", description="BPE pre-tokenization: words (GPT-2 style) or structure (merges may cross spaces; see training/tiny.py)"
+        "words",
+        description="BPE pre-tokenization: words (GPT-2 style) or structure (merges may cross spaces; see training/tiny.py)",
     )
 
     @classmethod
@@ -107,11 +116,15 @@ class PretrainSettings(_Strict):
     max_length: int = Field(1536, ge=16)
     packing: bool = True
     loss: Literal["completion", "full", "prompt"] = Field(
-        "completion", description="completion: the answer tokens only; full: every token; prompt: the requests only, never an answer")
+        "completion",
+        description="completion: the answer tokens only; full: every token; prompt: the requests only, never an answer",
+    )
     max_examples_per_primitive: int | None = Field(None, ge=1, description="use at most N train rows of each primitive")
     logging_steps: int = Field(25, ge=1)
     save_steps: int = Field(200, ge=1)
-    em_eval_steps: int | None = Field(None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)")
+    em_eval_steps: int | None = Field(
+        None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)"
+    )
     em_eval_examples: int = Field(16, ge=1, description="validation rows per primitive for em_eval_steps")
 
     @classmethod
@@ -126,7 +139,8 @@ class ModelConfig(_Strict):
     profile: Literal["tiny", "small", "gemma3_12b"]
     path: str | None = Field(None, description="local checkpoint folder (gemma3_12b); never fetched from a hub")
     dtype: Literal["auto", "bfloat16", "float32"] = Field(
-        "auto", description="auto: float32 on CPU, bfloat16 on GPU (tiny); gemma3_12b accepts only auto (= bfloat16) or bfloat16"
+        "auto",
+        description="auto: float32 on CPU, bfloat16 on GPU (tiny); gemma3_12b accepts only auto (= bfloat16) or bfloat16",
     )
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"] = "sdpa"
     tiny: TinyShape | None = None
@@ -155,7 +169,9 @@ class ModelConfig(_Strict):
         if profile not in (None, *BUILT_HERE) and tiny is not None:
             errors.append(f"model.tiny is only for the built-here profiles {BUILT_HERE} (profile is {profile!r})")
         if profile not in (None, *BUILT_HERE) and data.get("pretrain") is not None:
-            errors.append(f"model.pretrain is only for the built-here profiles {BUILT_HERE}: profile {profile!r} loads a pretrained checkpoint")
+            errors.append(
+                f"model.pretrain is only for the built-here profiles {BUILT_HERE}: profile {profile!r} loads a pretrained checkpoint"
+            )
         if profile == "gemma3_12b" and dtype == "float32":
             errors.append(
                 f"model.dtype={dtype} is refused for the gemma3_12b profile: bf16 only ('auto' means bfloat16). "
@@ -172,7 +188,8 @@ class LoraSettings(_Strict):
     # turned into a regex anchored on the text model's path, so a multimodal
     # checkpoint's vision tower is never wrapped.
     target_modules: list[Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]] = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], min_length=1
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        min_length=1,
     )
 
     @field_validator("target_modules")
@@ -215,8 +232,13 @@ class TrainSettings(_Strict):
     eval_batch_size: int = Field(8, ge=1)
     gradient_accumulation_steps: int = Field(1, ge=1)
     max_length: int = Field(2048, ge=16, description="tokens; longer examples are truncated (keep_start)")
-    packing: bool = Field(False, description="BFD packing into rows of max_length tokens (padding-free); per_device_batch_size then counts rows")
-    padding_free: bool = Field(False, description="implied by packing; alone it is refused (trl cannot enforce max_length then)")
+    packing: bool = Field(
+        False,
+        description="BFD packing into rows of max_length tokens (padding-free); per_device_batch_size then counts rows",
+    )
+    padding_free: bool = Field(
+        False, description="implied by packing; alone it is refused (trl cannot enforce max_length then)"
+    )
     gradient_checkpointing: bool | None = Field(None, description="null: on for GPU, off for CPU (40 % slower there)")
     liger: bool = Field(False, description="Liger kernels on GPU; skipped with a note when not installed or on CPU")
     optim: Literal["adamw_torch", "adamw_torch_fused", "adafactor", "sgd"] = "adamw_torch"
@@ -227,25 +249,40 @@ class TrainSettings(_Strict):
     save_total_limit: int | None = Field(2, ge=1)
     resume: bool = Field(False, description="continue from the last checkpoint in the run folder")
     overwrite: bool = Field(
-        False, description="delete the run folders of the primitives being trained first (with primitive=all also the tiny base)"
+        False,
+        description="delete the run folders of the primitives being trained first (with primitive=all also the tiny base)",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     dataloader_num_workers: int = Field(0, ge=0)
     cpu_threads: int | None = Field(
-        None, ge=1, description="torch threads on CPU (null: torch's default); 1 is much faster on a machine shared with other jobs"
+        None,
+        ge=1,
+        description="torch threads on CPU (null: torch's default); 1 is much faster on a machine shared with other jobs",
     )
     max_train_examples: int | None = Field(None, ge=1, description="use only the first N train examples")
     max_eval_examples: int | None = Field(None, ge=1, description="use only the first N validation examples")
-    em_eval_steps: int | None = Field(None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)")
-    em_eval_examples: int = Field(16, ge=1, description="rows for em_eval_steps (dev rows when dev_fraction > 0, else validation rows)")
+    em_eval_steps: int | None = Field(
+        None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)"
+    )
+    em_eval_examples: int = Field(
+        16, ge=1, description="rows for em_eval_steps (dev rows when dev_fraction > 0, else validation rows)"
+    )
     # Early stopping and checkpoint selection read a dev split carved from the train *solutions* (never a
     # validation row): training/data.py is_dev_solution.
     dev_fraction: float = Field(0.0, ge=0.0, lt=1.0, description="share of train solutions held out as dev (0: none)")
     selection: Literal["last", "dev_exact_match"] = Field(
-        "last", description="the adapter kept: the last step's, or the epoch checkpoint of best exact match on the dev rows")
-    early_stopping_patience: int | None = Field(None, ge=1, description="stop after N epochs without a better dev exact match")
-    dev_em_examples: int = Field(64, ge=1, description="dev rows decoded for exact match at each epoch's end (a fixed subset)")
-    decoding: Decoding = Field("constrained", description="how the dev rows (and em_eval_steps) are decoded: as the gates will")
+        "last",
+        description="the adapter kept: the last step's, or the epoch checkpoint of best exact match on the dev rows",
+    )
+    early_stopping_patience: int | None = Field(
+        None, ge=1, description="stop after N epochs without a better dev exact match"
+    )
+    dev_em_examples: int = Field(
+        64, ge=1, description="dev rows decoded for exact match at each epoch's end (a fixed subset)"
+    )
+    decoding: Decoding = Field(
+        "constrained", description="how the dev rows (and em_eval_steps) are decoded: as the gates will"
+    )
     per_primitive: dict[PrimitiveName, PrimitiveOverrides] = Field(default_factory=dict)
     # lora: one LoRA adapter per primitive (lora.*). full: every weight of the base fine-tuned per primitive and shipped
     # whole: the built-here profiles' small models learn a primitive only when their embeddings train too (a frozen
@@ -265,10 +302,13 @@ class TrainSettings(_Strict):
         errors = []
         if data.get("selection") == "dev_exact_match" and not data.get("dev_fraction"):
             errors.append("train.selection=dev_exact_match needs a dev split: set train.dev_fraction (e.g. 0.1)")
-        patience = [data.get("early_stopping_patience")] + [o.get("early_stopping_patience") for o in (data.get("per_primitive") or {}).values()
-                                                            if isinstance(o, dict)]
+        patience = [data.get("early_stopping_patience")] + [
+            o.get("early_stopping_patience") for o in (data.get("per_primitive") or {}).values() if isinstance(o, dict)
+        ]
         if any(p is not None for p in patience) and data.get("selection") != "dev_exact_match":
-            errors.append("train.early_stopping_patience needs train.selection=dev_exact_match (it stops on the dev exact match)")
+            errors.append(
+                "train.early_stopping_patience needs train.selection=dev_exact_match (it stops on the dev exact match)"
+            )
         if data.get("resume") is True and data.get("overwrite") is True:
             errors.append("train.resume and train.overwrite exclude each other")
         if data.get("padding_free") is True and data.get("packing", False) is False:
@@ -283,13 +323,17 @@ class TrainSettings(_Strict):
         if strategy == "steps" and eval_steps is None:
             errors.append("eval_strategy 'steps' needs eval_steps")
         if strategy != "steps" and eval_steps is not None:
-            errors.append(f"eval_steps is used only with eval_strategy 'steps' (it is {strategy!r}): set one, or leave eval_steps null")
+            errors.append(
+                f"eval_steps is used only with eval_strategy 'steps' (it is {strategy!r}): set one, or leave eval_steps null"
+            )
         return errors
 
 
 class LoggingSettings(_Strict):
     backend: Literal["wandb", "none"]
-    mode: Literal["offline", "online"] = Field("offline", description="wandb mode; offline runs sync later with `wandb sync`")
+    mode: Literal["offline", "online"] = Field(
+        "offline", description="wandb mode; offline runs sync later with `wandb sync`"
+    )
     project: str = "forethought"
     entity: str | None = None
     tags: list[str] = Field(default_factory=list)
@@ -312,10 +356,16 @@ class TrainConfig(_Strict):
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
         train, model = _sub(data, "train"), _sub(data, "model")
         if train.get("finetuning") == "full" and model.get("profile") not in (None, *BUILT_HERE):
-            return [f"train.finetuning=full is for the built-here profiles {BUILT_HERE}: a {model.get('profile')} model is fine-tuned "
-                    "with LoRA (five full copies of a 12B model would be ~120 GB, and vLLM serves one base with many adapters)"]
+            return [
+                f"train.finetuning=full is for the built-here profiles {BUILT_HERE}: a {model.get('profile')} model is fine-tuned "
+                "with LoRA (five full copies of a 12B model would be ~120 GB, and vLLM serves one base with many adapters)"
+            ]
         attn = model.get("attn_implementation", "sdpa")
-        if (train.get("packing") is True or train.get("padding_free") is True) and isinstance(attn, str) and attn not in PACKING_ATTENTION:
+        if (
+            (train.get("packing") is True or train.get("padding_free") is True)
+            and isinstance(attn, str)
+            and attn not in PACKING_ATTENTION
+        ):
             return [
                 f"train.packing / train.padding_free need an attention implementation that separates packed sequences "
                 f"({', '.join(PACKING_ATTENTION)}); model.attn_implementation is {attn!r}"

@@ -80,13 +80,18 @@ def use_dataset_tool_rendering(dataset_dir: str | Path) -> str:
     return style
 
 
-def read_split(dataset_dir: str | Path, primitive: str, split: str, *, required: bool = True, limit: int | None = None) -> list[dict[str, Any]] | None:
+def read_split(
+    dataset_dir: str | Path, primitive: str, split: str, *, required: bool = True, limit: int | None = None
+) -> list[dict[str, Any]] | None:
     """Read and check one split (every row a :class:`~forethought.data_gen.row.DatasetRow`); ``None`` when it is
     absent and not required. Returns what the trainer takes: each row's ``prompt`` and ``completion``."""
     path = split_path(dataset_dir, primitive, split)
     if not path.is_file():
         if required:
-            raise UserError(f"missing {split} split for primitive {primitive!r} (expected <dataset_dir>/{primitive}/{split}.jsonl)", str(path))
+            raise UserError(
+                f"missing {split} split for primitive {primitive!r} (expected <dataset_dir>/{primitive}/{split}.jsonl)",
+                str(path),
+            )
         return None
     rows = read_rows(dataset_dir, primitive, split, limit=limit)
     if not rows:
@@ -107,8 +112,9 @@ def is_dev_solution(solution_id: str, fraction: float, seed: int) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
-def train_and_dev_rows(dataset_dir: str | Path, primitive: str, fraction: float, seed: int, *,
-                       limit: int | None = None) -> tuple[list[DatasetRow], list[DatasetRow]]:
+def train_and_dev_rows(
+    dataset_dir: str | Path, primitive: str, fraction: float, seed: int, *, limit: int | None = None
+) -> tuple[list[DatasetRow], list[DatasetRow]]:
     """The train split's rows, cut by solution into (train, dev). With a fraction > 0 and at least two train
     solutions, dev holds at least one solution (the one of lowest hash) and train keeps at least one."""
     rows = read_rows(dataset_dir, primitive, "train", limit=limit)
@@ -128,8 +134,15 @@ def trainer_rows(rows: list[DatasetRow]) -> list[dict[str, Any]]:
     return [row.model_dump(include={"prompt", "completion"}) for row in rows]
 
 
-def load_splits(dataset_dir: str | Path, primitive: str, *, max_train: int | None = None, max_eval: int | None = None,
-                dev_fraction: float = 0.0, seed: int = 0) -> tuple[Dataset, Dataset | None, list[DatasetRow]]:
+def load_splits(
+    dataset_dir: str | Path,
+    primitive: str,
+    *,
+    max_train: int | None = None,
+    max_eval: int | None = None,
+    dev_fraction: float = 0.0,
+    seed: int = 0,
+) -> tuple[Dataset, Dataset | None, list[DatasetRow]]:
     """(train, eval, dev rows). With ``dev_fraction`` > 0 the eval set is the dev rows carved from the train
     solutions (early stopping and selection read it); otherwise it is the validation split (eval loss only)."""
     from datasets import Dataset

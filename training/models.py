@@ -59,7 +59,10 @@ def check_attention_available(attn_implementation: str, device: str) -> None:
     if attn_implementation in ("eager", "sdpa"):
         return
     if device != "cuda":
-        raise UserError(f"{attn_implementation} needs a CUDA GPU and this run is on {device}; use sdpa (or eager)", "model.attn_implementation")
+        raise UserError(
+            f"{attn_implementation} needs a CUDA GPU and this run is on {device}; use sdpa (or eager)",
+            "model.attn_implementation",
+        )
     from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available, is_torch_flex_attn_available
 
     available, remedy = {
@@ -68,7 +71,10 @@ def check_attention_available(attn_implementation: str, device: str) -> None:
         "flex_attention": (is_torch_flex_attn_available, "needs a torch with flex attention (>= 2.5)"),
     }[attn_implementation]
     if not available():
-        raise UserError(f"{attn_implementation} is not available in this environment ({remedy}), or use sdpa", "model.attn_implementation")
+        raise UserError(
+            f"{attn_implementation} is not available in this environment ({remedy}), or use sdpa",
+            "model.attn_implementation",
+        )
 
 
 def resolve_dtype(model_cfg: ModelConfig, device: str) -> torch.dtype:
@@ -104,10 +110,15 @@ def require_local_path(model_cfg: ModelConfig) -> Path:
         )
     p = Path(model_cfg.path).expanduser()
     if not p.is_dir():
-        raise UserError("no such folder (model.path must be a local checkpoint folder; nothing is downloaded)", f"model.path={model_cfg.path}")
+        raise UserError(
+            "no such folder (model.path must be a local checkpoint folder; nothing is downloaded)",
+            f"model.path={model_cfg.path}",
+        )
     mt = checkpoint_model_type(p)
     if mt not in ("gemma3", "gemma3_text"):
-        raise UserError(f"model_type is {mt!r}, expected a Gemma 3 checkpoint ('gemma3' or 'gemma3_text')", str(p / "config.json"))
+        raise UserError(
+            f"model_type is {mt!r}, expected a Gemma 3 checkpoint ('gemma3' or 'gemma3_text')", str(p / "config.json")
+        )
     return p
 
 

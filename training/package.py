@@ -18,7 +18,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.bounded import read_json_file
-from forethought.bundle.manifest import FORMAT_VERSION, GATE_KEYS, MANIFEST, BundleError, config_sha256, hash_files, recover_swap, sha256_file, swap_in
+from forethought.bundle.manifest import (
+    FORMAT_VERSION,
+    GATE_KEYS,
+    MANIFEST,
+    BundleError,
+    config_sha256,
+    hash_files,
+    recover_swap,
+    sha256_file,
+    swap_in,
+)
 from forethought.bundle.models import PICKLE_PATTERNS
 from forethought.errors import UserError
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
@@ -26,8 +36,10 @@ from forethought.primitives.io import atomic_write_json, atomic_write_text
 
 from .config import BUILT_HERE
 
-PROBE = [{"role": "system", "content": "Answer with JSON."},
-         {"role": "user", "content": "Task: list the files in the current folder\nTools:\n- ls(a?: boolean): List files."}]
+PROBE = [
+    {"role": "system", "content": "Answer with JSON."},
+    {"role": "user", "content": "Task: list the files in the current folder\nTools:\n- ls(a?: boolean): List files."},
+]
 
 
 class PackageConfig(BaseModel):
@@ -66,13 +78,20 @@ def _version() -> str:
         import subprocess
 
         here = Path(__file__).parent
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here
+        ).stdout.strip()
         if sha:
             v += f"+g{sha}"
             # Uncommitted changes to the code mean the commit alone does not say what built the bundle.
             code = ["primitives", "kernel", "training", "data_gen", "forethought"]
-            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *code],
-                                   capture_output=True, text=True, timeout=5, cwd=here.parent).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no", "--", *code],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                cwd=here.parent,
+            ).stdout.strip()
             if dirty:
                 v += ".dirty"
     except Exception:
@@ -103,33 +122,37 @@ def adapter_applies(model: Any, tokenizer: Any, names: list[str], min_delta: flo
     return out
 
 
-def model_card(prim: str, entry: dict[str, Any], base: dict[str, Any], stats: dict[str, Any] | None, smoke: bool) -> str:
+def model_card(
+    prim: str, entry: dict[str, Any], base: dict[str, Any], stats: dict[str, Any] | None, smoke: bool
+) -> str:
     gate = entry["gate"]
     ds = (stats or {}).get("primitives", {}).get(prim, {})
     warn = (
         "\n> **SMOKE BUNDLE — NOT FOR USE.** This adapter did not pass its validation gate; it was packaged with "
-        "`allow_failed_gates=true` for smoke tests only.\n" if smoke and not gate.get("passed") else ""
+        "`allow_failed_gates=true` for smoke tests only.\n"
+        if smoke and not gate.get("passed")
+        else ""
     )
     n_train, n_val = ds.get("train", {}).get("examples", "?"), ds.get("validation", {}).get("examples", "?")
     base_em = "—" if gate.get("base_exact_match") is None else f"{100 * gate['base_exact_match']:.1f}%"
     verdict = "passed" if gate.get("passed") else "FAILED"
     full = entry.get("kind") == "full"
-    what = ("Full weights of the base model fine-tuned for" if full else "LoRA adapter implementing")
+    what = "Full weights of the base model fine-tuned for" if full else "LoRA adapter implementing"
     return f"""---
-base_model: {base.get('name', 'base')}
+base_model: {base.get("name", "base")}
 library_name: {"transformers" if full else "peft"}
 tags: [forethought, {"full-fine-tune" if full else "lora"}, {prim}]
 ---
 # forethought `{prim}` adapter
 {warn}
 {what} the `{prim}` SLM primitive of the forethought tool-calling kernel
-(spec hash `{entry['spec_hash']}`; prompt, schema, contract and exact-match rule in `kernel/specs.py`).
+(spec hash `{entry["spec_hash"]}`; prompt, schema, contract and exact-match rule in `kernel/specs.py`).
 
-- Base model: `{base.get('name')}` (config sha256 `{base['config_sha256'][:16]}…`)
+- Base model: `{base.get("name")}` (config sha256 `{base["config_sha256"][:16]}…`)
 - Training data: {n_train} train / {n_val} validation examples from `forethought generate`
-- Validation gate: exact match {100 * gate.get('exact_match', 0):.1f}% (base {base_em}),
-  contract-valid {100 * gate.get('contract_valid_rate', 0):.1f}%, threshold {100 * gate.get('threshold', 0):.1f}% → **{verdict}**
-- Adapter-applies check: max |Δlogit| vs. base on a probe input = {entry.get('probe_delta', float('nan')):.4g}
+- Validation gate: exact match {100 * gate.get("exact_match", 0):.1f}% (base {base_em}),
+  contract-valid {100 * gate.get("contract_valid_rate", 0):.1f}%, threshold {100 * gate.get("threshold", 0):.1f}% → **{verdict}**
+- Adapter-applies check: max |Δlogit| vs. base on a probe input = {entry.get("probe_delta", float("nan")):.4g}
 
 Load it through the bundle (`backend=hf backend.bundle=<bundle dir>`), which checks every hash before use.
 """
@@ -150,8 +173,10 @@ def package(cfg: PackageConfig) -> Path:
     # Refusals change nothing (docs/guarantees.md): the output is checked, not created, before the gates are read.
     check_output_dir(out.parent, "output_dir")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
-        raise UserError(f"{out} exists and is not a bundle (no {MANIFEST}): refusing to replace it; choose another output_dir",
-                        "output_dir")
+        raise UserError(
+            f"{out} exists and is not a bundle (no {MANIFEST}): refusing to replace it; choose another output_dir",
+            "output_dir",
+        )
     gates_path = Path(cfg.validate_dir) / "gates.json"
     gates_doc = read_gates(gates_path)
     gates = gates_doc["primitives"]
@@ -164,12 +189,17 @@ def package(cfg: PackageConfig) -> Path:
         raise UserError(f"gates.json has no result for {missing}", str(gates_path))
     stale = [p for p in PRIMITIVE_NAMES if gates[p].get("spec_hash") != SPECS[p].spec_hash]
     if stale:
-        raise UserError(f"gates for {stale} were measured with another version of their spec; re-run forethought validate", str(gates_path))
+        raise UserError(
+            f"gates for {stale} were measured with another version of their spec; re-run forethought validate",
+            str(gates_path),
+        )
     failed = [p for p in PRIMITIVE_NAMES if not gates[p]["passed"]]
     if failed and not cfg.allow_failed_gates:
         raise UserError(
             f"refusing to package: the gates of {failed} failed "
-            + ", ".join(f"{p} {100 * gates[p]['exact_match']:.1f}% < {100 * gates[p]['threshold']:.1f}%" for p in failed)
+            + ", ".join(
+                f"{p} {100 * gates[p]['exact_match']:.1f}% < {100 * gates[p]['threshold']:.1f}%" for p in failed
+            )
             + "; retrain, or pass allow_failed_gates=true to write a bundle marked smoke",
             str(gates_path),
         )
@@ -260,5 +290,7 @@ def cli(args: list[str]) -> int:
     m = read_json_file(out / MANIFEST)
     print(f"wrote bundle {out} ({'SMOKE: failed gates allowed' if m['smoke'] else 'all gates passed'})")
     for p, e in m["primitives"].items():
-        print(f"  {p:<20} EM {100 * (e['gate']['exact_match'] or 0):5.1f}%  gate {'pass' if e['gate']['passed'] else 'FAIL'}  Δlogit {e['probe_delta']:.3g}")
+        print(
+            f"  {p:<20} EM {100 * (e['gate']['exact_match'] or 0):5.1f}%  gate {'pass' if e['gate']['passed'] else 'FAIL'}  Δlogit {e['probe_delta']:.3g}"
+        )
     return 0

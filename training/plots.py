@@ -25,7 +25,9 @@ def plot_loss(log_history: list[dict[str, Any]], path: str | Path, title: str) -
     fig = Figure(figsize=(6.4, 4.0), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
     if train:
-        ax.plot([s for s, _ in train], [v for _, v in train], label="train loss", marker="." if len(train) < 30 else None)
+        ax.plot(
+            [s for s, _ in train], [v for _, v in train], label="train loss", marker="." if len(train) < 30 else None
+        )
     if evals:
         ax.plot([s for s, _ in evals], [v for _, v in evals], label="eval loss", marker="o", linestyle="--")
     if not train and not evals:

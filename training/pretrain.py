@@ -94,14 +94,18 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
         rng.shuffle(got)  # a cap takes a random subset, not the first solutions of the file
         rows += got[:cap] if cap else got
     if not rows:
-        raise UserError("no <primitive>/train.jsonl found: the base stage trains on the train splits", str(cfg.dataset_dir))
+        raise UserError(
+            "no <primitive>/train.jsonl found: the base stage trains on the train splits", str(cfg.dataset_dir)
+        )
     rng.shuffle(rows)
     if cfg.model.pretrain.loss == "prompt":  # a language model of the requests: the answers are left to the adapters
         return [{"messages": r["prompt"]} for r in rows]
     return rows
 
 
-def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int, dev_fraction: float = 0.0) -> dict[str, list[DatasetRow]]:
+def em_rows(
+    dataset_dir: str | Path, primitives: list[str], n: int, seed: int, dev_fraction: float = 0.0
+) -> dict[str, list[DatasetRow]]:
     """A fixed random subset of each primitive's dev rows (``dev_fraction`` > 0) or validation split, for the
     exact-match learning curve."""
     from forethought.training.data import train_and_dev_rows
@@ -112,7 +116,11 @@ def em_rows(dataset_dir: str | Path, primitives: list[str], n: int, seed: int, d
         if not (Path(dataset_dir) / p / f"{split}.jsonl").is_file():
             continue
         # checked as validate checks them: the curve scores what validate would
-        rows = train_and_dev_rows(dataset_dir, p, dev_fraction, seed)[1] if dev_fraction > 0 else read_rows(dataset_dir, p, "validation")
+        rows = (
+            train_and_dev_rows(dataset_dir, p, dev_fraction, seed)[1]
+            if dev_fraction > 0
+            else read_rows(dataset_dir, p, "validation")
+        )
         random.Random(f"{seed}:{p}").shuffle(rows)
         out[p] = rows[:n]
     return out
@@ -150,7 +158,10 @@ def check_usable(cfg: TrainConfig) -> None:
             str(out),
         )
     if out.exists() and any(out.iterdir()):
-        raise UserError(f"folder exists but holds no complete base (no {BASE_MANIFEST}); delete it or use another output_dir", str(out))
+        raise UserError(
+            f"folder exists but holds no complete base (no {BASE_MANIFEST}); delete it or use another output_dir",
+            str(out),
+        )
     _check_not_started(cfg)
 
 
@@ -160,7 +171,11 @@ def _check_not_started(cfg: TrainConfig) -> None:
     from forethought.training.run_support import last_checkpoint
 
     run = run_dir(cfg)
-    if _is_main_process() and not cfg.train.resume and (last_checkpoint(run / "checkpoints") is not None or (run / "config.yaml").is_file()):
+    if (
+        _is_main_process()
+        and not cfg.train.resume
+        and (last_checkpoint(run / "checkpoints") is not None or (run / "config.yaml").is_file())
+    ):
         raise UserError(
             "the base stage already started here; pass train.resume=true to continue it, train.overwrite=true to "
             "replace it, or choose another output_dir",
@@ -246,7 +261,14 @@ def pretrain(cfg: TrainConfig) -> Path:
     from forethought.training.lm_head import compact_on_cpu
     from forethought.training.models import resolve_device
     from forethought.training.plots import plot_em, plot_loss
-    from forethought.training.run_support import finish_wandb, last_checkpoint, resolved_config, start_wandb, temporary_environ, wandb_environ
+    from forethought.training.run_support import (
+        finish_wandb,
+        last_checkpoint,
+        resolved_config,
+        start_wandb,
+        temporary_environ,
+        wandb_environ,
+    )
 
     s = cfg.model.pretrain
     assert s is not None
@@ -263,10 +285,19 @@ def pretrain(cfg: TrainConfig) -> Path:
 
         from forethought.training.run_support import config_diff
 
-        old = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) if (run / "config.yaml").is_file() else config
-        diffs = [d for d in config_diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")]
+        old = (
+            yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+            if (run / "config.yaml").is_file()
+            else config
+        )
+        diffs = [
+            d for d in config_diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")
+        ]
         if diffs:
-            raise UserError("cannot resume the base stage with a different config:\n  " + "\n  ".join(diffs), str(run / "config.yaml"))
+            raise UserError(
+                "cannot resume the base stage with a different config:\n  " + "\n  ".join(diffs),
+                str(run / "config.yaml"),
+            )
     if not sys.stderr.isatty():
         datasets.disable_progress_bars()
     device = resolve_device(cfg.train.device)
@@ -276,7 +307,12 @@ def pretrain(cfg: TrainConfig) -> Path:
         atomic_write_text(run / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(config)))
     init = _init(cfg, run)  # race-safe: every rank builds the same folder, one rename wins
     tokenizer = load_tokenizer(init)
-    model = load_model(init, dtype=torch.float32 if device == "cpu" else torch.bfloat16, attn_implementation=cfg.model.attn_implementation, device=device)
+    model = load_model(
+        init,
+        dtype=torch.float32 if device == "cpu" else torch.bfloat16,
+        attn_implementation=cfg.model.attn_implementation,
+        device=device,
+    )
     rows = mixed_train_rows(cfg)
     throughput = Throughput()
     callbacks: list[Any] = [throughput]
@@ -284,8 +320,12 @@ def pretrain(cfg: TrainConfig) -> Path:
         callbacks.append(RichProgress("base"))
     curve = None
     if s.em_eval_steps:
-        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed, cfg.train.dev_fraction),
-                                s.em_eval_steps, constrained=cfg.train.decoding == "constrained")
+        curve = ExactMatchCurve(
+            tokenizer,
+            em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed, cfg.train.dev_fraction),
+            s.em_eval_steps,
+            constrained=cfg.train.decoding == "constrained",
+        )
         callbacks.append(curve)
     if device == "cpu":
         compact_on_cpu()  # score only the completion positions in trl's LM head (training/lm_head.py)
@@ -293,8 +333,11 @@ def pretrain(cfg: TrainConfig) -> Path:
         try:
             start_wandb(cfg, run, "base", config)
             trainer = SFTTrainer(
-                model=model, args=_sft_config(cfg, ckpt_dir, device), train_dataset=datasets.Dataset.from_list(rows),
-                processing_class=tokenizer, callbacks=callbacks,
+                model=model,
+                args=_sft_config(cfg, ckpt_dir, device),
+                train_dataset=datasets.Dataset.from_list(rows),
+                processing_class=tokenizer,
+                callbacks=callbacks,
             )
             if cfg.logging.progress:
                 from transformers.trainer_callback import PrinterCallback
@@ -318,8 +361,10 @@ def pretrain(cfg: TrainConfig) -> Path:
     try:
         trainer.model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        atomic_write_json(tmp / BASE_MANIFEST, {"profile": cfg.model.profile, "parameters": n_params, "pretrained": True,
-                                                 "fingerprint": fingerprint(cfg)})
+        atomic_write_json(
+            tmp / BASE_MANIFEST,
+            {"profile": cfg.model.profile, "parameters": n_params, "pretrained": True, "fingerprint": fingerprint(cfg)},
+        )
         if out.exists():
             out.rmdir()  # an empty folder (checked by prepare)
         os.replace(tmp, out)
@@ -340,7 +385,9 @@ def pretrain(cfg: TrainConfig) -> Path:
         "wall_time_s": round(time.perf_counter() - t0, 3),
         "train_loss": result.training_loss,
         "train_loss_last": next((e["loss"] for e in reversed(history) if "loss" in e), None),
-        "train_loss_history": [{k: e[k] for k in ("step", "epoch", "loss", "learning_rate") if k in e} for e in history if "loss" in e],
+        "train_loss_history": [
+            {k: e[k] for k in ("step", "epoch", "loss", "learning_rate") if k in e} for e in history if "loss" in e
+        ],
         "exact_match_history": curve.history if curve else [],
         "loss": s.loss,
         "resumed_from": resume_from.name if resume_from else None,
@@ -349,7 +396,11 @@ def pretrain(cfg: TrainConfig) -> Path:
     }
     plot_loss(history, run / "loss.png", f"base ({cfg.model.profile}, full-parameter, {s.loss} loss)")
     if curve and curve.history:
-        plot_em(curve.history, run / "exact_match.png", f"base ({cfg.model.profile}): exact match on a fixed validation subset")
+        plot_em(
+            curve.history,
+            run / "exact_match.png",
+            f"base ({cfg.model.profile}): exact match on a fixed validation subset",
+        )
     atomic_write_json(run / "metrics.json", metrics)
     shutil.rmtree(ckpt_dir, ignore_errors=True)  # the base is published; its checkpoints are no longer needed
     trainer.accelerator.wait_for_everyone()

@@ -52,7 +52,9 @@ def read_gates(path: str | Path) -> dict[str, Any]:
             raise UserError(f"field primitives.{p} is not an object", where)
         for k, t in (("passed", bool), ("exact_match", (int, float)), ("threshold", (int, float))):
             if not isinstance(r.get(k), t) or (k != "passed" and isinstance(r.get(k), bool)):
-                raise UserError(f"field primitives.{p}.{k} is missing or not a {'boolean' if t is bool else 'number'}", where)
+                raise UserError(
+                    f"field primitives.{p}.{k} is missing or not a {'boolean' if t is bool else 'number'}", where
+                )
     return g
 
 
@@ -60,9 +62,15 @@ def check_measured(gates: dict[str, Any], train_dir: str | Path, primitives: lis
     """Refuse gates that were not measured on the adapter files now in ``train_dir``."""
     recorded = (gates.get("measured") or {}).get("adapters") if isinstance(gates.get("measured"), dict) else None
     if not isinstance(recorded, dict):
-        raise UserError("gates.json records no digest of the adapters it measured (written by an older forethought); "
-                        "re-run forethought validate", where)
+        raise UserError(
+            "gates.json records no digest of the adapters it measured (written by an older forethought); "
+            "re-run forethought validate",
+            where,
+        )
     stale = [p for p in primitives if recorded.get(p) != adapter_digests(train_dir, p)]
     if stale:
-        raise UserError(f"the gates of {stale} were measured on other adapter files than those in {train_dir} (retrained "
-                        "after validate?); re-run forethought validate", where)
+        raise UserError(
+            f"the gates of {stale} were measured on other adapter files than those in {train_dir} (retrained "
+            "after validate?); re-run forethought validate",
+            where,
+        )

@@ -17,8 +17,15 @@ from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_text
 from forethought.training.config import TrainConfig
 
-RESUME_FREE_KEYS = {("train", "resume"), ("train", "overwrite"), ("train", "cpu_threads"), ("logging",), ("train", "device"),
-                     ("train", "dataloader_num_workers"), ("train", "save_total_limit")}
+RESUME_FREE_KEYS = {
+    ("train", "resume"),
+    ("train", "overwrite"),
+    ("train", "cpu_threads"),
+    ("logging",),
+    ("train", "device"),
+    ("train", "dataloader_num_workers"),
+    ("train", "save_total_limit"),
+}
 
 
 def is_main_process() -> bool:
@@ -49,8 +56,13 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
         return None
     found = []
     for d in ckpt_dir.iterdir():
-        if d.is_dir() and d.name.startswith("checkpoint-") and d.name[len("checkpoint-"):].isdigit() and complete_trainer_state(d / "trainer_state.json"):
-            found.append((int(d.name[len("checkpoint-"):]), d))
+        if (
+            d.is_dir()
+            and d.name.startswith("checkpoint-")
+            and d.name[len("checkpoint-") :].isdigit()
+            and complete_trainer_state(d / "trainer_state.json")
+        ):
+            found.append((int(d.name[len("checkpoint-") :]), d))
     return max(found)[1] if found else None
 
 
@@ -94,7 +106,12 @@ def wandb_run_id(run_dir: Path, primitive: str) -> str:
 def wandb_environ(cfg: TrainConfig) -> dict[str, str | None]:
     if cfg.logging.backend != "wandb":
         return {}
-    return {"WANDB_MODE": cfg.logging.mode, "WANDB_SILENT": "true", "WANDB_LOG_MODEL": "false", "WANDB_PROJECT": cfg.logging.project}
+    return {
+        "WANDB_MODE": cfg.logging.mode,
+        "WANDB_SILENT": "true",
+        "WANDB_LOG_MODEL": "false",
+        "WANDB_PROJECT": cfg.logging.project,
+    }
 
 
 def start_wandb(cfg: TrainConfig, run_dir: Path, primitive: str, config: dict[str, Any]) -> None:

@@ -48,8 +48,12 @@ def _distractor(rng: random.Random, taken: set[str], detail: bool) -> ToolBrief:
             taken.add(name)
             break
     params = {f"{rng.choice(_WORDS)}_{i}": rng.choice(_TYPES) for i in range(rng.randint(0, 5 if detail else 2))}
-    return ToolBrief(name=name, description=_sentence(rng, rng.randint(8, 16) if detail else rng.randint(3, 6)).capitalize() + ".",
-                     params=params, required=[p for p in params if rng.random() < 0.5])
+    return ToolBrief(
+        name=name,
+        description=_sentence(rng, rng.randint(8, 16) if detail else rng.randint(3, 6)).capitalize() + ".",
+        params=params,
+        required=[p for p in params if rng.random() < 0.5],
+    )
 
 
 def _vary(spec: PrimitiveSpec, rng: random.Random, detail: bool) -> tuple[Any, Any]:
@@ -66,7 +70,10 @@ def _vary(spec: PrimitiveSpec, rng: random.Random, detail: bool) -> tuple[Any, A
     context = getattr(inp, "context", None)
     if isinstance(context, dict):
         # Extra context entries under fresh keys: a value grounded in the context stays grounded.
-        notes = {f"note_{k}": _sentence(rng, rng.randint(3, 12) if detail else rng.randint(1, 4)) for k in range(rng.randint(1, 4))}
+        notes = {
+            f"note_{k}": _sentence(rng, rng.randint(3, 12) if detail else rng.randint(1, 4))
+            for k in range(rng.randint(1, 4))
+        }
         update["context"] = {**context, **{k: v for k, v in notes.items() if k not in context}}
     user = getattr(inp, "user", None)
     if isinstance(user, str):
@@ -75,24 +82,28 @@ def _vary(spec: PrimitiveSpec, rng: random.Random, detail: bool) -> tuple[Any, A
     return inp.model_copy(update=update), target
 
 
-def make_rows(primitive: str, n: int, *, seed: int = 0, scale: Literal["small", "realistic"] = "small", split: str = "train") -> list[dict[str, Any]]:
+def make_rows(
+    primitive: str, n: int, *, seed: int = 0, scale: Literal["small", "realistic"] = "small", split: str = "train"
+) -> list[dict[str, Any]]:
     spec = SPECS[primitive]
     rng = random.Random(f"{seed}:{primitive}:{split}")
     detail = scale == "realistic"
     rows = []
     for i in range(n):
         inp, target = _vary(spec, rng, detail)
-        rows.append(DatasetRow(
-            id=f"{primitive}-{split}-{i:05d}",
-            # validation rows come from other (held-out) solutions, as in a generated dataset
-            solution_id=f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
-            primitive=primitive,
-            prompt=spec.messages(inp),
-            completion=[{"role": "assistant", "content": spec.target_text(target)}],
-            target=target.model_dump(mode="json"),
-            input=json.dumps(inp.model_dump(mode="json"), ensure_ascii=False),
-            near_duplicate_across_split=False,
-        ).model_dump(mode="json"))
+        rows.append(
+            DatasetRow(
+                id=f"{primitive}-{split}-{i:05d}",
+                # validation rows come from other (held-out) solutions, as in a generated dataset
+                solution_id=f"{'val-' if split == 'validation' else ''}sol-{rng.randint(0, 299):03d}",
+                primitive=primitive,
+                prompt=spec.messages(inp),
+                completion=[{"role": "assistant", "content": spec.target_text(target)}],
+                target=target.model_dump(mode="json"),
+                input=json.dumps(inp.model_dump(mode="json"), ensure_ascii=False),
+                near_duplicate_across_split=False,
+            ).model_dump(mode="json")
+        )
     return rows
 
 
@@ -109,7 +120,9 @@ def write_dataset(
     root = Path(root)
     for p in primitives if primitives is not None else tuple(PRIMITIVE_NAMES):
         atomic_write_jsonl(root / p / "train.jsonl", make_rows(p, n_train, seed=seed, scale=scale, split="train"))
-        atomic_write_jsonl(root / p / "validation.jsonl", make_rows(p, n_val, seed=seed, scale=scale, split="validation"))
+        atomic_write_jsonl(
+            root / p / "validation.jsonl", make_rows(p, n_val, seed=seed, scale=scale, split="validation")
+        )
     from forethought.data_gen.unit import seal
 
     seal(root)  # one unit, as forethought generate writes it: train and validate check the manifest

@@ -90,7 +90,10 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int, split: str = "words")
     tok = Tokenizer(models.BPE())
     if split == "structure":
         tok.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Split(Regex(STRUCTURE_SPLIT), behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+            [
+                pre_tokenizers.Split(Regex(STRUCTURE_SPLIT), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
         )
     elif split == "words":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -106,7 +109,9 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int, split: str = "words")
     )
     tok.train_from_iterator(texts, trainer)
     bos_id = tok.token_to_id("<bos>")
-    tok.post_processor = processors.TemplateProcessing(single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", bos_id)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", bos_id)]
+    )
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<bos>",
@@ -168,7 +173,12 @@ def base_fingerprint(dataset_dir: str | Path, shape: TinyShape, seed: int) -> di
         "shape": shape.model_dump(),
         "corpus": {f.parent.name: _file_digest(f) for f in files},
         "chat_template_sha256": hashlib.sha256(gemma3_chat_template().encode()).hexdigest(),
-        "versions": {"transformers": transformers.__version__, "tokenizers": tokenizers.__version__, "torch": torch.__version__, "trl": trl.__version__},
+        "versions": {
+            "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__,
+            "torch": torch.__version__,
+            "trl": trl.__version__,
+        },
     }
 
 
@@ -185,7 +195,10 @@ def build_tiny_base(dataset_dir: str | Path, shape: TinyShape, seed: int, out_di
     out = Path(out_dir)
     files = corpus_files(dataset_dir)
     if not files:
-        raise UserError("no <primitive>/train.jsonl found: the tiny profile trains its tokenizer on the train splits", str(dataset_dir))
+        raise UserError(
+            "no <primitive>/train.jsonl found: the tiny profile trains its tokenizer on the train splits",
+            str(dataset_dir),
+        )
     fp = base_fingerprint(dataset_dir, shape, seed)
     manifest = out / BASE_MANIFEST
     # The folder only ever appears complete (atomic rename), so an existing folder without
@@ -202,7 +215,10 @@ def build_tiny_base(dataset_dir: str | Path, shape: TinyShape, seed: int, out_di
                 str(out),
             )
         if any(out.iterdir()):
-            raise UserError("folder exists but holds no complete tiny base (no forethought_base.json); delete it or use another output_dir", str(out))
+            raise UserError(
+                "folder exists but holds no complete tiny base (no forethought_base.json); delete it or use another output_dir",
+                str(out),
+            )
 
     tokenizer = build_tokenizer(corpus_texts(files), shape.vocab_size, shape.pre_tokenizer)
     config = tiny_text_config(shape, tokenizer)

@@ -56,6 +56,8 @@ from forethought.training.run_support import (
 
 BASE_REF = "base.json"
 STOP_TOKENS = ["<eos>", "<end_of_turn>"]
+
+
 # Keys that may change between an interrupted run and its resumption.
 @dataclass
 class BaseRef:
@@ -66,7 +68,12 @@ class BaseRef:
     model_type: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"profile": self.profile, "path": str(self.path.resolve()), "model_type": self.model_type, "stop_tokens": STOP_TOKENS}
+        return {
+            "profile": self.profile,
+            "path": str(self.path.resolve()),
+            "model_type": self.model_type,
+            "stop_tokens": STOP_TOKENS,
+        }
 
 
 @dataclass
@@ -87,7 +94,9 @@ def cli(args: list[str]) -> int:
     if bad_flags:
         raise UserError(f"unknown flag(s) {', '.join(bad_flags)}; accepted: --cfg, -m/--multirun", "forethought train")
     if a.positional:
-        raise UserError(f"unexpected argument(s) {a.positional}; pass settings as key=value overrides", "forethought train")
+        raise UserError(
+            f"unexpected argument(s) {a.positional}; pass settings as key=value overrides", "forethought train"
+        )
     if "-m" in a.flags or "--multirun" in a.flags:
         return multirun(a.overrides, print_cfg="--cfg" in a.flags)
     cfg = load("train", a, TrainConfig)
@@ -176,7 +185,9 @@ def multirun(overrides: list[str], *, print_cfg: bool = False) -> int:
         except UserError as exc:
             errors.append(f"{label} {exc}")
     if errors:
-        raise ConfigError(f"conf/train.yaml + overrides ({len(points)} sweep points)", sorted(set(errors), key=errors.index))
+        raise ConfigError(
+            f"conf/train.yaml + overrides ({len(points)} sweep points)", sorted(set(errors), key=errors.index)
+        )
     if print_cfg:
         from omegaconf import OmegaConf
 
@@ -296,10 +307,15 @@ def _preflight(cfg: TrainConfig) -> None:
     from forethought.training.data import read_split, split_path, use_dataset_tool_rendering
 
     use_dataset_tool_rendering(cfg.dataset_dir)  # prompts and spec hashes as the data was rendered
-    missing = [str(split_path(cfg.dataset_dir, p, "train")) for p in cfg.primitives() if not split_path(cfg.dataset_dir, p, "train").is_file()]
+    missing = [
+        str(split_path(cfg.dataset_dir, p, "train"))
+        for p in cfg.primitives()
+        if not split_path(cfg.dataset_dir, p, "train").is_file()
+    ]
     if missing:
         raise UserError(
-            f"missing train split(s): {', '.join(missing)} (run `forethought generate` first, or set dataset_dir=...)", "dataset_dir"
+            f"missing train split(s): {', '.join(missing)} (run `forethought generate` first, or set dataset_dir=...)",
+            "dataset_dir",
         )
     for p in cfg.primitives():
         read_split(cfg.dataset_dir, p, "train", limit=cfg.train.max_train_examples)
@@ -307,7 +323,11 @@ def _preflight(cfg: TrainConfig) -> None:
     from forethought.kernel.specs import SPECS
     from forethought.training.data import dataset_spec_hash
 
-    stale = [(p, h) for p in cfg.primitives() if (h := dataset_spec_hash(cfg.dataset_dir, p)) is not None and h != SPECS[p].spec_hash]
+    stale = [
+        (p, h)
+        for p in cfg.primitives()
+        if (h := dataset_spec_hash(cfg.dataset_dir, p)) is not None and h != SPECS[p].spec_hash
+    ]
     if stale:
         raise UserError(
             "the dataset was rendered with another version of the primitives' specs ("
@@ -374,7 +394,9 @@ def _clears_base(cfg: TrainConfig) -> bool:
     (built from other inputs). A current base is reused, so the pipeline's base stage is not undone by its train stage."""
     from forethought.training import pretrain
 
-    return cfg.model.profile in BUILT_HERE and (cfg.primitive == "base" or (cfg.primitive == "all" and not pretrain.is_current(cfg)))
+    return cfg.model.profile in BUILT_HERE and (
+        cfg.primitive == "base" or (cfg.primitive == "all" and not pretrain.is_current(cfg))
+    )
 
 
 def _clear_outputs(cfg: TrainConfig) -> None:
@@ -488,7 +510,10 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
         new_state = _run_state(cfg, primitive, base)
         diffs = config_diff(old_state, new_state)
         if diffs:
-            raise UserError("cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs), str(state_file))
+            raise UserError(
+                "cannot resume: the data or base changed since the run started:\n  " + "\n  ".join(diffs),
+                str(state_file),
+            )
     if metrics_file.is_file() and adapter_kind(adapter) is not None:
         if read_json_file(metrics_file).get("completed"):
             return None, True
@@ -501,7 +526,11 @@ def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
         return
     from forethought.bundle.models import adapter_kind
 
-    if last_checkpoint(run_dir / "checkpoints") or adapter_kind(run_dir / "adapter") is not None or (run_dir / "metrics.json").is_file():
+    if (
+        last_checkpoint(run_dir / "checkpoints")
+        or adapter_kind(run_dir / "adapter") is not None
+        or (run_dir / "metrics.json").is_file()
+    ):
         raise UserError(
             "this run folder already holds a run; pass train.resume=true to continue it, train.overwrite=true to "
             "replace it, or choose another output_dir",
@@ -509,7 +538,9 @@ def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
         )
 
 
-def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, primitive: str, has_eval: bool, notes: list[str]) -> Any:
+def _sft_config(
+    cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, primitive: str, has_eval: bool, notes: list[str]
+) -> Any:
     import importlib.util
 
     import torch
@@ -529,9 +560,17 @@ def _sft_config(cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, pr
     eval_strategy = t.eval_strategy if has_eval else "no"
     # Selection on the dev rows: an evaluation and a checkpoint at every epoch's end; the trainer keeps the best
     # checkpoint by dev exact match (DevExactMatch adds it to the evaluation's metrics) and loads it at the end.
-    selection = {"eval_strategy": "epoch", "save_strategy": "epoch", "load_best_model_at_end": True,
-                 "metric_for_best_model": "selection_score", "greater_is_better": True} if select else {
-        "eval_strategy": eval_strategy, "save_strategy": "steps", "save_steps": t.save_steps}
+    selection = (
+        {
+            "eval_strategy": "epoch",
+            "save_strategy": "epoch",
+            "load_best_model_at_end": True,
+            "metric_for_best_model": "selection_score",
+            "greater_is_better": True,
+        }
+        if select
+        else {"eval_strategy": eval_strategy, "save_strategy": "steps", "save_steps": t.save_steps}
+    )
     return SFTConfig(
         output_dir=str(ckpt_dir),
         run_name=primitive,
@@ -629,15 +668,33 @@ def train_primitive(
     transformers.set_seed(cfg.seed)
 
     settings = cfg.train.for_primitive(primitive)
-    train_ds, eval_ds, dev_rows = load_splits(cfg.dataset_dir, primitive, max_train=cfg.train.max_train_examples,
-                                              max_eval=cfg.train.max_eval_examples, dev_fraction=settings.dev_fraction, seed=cfg.seed)
+    train_ds, eval_ds, dev_rows = load_splits(
+        cfg.dataset_dir,
+        primitive,
+        max_train=cfg.train.max_train_examples,
+        max_eval=cfg.train.max_eval_examples,
+        dev_fraction=settings.dev_fraction,
+        seed=cfg.seed,
+    )
     if eval_ds is None:
-        notes.append("no dev rows: no eval loss, no selection" if settings.dev_fraction > 0 else "no validation split: no eval loss")
+        notes.append(
+            "no dev rows: no eval loss, no selection"
+            if settings.dev_fraction > 0
+            else "no validation split: no eval loss"
+        )
     tokenizer = load_tokenizer(base.path)
     model = load_model(base.path, dtype=dtype, attn_implementation=cfg.model.attn_implementation, device=device)
     full = settings.finetuning == "full"
     peft_config = None if full else lora_config(model, cfg.lora)
-    args = _sft_config(cfg, ckpt_dir=ckpt_dir, device=device, dtype=dtype, primitive=primitive, has_eval=eval_ds is not None, notes=notes)
+    args = _sft_config(
+        cfg,
+        ckpt_dir=ckpt_dir,
+        device=device,
+        dtype=dtype,
+        primitive=primitive,
+        has_eval=eval_ds is not None,
+        notes=notes,
+    )
 
     throughput = Throughput()
     cbs: list[Any] = [throughput]
@@ -661,8 +718,12 @@ def train_primitive(
         from forethought.training.callbacks import ExactMatchCurve
         from forethought.training.pretrain import em_rows
 
-        curve = ExactMatchCurve(tokenizer, em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed, settings.dev_fraction),
-                                cfg.train.em_eval_steps, constrained=constrained)
+        curve = ExactMatchCurve(
+            tokenizer,
+            em_rows(cfg.dataset_dir, [primitive], cfg.train.em_eval_examples, cfg.seed, settings.dev_fraction),
+            cfg.train.em_eval_steps,
+            constrained=constrained,
+        )
         cbs.append(curve)
     cbs.extend(callbacks or [])
 
@@ -693,7 +754,10 @@ def train_primitive(
 
                 trainer.remove_callback(PrinterCallback)  # the rich display replaces the printed log dicts
             if full:  # every weight trains; the run's output is the whole model, of the base's architecture
-                targets = {"kind": "full", "parameters": int(sum(p.numel() for p in trainer.model.parameters() if p.requires_grad))}
+                targets = {
+                    "kind": "full",
+                    "parameters": int(sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)),
+                }
             else:
                 targets = {"kind": "lora", **check_adapter_targets(trainer.model, cfg.lora)}
             tokens_per_epoch, completion_tokens_per_epoch = _dataset_tokens(trainer.train_dataset)
@@ -705,14 +769,20 @@ def train_primitive(
                 )
             if cfg.train.packing:
                 # BFD packing cuts each overlong sequence to max_length; the packed rows keep the lengths.
-                truncated = sum(1 for row in trainer.train_dataset["seq_lengths"] for n in row if n >= cfg.train.max_length)
+                truncated = sum(
+                    1 for row in trainer.train_dataset["seq_lengths"] for n in row if n >= cfg.train.max_length
+                )
             else:
                 kept = len(trainer.train_dataset)
                 truncated = sum(1 for ids in trainer.train_dataset["input_ids"] if len(ids) >= cfg.train.max_length)
                 if kept < len(train_ds):
-                    notes.append(f"{len(train_ds) - kept} train examples dropped: their prompt alone fills train.max_length={cfg.train.max_length}")
+                    notes.append(
+                        f"{len(train_ds) - kept} train examples dropped: their prompt alone fills train.max_length={cfg.train.max_length}"
+                    )
             if truncated:
-                notes.append(f"{truncated} train examples cut at train.max_length={cfg.train.max_length}: their completion (and <end_of_turn>) is incomplete")
+                notes.append(
+                    f"{truncated} train examples cut at train.max_length={cfg.train.max_length}: their completion (and <end_of_turn>) is incomplete"
+                )
             if resume_from is not None:
                 print(f"[{primitive}] resuming from {resume_from}", file=sys.stderr)
             result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
@@ -742,12 +812,27 @@ def train_primitive(
     state = trainer.state
     history = state.log_history
     train_hist = [
-        {k: e[k] for k in ("step", "epoch", "loss", "learning_rate", "grad_norm", "mean_token_accuracy", "num_input_tokens_seen") if k in e}
+        {
+            k: e[k]
+            for k in (
+                "step",
+                "epoch",
+                "loss",
+                "learning_rate",
+                "grad_norm",
+                "mean_token_accuracy",
+                "num_input_tokens_seen",
+            )
+            if k in e
+        }
         for e in history
         if "loss" in e
     ]
-    eval_hist = [{k: e[k] for k in ("step", "epoch", "eval_loss", "eval_mean_token_accuracy", "eval_exact_match") if k in e}
-                 for e in history if "eval_loss" in e]
+    eval_hist = [
+        {k: e[k] for k in ("step", "epoch", "eval_loss", "eval_mean_token_accuracy", "eval_exact_match") if k in e}
+        for e in history
+        if "eval_loss" in e
+    ]
     tp = throughput.summary()
     metrics: dict[str, Any] = {
         "primitive": primitive,
@@ -782,14 +867,21 @@ def train_primitive(
             "dev_rows": len(dev_rows),
             "dev_solutions": len({r.solution_id for r in dev_rows}),
             "decoding": settings.decoding,
-            "best_dev_exact_match": _em_at(eval_hist, state.best_global_step) if settings.selection == "dev_exact_match" else None,
+            "best_dev_exact_match": _em_at(eval_hist, state.best_global_step)
+            if settings.selection == "dev_exact_match"
+            else None,
             "best_global_step": state.best_global_step if settings.selection == "dev_exact_match" else None,
             "stopped_early": bool(settings.early_stopping_patience) and state.global_step < state.max_steps,
         },
         "resumed_from": resume_from.name if resume_from else None,
         "adapter": {"path": "adapter", **targets},
         "notes": notes,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": _version("trl"), "peft": _version("peft")},
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "trl": _version("trl"),
+            "peft": _version("peft"),
+        },
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     if main:
@@ -797,7 +889,9 @@ def train_primitive(
         if curve and curve.history:
             from forethought.training.plots import plot_em
 
-            plot_em(curve.history, run_dir / "exact_match.png", f"{primitive}: exact match on a fixed validation subset")
+            plot_em(
+                curve.history, run_dir / "exact_match.png", f"{primitive}: exact match on a fixed validation subset"
+            )
         atomic_write_json(run_dir / "metrics.json", metrics)
     for n in notes:
         print(f"[{primitive}] note: {n}", file=sys.stderr)

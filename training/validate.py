@@ -20,7 +20,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.kernel.backends.factory import Device
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, PrimitiveName, PrimitiveSpec, active_tool_rendering, default_thresholds, per_primitive
+from forethought.kernel.specs import (
+    PRIMITIVE_NAMES,
+    SPECS,
+    PrimitiveName,
+    PrimitiveSpec,
+    active_tool_rendering,
+    default_thresholds,
+    per_primitive,
+)
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 from forethought.training.provenance import measured
 
@@ -66,7 +74,8 @@ class ValidateConfig(BaseModel):
     # (kernel/decoding.py), or free. The bundle records it per primitive and the kernel decodes the same way.
     # compare_decoding also measures each adapter the other way, so format errors and decisions can be told apart.
     decoding: Annotated[dict[PrimitiveName, Decoding], BeforeValidator(_per_primitive_decoding)] = Field(
-        default_factory=lambda: dict.fromkeys(PRIMITIVE_NAMES, "constrained"))
+        default_factory=lambda: dict.fromkeys(PRIMITIVE_NAMES, "constrained")
+    )
     compare_decoding: bool = True
     # exact-match rates in [0, 1]; a primitive not named keeps its spec's gate_threshold (kernel/specs.py)
     thresholds: dict[PrimitiveName, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=default_thresholds)
@@ -112,7 +121,9 @@ def score(spec: PrimitiveSpec, rows: list[DatasetRow], texts: list[str], keep_ex
         if kind is not None:
             kinds[kind] += 1
             if len(examples[kind]) < keep_examples:
-                examples[kind].append({"id": row.id, "output": text[:400], "target": spec.target_text(row.target)[:400]})
+                examples[kind].append(
+                    {"id": row.id, "output": text[:400], "target": spec.target_text(row.target)[:400]}
+                )
     return {
         "n": n,
         "exact_match": em / n if n else 0.0,
@@ -132,7 +143,9 @@ def _read_rows(dataset_dir: str, prim: str, limit: int | None) -> list[DatasetRo
     return rows
 
 
-def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None) -> dict[str, Any]:
+def run_validation(
+    cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None
+) -> dict[str, Any]:
     from forethought.kernel.backends.hf import BASE, generate, pick_device
     from forethought.training.artifacts import check_spec_hashes, load_adapters
     from forethought.training.data import use_dataset_tool_rendering
@@ -150,10 +163,19 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         msgs = [r.prompt_messages() for r in rows]
         schemas = [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in rows]
 
-        def decode(adapter: str, constrained: bool, kind: str, p: str = p, msgs: list = msgs, schemas: list = schemas) -> list[str]:
-            return generate(model, tokenizer, msgs, adapter=adapter, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
-                            schemas=schemas if constrained else None,
-                            on_batch=(lambda k: progress(p, kind, k)) if progress else None)
+        def decode(
+            adapter: str, constrained: bool, kind: str, p: str = p, msgs: list = msgs, schemas: list = schemas
+        ) -> list[str]:
+            return generate(
+                model,
+                tokenizer,
+                msgs,
+                adapter=adapter,
+                batch_size=cfg.batch_size,
+                max_new_tokens=cfg.max_new_tokens,
+                schemas=schemas if constrained else None,
+                on_batch=(lambda k: progress(p, kind, k)) if progress else None,
+            )
 
         constrained = cfg.decoding[p] == "constrained"
         t1 = time.perf_counter()
@@ -180,7 +202,9 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
             r["base_parse_rate"] = b["parse_rate"]
             if cfg.compare_decoding:  # base vs tuned under the other decoding too: like for like in both columns
                 other = "free" if constrained else "constrained"
-                r[f"base_exact_match_{other}"] = score(spec, rows, decode(BASE, not constrained, "base other"), 0)["exact_match"]
+                r[f"base_exact_match_{other}"] = score(spec, rows, decode(BASE, not constrained, "base other"), 0)[
+                    "exact_match"
+                ]
         else:
             r["base_exact_match"] = None
         r["threshold"] = cfg.thresholds[p]
@@ -198,7 +222,9 @@ def run_validation(cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = N
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
         "elapsed_s": round(time.perf_counter() - t0, 2),
-        "measured": measured(cfg.train_dir, prims, cfg.dataset_dir),  # the adapter files these gates hold for (issue 13)
+        "measured": measured(
+            cfg.train_dir, prims, cfg.dataset_dir
+        ),  # the adapter files these gates hold for (issue 13)
     }
     out = Path(cfg.output_dir)
     atomic_write_json(out / "gates.json", summary)
@@ -282,13 +308,21 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
 
     prims = cfg.selected()
     sizes = {p: len(_read_rows(cfg.dataset_dir, p, cfg.max_examples)) for p in prims}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as prog:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    ) as prog:
         tasks = {}
-        kinds = ["tuned", *(["tuned other"] if cfg.compare_decoding else []), *(["base"] if cfg.base_comparison else []),
-                 *(["base other"] if cfg.base_comparison and cfg.compare_decoding else [])]
+        kinds = [
+            "tuned",
+            *(["tuned other"] if cfg.compare_decoding else []),
+            *(["base"] if cfg.base_comparison else []),
+            *(["base other"] if cfg.base_comparison and cfg.compare_decoding else []),
+        ]
         for p in prims:
             for kind in kinds:
-                label = kind.replace("other", _other(cfg.decoding[p])) if "other" in kind else f"{kind} {cfg.decoding[p]}"
+                label = (
+                    kind.replace("other", _other(cfg.decoding[p])) if "other" in kind else f"{kind} {cfg.decoding[p]}"
+                )
                 tasks[(p, kind)] = prog.add_task(f"{p} ({label})", total=sizes[p])
         return run_validation(cfg, progress=lambda p, kind, k: prog.advance(tasks[(p, kind)], k))
 

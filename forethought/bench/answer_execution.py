@@ -37,5 +37,7 @@ def execute_answer(answer: Answer, turn: TurnState, prefix: str) -> tuple[list[s
             continue
         record = turn.calls[-1] if len(turn.calls) > before else None
         rejected = record.rejected if record is not None and record.rejected else [f"pre: {r}" for r in reasons]
-        blocked.append({"call": text, "stage": rejected[0].partition(": ")[0], "reasons": [r.partition(": ")[2] for r in rejected]})
+        blocked.append(
+            {"call": text, "stage": rejected[0].partition(": ")[0], "reasons": [r.partition(": ")[2] for r in rejected]}
+        )
     return committed, blocked

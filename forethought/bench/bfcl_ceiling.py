@@ -90,8 +90,16 @@ def _in_enum(value: Any, enum: list[Any]) -> bool:
     return value in enum
 
 
-def where_available(value: Any, enum: list[Any] | None, request: str, tau: dict[str, Any], S: Scratchpad,
-                    earlier_text: list[str], earlier_results: list[Any], world: Any) -> str:
+def where_available(
+    value: Any,
+    enum: list[Any] | None,
+    request: str,
+    tau: dict[str, Any],
+    S: Scratchpad,
+    earlier_text: list[str],
+    earlier_results: list[Any],
+    world: Any,
+) -> str:
     """Where a ground-truth value could be taken from when its call is made; ``world`` is a callable
     returning the world's state (built only when the value is found nowhere the kernel looks)."""
     state = bindable(S.snapshot())  # a truncated result field's preview is never a value (docs/kernel.md)
@@ -123,8 +131,16 @@ def run_entry(entry: Entry) -> CeilingEntry:
     for i, calls in enumerate(entry.ground_truth):
         release_withheld(entry, registry, i)
         request = request_text(pending, entry.turns[i])
-        turn = TurnState(config=config, env=env, scratchpad=S, registry=registry, tool_briefs=[],  # type: ignore[arg-type]
-                         user=request, turn_context={}, index=i)
+        turn = TurnState(
+            config=config,
+            env=env,
+            scratchpad=S,
+            registry=registry,
+            tool_briefs=[],  # type: ignore[arg-type]
+            user=request,
+            turn_context={},
+            index=i,
+        )
         committed: list[str] = []
         for j, text in enumerate(calls):
             out.calls += 1
@@ -135,16 +151,20 @@ def run_entry(entry: Entry) -> CeilingEntry:
                 continue
             spec = registry.get(name)
             if spec is None:
-                out.blocked.append(BlockedCall(entry.id, i, text, "unregistered", [f"{name!r} is not in the registry at turn {i}"]))
+                out.blocked.append(
+                    BlockedCall(entry.id, i, text, "unregistered", [f"{name!r} is not in the registry at turn {i}"])
+                )
                 continue
             world = functools.cache(env.snapshot)  # the world before this call, built at most once
             for param, value in args.items():
-                where = where_available(value, _enum(spec, param), request, turn.turn_context, S, entry.turns[:i],
-                                        results, world)
+                where = where_available(
+                    value, _enum(spec, param), request, turn.turn_context, S, entry.turns[:i], results, world
+                )
                 out.availability[where] += 1
                 if where in UNAVAILABLE:
-                    out.unavailable.append({"entry": entry.id, "turn": i, "call": text, "parameter": param,
-                                            "value": value, "found": where})
+                    out.unavailable.append(
+                        {"entry": entry.id, "turn": i, "call": text, "parameter": param, "value": value, "found": where}
+                    )
             before = len(turn.calls)
             ok, reasons = task_steps.execute_call(turn, f"gt{i}_{j}", "task", name, args)
             record = turn.calls[-1] if len(turn.calls) > before else None

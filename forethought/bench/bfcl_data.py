@@ -35,8 +35,9 @@ def bfcl_data_dir() -> Path:
     try:
         import bfcl_eval
     except ImportError:
-        raise UserError(f"bfcl-eval is not installed; install its multi-turn parts with: {INSTALL_HINT}",
-                        "benchmark bfcl") from None
+        raise UserError(
+            f"bfcl-eval is not installed; install its multi-turn parts with: {INSTALL_HINT}", "benchmark bfcl"
+        ) from None
     return Path(bfcl_eval.__file__).resolve().parent / "data"
 
 
@@ -48,8 +49,12 @@ def category_name(name: str, where: str = "categories") -> str:
         return SHORT[name]
     known = list(CATEGORIES) + list(SHORT)
     hint = difflib.get_close_matches(name, known, n=1)
-    raise UserError(f"unknown category {name!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                    + f"; available: {', '.join(CATEGORIES)} (or {', '.join(SHORT)})", where)
+    raise UserError(
+        f"unknown category {name!r}"
+        + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        + f"; available: {', '.join(CATEGORIES)} (or {', '.join(SHORT)})",
+        where,
+    )
 
 
 def long_context(category: str) -> bool:
@@ -107,11 +112,18 @@ def load_category(category: str) -> tuple[Entry, ...]:
         if row["id"] not in answers:
             raise UserError(f"entry {row['id']} has no possible answer", str(answers_path))
         withheld = {int(t): list(fs) for t, fs in (row.get("missed_function") or {}).items()}
-        entries.append(Entry(
-            id=row["id"], category=category, turns=[turn_text(t) for t in row["question"]],
-            involved_classes=list(row["involved_classes"]), initial_config=row.get("initial_config", {}),
-            ground_truth=answers[row["id"]], withheld=withheld, raw=row,
-        ))
+        entries.append(
+            Entry(
+                id=row["id"],
+                category=category,
+                turns=[turn_text(t) for t in row["question"]],
+                involved_classes=list(row["involved_classes"]),
+                initial_config=row.get("initial_config", {}),
+                ground_truth=answers[row["id"]],
+                withheld=withheld,
+                raw=row,
+            )
+        )
     return tuple(entries)
 
 
@@ -131,8 +143,10 @@ def check_ids(categories: list[str], ids: list[str]) -> None:
     unknown = [i for i in ids if i not in known]
     if unknown:
         hint = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-        raise UserError(f"no entries {unknown} in categories {categories}"
-                        + (f" (did you mean {hint[0]!r}?)" if hint else ""), "ids")
+        raise UserError(
+            f"no entries {unknown} in categories {categories}" + (f" (did you mean {hint[0]!r}?)" if hint else ""),
+            "ids",
+        )
 
 
 @functools.lru_cache(maxsize=1)
@@ -141,8 +155,11 @@ def class_tools() -> dict[str, tuple[ToolSpec, ...]]:
     from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
 
     docs = bfcl_data_dir() / "multi_turn_func_doc"
-    return {cls: tuple(load_registry(docs / name, fmt="bfcl")) for cls, name in MULTI_TURN_FUNC_DOC_FILE_MAPPING.items()
-            if (docs / name).is_file()}
+    return {
+        cls: tuple(load_registry(docs / name, fmt="bfcl"))
+        for cls, name in MULTI_TURN_FUNC_DOC_FILE_MAPPING.items()
+        if (docs / name).is_file()
+    }
 
 
 def entry_registry(entry: Entry, turn: int = 0) -> Registry:

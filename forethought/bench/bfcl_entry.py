@@ -17,6 +17,7 @@ from .bfcl_env import BfclEnvironment
 # Outcomes that leave a request unfinished: its text stays pending for the next turn (see request_text).
 UNFINISHED = ("missing_function", "missing_param", "blocked")
 
+
 @dataclass
 class EntryRun:
     """What the kernel did on one entry with one setting of CVC."""

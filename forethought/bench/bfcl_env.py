@@ -79,8 +79,11 @@ class BfclEnvironment:
         """The public attributes of each stateful instance (what bfcl's state checker compares), as JSON values."""
         from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
 
-        return {name: {k: plain(v) for k, v in vars(inst).items() if not k.startswith("_")}
-                for name, inst in self.instances.items() if name not in STATELESS_CLASSES}
+        return {
+            name: {k: plain(v) for k, v in vars(inst).items() if not k.startswith("_")}
+            for name, inst in self.instances.items()
+            if name not in STATELESS_CLASSES
+        }
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -95,6 +98,8 @@ def plain(value: Any, depth: int = 0) -> Any:
         return [plain(v, depth + 1) for v in value]
     if hasattr(value, "__dict__"):
         # A Directory links to its parent: skip attributes that point back up the tree.
-        return {"__class__": type(value).__name__,
-                **{k: plain(v, depth + 1) for k, v in vars(value).items() if k != "parent" and not k.startswith("_")}}
+        return {
+            "__class__": type(value).__name__,
+            **{k: plain(v, depth + 1) for k, v in vars(value).items() if k != "parent" and not k.startswith("_")},
+        }
     return str(value)

@@ -37,16 +37,37 @@ from .responder import RENDER_VERSION, Endpoint, departures, openai_tools, parse
 MAX_TOOL_MESSAGE_CHARS = 20_000  # a tool result sent back to the model (a long_context listing is megabytes)
 
 
-def run_responder_entry(entry: Entry, kernel: Kernel, backend: Any, endpoint: Endpoint, *, trace: str, recorder: Any,
-                        cache: Cache | None, replay: str | None) -> EntryRun:
+def run_responder_entry(
+    entry: Entry,
+    kernel: Kernel,
+    backend: Any,
+    endpoint: Endpoint,
+    *,
+    trace: str,
+    recorder: Any,
+    cache: Cache | None,
+    replay: str | None,
+) -> EntryRun:
     out = EntryRun(entry.id, entry.category, kernel.config.cvc, mode="responder")
     turns = EntryTurns(entry)
     env, scratchpad, registry = turns.env, turns.scratchpad, turns.registry
     for i, request in turns:
         trial_env, trial_s = copy.deepcopy(env), copy.deepcopy(scratchpad)  # the kernel's trial changes nothing real
-        result, tr = kernel_turn(kernel, where=f"entry {entry.id}, turn {i}, mode responder", replay=replay, user=request,
-                                 env=trial_env, scratchpad=trial_s, registry=registry, backend=backend, turn_context={},
-                                 index=i, trace=trace, recorder=recorder, cache=cache)
+        result, tr = kernel_turn(
+            kernel,
+            where=f"entry {entry.id}, turn {i}, mode responder",
+            replay=replay,
+            user=request,
+            env=trial_env,
+            scratchpad=trial_s,
+            registry=registry,
+            backend=backend,
+            turn_context={},
+            index=i,
+            trace=trace,
+            recorder=recorder,
+            cache=cache,
+        )
         out.add_turn(request, result, tr)
         if result.backend_error is not None:
             out.backend_error = {"turn": i, "source": "kernel backend", **result.backend_error}
@@ -56,22 +77,43 @@ def run_responder_entry(entry: Entry, kernel: Kernel, backend: Any, endpoint: En
         except BackendError as exc:
             out.backend_error = {"turn": i, "source": "responder", "message": str(exc)}
             break
-        turn = TurnState(config=kernel.config, env=env, scratchpad=scratchpad, registry=registry, tool_briefs=[],  # type: ignore[arg-type]
-                         user=request, turn_context={}, index=i)
+        turn = TurnState(
+            config=kernel.config,
+            env=env,
+            scratchpad=scratchpad,
+            registry=registry,
+            tool_briefs=[],  # type: ignore[arg-type]
+            user=request,
+            turn_context={},
+            index=i,
+        )
         committed, blocked = execute_answer(answer, turn, f"responder{i}")
         out.candidate.append(committed)
         trial_calls = [format_call(c.tool, c.arguments) for c in result.committed_calls]
         asked = [call_string(n, a) or f"{n}(?)" for n, a, _ in answer.calls]
-        out.answers.append({"turn": i, "render_version": RENDER_VERSION, "trace_calls": trial_calls, "answer_calls": asked,
-                            "committed": committed, "blocked": blocked, "parse_errors": answer.errors,
-                            "departure": departures(trial_calls, asked), "text": answer.text[:1000], "rendered": rendered})
+        out.answers.append(
+            {
+                "turn": i,
+                "render_version": RENDER_VERSION,
+                "trace_calls": trial_calls,
+                "answer_calls": asked,
+                "committed": committed,
+                "blocked": blocked,
+                "parse_errors": answer.errors,
+                "departure": departures(trial_calls, asked),
+                "text": answer.text[:1000],
+                "rendered": rendered,
+            }
+        )
         turns.done(request, result)
     return out
 
 
 def _tool_content(result: Any) -> str:
     text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-    return text if len(text) <= MAX_TOOL_MESSAGE_CHARS else text[:MAX_TOOL_MESSAGE_CHARS] + f"… ({len(text)} chars in all)"
+    return (
+        text if len(text) <= MAX_TOOL_MESSAGE_CHARS else text[:MAX_TOOL_MESSAGE_CHARS] + f"… ({len(text)} chars in all)"
+    )
 
 
 def run_vanilla_entry(entry: Entry, endpoint: Endpoint) -> EntryRun:
@@ -83,7 +125,9 @@ def run_vanilla_entry(entry: Entry, endpoint: Endpoint) -> EntryRun:
     messages: list[dict[str, Any]] = []
     for i, turn_messages in enumerate(entry.raw["question"]):
         release_withheld(entry, registry, i)  # bfcl adds the held-out docs at this turn, with its own prompt
-        new = [dict(m) for m in turn_messages] or [{"role": "user", "content": DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC}]
+        new = [dict(m) for m in turn_messages] or [
+            {"role": "user", "content": DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC}
+        ]
         messages += new
         out.requests.append(turn_text(new))
         tools = openai_tools(registry)
@@ -111,7 +155,9 @@ def run_vanilla_entry(entry: Entry, endpoint: Endpoint) -> EntryRun:
                     name = registry_name(name, registry)
                 except ValueError as exc:
                     row["parse_errors"].append(f"step {step}: {exc}")
-                    messages.append({"role": "tool", "tool_call_id": call_id, "content": f"Error: could not read the call: {exc}"})
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call_id, "content": f"Error: could not read the call: {exc}"}
+                    )
                     continue
                 result, staged = env.stage(name, args)
                 if staged is not None:

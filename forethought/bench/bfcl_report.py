@@ -11,7 +11,17 @@ from typing import Any
 
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
-STATUSES = ("executed", "partial", "missing_function", "missing_param", "blocked", "tool_failed", "skipped", "skipped_condition", "error")
+STATUSES = (
+    "executed",
+    "partial",
+    "missing_function",
+    "missing_param",
+    "blocked",
+    "tool_failed",
+    "skipped",
+    "skipped_condition",
+    "error",
+)
 
 
 def percent(k: int, n: int) -> str:
@@ -52,7 +62,9 @@ def summarise_runs(runs: list[Any], model_name: str) -> dict[str, Any]:
     slm_calls = invariant = 0
     for r in runs:
         if r.backend_error is not None:
-            backend_errors.append({"entry": r.id, "turn": r.backend_error["turn"], "message": r.backend_error.get("message", "")})
+            backend_errors.append(
+                {"entry": r.id, "turn": r.backend_error["turn"], "message": r.backend_error.get("message", "")}
+            )
         for t in r.turns:
             outcomes.update(o.status for o in t.outcomes.values())
             slm_calls += t.slm_calls
@@ -72,26 +84,41 @@ def summarise_runs(runs: list[Any], model_name: str) -> dict[str, Any]:
     correct = sum(1 for r in scored if r.verdict["valid"])
     answers = [a for r in runs for a in r.answers]
     departing = [a for a in answers if a.get("departure", {}).get("departs")]
-    model = {  # responder and vanilla: what the base model answered
-        "answered_turns": len(answers),
-        "parse_errors": sum(len(a.get("parse_errors", [])) for a in answers),
-        "blocked_calls": sum(len(a.get("blocked", [])) for a in answers),
-        "step_limit_turns": sum(1 for a in answers if a.get("step_limit")),
-        "departing_turns": len(departing),
-        "added": sum(len(a["departure"]["added"]) for a in departing),
-        "dropped": sum(len(a["departure"]["dropped"]) for a in departing),
-        "changed": sum(len(a["departure"]["changed"]) for a in departing),
-        "kept": sum(a["departure"]["kept"] for a in answers if "departure" in a),
-        "examples": [{"entry": r.id, "turn": a["turn"], **{k: a["departure"][k] for k in ("added", "dropped", "changed")}}
-                     for r in runs for a in r.answers if a.get("departure", {}).get("departs")][:20],
-    } if answers else None
+    model = (
+        {  # responder and vanilla: what the base model answered
+            "answered_turns": len(answers),
+            "parse_errors": sum(len(a.get("parse_errors", [])) for a in answers),
+            "blocked_calls": sum(len(a.get("blocked", [])) for a in answers),
+            "step_limit_turns": sum(1 for a in answers if a.get("step_limit")),
+            "departing_turns": len(departing),
+            "added": sum(len(a["departure"]["added"]) for a in departing),
+            "dropped": sum(len(a["departure"]["dropped"]) for a in departing),
+            "changed": sum(len(a["departure"]["changed"]) for a in departing),
+            "kept": sum(a["departure"]["kept"] for a in answers if "departure" in a),
+            "examples": [
+                {"entry": r.id, "turn": a["turn"], **{k: a["departure"][k] for k in ("added", "dropped", "changed")}}
+                for r in runs
+                for a in r.answers
+                if a.get("departure", {}).get("departs")
+            ][:20],
+        }
+        if answers
+        else None
+    )
     return {
-        "model_name": model_name, "entries": len(runs), "scored": len(scored), "correct": correct,
+        "model_name": model_name,
+        "entries": len(runs),
+        "scored": len(scored),
+        "correct": correct,
         "accuracy": correct / len(scored) if scored else None,
         "verdicts": {r.id: (r.verdict["valid"] if r.verdict is not None else None) for r in runs},
         "error_types": dict(Counter(r.verdict.get("error_type", "?") for r in scored if not r.verdict["valid"])),
-        "turns": sum(len(r.turns) for r in runs), "halted": halted, "backend_errors": backend_errors,
-        "outcomes": dict(outcomes), "slm_calls": slm_calls, "invariant_violations": invariant,
+        "turns": sum(len(r.turns) for r in runs),
+        "halted": halted,
+        "backend_errors": backend_errors,
+        "outcomes": dict(outcomes),
+        "slm_calls": slm_calls,
+        "invariant_violations": invariant,
         "violations": {p: {**v, "constraints": dict(v["constraints"])} for p, v in sorted(violations.items())},
         "model": model,
     }
@@ -104,8 +131,13 @@ def _backend_line(b: dict[str, Any]) -> str:
 
 def _short(v: str) -> str:
     """A setting in a table's setting column: on / off for the kernel (as the first reports had it)."""
-    return {"cvc_on": "on", "cvc_off": "off", "responder_cvc_on": "responder, on", "responder_cvc_off": "responder, off",
-            "vanilla": "vanilla"}[v]
+    return {
+        "cvc_on": "on",
+        "cvc_off": "off",
+        "responder_cvc_on": "responder, on",
+        "responder_cvc_off": "responder, off",
+        "vanilla": "vanilla",
+    }[v]
 
 
 def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
@@ -114,92 +146,164 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
     cats = summary["categories"]
     variants = [v for v in SETTINGS if any(v in s for s in cats.values())]
     modes = summary.get("modes", ["kernel"])
-    lines = _header("BFCL multi-turn: " + ", ".join(modes) if modes != ["kernel"] else "BFCL multi-turn through the kernel", summary)
+    lines = _header(
+        "BFCL multi-turn: " + ", ".join(modes) if modes != ["kernel"] else "BFCL multi-turn through the kernel", summary
+    )
     if summary.get("backend"):
         lines += [f"Backend: {_backend_line(summary['backend'])} (the kernel's primitives)."]
     if summary.get("responder"):
         r = summary["responder"]
         lines += [f"Base model (responder and vanilla): `{r['model']}` at {r['base_url']}."]
-    lines += ["These are the figures of these models on the entries listed; entries a model did not answer are not "
-              "scored (listed below). Settings: kernel (its committed calls are the answer), responder (a base model "
-              "reads each kernel turn, rendered as docs/responder.md describes, and its calls are the answer, through "
-              "the same guards), vanilla (the base model with bfcl's function docs and the conversation, no kernel).", ""]
-    lines += ["## Accuracy per category", "", "| category | " + " | ".join(SETTINGS[v] for v in variants) + " |",
-              "| --- |" + " --- |" * len(variants)]
+    lines += [
+        "These are the figures of these models on the entries listed; entries a model did not answer are not "
+        "scored (listed below). Settings: kernel (its committed calls are the answer), responder (a base model "
+        "reads each kernel turn, rendered as docs/responder.md describes, and its calls are the answer, through "
+        "the same guards), vanilla (the base model with bfcl's function docs and the conversation, no kernel).",
+        "",
+    ]
+    lines += [
+        "## Accuracy per category",
+        "",
+        "| category | " + " | ".join(SETTINGS[v] for v in variants) + " |",
+        "| --- |" + " --- |" * len(variants),
+    ]
     for c, s in cats.items():
-        lines.append(f"| {c} | " + " | ".join(percent(s[v]["correct"], s[v]["scored"]) if v in s else "not run" for v in variants) + " |")
+        lines.append(
+            f"| {c} | "
+            + " | ".join(percent(s[v]["correct"], s[v]["scored"]) if v in s else "not run" for v in variants)
+            + " |"
+        )
     for on, off in (("on", "off"), ("off", "on")):
         if any(v.endswith(f"cvc_{on}") for v in variants) and not any(v.endswith(f"cvc_{off}") for v in variants):
             lines += ["", f"Only CVC {on} was run (`cvc=both` runs both)."]
     answered = [(c, v, s[v]["model"]) for c, s in cats.items() for v in variants if v in s and s[v].get("model")]
     if answered:
-        lines += ["", "## The base model's answers", "",
-                  "Responder: per turn, the calls it answered against the calls the kernel's trial committed (the "
-                  "trace): *kept*, *added* (not in the trace), *dropped* (in the trace, not answered), *changed* (the "
-                  "same function with other arguments). Blocked: answered calls the guards refused. Vanilla: every "
-                  "call it made ran. Parse errors: tool calls that could not be read (left out, located in "
-                  "`<category>_answers.jsonl`).", "",
-                  "| category | setting | turns answered | departing turns | kept | added | dropped | changed | "
-                  "blocked calls | parse errors | step-limit turns |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "",
+            "## The base model's answers",
+            "",
+            "Responder: per turn, the calls it answered against the calls the kernel's trial committed (the "
+            "trace): *kept*, *added* (not in the trace), *dropped* (in the trace, not answered), *changed* (the "
+            "same function with other arguments). Blocked: answered calls the guards refused. Vanilla: every "
+            "call it made ran. Parse errors: tool calls that could not be read (left out, located in "
+            "`<category>_answers.jsonl`).",
+            "",
+            "| category | setting | turns answered | departing turns | kept | added | dropped | changed | "
+            "blocked calls | parse errors | step-limit turns |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for c, v, m in answered:
-            dep = (f"{m['departing_turns']} | {m['kept']} | {m['added']} | {m['dropped']} | {m['changed']}"
-                   if v.startswith("responder") else "— | — | — | — | —")
-            lines.append(f"| {c} | {_short(v)} | {m['answered_turns']} | {dep} | {m['blocked_calls']} | "
-                         f"{m['parse_errors']} | {m['step_limit_turns']} |")
+            dep = (
+                f"{m['departing_turns']} | {m['kept']} | {m['added']} | {m['dropped']} | {m['changed']}"
+                if v.startswith("responder")
+                else "— | — | — | — | —"
+            )
+            lines.append(
+                f"| {c} | {_short(v)} | {m['answered_turns']} | {dep} | {m['blocked_calls']} | "
+                f"{m['parse_errors']} | {m['step_limit_turns']} |"
+            )
         for c, v, m in answered:
             for e in m["examples"][:10]:
-                parts = [f"added {', '.join(f'`{x}`' for x in e['added'])}" if e["added"] else "",
-                         f"dropped {', '.join(f'`{x}`' for x in e['dropped'])}" if e["dropped"] else "",
-                         "changed " + ", ".join(f"`{x['trace']}` → `{x['answer']}`" for x in e["changed"]) if e["changed"] else ""]
-                lines.append(f"- {c} {e['entry']} turn {e['turn']} ({_short(v)}): " + table_cell("; ".join(p for p in parts if p), 400))
-    lines += ["", "## Halts and backend errors", "", "| category | setting | turns | halted turns | entries not answered |",
-              "| --- | --- | --- | --- | --- |"]
+                parts = [
+                    f"added {', '.join(f'`{x}`' for x in e['added'])}" if e["added"] else "",
+                    f"dropped {', '.join(f'`{x}`' for x in e['dropped'])}" if e["dropped"] else "",
+                    "changed " + ", ".join(f"`{x['trace']}` → `{x['answer']}`" for x in e["changed"])
+                    if e["changed"]
+                    else "",
+                ]
+                lines.append(
+                    f"- {c} {e['entry']} turn {e['turn']} ({_short(v)}): "
+                    + table_cell("; ".join(p for p in parts if p), 400)
+                )
+    lines += [
+        "",
+        "## Halts and backend errors",
+        "",
+        "| category | setting | turns | halted turns | entries not answered |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for c, s in cats.items():
         for v in variants:
             if v in s:
-                lines.append(f"| {c} | {_short(v)} | {s[v]['turns']} | {len(s[v]['halted'])} | {len(s[v]['backend_errors'])} |")
+                lines.append(
+                    f"| {c} | {_short(v)} | {s[v]['turns']} | {len(s[v]['halted'])} | {len(s[v]['backend_errors'])} |"
+                )
     halts = [(c, v, h) for c, s in cats.items() for v in variants if v in s for h in s[v]["halted"]]
     errors = [(c, v, e) for c, s in cats.items() for v in variants if v in s for e in s[v]["backend_errors"]]
     for c, v, h in halts[:30]:
         lines.append(f"- halted: {c} {h['entry']} turn {h['turn']} ({_short(v)}): {table_cell(h['reason'])}")
     for c, v, e in errors[:30]:
         lines.append(f"- no answer: {c} {e['entry']} turn {e['turn']} ({_short(v)}): {table_cell(e['message'])}")
-    lines += ["", "## Task outcomes", "", "| category | setting | " + " | ".join(STATUSES) + " |", "| --- | --- |" + " --- |" * len(STATUSES)]
+    lines += [
+        "",
+        "## Task outcomes",
+        "",
+        "| category | setting | " + " | ".join(STATUSES) + " |",
+        "| --- | --- |" + " --- |" * len(STATUSES),
+    ]
     for c, s in cats.items():
         for v in variants:
             if v in s:
                 if s[v]["turns"]:  # vanilla has no kernel turns
-                    lines.append(f"| {c} | {_short(v)} | " + " | ".join(str(s[v]["outcomes"].get(st, 0)) for st in STATUSES) + " |")
-    lines += ["", "## Contract violations per primitive", "",
-              "Model calls (attempts, retries included) whose output broke its contract. With CVC off the contracts are "
-              "not checked, so nothing is counted there.", "",
-              "| category | setting | primitive | attempts | violating | constraints |", "| --- | --- | --- | --- | --- | --- |"]
+                    lines.append(
+                        f"| {c} | {_short(v)} | "
+                        + " | ".join(str(s[v]["outcomes"].get(st, 0)) for st in STATUSES)
+                        + " |"
+                    )
+    lines += [
+        "",
+        "## Contract violations per primitive",
+        "",
+        "Model calls (attempts, retries included) whose output broke its contract. With CVC off the contracts are "
+        "not checked, so nothing is counted there.",
+        "",
+        "| category | setting | primitive | attempts | violating | constraints |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for c, s in cats.items():
         for v in variants:
             for p, row in s.get(v, {}).get("violations", {}).items():
-                cons = ", ".join(f"{k} {n}" for k, n in sorted(row["constraints"].items(), key=lambda kv: -kv[1])) or "—"
-                lines.append(f"| {c} | {_short(v)} | {p} | {row['attempts']} | {row['violating']} | {table_cell(cons)} |")
-    lines += ["", "## The checker's error types", "", "| category | setting | error type | entries |", "| --- | --- | --- | --- |"]
+                cons = (
+                    ", ".join(f"{k} {n}" for k, n in sorted(row["constraints"].items(), key=lambda kv: -kv[1])) or "—"
+                )
+                lines.append(
+                    f"| {c} | {_short(v)} | {p} | {row['attempts']} | {row['violating']} | {table_cell(cons)} |"
+                )
+    lines += [
+        "",
+        "## The checker's error types",
+        "",
+        "| category | setting | error type | entries |",
+        "| --- | --- | --- | --- |",
+    ]
     for c, s in cats.items():
         for v in variants:
             for et, n in sorted(s.get(v, {}).get("error_types", {}).items(), key=lambda kv: -kv[1]):
                 lines.append(f"| {c} | {_short(v)} | `{et}` | {n} |")
-    lines += ["", "## Files", "",
-              "One folder per setting (kernel: `cvc_on/`, `cvc_off/`; `responder_cvc_on/`, `responder_cvc_off/`; "
-              "`vanilla/`): `BFCL_v4_<category>_result.json` (bfcl's result rows: `id`, `result` as turn → step → "
-              "call strings, plus the request the kernel got each turn), `BFCL_v4_<category>_score.json` (bfcl's score file: "
-              "accuracy, then each failed entry with the checker's error), `<category>_turns.jsonl` (every turn's decisions) "
-              "and `<category>_trace.jsonl` (kernel and responder), `<category>_answers.jsonl` (responder and vanilla: the "
-              "model's answer per turn, the rendering it was given, its departures); `summary.json`."
-              + (" `recording.jsonl`: every model reply." if cfg.record else ""), ""]
+    lines += [
+        "",
+        "## Files",
+        "",
+        "One folder per setting (kernel: `cvc_on/`, `cvc_off/`; `responder_cvc_on/`, `responder_cvc_off/`; "
+        "`vanilla/`): `BFCL_v4_<category>_result.json` (bfcl's result rows: `id`, `result` as turn → step → "
+        "call strings, plus the request the kernel got each turn), `BFCL_v4_<category>_score.json` (bfcl's score file: "
+        "accuracy, then each failed entry with the checker's error), `<category>_turns.jsonl` (every turn's decisions) "
+        "and `<category>_trace.jsonl` (kernel and responder), `<category>_answers.jsonl` (responder and vanilla: the "
+        "model's answer per turn, the rendering it was given, its departures); `summary.json`."
+        + (" `recording.jsonl`: every model reply." if cfg.record else ""),
+        "",
+    ]
     atomic_write_text(out / "report.md", "\n".join(lines))
     atomic_write_json(out / "summary.json", summary)
 
 
 # ------------------------------------------------------------- ceiling mode
 def _warnings(by_tool: dict[str, int]) -> str:
-    return f"{sum(by_tool.values())} (" + ", ".join(f"{t} {n}" for t, n in sorted(by_tool.items())) + ")" if by_tool else "0"
+    return (
+        f"{sum(by_tool.values())} (" + ", ".join(f"{t} {n}" for t, n in sorted(by_tool.items())) + ")"
+        if by_tool
+        else "0"
+    )
 
 
 def summarise_ceiling(results: list[Any], model_name: str) -> dict[str, Any]:
@@ -209,9 +313,12 @@ def summarise_ceiling(results: list[Any], model_name: str) -> dict[str, Any]:
     for r in results:
         availability.update(r.availability)
     return {
-        "model_name": model_name, "entries": len(results), "let_through": len(through),
+        "model_name": model_name,
+        "entries": len(results),
+        "let_through": len(through),
         "let_through_all_available": sum(1 for r in through if r.all_available),
-        "calls": sum(r.calls for r in results), "blocked_calls": [b.__dict__ for r in results for b in r.blocked],
+        "calls": sum(r.calls for r in results),
+        "blocked_calls": [b.__dict__ for r in results for b in r.blocked],
         "checker_pass_let_through": sum(1 for r in through if r.verdict["valid"]),
         "checker_pass_blocked": sum(1 for r in blocked if r.verdict["valid"]),
         "blocked_entries": len(blocked),
@@ -233,42 +340,67 @@ def write_ceiling_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "The last column counts the sequences let through whose every argument value was also available when "
         "needed (see below): with CVC on, decompose's and match_fill's grounding contracts refuse a value that is "
         "not, so only those sequences are open to a model under the contracts as they stand. "
-        "No model is involved: this bounds what the kernel's structure allows, it is no accuracy.", "",
-        "## Ground-truth sequences the guards let through", "",
+        "No model is involved: this bounds what the kernel's structure allows, it is no accuracy.",
+        "",
+        "## Ground-truth sequences the guards let through",
+        "",
         "| category | entries | let through | ground-truth calls | blocked calls | checker passes, let through "
         "| checker passes, blocked | output-schema warnings (not enforced) | let through, every value available |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c, s in cats.items():
-        lines.append(f"| {c} | {s['entries']} | {percent(s['let_through'], s['entries'])} | {s['calls']} | "
-                     f"{len(s['blocked_calls'])} | {s['checker_pass_let_through']}/{s['let_through']} | "
-                     f"{s['checker_pass_blocked']}/{s['blocked_entries']} | {_warnings(s['schema_warnings'])} | "
-                     f"{percent(s['let_through_all_available'], s['entries'])} |")
-    lines += ["", "## Blocked ground-truth calls", "", "| category | entry | turn | call | guard | reason |",
-              "| --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {c} | {s['entries']} | {percent(s['let_through'], s['entries'])} | {s['calls']} | "
+            f"{len(s['blocked_calls'])} | {s['checker_pass_let_through']}/{s['let_through']} | "
+            f"{s['checker_pass_blocked']}/{s['blocked_entries']} | {_warnings(s['schema_warnings'])} | "
+            f"{percent(s['let_through_all_available'], s['entries'])} |"
+        )
+    lines += [
+        "",
+        "## Blocked ground-truth calls",
+        "",
+        "| category | entry | turn | call | guard | reason |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for c, s in cats.items():
         for b in s["blocked_calls"]:
-            lines.append(f"| {c} | {b['entry']} | {b['turn']} | `{table_cell(b['call'], 100)}` | {b['stage']} | {table_cell('; '.join(b['reasons']))} |")
+            lines.append(
+                f"| {c} | {b['entry']} | {b['turn']} | `{table_cell(b['call'], 100)}` | {b['stage']} | {table_cell('; '.join(b['reasons']))} |"
+            )
     cols = list(AVAILABLE) + list(UNAVAILABLE)
-    lines += ["", "## Ground-truth parameter values: where they were when needed", "",
-              "Before each call, each argument value was looked for in the turn's request ι (and τ), then in the "
-              "scratchpad S, then in both together, then among the parameter's documented enum (the first "
-              f"{len(AVAILABLE)} columns: values the kernel can take). Otherwise: in an earlier turn's text (the kernel "
-              "does not see it), in an earlier call's result (it reaches S only once results are written into S), in "
-              "the world's state (the classes' attributes: a lookup call would find it), or nowhere (implied or "
-              "reformatted: a date written out, an airport code for a city, 'fully' for 1.0). Matching is the decompose "
-              "contract's grounding (`kernel/grounding.py`): strings as case-insensitive substrings, numbers by value, "
-              "lists and dicts element by element; null and booleans always count. It is lenient (a short string "
-              "matches inside a longer one), so the available share is an upper bound.", "",
-              "| category | values | available | " + " | ".join(cols) + " |", "| --- | --- | --- |" + " --- |" * len(cols)]
+    lines += [
+        "",
+        "## Ground-truth parameter values: where they were when needed",
+        "",
+        "Before each call, each argument value was looked for in the turn's request ι (and τ), then in the "
+        "scratchpad S, then in both together, then among the parameter's documented enum (the first "
+        f"{len(AVAILABLE)} columns: values the kernel can take). Otherwise: in an earlier turn's text (the kernel "
+        "does not see it), in an earlier call's result (it reaches S only once results are written into S), in "
+        "the world's state (the classes' attributes: a lookup call would find it), or nowhere (implied or "
+        "reformatted: a date written out, an airport code for a city, 'fully' for 1.0). Matching is the decompose "
+        "contract's grounding (`kernel/grounding.py`): strings as case-insensitive substrings, numbers by value, "
+        "lists and dicts element by element; null and booleans always count. It is lenient (a short string "
+        "matches inside a longer one), so the available share is an upper bound.",
+        "",
+        "| category | values | available | " + " | ".join(cols) + " |",
+        "| --- | --- | --- |" + " --- |" * len(cols),
+    ]
     for c, s in cats.items():
         a = s["availability"]
         total = sum(a.values())
         avail = sum(a.get(k, 0) for k in AVAILABLE)
-        lines.append(f"| {c} | {total} | {percent(avail, total)} | " + " | ".join(str(a.get(k, 0)) for k in cols) + " |")
-    lines += ["", "## Files", "", "`ceiling/`: `BFCL_v4_<category>_result.json` (the committed calls, bfcl's result rows, "
-              "with the blocked calls), `BFCL_v4_<category>_score.json` (bfcl's score file), `<category>_unavailable.jsonl` "
-              "(every value not available, where it was found); `summary.json`.", ""]
+        lines.append(
+            f"| {c} | {total} | {percent(avail, total)} | " + " | ".join(str(a.get(k, 0)) for k in cols) + " |"
+        )
+    lines += [
+        "",
+        "## Files",
+        "",
+        "`ceiling/`: `BFCL_v4_<category>_result.json` (the committed calls, bfcl's result rows, "
+        "with the blocked calls), `BFCL_v4_<category>_score.json` (bfcl's score file), `<category>_unavailable.jsonl` "
+        "(every value not available, where it was found); `summary.json`.",
+        "",
+    ]
     atomic_write_text(out / "report.md", "\n".join(lines))
     atomic_write_json(out / "summary.json", summary)
 
@@ -281,12 +413,20 @@ def console_summary(summary: dict[str, Any]) -> str:
             total = sum(a.values())
             from .bfcl_ceiling import AVAILABLE
 
-            lines.append(f"{c}: {s['let_through']}/{s['entries']} ground-truth sequences let through the guards; checker "
-                         f"passes {s['checker_pass_let_through']}/{s['let_through']} of them; "
-                         f"{sum(a.get(k, 0) for k in AVAILABLE)}/{total} values available when needed")
+            lines.append(
+                f"{c}: {s['let_through']}/{s['entries']} ground-truth sequences let through the guards; checker "
+                f"passes {s['checker_pass_let_through']}/{s['let_through']} of them; "
+                f"{sum(a.get(k, 0) for k in AVAILABLE)}/{total} values available when needed"
+            )
         else:
             for v, r in s.items():
                 label = f"CVC {v[4:]}" if v in ("cvc_on", "cvc_off") else _short(v)
-                lines.append(f"{c} ({label}): {percent(r['correct'], r['scored'])} by bfcl's checker"
-                             + (f"; {len(r['backend_errors'])} entries not answered by the backend" if r["backend_errors"] else ""))
+                lines.append(
+                    f"{c} ({label}): {percent(r['correct'], r['scored'])} by bfcl's checker"
+                    + (
+                        f"; {len(r['backend_errors'])} entries not answered by the backend"
+                        if r["backend_errors"]
+                        else ""
+                    )
+                )
     return "\n".join(lines)

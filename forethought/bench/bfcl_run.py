@@ -64,7 +64,9 @@ class BenchConfig(common.RunSettings):
             raise ValueError("name at least one category")
         unknown = [c for c in value if c not in CATEGORIES and c not in SHORT]
         if unknown:
-            raise ValueError(f"unknown categories {unknown}; available: {', '.join(CATEGORIES)} (or {', '.join(SHORT)})")
+            raise ValueError(
+                f"unknown categories {unknown}; available: {', '.join(CATEGORIES)} (or {', '.join(SHORT)})"
+            )
         out = [SHORT.get(c, c) for c in value]
         dup = sorted({c for c in out if out.count(c) > 1})
         if dup:
@@ -72,14 +74,27 @@ class BenchConfig(common.RunSettings):
         return out
 
 
-def run_entry(entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None,
-              replay: str | None) -> EntryRun:
+def run_entry(
+    entry: Entry, kernel: Kernel, backend: Any, *, trace: str, recorder: Any, cache: Cache | None, replay: str | None
+) -> EntryRun:
     out = EntryRun(entry.id, entry.category, kernel.config.cvc, mode="kernel")
     turns = EntryTurns(entry)
     for i, request in turns:
-        result, tr = common.kernel_turn(kernel, where=f"entry {entry.id}, turn {i}", replay=replay, user=request, env=turns.env,
-                                        scratchpad=turns.scratchpad, registry=turns.registry, backend=backend, turn_context={},
-                                        index=i, trace=trace, recorder=recorder, cache=cache)
+        result, tr = common.kernel_turn(
+            kernel,
+            where=f"entry {entry.id}, turn {i}",
+            replay=replay,
+            user=request,
+            env=turns.env,
+            scratchpad=turns.scratchpad,
+            registry=turns.registry,
+            backend=backend,
+            turn_context={},
+            index=i,
+            trace=trace,
+            recorder=recorder,
+            cache=cache,
+        )
         out.add_turn(request, result, tr)
         out.candidate.append([format_call(c.tool, c.arguments) for c in result.committed_calls])
         if result.backend_error is not None:
@@ -93,35 +108,69 @@ def _trace_rows(runs: list[EntryRun]) -> list[dict[str, Any]]:
     return [{"entry": r.id, "turn": i, **row} for r in runs for i, tr in enumerate(r.traces) for row in tr.to_rows()]
 
 
-def _write_variant(cfg: BenchConfig, out: Path, category: str, key: str, runs: list[EntryRun], model_name: str,
-                   entries: dict[str, Entry]) -> None:
+def _write_variant(
+    cfg: BenchConfig,
+    out: Path,
+    category: str,
+    key: str,
+    runs: list[EntryRun],
+    model_name: str,
+    entries: dict[str, Entry],
+) -> None:
     folder = out / key
-    bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
-        {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate), "requests": r.requests,
-         "backend_error": r.backend_error, "halted_turns": [t.index for t in r.turns if t.halted]}
-        for r in runs
-    ])
+    bfcl_score.write_result_file(
+        folder / f"BFCL_v4_{category}_result.json",
+        [
+            {
+                "id": r.id,
+                "result": bfcl_score.candidate_steps(r.candidate),
+                "requests": r.requests,
+                "backend_error": r.backend_error,
+                "halted_turns": [t.index for t in r.turns if t.halted],
+            }
+            for r in runs
+        ],
+    )
     scored = {r.id: r.verdict for r in runs if r.verdict is not None}
-    bfcl_score.write_score_file(folder / f"BFCL_v4_{category}_score.json", model_name, category, scored,  # type: ignore[arg-type]
-                                {r.id: r.candidate for r in runs}, entries)
+    bfcl_score.write_score_file(
+        folder / f"BFCL_v4_{category}_score.json",
+        model_name,
+        category,
+        scored,  # type: ignore[arg-type]
+        {r.id: r.candidate for r in runs},
+        entries,
+    )
     if any(r.turns for r in runs):
-        atomic_write_jsonl(folder / f"{category}_turns.jsonl",
-                           [{"entry": r.id, **t.model_dump()} for r in runs for t in r.turns])
+        atomic_write_jsonl(
+            folder / f"{category}_turns.jsonl", [{"entry": r.id, **t.model_dump()} for r in runs for t in r.turns]
+        )
     if any(r.answers for r in runs):  # responder and vanilla: what the model answered, turn by turn
-        atomic_write_jsonl(folder / f"{category}_answers.jsonl", [{"entry": r.id, **a} for r in runs for a in r.answers])
+        atomic_write_jsonl(
+            folder / f"{category}_answers.jsonl", [{"entry": r.id, **a} for r in runs for a in r.answers]
+        )
     if cfg.trace != "off" and any(r.traces for r in runs):
-        atomic_write_jsonl(folder / f"{category}_trace.jsonl", capped_rows(_trace_rows(runs), cfg.trace_max_mb * 1024 * 1024))
+        atomic_write_jsonl(
+            folder / f"{category}_trace.jsonl", capped_rows(_trace_rows(runs), cfg.trace_max_mb * 1024 * 1024)
+        )
 
 
 def _progress():
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=Console(stderr=True), transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
 
 
-def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None, endpoint: Any = None) -> tuple[Path, dict[str, Any]]:
+def run_bench(
+    cfg: BenchConfig, backend: Any = None, command: str | None = None, endpoint: Any = None
+) -> tuple[Path, dict[str, Any]]:
     """Run (or, with ``mode=ceiling``, run the ground truth of) the chosen entries in each mode; write the
     results and report.md. ``backend`` replaces the configured kernel backend (tests use a scripted one to
     make a recording), ``endpoint`` the responder's; ``command`` is the command line the report names."""
@@ -138,9 +187,14 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None,
     if cfg.mode == ["ceiling"]:
         return out, _run_ceiling(cfg, out, selected, command)
     recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
-    summary: dict[str, Any] = {"mode": "run", "modes": list(cfg.mode), "command": common.recorded(command),
-                               "backend": common.backend_label(cfg, backend, bundle=True) if kernel_modes else None,
-                               "responder": endpoint.label if endpoint is not None else None, "categories": {}}
+    summary: dict[str, Any] = {
+        "mode": "run",
+        "modes": list(cfg.mode),
+        "command": common.recorded(command),
+        "backend": common.backend_label(cfg, backend, bundle=True) if kernel_modes else None,
+        "responder": endpoint.label if endpoint is not None else None,
+        "categories": {},
+    }
     with _progress() as progress:
         for mode, key, kernel in common.settings(cfg):
             for category, entries in selected.items():
@@ -150,11 +204,26 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None,
                 try:
                     for entry in entries:
                         if mode == "kernel":
-                            run = run_entry(entry, kernel, backend, trace=cfg.trace, recorder=recorder, cache=cache,
-                                            replay=cfg.replay)
+                            run = run_entry(
+                                entry,
+                                kernel,
+                                backend,
+                                trace=cfg.trace,
+                                recorder=recorder,
+                                cache=cache,
+                                replay=cfg.replay,
+                            )
                         elif mode == "responder":
-                            run = bfcl_modes.run_responder_entry(entry, kernel, backend, endpoint, trace=cfg.trace,
-                                                                 recorder=recorder, cache=cache, replay=cfg.replay)
+                            run = bfcl_modes.run_responder_entry(
+                                entry,
+                                kernel,
+                                backend,
+                                endpoint,
+                                trace=cfg.trace,
+                                recorder=recorder,
+                                cache=cache,
+                                replay=cfg.replay,
+                            )
                         else:
                             run = bfcl_modes.run_vanilla_entry(entry, endpoint)
                         if run.backend_error is None:  # a turn nobody answered says nothing about the model
@@ -173,19 +242,36 @@ def run_bench(cfg: BenchConfig, backend: Any = None, command: str | None = None,
 def _run_ceiling(cfg: BenchConfig, out: Path, selected: dict[str, list[Entry]], command: str | None) -> dict[str, Any]:
     from . import bfcl_ceiling, bfcl_report
 
-    summary: dict[str, Any] = {"mode": "ceiling", "command": common.recorded(command), "label": bfcl_ceiling.LABEL, "categories": {}}
+    summary: dict[str, Any] = {
+        "mode": "ceiling",
+        "command": common.recorded(command),
+        "label": bfcl_ceiling.LABEL,
+        "categories": {},
+    }
     with _progress() as progress:
         for category, entries in selected.items():
             task = progress.add_task(f"{category} ceiling", total=len(entries))
             results, model_name = bfcl_ceiling.run(entries, on_entry=lambda _e, task=task: progress.advance(task))
             folder = out / "ceiling"
-            bfcl_score.write_result_file(folder / f"BFCL_v4_{category}_result.json", [
-                {"id": r.id, "result": bfcl_score.candidate_steps(r.candidate),
-                 "blocked": [b.__dict__ for b in r.blocked]} for r in results
-            ])
-            bfcl_score.write_score_file(folder / f"BFCL_v4_{category}_score.json", model_name, category,
-                                        {r.id: r.verdict for r in results}, {r.id: r.candidate for r in results},
-                                        {e.id: e for e in entries})
+            bfcl_score.write_result_file(
+                folder / f"BFCL_v4_{category}_result.json",
+                [
+                    {
+                        "id": r.id,
+                        "result": bfcl_score.candidate_steps(r.candidate),
+                        "blocked": [b.__dict__ for b in r.blocked],
+                    }
+                    for r in results
+                ],
+            )
+            bfcl_score.write_score_file(
+                folder / f"BFCL_v4_{category}_score.json",
+                model_name,
+                category,
+                {r.id: r.verdict for r in results},
+                {r.id: r.candidate for r in results},
+                {e.id: e for e in entries},
+            )
             atomic_write_jsonl(folder / f"{category}_unavailable.jsonl", [u for r in results for u in r.unavailable])
             summary["categories"][category] = bfcl_report.summarise_ceiling(results, model_name)
     bfcl_report.write_ceiling_report(out, cfg, summary)
@@ -210,17 +296,26 @@ def cli(args: list[str]) -> int:
 
         return serving.cli(cfg)
     if names != ["bfcl"]:
-        raise UserError(f"expected one benchmark, bfcl or tau2; got {names or 'none'}: forethought bench bfcl|tau2 [key=value ...] "
-                        "(or forethought bench serving backend=openai ... to check a deployment's adapters)", "benchmark")
+        raise UserError(
+            f"expected one benchmark, bfcl or tau2; got {names or 'none'}: forethought bench bfcl|tau2 [key=value ...] "
+            "(or forethought bench serving backend=openai ... to check a deployment's adapters)",
+            "benchmark",
+        )
     out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
     from . import bfcl_report
 
     print(bfcl_report.console_summary(summary))
     print(f"wrote {out / 'report.md'}")
     if summary["mode"] == "run":
-        failed = [(c, v, e) for c, vs in summary["categories"].items() for v, s in vs.items() for e in s["backend_errors"]]
+        failed = [
+            (c, v, e) for c, vs in summary["categories"].items() for v, s in vs.items() for e in s["backend_errors"]
+        ]
         if failed:
             _c, _v, e = failed[0]
-            return common.exit_on_backend_errors(cfg, len(failed), f"entr{'y' if len(failed) == 1 else 'ies'}",
-                                                 f"{e['entry']} turn {e['turn']}: {e['message']}")
+            return common.exit_on_backend_errors(
+                cfg,
+                len(failed),
+                f"entr{'y' if len(failed) == 1 else 'ies'}",
+                f"{e['entry']} turn {e['turn']}: {e['message']}",
+            )
     return 0

@@ -42,10 +42,14 @@ def score(entry: Entry, turn_calls: list[list[str]], model_name: str) -> dict[st
 
     if len(turn_calls) != len(entry.ground_truth):
         # bfcl's eval runner gives this verdict before calling the checker (a run that stopped early).
-        return {"valid": False, "error_type": "multi_turn:force_terminated",
-                "error_message": f"{len(turn_calls)} turns of results for {len(entry.ground_truth)} turns of ground truth"}
-    return multi_turn_checker(candidate_steps(turn_calls), entry.ground_truth, copy.deepcopy(entry.raw),
-                              entry.category, model_name)
+        return {
+            "valid": False,
+            "error_type": "multi_turn:force_terminated",
+            "error_message": f"{len(turn_calls)} turns of results for {len(entry.ground_truth)} turns of ground truth",
+        }
+    return multi_turn_checker(
+        candidate_steps(turn_calls), entry.ground_truth, copy.deepcopy(entry.raw), entry.category, model_name
+    )
 
 
 def release(model_name: str) -> int:
@@ -72,20 +76,36 @@ def write_result_file(path: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_jsonl(path, rows)
 
 
-def write_score_file(path: Path, model_name: str, category: str, verdicts: dict[str, dict[str, Any]],
-                     candidates: dict[str, list[list[str]]], entries: dict[str, Entry]) -> None:
+def write_score_file(
+    path: Path,
+    model_name: str,
+    category: str,
+    verdicts: dict[str, dict[str, Any]],
+    candidates: dict[str, list[list[str]]],
+    entries: dict[str, Entry],
+) -> None:
     """bfcl's score file: a header line with the accuracy, then one line per failed entry."""
     correct = sum(1 for v in verdicts.values() if v["valid"])
-    rows: list[dict[str, Any]] = [{"accuracy": correct / len(verdicts) if verdicts else 0.0,
-                                   "correct_count": correct, "total_count": len(verdicts)}]
+    rows: list[dict[str, Any]] = [
+        {
+            "accuracy": correct / len(verdicts) if verdicts else 0.0,
+            "correct_count": correct,
+            "total_count": len(verdicts),
+        }
+    ]
     for entry_id, verdict in verdicts.items():
         if verdict["valid"]:
             continue
         error = {k: v for k, v in verdict.items() if k != "valid"}
-        rows.append({
-            "id": entry_id, "model_name": model_name, "test_category": category, "valid": False,
-            "error": _capped(error),
-            "model_result_decoded": candidate_steps(candidates[entry_id]),
-            "possible_answer": entries[entry_id].ground_truth,
-        })
+        rows.append(
+            {
+                "id": entry_id,
+                "model_name": model_name,
+                "test_category": category,
+                "valid": False,
+                "error": _capped(error),
+                "model_result_decoded": candidate_steps(candidates[entry_id]),
+                "possible_answer": entries[entry_id].ground_truth,
+            }
+        )
     atomic_write_jsonl(path, rows)

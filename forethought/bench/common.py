@@ -28,8 +28,13 @@ from forethought.primitives import Cache, ReplayMissError, Trace
 from .responder import Endpoint, ResponderConfig
 
 # A setting of a run: its folder, its summary key and its label in the report, in the report's order.
-SETTINGS = {"cvc_on": "kernel, CVC on", "cvc_off": "kernel, CVC off", "responder_cvc_on": "responder, CVC on",
-            "responder_cvc_off": "responder, CVC off", "vanilla": "vanilla (no kernel)"}
+SETTINGS = {
+    "cvc_on": "kernel, CVC on",
+    "cvc_off": "kernel, CVC off",
+    "responder_cvc_on": "responder, CVC on",
+    "responder_cvc_off": "responder, CVC off",
+    "vanilla": "vanilla (no kernel)",
+}
 
 
 def setting_key(mode: str, cvc: bool | None) -> str:
@@ -92,16 +97,22 @@ def strict_replay(cfg: RunSettings) -> bool:
 def refuse_oracle(cfg: RunSettings, items: str) -> None:
     """The oracle answers from a solution's annotations, which a benchmark's ``items`` do not carry."""
     if cfg.backend.name == "oracle" and not strict_replay(cfg):
-        raise UserError(f"{items} carry no annotations for the oracle backend to answer from; "
-                        "use backend=hf (a bundle), backend=openai (a served model) or replay=RECORDING", "backend")
+        raise UserError(
+            f"{items} carry no annotations for the oracle backend to answer from; "
+            "use backend=hf (a bundle), backend=openai (a served model) or replay=RECORDING",
+            "backend",
+        )
 
 
 def make_endpoint(cfg: RunSettings) -> Endpoint:
     """The base model's endpoint (responder and vanilla modes): responder.base_url, else the openai backend's URL."""
     url = cfg.responder.base_url or (cfg.backend.base_url if cfg.backend.name == "openai" else None)  # type: ignore[union-attr]
     if url is None:
-        raise UserError("the responder and vanilla modes ask a base model at an OpenAI-compatible URL; give it as "
-                        "responder.base_url=http://HOST:PORT/v1 (docs/serving.md)", "responder.base_url")
+        raise UserError(
+            "the responder and vanilla modes ask a base model at an OpenAI-compatible URL; give it as "
+            "responder.base_url=http://HOST:PORT/v1 (docs/serving.md)",
+            "responder.base_url",
+        )
     return Endpoint(cfg.responder, url)
 
 
@@ -129,7 +140,7 @@ def kernel_side(cfg: RunSettings, backend: Any, kernel_modes: list[str]) -> tupl
 def settings(cfg: RunSettings) -> Iterator[tuple[str, str, Kernel]]:
     """(mode, setting key, its kernel) for each mode in order and, but for vanilla (no kernel), each CVC variant."""
     for mode in cfg.mode:
-        for cvc in (cfg.variants() if mode != "vanilla" else [None]):
+        for cvc in cfg.variants() if mode != "vanilla" else [None]:
             yield mode, setting_key(mode, cvc), Kernel(KernelConfig(**{**cfg.kernel.model_dump(), "cvc": bool(cvc)}))
 
 
@@ -161,8 +172,14 @@ def kernel_turn(kernel: Kernel, *, where: str, replay: str | None, **turn: Any) 
         raise UserError(f"{exc} ({where}, cvc={kernel.config.cvc})", str(replay)) from None
 
 
-def vanilla_step(endpoint: Endpoint, messages: list[dict[str, Any]], tools: list[dict[str, Any]], row: dict[str, Any], step: int,
-                 extra: dict[str, Any] | None = None) -> tuple[str, list[Any], str | None]:
+def vanilla_step(
+    endpoint: Endpoint,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    row: dict[str, Any],
+    step: int,
+    extra: dict[str, Any] | None = None,
+) -> tuple[str, list[Any], str | None]:
     """One model call of a vanilla loop: (its text, its tool calls, why it gave none: None when it answered).
     A tool_calls that is not a list is a parse error of ``row`` (the step goes on with no call)."""
     try:
@@ -185,6 +202,9 @@ def vanilla_step(endpoint: Endpoint, messages: list[dict[str, Any]], tools: list
 
 def exit_on_backend_errors(cfg: RunSettings, count: int, what: str, first: str) -> int:
     """Report ``count`` unanswered ``what`` (never scored); exit 1 unless ``backend_errors=count``."""
-    print(f"error: {count} {what} got no answer from the backend and were not scored (first: {first})"
-          + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"), file=sys.stderr)
+    print(
+        f"error: {count} {what} got no answer from the backend and were not scored (first: {first})"
+        + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"),
+        file=sys.stderr,
+    )
     return 1 if cfg.backend_errors == "fail" else 0

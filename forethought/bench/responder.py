@@ -84,7 +84,9 @@ def _call(tool: str, args: dict[str, Any]) -> str:
         return f"{tool}({_json(args)})"
 
 
-def render_turn(request: str, result: TurnResult, trace: Trace | None = None, *, state: dict[str, Any] | None = None) -> str:
+def render_turn(
+    request: str, result: TurnResult, trace: Trace | None = None, *, state: dict[str, Any] | None = None
+) -> str:
     """One kernel turn as the responder reads it (format version :data:`RENDER_VERSION`, docs/responder.md).
 
     ``state`` is the scratchpad S after the kernel's trial (default: the turn's own view of it)."""
@@ -139,7 +141,9 @@ def render_turn(request: str, result: TurnResult, trace: Trace | None = None, *,
         if c.rejected:
             lines.append(f"{head} -> rejected: {'; '.join(c.rejected)}")
         else:
-            lines.append(f"{head} -> {'committed' if c.committed else 'ran, nothing to commit'}; result {_json(c.result)}")
+            lines.append(
+                f"{head} -> {'committed' if c.committed else 'ran, nothing to commit'}; result {_json(c.result)}"
+            )
         for w in c.warnings:
             lines.append(f"   warning: {w}")
     lines += ["", "## Contract checks (per step)"]
@@ -168,8 +172,13 @@ def render_turn(request: str, result: TurnResult, trace: Trace | None = None, *,
 def openai_tools(registry: Registry) -> list[dict[str, Any]]:
     """The registry's functions in OpenAI's ``tools`` form (the docs as imported, schema as the kernel checks it), each
     under the name a provider accepts (a dotted BFCL name with '_'; :func:`registry_name` maps a reply's back)."""
-    return [{"type": "function", "function": {"name": provider_name(t.name), "description": t.description, "parameters": t.parameters}}
-            for t in registry]
+    return [
+        {
+            "type": "function",
+            "function": {"name": provider_name(t.name), "description": t.description, "parameters": t.parameters},
+        }
+        for t in registry
+    ]
 
 
 def registry_name(name: str, registry: Registry) -> str:
@@ -196,7 +205,9 @@ def _text_calls(text: str, registry: Registry, out: Answer) -> None:
     """Call strings in the text: the whole text, a fenced block, or the first line that parses."""
     body = text.strip()
     fenced = _FENCE.findall(body)
-    candidates = [c.strip() for c in fenced] + [body] + [ln.strip() for ln in body.splitlines() if ln.strip().startswith("[")]
+    candidates = (
+        [c.strip() for c in fenced] + [body] + [ln.strip() for ln in body.splitlines() if ln.strip().startswith("[")]
+    )
     first_error = None
     for c in candidates:
         try:
@@ -224,7 +235,9 @@ def parse_tool_call(tc: Any, k: int) -> tuple[str, dict[str, Any], str | None]:
         try:
             args = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}.function.arguments: not JSON ({exc.msg} at column {exc.colno}) in {raw[:80]!r}") from None
+            raise ValueError(
+                f"{where}.function.arguments: not JSON ({exc.msg} at column {exc.colno}) in {raw[:80]!r}"
+            ) from None
     else:
         args = raw
     if not isinstance(args, dict):
@@ -288,8 +301,13 @@ def departures(kernel_calls: list[str], answer_calls: list[str]) -> dict[str, An
             added.remove(a)
             dropped.remove(match)
             changed.append({"trace": match, "answer": a})
-    return {"kept": len(kept), "added": added, "dropped": dropped, "changed": changed,
-            "departs": bool(added or dropped or changed)}
+    return {
+        "kept": len(kept),
+        "added": added,
+        "dropped": dropped,
+        "changed": changed,
+        "departs": bool(added or dropped or changed),
+    }
 
 
 # ------------------------------------------------------------------ the endpoint
@@ -305,11 +323,17 @@ class Endpoint:
     def label(self) -> dict[str, Any]:
         return {"base_url": self.client.base_url, "model": self.cfg.model}
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], extra: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """One chat completion; ``extra`` adds request fields a benchmark sets (tau2: ``tool_choice``, ``seed``),
         and ``extra_body`` from the config goes last."""
-        body: dict[str, Any] = {"model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
-                                "max_tokens": self.cfg.max_tokens}
+        body: dict[str, Any] = {
+            "model": self.cfg.model,
+            "messages": messages,
+            "temperature": self.cfg.temperature,
+            "max_tokens": self.cfg.max_tokens,
+        }
         if tools:
             body["tools"] = tools
         body.update(extra or {})
@@ -326,8 +350,15 @@ class Endpoint:
                 wait *= 2
         raise AssertionError("unreachable")
 
-    def respond(self, request: str, result: TurnResult, trace: Trace | None, registry: Registry,
-                state: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> tuple[Answer, str]:
+    def respond(
+        self,
+        request: str,
+        result: TurnResult,
+        trace: Trace | None,
+        registry: Registry,
+        state: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> tuple[Answer, str]:
         """The responder's answer to one kernel turn, and the rendering it was given."""
         rendered = render_turn(request, result, trace, state=state)
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": rendered}]

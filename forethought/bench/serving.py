@@ -54,7 +54,9 @@ def compare(base: dict[str, Any], adapter: dict[str, Any]) -> dict[str, Any]:
     return {"text_differs": bt != at, "max_logprob_delta": delta, "applies": applies, "text": at[:120]}
 
 
-def check(client: OpenAIBackend, base_model: str, adapters: dict[str, str], max_tokens: int = 16) -> dict[str, dict[str, Any]]:
+def check(
+    client: OpenAIBackend, base_model: str, adapters: dict[str, str], max_tokens: int = 16
+) -> dict[str, dict[str, Any]]:
     from forethought.training.package import PROBE
 
     body = {"messages": PROBE, "temperature": 0.0, "max_tokens": max_tokens, "logprobs": True, "top_logprobs": 1}
@@ -64,9 +66,13 @@ def check(client: OpenAIBackend, base_model: str, adapters: dict[str, str], max_
 
 def cli(cfg: Any) -> int:
     if cfg.backend.name != "openai":
-        raise UserError("bench serving checks a served deployment: give backend=openai backend.base_url=http://HOST:PORT/v1",
-                        "backend")
-    client = OpenAIBackend(cfg.backend.base_url, api_key=resolve_api_key(cfg.backend, "backend"), timeout_s=cfg.backend.timeout_s)
+        raise UserError(
+            "bench serving checks a served deployment: give backend=openai backend.base_url=http://HOST:PORT/v1",
+            "backend",
+        )
+    client = OpenAIBackend(
+        cfg.backend.base_url, api_key=resolve_api_key(cfg.backend, "backend"), timeout_s=cfg.backend.timeout_s
+    )
     adapters = {p: cfg.backend.models.get(p, p) for p in PRIMITIVE_NAMES}
     try:
         rows = check(client, cfg.responder.model, adapters)
@@ -79,7 +85,10 @@ def cli(cfg: Any) -> int:
         print(f"  {p:<20} model {r['model']!r}: {verdict}; text differs: {r['text_differs']}; {delta}")
     same = [p for p, r in rows.items() if not r["applies"]]
     if same:
-        print(f"error: {', '.join(same)}: the served adapter answers the probe exactly as the base model does; vLLM serves "
-              "the base silently when an adapter's keys do not match the model (docs/serving.md)", flush=True)
+        print(
+            f"error: {', '.join(same)}: the served adapter answers the probe exactly as the base model does; vLLM serves "
+            "the base silently when an adapter's keys do not match the model (docs/serving.md)",
+            flush=True,
+        )
         return 1
     return 0

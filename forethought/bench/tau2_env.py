@@ -28,9 +28,11 @@ def initial_environment(domain: str, task: Task) -> Any:
     the predicted environment (solo mode; the task's initialization data and actions; its message history)."""
     env = new_environment(domain)
     init = task.raw.initial_state
-    env.set_state(initialization_data=init.initialization_data if init else None,
-                  initialization_actions=init.initialization_actions if init else None,
-                  message_history=(init.message_history or []) if init else [])
+    env.set_state(
+        initialization_data=init.initialization_data if init else None,
+        initialization_actions=init.initialization_actions if init else None,
+        message_history=(init.message_history or []) if init else [],
+    )
     return env
 
 
@@ -67,7 +69,9 @@ class Tau2Environment:
 
         if not self.has(name):
             return {"error": f"tau2 {self.domain} has no tool {name!r}"}, None
-        call = ToolCall(id=f"call_{self._next_id}", name=name, arguments=copy.deepcopy(dict(args)), requestor="assistant")
+        call = ToolCall(
+            id=f"call_{self._next_id}", name=name, arguments=copy.deepcopy(dict(args)), requestor="assistant"
+        )
         self._next_id += 1
         staged = copy.deepcopy(self.env)
         message = staged.get_response(call)  # tau2's own path: the call, sync_tools, the serialised response
@@ -88,7 +92,9 @@ class Tau2Environment:
         returns the same error). Returns tau2's ToolMessage."""
         from tau2.data_model.message import AssistantMessage, ToolCall
 
-        call = ToolCall(id=f"call_{self._next_id}", name=name, arguments=copy.deepcopy(dict(args)), requestor="assistant")
+        call = ToolCall(
+            id=f"call_{self._next_id}", name=name, arguments=copy.deepcopy(dict(args)), requestor="assistant"
+        )
         self._next_id += 1
         message = self.env.get_response(call)
         self.messages += [AssistantMessage(role="assistant", content=None, tool_calls=[call]), message]
@@ -96,8 +102,12 @@ class Tau2Environment:
 
     def snapshot(self) -> dict[str, Any]:
         """The agent's DB and the user's device as JSON, with tau2's hashes of them (what its DB check compares)."""
-        return {"db_hash": self.env.get_db_hash(), "user_db_hash": self.env.get_user_db_hash(),
-                "db": self.env.tools.db.model_dump(mode="json"), "user_db": self.env.user_tools.db.model_dump(mode="json")}
+        return {
+            "db_hash": self.env.get_db_hash(),
+            "user_db_hash": self.env.get_user_db_hash(),
+            "db": self.env.tools.db.model_dump(mode="json"),
+            "user_db": self.env.user_tools.db.model_dump(mode="json"),
+        }
 
     def trajectory(self, stopped: bool = True) -> list[Any]:
         """The run as tau2 records a solo run: the committed pairs, then (when the agent stopped) the stop

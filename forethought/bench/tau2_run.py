@@ -57,7 +57,9 @@ class Tau2Config(common.RunSettings):
     ids: list[str] = Field(default_factory=list)  # task ids; empty: every task of the split
     count: int | None = Field(None, ge=1)  # the first N tasks (after ids)
     seeds: list[int] = Field(default_factory=lambda: [0])  # one trial per seed; pass^k for k = 1 .. len(seeds)
-    max_steps: int = Field(50, ge=1)  # vanilla: model calls per trial (tau2's orchestrator: 100 steps, agent and environment)
+    max_steps: int = Field(
+        50, ge=1
+    )  # vanilla: model calls per trial (tau2's orchestrator: 100 steps, agent and environment)
     # output_dir (null: runs/bench/tau2_<domain>_<mode>[+<mode>...]), cvc, backend, responder, record/replay, ...: RunSettings
 
     @field_validator("mode", mode="before")
@@ -69,8 +71,10 @@ class Tau2Config(common.RunSettings):
     @classmethod
     def _domain(cls, value: str) -> str:
         if value not in tau2_data.DOMAINS:
-            raise ValueError(f"unknown domain {value!r}; available: {', '.join(tau2_data.DOMAINS)} "
-                             "(tau2's airline and retail need an LLM playing the user)")
+            raise ValueError(
+                f"unknown domain {value!r}; available: {', '.join(tau2_data.DOMAINS)} "
+                "(tau2's airline and retail need an LLM playing the user)"
+            )
         return value
 
     @field_validator("split")
@@ -121,19 +125,64 @@ def _call_string(name: str, args: dict[str, Any]) -> str:
         return f"{name}({json.dumps(args, default=str)})"
 
 
-def _kernel_turn(task: tau2_data.Task, env: Tau2Environment, scratchpad: Scratchpad, registry: Registry, kernel: Kernel,
-                 backend: Any, *, trace: str, recorder: Any, cache: Cache | None, replay: str | None, where: str) -> tuple[TurnResult, Trace]:
-    return common.kernel_turn(kernel, where=f"task {task.id}, {where}", replay=replay, user=task.ticket, env=env,
-                              scratchpad=scratchpad, registry=registry, backend=backend, turn_context={}, index=0, trace=trace,
-                              recorder=recorder, cache=cache)
+def _kernel_turn(
+    task: tau2_data.Task,
+    env: Tau2Environment,
+    scratchpad: Scratchpad,
+    registry: Registry,
+    kernel: Kernel,
+    backend: Any,
+    *,
+    trace: str,
+    recorder: Any,
+    cache: Cache | None,
+    replay: str | None,
+    where: str,
+) -> tuple[TurnResult, Trace]:
+    return common.kernel_turn(
+        kernel,
+        where=f"task {task.id}, {where}",
+        replay=replay,
+        user=task.ticket,
+        env=env,
+        scratchpad=scratchpad,
+        registry=registry,
+        backend=backend,
+        turn_context={},
+        index=0,
+        trace=trace,
+        recorder=recorder,
+        cache=cache,
+    )
 
 
-def run_kernel_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel, backend: Any, *, trace: str, recorder: Any,
-                    cache: Cache | None, replay: str | None) -> TaskRun:
+def run_kernel_task(
+    domain: str,
+    task: tau2_data.Task,
+    seed: int,
+    kernel: Kernel,
+    backend: Any,
+    *,
+    trace: str,
+    recorder: Any,
+    cache: Cache | None,
+    replay: str | None,
+) -> TaskRun:
     out = TaskRun(task.id, seed, "kernel", kernel.config.cvc)
     env = Tau2Environment(domain, task)
-    out.turn, out.trace = _kernel_turn(task, env, Scratchpad(), tau2_data.task_registry(domain), kernel, backend, trace=trace,
-                                       recorder=recorder, cache=cache, replay=replay, where="mode kernel")
+    out.turn, out.trace = _kernel_turn(
+        task,
+        env,
+        Scratchpad(),
+        tau2_data.task_registry(domain),
+        kernel,
+        backend,
+        trace=trace,
+        recorder=recorder,
+        cache=cache,
+        replay=replay,
+        where="mode kernel",
+    )
     if out.turn.backend_error is not None:
         out.backend_error = {"source": "kernel backend", **out.turn.backend_error}
     out.messages = env.trajectory()
@@ -141,34 +190,73 @@ def run_kernel_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel
     return out
 
 
-def run_responder_task(domain: str, task: tau2_data.Task, seed: int, kernel: Kernel, backend: Any, endpoint: Endpoint, *,
-                       trace: str, recorder: Any, cache: Cache | None, replay: str | None) -> TaskRun:
+def run_responder_task(
+    domain: str,
+    task: tau2_data.Task,
+    seed: int,
+    kernel: Kernel,
+    backend: Any,
+    endpoint: Endpoint,
+    *,
+    trace: str,
+    recorder: Any,
+    cache: Cache | None,
+    replay: str | None,
+) -> TaskRun:
     from .answer_execution import execute_answer
 
     out = TaskRun(task.id, seed, "responder", kernel.config.cvc)
     env, scratchpad, registry = Tau2Environment(domain, task), Scratchpad(), tau2_data.task_registry(domain)
     trial_env, trial_s = copy.deepcopy(env), copy.deepcopy(scratchpad)  # the kernel's trial changes nothing real
-    out.turn, out.trace = _kernel_turn(task, trial_env, trial_s, registry, kernel, backend, trace=trace, recorder=recorder,
-                                       cache=cache, replay=replay, where="mode responder")
+    out.turn, out.trace = _kernel_turn(
+        task,
+        trial_env,
+        trial_s,
+        registry,
+        kernel,
+        backend,
+        trace=trace,
+        recorder=recorder,
+        cache=cache,
+        replay=replay,
+        where="mode responder",
+    )
     if out.turn.backend_error is not None:
         out.backend_error = {"source": "kernel backend", **out.turn.backend_error}
         return out
     try:
-        answer, rendered = endpoint.respond(task.ticket, out.turn, out.trace, registry, state=trial_s.snapshot(),
-                                            extra={"seed": seed})
+        answer, rendered = endpoint.respond(
+            task.ticket, out.turn, out.trace, registry, state=trial_s.snapshot(), extra={"seed": seed}
+        )
     except BackendError as exc:
         out.backend_error = {"source": "responder", "message": str(exc)}
         return out
-    turn = TurnState(config=kernel.config, env=env, scratchpad=scratchpad, registry=registry, tool_briefs=[],  # type: ignore[arg-type]
-                     user=task.ticket, turn_context={}, index=0)
+    turn = TurnState(
+        config=kernel.config,
+        env=env,
+        scratchpad=scratchpad,
+        registry=registry,
+        tool_briefs=[],  # type: ignore[arg-type]
+        user=task.ticket,
+        turn_context={},
+        index=0,
+    )
     committed, blocked = execute_answer(answer, turn, "responder0")
     out.calls = committed
     out.messages = env.trajectory()
     trial_calls = [_call_string(c.tool, c.arguments) for c in out.turn.committed_calls]
     asked = [_call_string(n, a) for n, a, _ in answer.calls]
-    out.answer = {"render_version": RENDER_VERSION, "trace_calls": trial_calls, "answer_calls": asked, "committed": committed,
-                  "blocked": blocked, "parse_errors": answer.errors, "departure": departures(trial_calls, asked),
-                  "text": answer.text[:1000], "rendered": rendered}
+    out.answer = {
+        "render_version": RENDER_VERSION,
+        "trace_calls": trial_calls,
+        "answer_calls": asked,
+        "committed": committed,
+        "blocked": blocked,
+        "parse_errors": answer.errors,
+        "departure": departures(trial_calls, asked),
+        "text": answer.text[:1000],
+        "rendered": rendered,
+    }
     return out
 
 
@@ -177,7 +265,9 @@ def solo_system_prompt(env: Tau2Environment, task: tau2_data.Task) -> str:
     from tau2.agent.llm_agent import AGENT_SOLO_INSTRUCTION, SYSTEM_PROMPT_SOLO
 
     instruction = AGENT_SOLO_INSTRUCTION.format(stop_function_name=tau2_data.STOP_TOOL, stop_token=tau2_data.STOP_TOKEN)
-    return SYSTEM_PROMPT_SOLO.format(agent_instruction=instruction, domain_policy=env.env.get_policy(), ticket=task.ticket)
+    return SYSTEM_PROMPT_SOLO.format(
+        agent_instruction=instruction, domain_policy=env.env.get_policy(), ticket=task.ticket
+    )
 
 
 def stop_tool() -> dict[str, Any]:
@@ -199,8 +289,9 @@ def run_vanilla_task(domain: str, task: tau2_data.Task, seed: int, endpoint: End
     messages: list[dict[str, Any]] = [{"role": "system", "content": solo_system_prompt(env, task)}]
     row: dict[str, Any] = {"steps": [], "parse_errors": [], "errors": 0, "text": ""}
     for step in range(max_steps):
-        content, tool_calls, error = common.vanilla_step(endpoint, messages, tools, row, step,
-                                                         extra={"tool_choice": "required", "seed": seed})
+        content, tool_calls, error = common.vanilla_step(
+            endpoint, messages, tools, row, step, extra={"tool_choice": "required", "seed": seed}
+        )
         if error is not None:
             out.backend_error = {"source": "vanilla", "step": step, "message": error}
             break
@@ -232,22 +323,35 @@ def run_vanilla_task(domain: str, task: tau2_data.Task, seed: int, endpoint: End
 
 def _simulation_row(run: TaskRun) -> dict[str, Any]:
     """The trial as tau2 writes a simulation: its messages (tau2's own models, dumped) with our verdict."""
-    return {"task_id": run.id, "seed": run.seed, "termination_reason": run.termination, "backend_error": run.backend_error,
-            "verdict": run.verdict, "calls": run.calls, "messages": [m.model_dump(mode="json") for m in run.messages]}
+    return {
+        "task_id": run.id,
+        "seed": run.seed,
+        "termination_reason": run.termination,
+        "backend_error": run.backend_error,
+        "verdict": run.verdict,
+        "calls": run.calls,
+        "messages": [m.model_dump(mode="json") for m in run.messages],
+    }
 
 
 def _write_setting(cfg: Tau2Config, folder: Path, runs: list[TaskRun]) -> None:
     atomic_write_jsonl(folder / "simulations.jsonl", [_simulation_row(r) for r in runs])
     if any(r.turn is not None for r in runs):
-        atomic_write_jsonl(folder / "turns.jsonl", [{"task": r.id, "seed": r.seed, **r.turn.model_dump()} for r in runs if r.turn])
+        atomic_write_jsonl(
+            folder / "turns.jsonl", [{"task": r.id, "seed": r.seed, **r.turn.model_dump()} for r in runs if r.turn]
+        )
     if any(r.answer is not None for r in runs):
-        atomic_write_jsonl(folder / "answers.jsonl", [{"task": r.id, "seed": r.seed, **r.answer} for r in runs if r.answer])
+        atomic_write_jsonl(
+            folder / "answers.jsonl", [{"task": r.id, "seed": r.seed, **r.answer} for r in runs if r.answer]
+        )
     if cfg.trace != "off" and any(r.trace is not None for r in runs):
         rows = [{"task": r.id, "seed": r.seed, **row} for r in runs if r.trace is not None for row in r.trace.to_rows()]
         atomic_write_jsonl(folder / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
 
 
-def run_bench(cfg: Tau2Config, backend: Any = None, command: str | None = None, endpoint: Any = None) -> tuple[Path, dict[str, Any]]:
+def run_bench(
+    cfg: Tau2Config, backend: Any = None, command: str | None = None, endpoint: Any = None
+) -> tuple[Path, dict[str, Any]]:
     """Run the chosen tasks in each mode and seed; score each trial with tau2's evaluator; write report.md.
     ``backend`` replaces the kernel backend (tests record with a scripted one), ``endpoint`` the responder's."""
     from . import tau2_report
@@ -260,20 +364,47 @@ def run_bench(cfg: Tau2Config, backend: Any = None, command: str | None = None, 
     out = Path(cfg.out_dir)
     ensure_output_dir(out, "output_dir")
     recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
-    summary: dict[str, Any] = {"benchmark": "tau2", "domain": cfg.domain, "split": cfg.split, "modes": list(cfg.mode),
-                               "seeds": list(cfg.seeds), "command": common.recorded(command), "tau2_version": tau2_data.package_version(),
-                               "backend": common.backend_label(cfg, backend) if kernel_modes else None,
-                               "responder": endpoint.label if endpoint is not None else None, "settings": {}}
+    summary: dict[str, Any] = {
+        "benchmark": "tau2",
+        "domain": cfg.domain,
+        "split": cfg.split,
+        "modes": list(cfg.mode),
+        "seeds": list(cfg.seeds),
+        "command": common.recorded(command),
+        "tau2_version": tau2_data.package_version(),
+        "backend": common.backend_label(cfg, backend) if kernel_modes else None,
+        "responder": endpoint.label if endpoint is not None else None,
+        "settings": {},
+    }
     for mode, key, kernel in common.settings(cfg):
         runs: list[TaskRun] = []
         for seed in cfg.seeds:
             for task in tasks:
                 if mode == "kernel":
-                    run = run_kernel_task(cfg.domain, task, seed, kernel, backend, trace=cfg.trace, recorder=recorder,
-                                          cache=cache, replay=cfg.replay)
+                    run = run_kernel_task(
+                        cfg.domain,
+                        task,
+                        seed,
+                        kernel,
+                        backend,
+                        trace=cfg.trace,
+                        recorder=recorder,
+                        cache=cache,
+                        replay=cfg.replay,
+                    )
                 elif mode == "responder":
-                    run = run_responder_task(cfg.domain, task, seed, kernel, backend, endpoint, trace=cfg.trace,
-                                             recorder=recorder, cache=cache, replay=cfg.replay)
+                    run = run_responder_task(
+                        cfg.domain,
+                        task,
+                        seed,
+                        kernel,
+                        backend,
+                        endpoint,
+                        trace=cfg.trace,
+                        recorder=recorder,
+                        cache=cache,
+                        replay=cfg.replay,
+                    )
                 else:
                     run = run_vanilla_task(cfg.domain, task, seed, endpoint, cfg.max_steps)
                 if run.backend_error is None:  # a trial nobody answered says nothing about the model
@@ -305,6 +436,10 @@ def cli(args: list[str]) -> int:
     failed = [(k, e) for k, s in summary["settings"].items() for e in s["backend_errors"]]
     if failed:
         k, e = failed[0]
-        return common.exit_on_backend_errors(cfg, len(failed), f"trial{'' if len(failed) == 1 else 's'}",
-                                             f"{e['task']} seed {e['seed']} ({common.SETTINGS[k]}): {e['message']}")
+        return common.exit_on_backend_errors(
+            cfg,
+            len(failed),
+            f"trial{'' if len(failed) == 1 else 's'}",
+            f"{e['task']} seed {e['seed']} ({common.SETTINGS[k]}): {e['message']}",
+        )
     return 0

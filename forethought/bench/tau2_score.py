@@ -25,11 +25,19 @@ def evaluate(domain: str, task: Task, messages: list[Any], termination: str = "a
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
     now = datetime.datetime.now().isoformat()
-    simulation = SimulationRun(id=f"forethought-{task.id}", task_id=task.id, start_time=now, end_time=now, duration=0.0,
-                               termination_reason=TerminationReason(termination), messages=messages)
+    simulation = SimulationRun(
+        id=f"forethought-{task.id}",
+        task_id=task.id,
+        start_time=now,
+        end_time=now,
+        duration=0.0,
+        termination_reason=TerminationReason(termination),
+        messages=messages,
+    )
     try:
-        info = evaluate_simulation(simulation=simulation, task=task.raw, evaluation_type=EvaluationType.ALL,
-                                   solo_mode=True, domain=domain)
+        info = evaluate_simulation(
+            simulation=simulation, task=task.raw, evaluation_type=EvaluationType.ALL, solo_mode=True, domain=domain
+        )
     except (ValueError, AssertionError) as exc:
         # set_state refuses a trajectory whose responses differ on replay: no reward, and the reason kept
         return {"reward": 0.0, "passed": False, "replay_error": str(exc)[:2000]}
@@ -43,10 +51,14 @@ def verdict(info: Any) -> dict[str, Any]:
         "reward": info.reward,
         "passed": is_successful(info.reward),
         "db_match": info.db_check.db_match if info.db_check is not None else None,
-        "env_assertions": [{"func": c.env_assertion.func_name, "arguments": c.env_assertion.arguments, "met": c.met}
-                           for c in info.env_assertions or []],
-        "actions": [{"name": c.action.name, "arguments": c.action.arguments, "met": c.action_match}
-                    for c in info.action_checks or []],
+        "env_assertions": [
+            {"func": c.env_assertion.func_name, "arguments": c.env_assertion.arguments, "met": c.met}
+            for c in info.env_assertions or []
+        ],
+        "actions": [
+            {"name": c.action.name, "arguments": c.action.arguments, "met": c.action_match}
+            for c in info.action_checks or []
+        ],
         "reward_basis": [str(getattr(b, "value", b)) for b in info.reward_basis or []],
         "breakdown": {str(getattr(k, "value", k)): v for k, v in (info.reward_breakdown or {}).items()},
         "note": (info.info or {}).get("note") if isinstance(info.info, dict) else None,

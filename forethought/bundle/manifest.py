@@ -46,8 +46,17 @@ from .models import WEIGHT_FILES, load_full_adapters, load_model, load_tokenizer
 FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
-GATE_KEYS = ("n", "exact_match", "base_exact_match", "exact_match_no_near_duplicate", "contract_valid_rate", "parse_rate", "threshold",
-             "passed", "decoding")
+GATE_KEYS = (
+    "n",
+    "exact_match",
+    "base_exact_match",
+    "exact_match_no_near_duplicate",
+    "contract_valid_rate",
+    "parse_rate",
+    "threshold",
+    "passed",
+    "decoding",
+)
 
 
 class BundleError(UserError):
@@ -75,9 +84,16 @@ def check_files(root: Path, listed: dict[str, str], what: str) -> None:
         if sha256_file(f) != digest:
             raise BundleError(f"sha256 does not match the manifest: the {what} file was modified", str(f))
     if root.is_dir():
-        extra = [str(f.relative_to(root)) for f in sorted(root.rglob("*")) if f.is_file() and str(f.relative_to(root)) not in listed]
+        extra = [
+            str(f.relative_to(root))
+            for f in sorted(root.rglob("*"))
+            if f.is_file() and str(f.relative_to(root)) not in listed
+        ]
         if extra:
-            raise BundleError(f"{what} file {extra[0]} is not listed in the manifest (not written by forethought package)", str(root / extra[0]))
+            raise BundleError(
+                f"{what} file {extra[0]} is not listed in the manifest (not written by forethought package)",
+                str(root / extra[0]),
+            )
 
 
 def config_sha256(model_dir: str | Path) -> str:
@@ -147,7 +163,9 @@ class Manifest(_M):
     base: BaseEntry
     tokenizer: TokenizerEntry
     gates: GatesEntry
-    decoding: dict[str, Literal["free", "constrained"]]  # per primitive, as its gate was measured (checked against gates.json)
+    decoding: dict[
+        str, Literal["free", "constrained"]
+    ]  # per primitive, as its gate was measured (checked against gates.json)
     tool_rendering: Literal["full", "compact"]  # how the prompts show tool lists (kernel/specs.py TOOL_RENDERINGS)
     primitives: dict[str, PrimitiveEntry]
 
@@ -164,9 +182,13 @@ def _parse_manifest(mpath: Path) -> dict[str, Any]:
     version = m.get("format_version")
     if version != FORMAT_VERSION:
         newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
-        raise BundleError(f"format_version {version!r} is not the one this forethought reads ({FORMAT_VERSION}): "
-                          + ("upgrade forethought" if newer else "repackage the adapters with this forethought (forethought package)"),
-                          str(mpath))
+        raise BundleError(
+            f"format_version {version!r} is not the one this forethought reads ({FORMAT_VERSION}): "
+            + (
+                "upgrade forethought" if newer else "repackage the adapters with this forethought (forethought package)"
+            ),
+            str(mpath),
+        )
     try:
         Manifest.model_validate(m)
     except ValidationError as exc:
@@ -212,7 +234,9 @@ def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
         where = f"{mpath}: primitives.{name}.gate"
         r = results.get(name) if isinstance(results, dict) else None
         if not isinstance(r, dict) or {k: r.get(k) for k in GATE_KEYS} != p["gate"]:
-            raise BundleError(f"does not match {g['path']} (the gates that were measured): the manifest was edited", where)
+            raise BundleError(
+                f"does not match {g['path']} (the gates that were measured): the manifest was edited", where
+            )
         if not r.get("passed"):
             failed.append(name)
         want = digests.get(name) if isinstance(digests, dict) else None
@@ -221,15 +245,22 @@ def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
             raise BundleError(f"{g['path']} was measured on other adapter files than the bundled ones", where)
     for name in m["primitives"]:
         if m["decoding"].get(name) != results[name].get("decoding"):
-            raise BundleError(f"decoding does not match {g['path']} (the decoding the gate was measured with): the manifest was edited",
-                              f"{mpath}: decoding.{name}")
+            raise BundleError(
+                f"decoding does not match {g['path']} (the decoding the gate was measured with): the manifest was edited",
+                f"{mpath}: decoding.{name}",
+            )
     if m["tool_rendering"] != doc.get("tool_rendering", "full"):
-        raise BundleError(f"tool_rendering does not match {g['path']} (the prompts the gates were measured with): the manifest was edited",
-                          f"{mpath}: tool_rendering")
+        raise BundleError(
+            f"tool_rendering does not match {g['path']} (the prompts the gates were measured with): the manifest was edited",
+            f"{mpath}: tool_rendering",
+        )
     if m["smoke"] != bool(failed):
-        raise BundleError(f"smoke is {str(m['smoke']).lower()} but {g['path']} records "
-                          + (f"failed gates for {failed}" if failed else "no failed gate") + ": the manifest was edited",
-                          f"{mpath}: smoke")
+        raise BundleError(
+            f"smoke is {str(m['smoke']).lower()} but {g['path']} records "
+            + (f"failed gates for {failed}" if failed else "no failed gate")
+            + ": the manifest was edited",
+            f"{mpath}: smoke",
+        )
 
 
 def _check_base(root: Path, m: dict[str, Any], mpath: Path) -> Path:
@@ -238,15 +269,21 @@ def _check_base(root: Path, m: dict[str, Any], mpath: Path) -> Path:
     where = f"{mpath}: base"
     external = Path(b["path"]).is_absolute()
     if external == b["copied"]:
-        raise BundleError(f"copied is {str(b['copied']).lower()} but path {b['path']!r} is "
-                          + ("outside" if external else "inside") + " the bundle: the manifest was edited", where)
+        raise BundleError(
+            f"copied is {str(b['copied']).lower()} but path {b['path']!r} is "
+            + ("outside" if external else "inside")
+            + " the bundle: the manifest was edited",
+            where,
+        )
     base = Path(b["path"]) if external else _inside(root, b["path"], f"{where}.path")
     if not (base / "config.json").is_file():
         raise BundleError("base model not found (config.json missing)", str(base))
     if not b["files"] or "config.json" not in b["files"]:
         raise BundleError("lists no base-model files: the base weights would go unchecked", f"{where}.files")
     if config_sha256(base) != b["config_sha256"]:
-        raise BundleError("base model config hash does not match the manifest: a different base model", str(base / "config.json"))
+        raise BundleError(
+            "base model config hash does not match the manifest: a different base model", str(base / "config.json")
+        )
     check_files(base, b["files"], "base model")
     try:  # an external base lies outside the bundle's own safetensors check (load_bundle): no pickle, wherever it is
         models.check_model_files(base)
@@ -326,15 +363,30 @@ class Bundle:
         import torch
         from peft import PeftModel
 
-        dtype = torch.bfloat16 if (device != "cpu" or self.manifest["base"].get("dtype") == "bfloat16") else torch.float32
-        model = load_model(self.base_dir, dtype=dtype, attn_implementation=self.manifest["base"].get("attn_implementation", "sdpa"), device=device)
+        dtype = (
+            torch.bfloat16 if (device != "cpu" or self.manifest["base"].get("dtype") == "bfloat16") else torch.float32
+        )
+        model = load_model(
+            self.base_dir,
+            dtype=dtype,
+            attn_implementation=self.manifest["base"].get("attn_implementation", "sdpa"),
+            device=device,
+        )
         model.eval()
         tok = load_tokenizer(self.path / self.manifest["tokenizer"]["path"])
         names = list(self.primitives)
         if all(p["kind"] == "full" for p in self.primitives.values()):
-            return load_full_adapters(model, self.base_dir, {n: self.adapter_path(n) for n in names}, dtype=dtype,
-                                      attn_implementation=self.manifest["base"].get("attn_implementation", "sdpa"), device=device), tok
-        peft = PeftModel.from_pretrained(model, str(self.adapter_path(names[0])), adapter_name=names[0], is_trainable=False)
+            return load_full_adapters(
+                model,
+                self.base_dir,
+                {n: self.adapter_path(n) for n in names},
+                dtype=dtype,
+                attn_implementation=self.manifest["base"].get("attn_implementation", "sdpa"),
+                device=device,
+            ), tok
+        peft = PeftModel.from_pretrained(
+            model, str(self.adapter_path(names[0])), adapter_name=names[0], is_trainable=False
+        )
         for n in names[1:]:
             peft.load_adapter(str(self.adapter_path(n)), adapter_name=n, is_trainable=False)
         peft.eval()
@@ -351,8 +403,13 @@ def bundle_tool_rendering(path: str | Path) -> str:
     return _parse_manifest(mpath)["tool_rendering"]
 
 
-def load_bundle(path: str | Path, spec_hashes: Mapping[str, str], *, allow_smoke: bool = False,
-                require: tuple[str, ...] | None = None) -> Bundle:
+def load_bundle(
+    path: str | Path,
+    spec_hashes: Mapping[str, str],
+    *,
+    allow_smoke: bool = False,
+    require: tuple[str, ...] | None = None,
+) -> Bundle:
     """Open and check a bundle; every refusal names the file and what is wrong.
 
     ``spec_hashes`` maps each primitive to the code's current spec hash

@@ -74,15 +74,19 @@ def check_model_files(folder: str | Path) -> None:
     files = sorted(f for f in Path(folder).rglob("*") if f.is_file())
     for f in files:
         if any(fnmatch.fnmatch(f.name, p) for p in PICKLE_PATTERNS):
-            raise UserError("a pickle among the model's files (loading one runs code): forethought loads weights from "
-                            "safetensors only; convert the model (save_pretrained(..., safe_serialization=True)) and remove it",
-                            str(f))
+            raise UserError(
+                "a pickle among the model's files (loading one runs code): forethought loads weights from "
+                "safetensors only; convert the model (save_pretrained(..., safe_serialization=True)) and remove it",
+                str(f),
+            )
     for f in files:
         if f.suffix == ".safetensors":
             check_safetensors(f)
 
 
-def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu") -> PreTrainedModel:
+def load_model(
+    path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu"
+) -> PreTrainedModel:
     """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised, and any pickle."""
     from transformers import AutoModelForCausalLM
 
@@ -95,7 +99,12 @@ def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str
         kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=dtype, attn_implementation=attn_implementation, output_loading_info=True, local_files_only=True, **kwargs
+            str(path),
+            dtype=dtype,
+            attn_implementation=attn_implementation,
+            output_loading_info=True,
+            local_files_only=True,
+            **kwargs,
         )
     except (OSError, ImportError) as exc:
         # Missing/unreadable weight files, or an attention kernel that is not installed: the user's
@@ -121,7 +130,14 @@ def load_model(path: str | Path, *, dtype: torch.dtype, attn_implementation: str
 
 def fsdp_enabled() -> bool:
     """True inside ``accelerate launch`` with an FSDP config (accelerate sets ``ACCELERATE_USE_FSDP``)."""
-    return os.environ.get("ACCELERATE_USE_FSDP", "false").strip().lower() in ("y", "yes", "t", "true", "on", "1")  # accelerate's str_to_bool
+    return os.environ.get("ACCELERATE_USE_FSDP", "false").strip().lower() in (
+        "y",
+        "yes",
+        "t",
+        "true",
+        "on",
+        "1",
+    )  # accelerate's str_to_bool
 
 
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
@@ -160,7 +176,11 @@ def text_model_prefix(model: Any) -> str:
 
 def check_module_names(names: list[str], prefix: str, expected_modules: int | None, what: str) -> None:
     want = f"{prefix}.layers."
-    bad = [n for n in names if any(part in n for part in NON_TEXT_PARTS) or not n.removeprefix("base_model.model.").startswith(want)]
+    bad = [
+        n
+        for n in names
+        if any(part in n for part in NON_TEXT_PARTS) or not n.removeprefix("base_model.model.").startswith(want)
+    ]
     if bad:
         raise AdapterTargetError(
             f"{len(bad)} {what} outside the language model '{prefix}' (e.g. {bad[:3]}); the vision tower or other parts "
@@ -211,10 +231,16 @@ def check_full_adapter(adapter_dir: str | Path, base_dir: str | Path) -> None:
 
     def arch(d: Path) -> dict[str, Any]:
         cfg = read_json_file(d / "config.json")
-        return {k: v for k, v in cfg.items() if k not in ("dtype", "torch_dtype", "transformers_version", "use_cache", "_name_or_path")}
+        return {
+            k: v
+            for k, v in cfg.items()
+            if k not in ("dtype", "torch_dtype", "transformers_version", "use_cache", "_name_or_path")
+        }
 
     if arch(Path(adapter_dir)) != arch(Path(base_dir)):
-        raise AdapterTargetError(f"the full weights in {adapter_dir} are not of the base's architecture ({base_dir}/config.json differs)")
+        raise AdapterTargetError(
+            f"the full weights in {adapter_dir} are not of the base's architecture ({base_dir}/config.json differs)"
+        )
 
 
 class PerPrimitiveModels:
@@ -267,8 +293,9 @@ class PerPrimitiveModels:
         return self.active.generation_config
 
 
-def load_full_adapters(base: Any, base_dir: str | Path, dirs: dict[str, Path], *, dtype: Any, attn_implementation: str,
-                       device: str) -> PerPrimitiveModels:
+def load_full_adapters(
+    base: Any, base_dir: str | Path, dirs: dict[str, Path], *, dtype: Any, attn_implementation: str, device: str
+) -> PerPrimitiveModels:
     """Each primitive's full weights (checked to be the base's architecture), with the base, as one model object."""
     models = {}
     for name, d in dirs.items():

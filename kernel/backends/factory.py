@@ -31,8 +31,10 @@ def _server_url(v: str) -> str:
         raise ValueError("expected an http:// or https:// URL")
     if "@" in v.split("://", 1)[1].split("/", 1)[0]:
         # Reports and traces record the URL: a key in it would be written with it (docs/serving.md, Credentials).
-        raise ValueError("a URL with a user name or key (user:key@host) is refused: reports and traces record the URL; put the key "
-                         "in $OPENAI_API_KEY (api_key_env names another variable) or a file (api_key_file)")
+        raise ValueError(
+            "a URL with a user name or key (user:key@host) is refused: reports and traces record the URL; put the key "
+            "in $OPENAI_API_KEY (api_key_env names another variable) or a file (api_key_file)"
+        )
     return v
 
 
@@ -91,7 +93,10 @@ def backend_factory(cfg: Any, sol: Solution):
     """A per-turn backend factory for ``run_solution``; model backends are built once and shared."""
     if cfg.name == "oracle":
         if not sol.annotated:
-            raise UserError("the oracle backend needs an annotated scenario (tasks, order and calls on every turn)", sol.source_file or sol.id)
+            raise UserError(
+                "the oracle backend needs an annotated scenario (tasks, order and calls on every turn)",
+                sol.source_file or sol.id,
+            )
         return oracle_factory(sol)
     backend = make_model_backend(cfg)
     return lambda i, turn: backend
@@ -101,12 +106,23 @@ def make_model_backend(cfg: Any):
     if cfg.name == "openai":
         set_tool_rendering(cfg.tool_rendering)
         return OpenAIBackend(
-            cfg.base_url, api_key=resolve_api_key(cfg, "backend"), models=cfg.models, max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s,
-            concurrency=cfg.concurrency, json_schema=cfg.json_schema, extra_body=cfg.extra_body, urls=cfg.urls,
+            cfg.base_url,
+            api_key=resolve_api_key(cfg, "backend"),
+            models=cfg.models,
+            max_tokens=cfg.max_tokens,
+            timeout_s=cfg.timeout_s,
+            concurrency=cfg.concurrency,
+            json_schema=cfg.json_schema,
+            extra_body=cfg.extra_body,
+            urls=cfg.urls,
         )
     if cfg.name == "hf":
-        return HFBackend.from_bundle(cfg.bundle, device=cfg.device, batch_size=cfg.batch_size, max_new_tokens=cfg.max_new_tokens,
-                                     constrained=cfg.constrained, allow_smoke=cfg.allow_smoke)
+        return HFBackend.from_bundle(
+            cfg.bundle,
+            device=cfg.device,
+            batch_size=cfg.batch_size,
+            max_new_tokens=cfg.max_new_tokens,
+            constrained=cfg.constrained,
+            allow_smoke=cfg.allow_smoke,
+        )
     raise ValueError(f"unknown backend {cfg.name!r}")
-
-

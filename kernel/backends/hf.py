@@ -136,7 +136,9 @@ def generate(
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             # The template already starts with <bos>: no second one (trl PR #3328).
-            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            enc = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(
+                device
+            )
             kwargs: dict[str, Any] = {}
             if schemas is not None:
                 from .constrained import schema_logits_processor
@@ -184,8 +186,16 @@ class HFBackend:
         self.adapters = set(getattr(model, "peft_config", {}) or {})
 
     @classmethod
-    def from_bundle(cls, path: str | Path, *, device: str = "auto", batch_size: int = 16, max_new_tokens: int = 384,
-                    constrained: bool | None = None, allow_smoke: bool = False) -> HFBackend:
+    def from_bundle(
+        cls,
+        path: str | Path,
+        *,
+        device: str = "auto",
+        batch_size: int = 16,
+        max_new_tokens: int = 384,
+        constrained: bool | None = None,
+        allow_smoke: bool = False,
+    ) -> HFBackend:
         """``constrained=None`` decodes each primitive as its gate was measured (the manifest's ``decoding``); the prompts
         are rendered as the adapters were trained (the manifest's ``tool_rendering``, set for this process)."""
         set_tool_rendering(bundle_tool_rendering(path))
@@ -199,8 +209,15 @@ class HFBackend:
         if constrained is None:
             constrained = {name: d == "constrained" for name, d in bundle.manifest["decoding"].items()}
         model, tok = bundle.load_model(pick_device(device))
-        return cls(model, tok, batch_size=batch_size, max_new_tokens=max_new_tokens, constrained=constrained,
-                   model_id=bundle.base_id, bundle=bundle)
+        return cls(
+            model,
+            tok,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            constrained=constrained,
+            model_id=bundle.base_id,
+            bundle=bundle,
+        )
 
     def _constrained(self, adapter: str) -> bool:
         if isinstance(self.constrained, Mapping):
@@ -217,8 +234,12 @@ class HFBackend:
                 raise KeyError(f"hf backend: no adapter named {adapter!r} (loaded: {sorted(self.adapters)})")
             reqs = [requests[i] for i in idx]
             texts = generate(
-                self.model, self.tokenizer, [r.messages for r in reqs], adapter=adapter,
-                batch_size=self.batch_size, max_new_tokens=self.max_new_tokens,
+                self.model,
+                self.tokenizer,
+                [r.messages for r in reqs],
+                adapter=adapter,
+                batch_size=self.batch_size,
+                max_new_tokens=self.max_new_tokens,
                 schemas=[r.json_schema for r in reqs] if self._constrained(adapter) else None,
             )
             meta = {"backend": "hf", "model": self.model_id, "adapter": adapter}

@@ -24,7 +24,9 @@ from ..specs import PrimitiveSpec, get_spec
 def _noisy_spec(primitive: str) -> PrimitiveSpec:
     spec = get_spec(primitive)  # an unknown primitive: KeyError naming the registered ones
     if spec.corrupt is None:
-        raise ValueError(f"the noisy oracle cannot corrupt {primitive!r}: its spec declares no noise kinds (PrimitiveSpec.corrupt)")
+        raise ValueError(
+            f"the noisy oracle cannot corrupt {primitive!r}: its spec declares no noise kinds (PrimitiveSpec.corrupt)"
+        )
     return spec
 
 
@@ -71,5 +73,7 @@ class NoisyOracle:
         assert spec.corrupt is not None
         kind = spec.corrupt(ans, rng, self._tools(req))
         if kind not in spec.noise_kinds:
-            raise ValueError(f"{req.primitive}'s corrupt() returned {kind!r}, not one of its noise_kinds {list(spec.noise_kinds)}")
+            raise ValueError(
+                f"{req.primitive}'s corrupt() returned {kind!r}, not one of its noise_kinds {list(spec.noise_kinds)}"
+            )
         return json.dumps(ans), kind

@@ -31,7 +31,12 @@ class OracleBackend:
         self.model = {"backend": "oracle", "model": f"annotations:{solution_id}"}
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
-        return [SLMReply(json.dumps(self.answer(r.primitive, r.input), ensure_ascii=False), dict(self.model, adapter=r.adapter)) for r in requests]
+        return [
+            SLMReply(
+                json.dumps(self.answer(r.primitive, r.input), ensure_ascii=False), dict(self.model, adapter=r.adapter)
+            )
+            for r in requests
+        ]
 
     def answer(self, primitive: str, inp: Any) -> dict[str, Any]:
         """What the primitive would be trained to output here (an unknown primitive is a KeyError naming the registered ones)."""

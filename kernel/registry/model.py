@@ -76,8 +76,11 @@ def tool_name_problem(name: str, source: str = "internal") -> str | None:
     if not (DOTTED_TOOL_NAME if dotted else TOOL_NAME).fullmatch(name):
         odd = sorted({c for c in name if not (c.isascii() and (c.isalnum() or c in "_-" or (dotted and c == ".")))})
         shown = ", ".join(repr(c) + ("" if c.isascii() else f" (U+{ord(c):04X})") for c in odd)
-        return (f"{name!r} is not a tool name providers accept: 1 to 64 ASCII letters, digits, '_' or '-'"
-                + (" or '.'" if dotted else "") + (f"; it has {shown}" if odd else f"; it has {len(name)} characters"))
+        return (
+            f"{name!r} is not a tool name providers accept: 1 to 64 ASCII letters, digits, '_' or '-'"
+            + (" or '.'" if dotted else "")
+            + (f"; it has {shown}" if odd else f"; it has {len(name)} characters")
+        )
     if keyword.iskeyword(name):
         return f"{name!r} is a Python keyword: the kernel's calls (name(arg=value)) cannot name it"
     return None
@@ -166,8 +169,10 @@ class ToolSpec(BaseModel):
         props = self.parameters.get("properties", {})
         for i, p in enumerate(self.prerequisites):
             if p.entity is not None and p.entity not in props:
-                raise ValueError(f"prerequisites[{i}] ({p.key!r}): entity {p.entity!r} is not a parameter of tool "
-                                 f"{self.name!r} (parameters: {sorted(props)})")
+                raise ValueError(
+                    f"prerequisites[{i}] ({p.key!r}): entity {p.entity!r} is not a parameter of tool "
+                    f"{self.name!r} (parameters: {sorted(props)})"
+                )
         return self
 
     @property

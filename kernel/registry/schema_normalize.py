@@ -387,7 +387,9 @@ def _check_defaults(out: dict, path: str) -> None:
                 rest = {k: v for k, v in node.items() if k != "default"}
                 err = best_match(root.evolve(schema=rest).iter_errors(node["default"]))
                 if err is not None:
-                    raise SchemaPathError(f"{at}.default", f"{node['default']!r} does not fit its own schema: {err.message}")
+                    raise SchemaPathError(
+                        f"{at}.default", f"{node['default']!r} does not fit its own schema: {err.message}"
+                    )
             for k, v in node.items():
                 if k in _SCHEMA_MAPS or k in ("$defs", "definitions"):
                     if isinstance(v, dict):

@@ -140,8 +140,13 @@ def default_airports() -> dict[str, Airport]:
 
 def default_flights() -> dict[str, Flight]:
     def f(o: str, d: str, dep: str, arr: str, dates: dict[str, str]) -> Flight:
-        return Flight(origin=o, destination=d, departure_time=dep, arrival_time=arr,
-                      dates={k: FlightDate(status=v) for k, v in dates.items()})  # type: ignore[arg-type]
+        return Flight(
+            origin=o,
+            destination=d,
+            departure_time=dep,
+            arrival_time=arr,
+            dates={k: FlightDate(status=v) for k, v in dates.items()},
+        )  # type: ignore[arg-type]
 
     # Bookable dates are in June; the 2024-05-14/15 dates carry the day's operational status.
     return {
@@ -159,13 +164,17 @@ def default_flights() -> dict[str, Flight]:
 def default_users() -> dict[str, User]:
     return {
         "olivia_gray_2034": User(
-            name=Name(first_name="Olivia", last_name="Gray"), email="olivia.gray2034@example.com", dob="1986-02-11",
+            name=Name(first_name="Olivia", last_name="Gray"),
+            email="olivia.gray2034@example.com",
+            dob="1986-02-11",
             membership="gold",
             payment_methods={"credit_card_3180": PaymentMethod(source="credit_card", brand="visa", last_four="3180")},
             reservations=["OG7K2P"],
         ),
         "raj_patel_5120": User(
-            name=Name(first_name="Raj", last_name="Patel"), email="raj.patel5120@example.com", dob="1979-09-30",
+            name=Name(first_name="Raj", last_name="Patel"),
+            email="raj.patel5120@example.com",
+            dob="1979-09-30",
             payment_methods={"gift_card_6611": PaymentMethod(source="gift_card", amount=120.0)},
         ),
     }
@@ -174,7 +183,10 @@ def default_users() -> dict[str, User]:
 def default_reservations() -> dict[str, Reservation]:
     return {
         "OG7K2P": Reservation(
-            user_id="olivia_gray_2034", origin="ORD", destination="BOS", cabin="business",
+            user_id="olivia_gray_2034",
+            origin="ORD",
+            destination="BOS",
+            cabin="business",
             flights=[Segment(flight_number="HAT045", date="2024-06-05", price=400)],
             passengers=[Passenger(first_name="Olivia", last_name="Gray", dob="1986-02-11")],
             payment_history=[Payment(payment_id="credit_card_3180", amount=400)],

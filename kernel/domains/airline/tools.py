@@ -54,27 +54,37 @@ COMPENSATION = {"delayed": 50, "cancelled": 100}  # certificate value per passen
 
 # ----------------------------------------------------------- prerequisites
 RESERVATION_LOADED = Prerequisite(
-    key="reservation_loaded", sat=Sat(op="truthy"), entity="reservation_id",
+    key="reservation_loaded",
+    sat=Sat(op="truthy"),
+    entity="reservation_id",
     description="the reservation's details were retrieved (get_reservation_details)",
 )
 DOB_KNOWN = Prerequisite(
-    key="passenger_dob_known", sat=Sat(op="not_null"), entity="reservation_id",
+    key="passenger_dob_known",
+    sat=Sat(op="not_null"),
+    entity="reservation_id",
     description="the stored date of birth of the passengers is known (get_reservation_details)",
 )
 CHANGEABLE = Prerequisite(
-    key="reservation_changeable", sat=Sat(op="truthy"), entity="reservation_id",
+    key="reservation_changeable",
+    sat=Sat(op="truthy"),
+    entity="reservation_id",
     description="the reservation's flights may be changed (not basic economy)",
 )
 CANCELLABLE = Prerequisite(
-    key="cancellation_eligible", sat=Sat(op="truthy"), entity="reservation_id",
+    key="cancellation_eligible",
+    sat=Sat(op="truthy"),
+    entity="reservation_id",
     description="the reservation may be cancelled (booked within 24 h, business, insured, or airline-cancelled flight)",
 )
 USER_LOADED = Prerequisite(
-    key="airline_user_loaded", sat=Sat(op="truthy"),
+    key="airline_user_loaded",
+    sat=Sat(op="truthy"),
     description="the user's profile was retrieved (get_user_details)",
 )
 DISRUPTED = Prerequisite(
-    key="flight_disrupted", sat=Sat(op="truthy"),
+    key="flight_disrupted",
+    sat=Sat(op="truthy"),
     description="the flight was delayed or cancelled (get_flight_status)",
 )
 
@@ -182,8 +192,15 @@ def _view(state: AirlineState, rid: str) -> dict:
     flights = []
     for s in r.flights:
         fl = state.flights[s.flight_number]
-        flights.append({"flight_number": s.flight_number, "date": s.date, "origin": fl.origin,
-                        "destination": fl.destination, "price": s.price})
+        flights.append(
+            {
+                "flight_number": s.flight_number,
+                "date": s.date,
+                "origin": fl.origin,
+                "destination": fl.destination,
+                "price": s.price,
+            }
+        )
     return {
         "reservation_id": rid,
         "user_id": r.user_id,
@@ -200,7 +217,9 @@ def _view(state: AirlineState, rid: str) -> dict:
         "free_baggage_allowance": _free_bags(state, r),
         "insurance": r.insurance,
         "status": r.status,
-        "changeable": r.status == "active" and r.cabin != "basic_economy" and not any(_flown(state, s) for s in r.flights),
+        "changeable": r.status == "active"
+        and r.cabin != "basic_economy"
+        and not any(_flown(state, s) for s in r.flights),
         "cancellation_eligible": _eligible_to_cancel(state, r),
     }
 
@@ -246,7 +265,9 @@ def _segments(
         if fd is None:
             raise ToolError(f"flight {choice.flight_number} does not operate on {choice.date}")
         if prev_dest is not None and fl.origin != prev_dest:
-            raise ToolError(f"flight {choice.flight_number} departs from {fl.origin}, not {prev_dest}: the flights must connect")
+            raise ToolError(
+                f"flight {choice.flight_number} departs from {fl.origin}, not {prev_dest}: the flights must connect"
+            )
         prev_dest = fl.destination
         old = kept.get((choice.flight_number, choice.date))
         if old is not None:
@@ -255,7 +276,9 @@ def _segments(
         if fd.status != "available" or choice.date < _today(state):
             raise ToolError(f"flight {choice.flight_number} on {choice.date} cannot be booked ({fd.status})")
         if fd.seats[cabin] < n_passengers:  # type: ignore[index]
-            raise ToolError(f"flight {choice.flight_number} on {choice.date} has only {fd.seats[cabin]} {cabin} seats left")  # type: ignore[index]
+            raise ToolError(
+                f"flight {choice.flight_number} on {choice.date} has only {fd.seats[cabin]} {cabin} seats left"
+            )  # type: ignore[index]
         out.append(Segment(flight_number=choice.flight_number, date=choice.date, price=fd.prices[cabin]))  # type: ignore[index]
     if len({(s.flight_number, s.date) for s in out}) != len(out):
         raise ToolError("the same flight is listed twice")
@@ -341,7 +364,9 @@ def _post_cabin(args, result, state) -> str | None:
     return None
 
 
-_post_cancelled = status_is("reservations", "reservation_id", "cancelled", "reservation", name="_post_cancelled", quote=True)
+_post_cancelled = status_is(
+    "reservations", "reservation_id", "cancelled", "reservation", name="_post_cancelled", quote=True
+)
 
 
 def _post_booked(args, result, state) -> str | None:
@@ -360,12 +385,14 @@ def _post_certificate(args, result, state) -> str | None:
 
 
 # ------------------------------------------------------------------- reads
-@tool(writes={
-    "airline_user_loaded": "const:true",
-    "membership": "result.membership",
-    "payment_method_ids": "result.payment_method_ids",
-    "reservation_ids": "result.reservations",
-})
+@tool(
+    writes={
+        "airline_user_loaded": "const:true",
+        "membership": "result.membership",
+        "payment_method_ids": "result.payment_method_ids",
+        "reservation_ids": "result.reservations",
+    }
+)
 def get_user_details(state: AirlineState, user_id: str) -> dict:
     """Get an airline user's profile: name, membership, payment methods and reservations.
 
@@ -415,17 +442,28 @@ def search_direct_flight(state: AirlineState, origin: str, destination: str, dat
     for num, fl in sorted(state.flights.items()):
         fd = fl.dates.get(date)
         if fl.origin == origin and fl.destination == destination and fd is not None and fd.status == "available":
-            found.append({"flight_number": num, "date": date, "origin": origin, "destination": destination,
-                          "departure_time": fl.departure_time, "arrival_time": fl.arrival_time,
-                          "prices": dict(fd.prices), "seats": dict(fd.seats)})
+            found.append(
+                {
+                    "flight_number": num,
+                    "date": date,
+                    "origin": origin,
+                    "destination": destination,
+                    "departure_time": fl.departure_time,
+                    "arrival_time": fl.arrival_time,
+                    "prices": dict(fd.prices),
+                    "seats": dict(fd.seats),
+                }
+            )
     return {"flights": found, "flight_numbers": [f["flight_number"] for f in found]}
 
 
-@tool(writes={
-    "flight_status": "result.status",
-    "flight_disrupted": "result.disrupted",
-    "compensation_amount": "result.compensation_per_passenger",
-})
+@tool(
+    writes={
+        "flight_status": "result.status",
+        "flight_disrupted": "result.disrupted",
+        "compensation_amount": "result.compensation_per_passenger",
+    }
+)
 def get_flight_status(state: AirlineState, flight_number: str, date: str) -> dict:
     """Get the status of a flight on a date (available, on_time, delayed, cancelled or landed).
 
@@ -495,9 +533,18 @@ def book_reservation(
     if insurance not in ("yes", "no"):
         raise ToolError(f"invalid insurance {insurance!r}: use 'yes' or 'no'")
     _check_payment(user, payment_id)
-    r = Reservation(user_id=user_id, origin=origin, destination=destination, flight_type=flight_type, cabin=cabin,
-                    flights=segs, passengers=pax, created_at=state.current_time, total_baggages=total_baggages,
-                    insurance=insurance)
+    r = Reservation(
+        user_id=user_id,
+        origin=origin,
+        destination=destination,
+        flight_type=flight_type,
+        cabin=cabin,
+        flights=segs,
+        passengers=pax,
+        created_at=state.current_time,
+        total_baggages=total_baggages,
+        insurance=insurance,
+    )
     r.nonfree_baggages = max(0, total_baggages - FREE_BAGS[user.membership][cabin] * len(pax))
     total = sum(s.price for s in segs) * len(pax) + BAG_FEE * r.nonfree_baggages
     total += INSURANCE_FEE * len(pax) if insurance == "yes" else 0
@@ -510,8 +557,12 @@ def book_reservation(
     return {**_view(state, rid), "charged": total}
 
 
-@tool(side_effect=True, prerequisites=[RESERVATION_LOADED, CHANGEABLE],
-      writes={"current_flights": "result.flights", "current_cabin": "result.cabin"}, post=[_post_flights])
+@tool(
+    side_effect=True,
+    prerequisites=[RESERVATION_LOADED, CHANGEABLE],
+    writes={"current_flights": "result.flights", "current_cabin": "result.cabin"},
+    post=[_post_flights],
+)
 def update_reservation_flights(
     state: AirlineState, reservation_id: str, cabin: CabinName, flights: list[FlightChoice], payment_id: str
 ) -> dict:
@@ -546,9 +597,16 @@ def update_reservation_flights(
     return {**_view(state, reservation_id), "charged": diff}
 
 
-@tool(side_effect=True, prerequisites=[RESERVATION_LOADED],
-      writes={"current_cabin": "result.cabin", "reservation_changeable": "result.changeable",
-              "reservation_changeable[{params.reservation_id}]": "result.changeable"}, post=[_post_cabin])
+@tool(
+    side_effect=True,
+    prerequisites=[RESERVATION_LOADED],
+    writes={
+        "current_cabin": "result.cabin",
+        "reservation_changeable": "result.changeable",
+        "reservation_changeable[{params.reservation_id}]": "result.changeable",
+    },
+    post=[_post_cabin],
+)
 def upgrade_reservation_cabin(state: AirlineState, reservation_id: str, cabin: CabinName, payment_id: str) -> dict:
     """Move every flight of a reservation to another cabin; the fare difference is charged or refunded.
 
@@ -581,8 +639,12 @@ def upgrade_reservation_cabin(state: AirlineState, reservation_id: str, cabin: C
     return {**_view(state, reservation_id), "charged": diff}
 
 
-@tool(side_effect=True, prerequisites=[RESERVATION_LOADED, DOB_KNOWN],
-      writes={"current_passengers": "result.passengers"}, post=[_post_passengers])
+@tool(
+    side_effect=True,
+    prerequisites=[RESERVATION_LOADED, DOB_KNOWN],
+    writes={"current_passengers": "result.passengers"},
+    post=[_post_passengers],
+)
 def update_reservation_passengers(state: AirlineState, reservation_id: str, passengers: list[PassengerInfo]) -> dict:
     """Replace the passenger details of a reservation (same number of passengers).
 
@@ -598,8 +660,12 @@ def update_reservation_passengers(state: AirlineState, reservation_id: str, pass
     return _view(state, reservation_id)
 
 
-@tool(side_effect=True, prerequisites=[RESERVATION_LOADED],
-      writes={"current_total_baggages": "result.total_baggages"}, post=[_post_bags])
+@tool(
+    side_effect=True,
+    prerequisites=[RESERVATION_LOADED],
+    writes={"current_total_baggages": "result.total_baggages"},
+    post=[_post_bags],
+)
 def update_reservation_baggages(
     state: AirlineState, reservation_id: str, total_baggages: int, payment_id: str, nonfree_baggages: int | None = None
 ) -> dict:
@@ -629,8 +695,12 @@ def update_reservation_baggages(
     return {**_view(state, reservation_id), "charged": fee}
 
 
-@tool(side_effect=True, prerequisites=[RESERVATION_LOADED, CANCELLABLE],
-      writes={"reservation_status": "result.status"}, post=[_post_cancelled])
+@tool(
+    side_effect=True,
+    prerequisites=[RESERVATION_LOADED, CANCELLABLE],
+    writes={"reservation_status": "result.status"},
+    post=[_post_cancelled],
+)
 def cancel_reservation(state: AirlineState, reservation_id: str) -> dict:
     """Cancel a whole reservation; every payment is refunded to the method it came from.
 
@@ -654,8 +724,12 @@ def cancel_reservation(state: AirlineState, reservation_id: str) -> dict:
     return {**_view(state, reservation_id), "refunded": -sum(p.amount for p in refunds)}
 
 
-@tool(side_effect=True, prerequisites=[USER_LOADED, DISRUPTED],
-      writes={"certificate_id": "result.certificate_id"}, post=[_post_certificate])
+@tool(
+    side_effect=True,
+    prerequisites=[USER_LOADED, DISRUPTED],
+    writes={"certificate_id": "result.certificate_id"},
+    post=[_post_certificate],
+)
 def send_certificate(state: AirlineState, user_id: str, amount: float) -> dict:
     """Send a travel certificate to a user as compensation; it is added to their payment methods.
 

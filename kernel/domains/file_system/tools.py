@@ -76,7 +76,7 @@ def cd(state: FileSystemState, folder: str) -> dict:
     return {"current_working_directory": _cwd_path(state)}
 
 
-@tool(side_effect=True, writes={"dir:{params.dir_name}": "const:\"created\""})
+@tool(side_effect=True, writes={"dir:{params.dir_name}": 'const:"created"'})
 def mkdir(state: FileSystemState, dir_name: str) -> dict:
     """Create a new directory in the current directory.
 

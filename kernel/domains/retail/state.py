@@ -98,29 +98,41 @@ class Order(_M):
 # ------------------------------------------------------------ reference data
 def default_products() -> dict[str, Product]:
     def p(name: str, variants: dict[str, tuple[dict[str, str], float, bool]]) -> Product:
-        return Product(name=name, variants={k: Variant(options=o, price=pr, available=a) for k, (o, pr, a) in variants.items()})
+        return Product(
+            name=name, variants={k: Variant(options=o, price=pr, available=a) for k, (o, pr, a) in variants.items()}
+        )
 
     return {
-        "P-7001": p("Water Bottle", {
-            "I-7011": ({"capacity": "500ml", "color": "blue"}, 19.0, True),
-            "I-7012": ({"capacity": "750ml", "color": "blue"}, 24.0, True),
-            "I-7013": ({"capacity": "750ml", "color": "black"}, 24.0, False),
-        }),
-        "P-7002": p("Yoga Mat", {
-            "I-7021": ({"thickness": "4mm", "color": "purple"}, 35.0, True),
-            "I-7022": ({"thickness": "6mm", "color": "green"}, 42.0, True),
-        }),
-        "P-7003": p("Bluetooth Speaker", {
-            "I-7031": ({"color": "red", "battery": "10h"}, 60.0, True),
-            "I-7032": ({"color": "black", "battery": "20h"}, 85.0, True),
-        }),
+        "P-7001": p(
+            "Water Bottle",
+            {
+                "I-7011": ({"capacity": "500ml", "color": "blue"}, 19.0, True),
+                "I-7012": ({"capacity": "750ml", "color": "blue"}, 24.0, True),
+                "I-7013": ({"capacity": "750ml", "color": "black"}, 24.0, False),
+            },
+        ),
+        "P-7002": p(
+            "Yoga Mat",
+            {
+                "I-7021": ({"thickness": "4mm", "color": "purple"}, 35.0, True),
+                "I-7022": ({"thickness": "6mm", "color": "green"}, 42.0, True),
+            },
+        ),
+        "P-7003": p(
+            "Bluetooth Speaker",
+            {
+                "I-7031": ({"color": "red", "battery": "10h"}, 60.0, True),
+                "I-7032": ({"color": "black", "battery": "20h"}, 85.0, True),
+            },
+        ),
     }
 
 
 def default_users() -> dict[str, User]:
     return {
         "noah_brown_6181": User(
-            name=Name(first_name="Noah", last_name="Brown"), email="noah.brown7922@example.com",
+            name=Name(first_name="Noah", last_name="Brown"),
+            email="noah.brown7922@example.com",
             address=Address(address1="986 Sunset Drive", address2="Suite 259", city="Denver", state="CO", zip="80279"),
             payment_methods={"paypal_5727330": PaymentMethod(source="paypal")},
             orders=["#W7678072"],
@@ -130,9 +142,12 @@ def default_users() -> dict[str, User]:
 
 def default_orders() -> dict[str, Order]:
     return {
-        "#W7678072": Order(user_id="noah_brown_6181", items=[OrderItem(item_id="I-7031")], status="delivered",
-                           payment_history=[Transaction(transaction_type="payment", amount=60.0,
-                                                        payment_method_id="paypal_5727330")]),
+        "#W7678072": Order(
+            user_id="noah_brown_6181",
+            items=[OrderItem(item_id="I-7031")],
+            status="delivered",
+            payment_history=[Transaction(transaction_type="payment", amount=60.0, payment_method_id="paypal_5727330")],
+        ),
     }
 
 
@@ -167,9 +182,13 @@ class RetailState(_M, MergedOverReferenceData):
                 if it.price is None:
                     it.price = prod.variants[it.item_id].price
             if not order.payment_history and user.payment_methods:  # paid in full with the first method on file
-                order.payment_history.append(Transaction(
-                    transaction_type="payment", amount=round(sum(it.price or 0.0 for it in order.items), 2),
-                    payment_method_id=next(iter(user.payment_methods))))
+                order.payment_history.append(
+                    Transaction(
+                        transaction_type="payment",
+                        amount=round(sum(it.price or 0.0 for it in order.items), 2),
+                        payment_method_id=next(iter(user.payment_methods)),
+                    )
+                )
             for t in order.payment_history:
                 if t.payment_method_id not in user.payment_methods:
                     raise ValueError(f"order {oid}: payment method {t.payment_method_id} is not the user's")

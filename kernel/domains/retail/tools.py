@@ -40,15 +40,20 @@ CancelReason = Literal["no longer needed", "ordered by mistake"]
 
 # ----------------------------------------------------------- prerequisites
 IDENTIFIED = Prerequisite(
-    key="retail_user_identified", sat=Sat(op="truthy"),
+    key="retail_user_identified",
+    sat=Sat(op="truthy"),
     description="the user was identified (find_user_id_by_email or find_user_id_by_name_zip)",
 )
 PENDING = Prerequisite(
-    key="order_status", sat=Sat(op="eq", value="pending"), entity="order_id",
+    key="order_status",
+    sat=Sat(op="eq", value="pending"),
+    entity="order_id",
     description="the order is pending (get_order_details_retail shows its status)",
 )
 DELIVERED = Prerequisite(
-    key="order_status", sat=Sat(op="eq", value="delivered"), entity="order_id",
+    key="order_status",
+    sat=Sat(op="eq", value="delivered"),
+    entity="order_id",
     description="the order was delivered (get_order_details_retail shows its status)",
 )
 
@@ -95,7 +100,11 @@ def _items_in_order(o: Order, order_id: str, item_ids: list[str]) -> list[OrderI
     want, have = Counter(item_ids), Counter(it.item_id for it in o.items)
     for iid, n in want.items():
         if have[iid] < n:
-            raise ToolError(f"item {iid} is not in order {order_id}" if not have[iid] else f"order {order_id} holds item {iid} only {have[iid]} time(s)")
+            raise ToolError(
+                f"item {iid} is not in order {order_id}"
+                if not have[iid]
+                else f"order {order_id} holds item {iid} only {have[iid]} time(s)"
+            )
     out, used = [], Counter()
     for iid in item_ids:
         matches = [it for it in o.items if it.item_id == iid]
@@ -119,7 +128,9 @@ def _swap(db: RetailState, o: Order, order_id: str, item_ids: Any, new_item_ids:
             raise ToolError(f"item {nid} is the same variant as the one in the order")
         if not var.available:
             raise ToolError(f"item {nid} is out of stock")
-        new_items.append(OrderItem(item_id=nid, product_id=pid, name=old.name, options=dict(var.options), price=var.price))
+        new_items.append(
+            OrderItem(item_id=nid, product_id=pid, name=old.name, options=dict(var.options), price=var.price)
+        )
         diff += var.price - (old.price or 0.0)
     return new_items, round(diff, 2)
 
@@ -131,7 +142,9 @@ def _settle(user: User, payment_method_id: Any, amount: float) -> None:
     pm = user.payment_methods[payment_method_id]
     if pm.source == "gift_card":
         if amount > 0 and (pm.balance or 0.0) < amount:
-            raise ToolError(f"gift card {payment_method_id} has a balance of {pm.balance or 0.0:.2f}, not enough for {amount:.2f}")
+            raise ToolError(
+                f"gift card {payment_method_id} has a balance of {pm.balance or 0.0:.2f}, not enough for {amount:.2f}"
+            )
         pm.balance = round((pm.balance or 0.0) - amount, 2)
 
 
@@ -144,8 +157,13 @@ def _swap_and_settle(
     new_items, diff = _swap(db, o, order_id, item_ids, new_item_ids)
     _settle(user, payment_method_id, diff)
     if diff:
-        o.payment_history.append(Transaction(transaction_type="payment" if diff > 0 else "refund", amount=abs(diff),
-                                             payment_method_id=payment_method_id))
+        o.payment_history.append(
+            Transaction(
+                transaction_type="payment" if diff > 0 else "refund",
+                amount=abs(diff),
+                payment_method_id=payment_method_id,
+            )
+        )
     return new_items, diff
 
 
@@ -176,8 +194,16 @@ def _order_view(db: RetailState, order_id: str) -> dict:
         "user_id": o.user_id,
         "status": o.status,
         "address": o.address.model_dump() if o.address else None,
-        "items": [{"item_id": it.item_id, "name": it.name, "product_id": it.product_id, "options": dict(it.options),
-                   "price": it.price} for it in o.items],
+        "items": [
+            {
+                "item_id": it.item_id,
+                "name": it.name,
+                "product_id": it.product_id,
+                "options": dict(it.options),
+                "price": it.price,
+            }
+            for it in o.items
+        ],
         "item_ids": [it.item_id for it in o.items],
         "payment_history": [t.model_dump() for t in o.payment_history],
         "cancel_reason": o.cancel_reason,
@@ -244,18 +270,23 @@ def find_user_id_by_name_zip(db: RetailState, first_name: str, last_name: str, z
             raise ToolError(f"{name} must be a non-empty string")
     for uid, u in sorted(db.users.items()):
         if (u.name.first_name.lower(), u.name.last_name.lower(), u.address.zip) == (
-            first_name.strip().lower(), last_name.strip().lower(), zip.strip()
+            first_name.strip().lower(),
+            last_name.strip().lower(),
+            zip.strip(),
         ):
             return {"user_id": uid, "found": True}
     return {"user_id": None, "found": False}
 
 
 # ------------------------------------------------------------------- reads
-@tool(prerequisites=[IDENTIFIED], writes={
-    "payment_method_ids": "result.payment_method_ids",
-    "user_order_ids": "result.orders",
-    "user_address": "result.address",
-})
+@tool(
+    prerequisites=[IDENTIFIED],
+    writes={
+        "payment_method_ids": "result.payment_method_ids",
+        "user_order_ids": "result.orders",
+        "user_address": "result.address",
+    },
+)
 def get_user_details_retail(db: RetailState, user_id: str) -> dict:
     """Get a store user's profile: name, email, address, payment methods and orders.
 
@@ -268,7 +299,9 @@ def get_user_details_retail(db: RetailState, user_id: str) -> dict:
         "name": u.name.model_dump(),
         "email": u.email,
         "address": u.address.model_dump(),
-        "payment_methods": [{"payment_method_id": k, **v.model_dump(exclude_none=True)} for k, v in u.payment_methods.items()],
+        "payment_methods": [
+            {"payment_method_id": k, **v.model_dump(exclude_none=True)} for k, v in u.payment_methods.items()
+        ],
         "payment_method_ids": list(u.payment_methods),
         "orders": list(u.orders),
     }
@@ -293,21 +326,32 @@ def get_product_details(db: RetailState, product_id: str) -> dict:
         product_id: The product id, such as 'P-1001'.
     """
     prod = find(db.products, product_id, "product")
-    variants = [{"item_id": k, "options": dict(v.options), "price": v.price, "available": v.available}
-                for k, v in prod.variants.items()]
-    return {"product_id": product_id, "name": prod.name, "variants": variants,
-            "available_item_ids": [v["item_id"] for v in variants if v["available"]]}
+    variants = [
+        {"item_id": k, "options": dict(v.options), "price": v.price, "available": v.available}
+        for k, v in prod.variants.items()
+    ]
+    return {
+        "product_id": product_id,
+        "name": prod.name,
+        "variants": variants,
+        "available_item_ids": [v["item_id"] for v in variants if v["available"]],
+    }
 
 
 @tool(writes={"product_types": "result.products"})
 def list_all_product_types(db: RetailState) -> dict:
     """List every product type the store sells with its product id."""
-    return {"products": [{"name": p.name, "product_id": k} for k, p in sorted(db.products.items(), key=lambda kv: kv[1].name)]}
+    return {
+        "products": [
+            {"name": p.name, "product_id": k} for k, p in sorted(db.products.items(), key=lambda kv: kv[1].name)
+        ]
+    }
 
 
 # ------------------------------------------------------------ pending orders
-@tool(side_effect=True, prerequisites=[IDENTIFIED, PENDING], writes=ORDER_STATUS_WRITES,
-      post=[_post_status("cancelled")])
+@tool(
+    side_effect=True, prerequisites=[IDENTIFIED, PENDING], writes=ORDER_STATUS_WRITES, post=[_post_status("cancelled")]
+)
 def cancel_pending_order(db: RetailState, order_id: str, reason: CancelReason) -> dict:
     """Cancel a pending order; its payments are refunded to the methods they came from.
 
@@ -322,14 +366,22 @@ def cancel_pending_order(db: RetailState, order_id: str, reason: CancelReason) -
     user = db.users[o.user_id]
     for t in [t for t in o.payment_history if t.transaction_type == "payment"]:
         _settle(user, t.payment_method_id, -t.amount)
-        o.payment_history.append(Transaction(transaction_type="refund", amount=t.amount, payment_method_id=t.payment_method_id))
+        o.payment_history.append(
+            Transaction(transaction_type="refund", amount=t.amount, payment_method_id=t.payment_method_id)
+        )
     o.status, o.cancel_reason = "cancelled", reason
     return _order_view(db, order_id)
 
 
 @tool(side_effect=True, prerequisites=[IDENTIFIED, PENDING], post=[_post_order_address])
 def modify_pending_order_address(
-    db: RetailState, order_id: str, address1: str, city: str, state: str, zip: str, address2: str = "",
+    db: RetailState,
+    order_id: str,
+    address1: str,
+    city: str,
+    state: str,
+    zip: str,
+    address2: str = "",
     country: str = "USA",
 ) -> dict:
     """Change the shipping address of a pending order.
@@ -407,8 +459,12 @@ def modify_pending_order_payment(db: RetailState, order_id: str, payment_method_
 
 
 # ---------------------------------------------------------- delivered orders
-@tool(side_effect=True, prerequisites=[IDENTIFIED, DELIVERED], writes=ORDER_STATUS_WRITES,
-      post=[_post_status("return requested")])
+@tool(
+    side_effect=True,
+    prerequisites=[IDENTIFIED, DELIVERED],
+    writes=ORDER_STATUS_WRITES,
+    post=[_post_status("return requested")],
+)
 def return_delivered_order_items(db: RetailState, order_id: str, item_ids: list[str], payment_method_id: str) -> dict:
     """Return items of a delivered order; the refund goes to the original payment method or a gift card.
 
@@ -429,8 +485,12 @@ def return_delivered_order_items(db: RetailState, order_id: str, item_ids: list[
     return {**_order_view(db, order_id), "refund_amount": amount}
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED, DELIVERED], writes=ORDER_STATUS_WRITES,
-      post=[_post_status("exchange requested")])
+@tool(
+    side_effect=True,
+    prerequisites=[IDENTIFIED, DELIVERED],
+    writes=ORDER_STATUS_WRITES,
+    post=[_post_status("exchange requested")],
+)
 def exchange_delivered_order_items(
     db: RetailState, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> dict:
@@ -452,7 +512,13 @@ def exchange_delivered_order_items(
 # ------------------------------------------------------------------ account
 @tool(side_effect=True, prerequisites=[IDENTIFIED], post=[_post_user_address])
 def modify_user_address(
-    db: RetailState, user_id: str, address1: str, city: str, state: str, zip: str, address2: str = "",
+    db: RetailState,
+    user_id: str,
+    address1: str,
+    city: str,
+    state: str,
+    zip: str,
+    address2: str = "",
     country: str = "USA",
 ) -> dict:
     """Change a user's default address (orders already placed keep theirs).

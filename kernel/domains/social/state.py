@@ -31,8 +31,16 @@ class Tweet(_M):
 
 
 POSTING_USERS = [
-    "techguru", "nightowl", "green_thumb", "chef_maria", "bookworm",
-    "runner_max", "pixel_art", "jazz_cat", "trail_blazer", "data_dan",
+    "techguru",
+    "nightowl",
+    "green_thumb",
+    "chef_maria",
+    "bookworm",
+    "runner_max",
+    "pixel_art",
+    "jazz_cat",
+    "trail_blazer",
+    "data_dan",
 ]
 
 

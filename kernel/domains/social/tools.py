@@ -61,7 +61,13 @@ def _registered(p: PostingState, username: str, what: str = "user") -> str:
 
 
 def _tweet_view(t: Tweet) -> dict[str, Any]:
-    return {"id": t.id, "username": t.username, "content": t.content, "tags": list(t.tags), "mentions": list(t.mentions)}
+    return {
+        "id": t.id,
+        "username": t.username,
+        "content": t.content,
+        "tags": list(t.tags),
+        "mentions": list(t.mentions),
+    }
 
 
 def _newest_first(tweets: list[Tweet]) -> list[dict[str, Any]]:
@@ -220,7 +226,9 @@ def posting_logout(state: SocialState) -> dict:
 
 
 @tool(side_effect=True, prerequisites=[POSTING_AUTH], writes={"tweet_id": "result.id"}, post=[_tweet_stored])
-def post_tweet(state: SocialState, content: str, tags: list[str] | None = None, mentions: list[str] | None = None) -> dict:
+def post_tweet(
+    state: SocialState, content: str, tags: list[str] | None = None, mentions: list[str] | None = None
+) -> dict:
     """Post a tweet as the logged-in user.
 
     Args:
@@ -446,7 +454,9 @@ def get_user_id(state: SocialState, user: str) -> dict:
     return {"user": user, "user_id": uid}
 
 
-@tool(side_effect=True, prerequisites=[MESSAGE_AUTH], writes={"message_id": "result.message_id"}, post=[_message_stored])
+@tool(
+    side_effect=True, prerequisites=[MESSAGE_AUTH], writes={"message_id": "result.message_id"}, post=[_message_stored]
+)
 def send_message(state: SocialState, receiver_id: str, message: str) -> dict:
     """Send a direct message from the logged-in user to another user, by the receiver's user id.
 
@@ -531,7 +541,8 @@ def search_messages(state: SocialState, keyword: str) -> dict:
     if not k:
         raise ToolError("empty search keyword")
     hits = [
-        x for x in sorted(state.messaging.messages, key=lambda x: -x.id)
+        x
+        for x in sorted(state.messaging.messages, key=lambda x: -x.id)
         if me in (x.sender_id, x.receiver_id) and k in x.message.lower()
     ]
     return {"keyword": keyword, "messages": [x.model_dump() for x in hits]}

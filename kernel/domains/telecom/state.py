@@ -87,21 +87,39 @@ def default_plans() -> dict[str, Plan]:
     return {
         "P-BASIC": Plan(name="Basic 5GB", data_limit_gb=5, price_per_month=30, data_refuel_price_per_gb=4),
         "P-PLUS": Plan(name="Plus 15GB", data_limit_gb=15, price_per_month=45, data_refuel_price_per_gb=3),
-        "P-MAX": Plan(name="Max 50GB", data_limit_gb=50, price_per_month=70, data_refuel_price_per_gb=2,
-                      roaming_included=True),
-        "P-TRAVEL": Plan(name="Travel 20GB", data_limit_gb=20, price_per_month=55, data_refuel_price_per_gb=2.5,
-                         roaming_included=True),
+        "P-MAX": Plan(
+            name="Max 50GB", data_limit_gb=50, price_per_month=70, data_refuel_price_per_gb=2, roaming_included=True
+        ),
+        "P-TRAVEL": Plan(
+            name="Travel 20GB",
+            data_limit_gb=20,
+            price_per_month=55,
+            data_refuel_price_per_gb=2.5,
+            roaming_included=True,
+        ),
     }
 
 
 def default_customers() -> dict[str, Customer]:
     return {
-        "C1001": Customer(full_name="John Smith", phone_number="555-123-2002", email="john.smith@example.com",
-                          date_of_birth="1985-06-15", payment_methods={"PM-1001": PaymentMethod(last_four="1234")},
-                          line_ids=["L-1001"], bill_ids=["B-1001"]),
-        "C1002": Customer(full_name="Maria Garcia", phone_number="555-987-6543", email="maria.garcia@example.com",
-                          date_of_birth="1990-11-02", payment_methods={"PM-1002": PaymentMethod(method_type="paypal")},
-                          line_ids=["L-1002"], bill_ids=[]),
+        "C1001": Customer(
+            full_name="John Smith",
+            phone_number="555-123-2002",
+            email="john.smith@example.com",
+            date_of_birth="1985-06-15",
+            payment_methods={"PM-1001": PaymentMethod(last_four="1234")},
+            line_ids=["L-1001"],
+            bill_ids=["B-1001"],
+        ),
+        "C1002": Customer(
+            full_name="Maria Garcia",
+            phone_number="555-987-6543",
+            email="maria.garcia@example.com",
+            date_of_birth="1990-11-02",
+            payment_methods={"PM-1002": PaymentMethod(method_type="paypal")},
+            line_ids=["L-1002"],
+            bill_ids=[],
+        ),
     }
 
 
@@ -114,8 +132,14 @@ def default_lines() -> dict[str, Line]:
 
 def default_bills() -> dict[str, Bill]:
     return {
-        "B-1001": Bill(customer_id="C1001", period="2025-01", amount_due=45, due_date="2025-02-01", status="paid",
-                       paid_with="PM-1001"),
+        "B-1001": Bill(
+            customer_id="C1001",
+            period="2025-01",
+            amount_due=45,
+            due_date="2025-02-01",
+            status="paid",
+            paid_with="PM-1001",
+        ),
     }
 
 

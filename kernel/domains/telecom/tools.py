@@ -41,17 +41,21 @@ SPEED = {"excellent": 120.0, "good": 45.0, "poor": 5.0, "none": 0.0}
 
 # ----------------------------------------------------------- prerequisites
 IDENTIFIED = Prerequisite(
-    key="customer_identified", sat=Sat(op="truthy"),
+    key="customer_identified",
+    sat=Sat(op="truthy"),
     description="the caller was identified as a customer (get_customer_by_phone)",
 )
 LINE_ACTIVE = Prerequisite(
-    key="line_status", sat=Sat(op="eq", value="active"), entity="line_id",
+    key="line_status",
+    sat=Sat(op="eq", value="active"),
+    entity="line_id",
     description="the line is active (get_details_by_id shows its status)",
 )
 # Each status write also goes to the entry of the line it is about (docs/kernel.md, "Per-entity prerequisites").
 LINE_STATUS_OF_RESULT = {"line_status": "result.line_status", "line_status[{result.line_id}]": "result.line_status"}
 NO_OVERDUE = Prerequisite(
-    key="has_overdue_bill", sat=Sat(op="eq", value=False),
+    key="has_overdue_bill",
+    sat=Sat(op="eq", value=False),
     description="the customer has no overdue bill (get_bills_for_customer)",
 )
 
@@ -153,8 +157,12 @@ def get_customer_by_phone(state: TelecomState, phone_number: str) -> dict:
     for cid, c in sorted(state.customers.items()):
         numbers = [c.phone_number] + [state.lines[lid].phone_number for lid in c.line_ids if lid in state.lines]
         if want in (_digits(n) for n in numbers):
-            return {"customer_id": cid, "full_name": c.full_name, "account_status": c.account_status,
-                    "line_ids": list(c.line_ids)}
+            return {
+                "customer_id": cid,
+                "full_name": c.full_name,
+                "account_status": c.account_status,
+                "line_ids": list(c.line_ids),
+            }
     raise ToolError(f"no customer with phone number {phone_number}")
 
 
@@ -172,9 +180,16 @@ def get_details_by_id(state: TelecomState, id: str) -> dict:
         return _line_view(state, id)
     if id in state.customers:
         c = state.customers[id]
-        return {"customer_id": id, "full_name": c.full_name, "phone_number": c.phone_number, "email": c.email,
-                "account_status": c.account_status, "line_ids": list(c.line_ids), "bill_ids": list(c.bill_ids),
-                "payment_method_ids": list(c.payment_methods)}
+        return {
+            "customer_id": id,
+            "full_name": c.full_name,
+            "phone_number": c.phone_number,
+            "email": c.email,
+            "account_status": c.account_status,
+            "line_ids": list(c.line_ids),
+            "bill_ids": list(c.bill_ids),
+            "payment_method_ids": list(c.payment_methods),
+        }
     if id in state.bills:
         return {"bill_id": id, **state.bills[id].model_dump()}
     if id in state.plans:
@@ -191,22 +206,39 @@ def get_data_usage(state: TelecomState, customer_id: str, line_id: str) -> dict:
         line_id: The line, such as 'L-1001'.
     """
     line = _owned(state, customer_id, line_id)
-    return {"line_id": line_id, "data_used_gb": line.data_used_gb, "data_limit_gb": _limit(state, line),
-            "data_remaining_gb": _remaining(state, line),
-            "refuel_price_per_gb": state.plans[line.plan_id].data_refuel_price_per_gb}
+    return {
+        "line_id": line_id,
+        "data_used_gb": line.data_used_gb,
+        "data_limit_gb": _limit(state, line),
+        "data_remaining_gb": _remaining(state, line),
+        "refuel_price_per_gb": state.plans[line.plan_id].data_refuel_price_per_gb,
+    }
 
 
 @tool(writes={"available_plans": "result.plans"})
 def list_available_plans(state: TelecomState) -> dict:
     """List the plans a line can be moved to, with data allowance and monthly price."""
-    return {"plans": [{"plan_id": k, "name": p.name, "data_limit_gb": p.data_limit_gb,
-                       "price_per_month": p.price_per_month, "roaming_included": p.roaming_included}
-                      for k, p in sorted(state.plans.items())]}
+    return {
+        "plans": [
+            {
+                "plan_id": k,
+                "name": p.name,
+                "data_limit_gb": p.data_limit_gb,
+                "price_per_month": p.price_per_month,
+                "roaming_included": p.roaming_included,
+            }
+            for k, p in sorted(state.plans.items())
+        ]
+    }
 
 
 # ----------------------------------------------------------------- line changes
-@tool(side_effect=True, prerequisites=[IDENTIFIED, LINE_ACTIVE], writes={"roaming_enabled": "const:true"},
-      post=[_post_roaming(True)])
+@tool(
+    side_effect=True,
+    prerequisites=[IDENTIFIED, LINE_ACTIVE],
+    writes={"roaming_enabled": "const:true"},
+    post=[_post_roaming(True)],
+)
 def enable_roaming(state: TelecomState, customer_id: str, line_id: str) -> dict:
     """Enable international roaming on a line.
 
@@ -223,8 +255,9 @@ def enable_roaming(state: TelecomState, customer_id: str, line_id: str) -> dict:
     return {"line_id": line_id, "roaming_enabled": True}
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED], writes={"roaming_enabled": "const:false"},
-      post=[_post_roaming(False)])
+@tool(
+    side_effect=True, prerequisites=[IDENTIFIED], writes={"roaming_enabled": "const:false"}, post=[_post_roaming(False)]
+)
 def disable_roaming(state: TelecomState, customer_id: str, line_id: str) -> dict:
     """Disable international roaming on a line.
 
@@ -239,8 +272,12 @@ def disable_roaming(state: TelecomState, customer_id: str, line_id: str) -> dict
     return {"line_id": line_id, "roaming_enabled": False}
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED, LINE_ACTIVE], writes={"data_remaining_gb": "result.data_remaining_gb"},
-      post=[_post_refuel])
+@tool(
+    side_effect=True,
+    prerequisites=[IDENTIFIED, LINE_ACTIVE],
+    writes={"data_remaining_gb": "result.data_remaining_gb"},
+    post=[_post_refuel],
+)
 def refuel_data(state: TelecomState, customer_id: str, line_id: str, gb_amount: float) -> dict:
     """Add mobile data to a line for this cycle; it is charged at the plan's refuel price per GB.
 
@@ -256,10 +293,16 @@ def refuel_data(state: TelecomState, customer_id: str, line_id: str, gb_amount: 
         raise ToolError(f"line {line_id} is {line.status}; data can only be added to an active line")
     price = round(state.plans[line.plan_id].data_refuel_price_per_gb * gb_amount, 2)
     line.data_refueled_gb = round(line.data_refueled_gb + gb_amount, 2)
-    state.charges.append(Charge(customer_id=customer_id, line_id=line_id, description=f"data refuel {gb_amount} GB",
-                                amount=price))
-    return {"line_id": line_id, "added_gb": gb_amount, "charge": price, "data_limit_gb": _limit(state, line),
-            "data_remaining_gb": _remaining(state, line)}
+    state.charges.append(
+        Charge(customer_id=customer_id, line_id=line_id, description=f"data refuel {gb_amount} GB", amount=price)
+    )
+    return {
+        "line_id": line_id,
+        "added_gb": gb_amount,
+        "charge": price,
+        "data_limit_gb": _limit(state, line),
+        "data_remaining_gb": _remaining(state, line),
+    }
 
 
 def _post_plan(args, result, state) -> str | None:
@@ -289,8 +332,7 @@ def change_plan(state: TelecomState, customer_id: str, line_id: str, plan_id: st
     return _line_view(state, line_id)
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED], writes=LINE_STATUS_OF_RESULT,
-      post=[_post_status("suspended")])
+@tool(side_effect=True, prerequisites=[IDENTIFIED], writes=LINE_STATUS_OF_RESULT, post=[_post_status("suspended")])
 def suspend_line(state: TelecomState, customer_id: str, line_id: str, reason: str) -> dict:
     """Suspend an active line (for example a lost or stolen phone).
 
@@ -308,8 +350,12 @@ def suspend_line(state: TelecomState, customer_id: str, line_id: str, reason: st
     return _line_view(state, line_id)
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED, NO_OVERDUE], writes=LINE_STATUS_OF_RESULT,
-      post=[_post_status("active")])
+@tool(
+    side_effect=True,
+    prerequisites=[IDENTIFIED, NO_OVERDUE],
+    writes=LINE_STATUS_OF_RESULT,
+    post=[_post_status("active")],
+)
 def resume_line(state: TelecomState, customer_id: str, line_id: str) -> dict:
     """Resume a suspended line; not possible while the customer has an overdue bill.
 
@@ -328,11 +374,14 @@ def resume_line(state: TelecomState, customer_id: str, line_id: str) -> dict:
 
 
 # ------------------------------------------------------------------- billing
-@tool(prerequisites=[IDENTIFIED], writes={
-    "has_overdue_bill": "result.has_overdue_bill",
-    "overdue_bill_ids": "result.overdue_bill_ids",
-    "overdue_bill_id": "result.overdue_bill_ids.0",
-})
+@tool(
+    prerequisites=[IDENTIFIED],
+    writes={
+        "has_overdue_bill": "result.has_overdue_bill",
+        "overdue_bill_ids": "result.overdue_bill_ids",
+        "overdue_bill_id": "result.overdue_bill_ids.0",
+    },
+)
 def get_bills_for_customer(state: TelecomState, customer_id: str) -> dict:
     """List a customer's bills, newest first, and whether any is overdue.
 
@@ -342,8 +391,11 @@ def get_bills_for_customer(state: TelecomState, customer_id: str) -> dict:
     cust = _customer(state, customer_id)
     bills = sorted(cust.bill_ids, key=lambda b: state.bills[b].period, reverse=True)
     overdue = _overdue(state, customer_id)
-    return {"bills": [{"bill_id": b, **state.bills[b].model_dump()} for b in bills],
-            "has_overdue_bill": bool(overdue), "overdue_bill_ids": overdue}
+    return {
+        "bills": [{"bill_id": b, **state.bills[b].model_dump()} for b in bills],
+        "has_overdue_bill": bool(overdue),
+        "overdue_bill_ids": overdue,
+    }
 
 
 @tool(side_effect=True, prerequisites=[IDENTIFIED])
@@ -368,8 +420,12 @@ def send_payment_request(state: TelecomState, customer_id: str, bill_id: str) ->
     return {"bill_id": bill_id, "status": "awaiting_payment", "amount_due": bill.amount_due}
 
 
-@tool(side_effect=True, prerequisites=[IDENTIFIED], writes={"has_overdue_bill": "result.has_overdue_bill"},
-      post=[_post_paid])
+@tool(
+    side_effect=True,
+    prerequisites=[IDENTIFIED],
+    writes={"has_overdue_bill": "result.has_overdue_bill"},
+    post=[_post_paid],
+)
 def make_payment(state: TelecomState, customer_id: str, bill_id: str, payment_method_id: str) -> dict:
     """Pay a bill in full with one of the customer's payment methods on file.
 
@@ -387,8 +443,12 @@ def make_payment(state: TelecomState, customer_id: str, bill_id: str, payment_me
     if payment_method_id not in cust.payment_methods:
         raise ToolError(f"payment method {payment_method_id!r} not found for customer {customer_id}")
     bill.status, bill.paid_with = "paid", payment_method_id
-    return {"bill_id": bill_id, "status": "paid", "amount_paid": bill.amount_due,
-            "has_overdue_bill": bool(_overdue(state, customer_id))}
+    return {
+        "bill_id": bill_id,
+        "status": "paid",
+        "amount_paid": bill.amount_due,
+        "has_overdue_bill": bool(_overdue(state, customer_id)),
+    }
 
 
 # -------------------------------------------------------------------- device

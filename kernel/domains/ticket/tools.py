@@ -63,7 +63,10 @@ STAFF = Prerequisite(
     description="the logged-in account must be a support agent or admin",
 )
 NOT_CLOSED = Prerequisite(
-    key="ticket_status", sat=Sat(op="ne", value="Closed"), entity="ticket_id", description="the ticket must not be Closed"
+    key="ticket_status",
+    sat=Sat(op="ne", value="Closed"),
+    entity="ticket_id",
+    description="the ticket must not be Closed",
 )
 ACTIVE = Prerequisite(
     key="ticket_status",
@@ -80,8 +83,11 @@ REOPENABLE = Prerequisite(
 
 # A status write also goes to the entry of the ticket it is about (per-entity prerequisites).
 STATUS_WRITES = {"ticket_status": "result.status", "ticket_status[{params.ticket_id}]": "result.status"}
-FIRST_HIT_WRITES = {"ticket_id": "result.tickets.0.id", "ticket_status": "result.tickets.0.status",
-                    "ticket_status[{result.tickets.0.id}]": "result.tickets.0.status"}
+FIRST_HIT_WRITES = {
+    "ticket_id": "result.tickets.0.id",
+    "ticket_status": "result.tickets.0.status",
+    "ticket_status[{result.tickets.0.id}]": "result.tickets.0.status",
+}
 
 
 # ------------------------------------------------------------------ helpers
@@ -277,9 +283,7 @@ def get_ticket(state: TicketState, ticket_id: int) -> dict:
     return _view(_ticket(state, ticket_id))
 
 
-@tool(
-    prerequisites=[LOGGED_IN], writes=FIRST_HIT_WRITES
-)
+@tool(prerequisites=[LOGGED_IN], writes=FIRST_HIT_WRITES)
 def get_user_tickets(state: TicketState, status: Status | None = None) -> dict:
     """List the tickets the logged-in user created, newest first, optionally only those with a status.
 
@@ -306,9 +310,7 @@ def search_tickets(state: TicketState, keyword: str) -> dict:
     return {"tickets": [_brief(t) for t in rows], "count": len(rows)}
 
 
-@tool(
-    side_effect=True, prerequisites=[LOGGED_IN], writes=STATUS_WRITES, post=[_status_is("Closed")]
-)
+@tool(side_effect=True, prerequisites=[LOGGED_IN], writes=STATUS_WRITES, post=[_status_is("Closed")])
 def close_ticket(state: TicketState, ticket_id: int) -> dict:
     """Close a ticket.
 

@@ -40,9 +40,7 @@ tool = DOMAIN.tool
 LOGGED_IN = Prerequisite(
     key="trading_logged_in", sat=Sat(op="truthy"), description="the user must be logged in to the trading account"
 )
-MARKET_OPEN = Prerequisite(
-    key="market_status", sat=Sat(op="eq", value="Open"), description="the market must be Open"
-)
+MARKET_OPEN = Prerequisite(key="market_status", sat=Sat(op="eq", value="Open"), description="the market must be Open")
 HAS_FUNDS = Prerequisite(
     key="account_balance", sat=Sat(op="gt", value=0), description="the account must have a positive cash balance"
 )
@@ -104,7 +102,9 @@ def _check_date(d: str | None, what: str) -> None:
 
 
 def _record(state: TradingState, kind: Literal["deposit", "withdrawal"], amount: float) -> None:
-    state.transactions.append(Transaction(id=state.transaction_counter, type=kind, amount=_money(amount), date=state.current_date))
+    state.transactions.append(
+        Transaction(id=state.transaction_counter, type=kind, amount=_money(amount), date=state.current_date)
+    )
     state.transaction_counter += 1
 
 
@@ -136,7 +136,11 @@ def _post_order_cancelled(args: dict, result: Any, state: TradingState) -> str |
 
 def _post_balance(args: dict, result: Any, state: TradingState) -> str | None:
     got = result.get("new_balance")
-    return None if got is not None and _money(got) == _money(state.account.balance) else "reported balance differs from the account balance"
+    return (
+        None
+        if got is not None and _money(got) == _money(state.account.balance)
+        else "reported balance differs from the account balance"
+    )
 
 
 def _post_in_watchlist(args: dict, result: Any, state: TradingState) -> str | None:
@@ -149,12 +153,18 @@ def _post_not_in_watchlist(args: dict, result: Any, state: TradingState) -> str 
 
 def _post_market(args: dict, result: Any, state: TradingState) -> str | None:
     want = _status_at(_parse_time(args["current_time_str"]))
-    return None if state.market_status == want == result.get("status") else "market status does not follow the given time"
+    return (
+        None if state.market_status == want == result.get("status") else "market status does not follow the given time"
+    )
 
 
 def _post_symbol(args: dict, result: Any, state: TradingState) -> str | None:
     s = state.stocks.get(result.get("symbol", ""))
-    return None if s is not None and s.name.lower() == args["name"].strip().lower() else "resolved symbol does not belong to the company"
+    return (
+        None
+        if s is not None and s.name.lower() == args["name"].strip().lower()
+        else "resolved symbol does not belong to the company"
+    )
 
 
 _NUM = {"type": "number"}
@@ -244,7 +254,14 @@ def get_symbol_by_name(state: TradingState, name: str) -> dict:
     output_schema={
         "type": "object",
         "required": ["symbol", "name", "price", "percent_change", "volume", "sector"],
-        "properties": {"symbol": _STR, "name": _STR, "price": _NUM, "percent_change": _NUM, "volume": _NUM, "sector": _STR},
+        "properties": {
+            "symbol": _STR,
+            "name": _STR,
+            "price": _NUM,
+            "percent_change": _NUM,
+            "volume": _NUM,
+            "sector": _STR,
+        },
     },
 )
 def get_stock_info(state: TradingState, symbol: str) -> dict:
@@ -255,7 +272,14 @@ def get_stock_info(state: TradingState, symbol: str) -> dict:
     """
     sym = _listed(state, symbol)
     s = state.stocks[sym]
-    return {"symbol": sym, "name": s.name, "price": s.price, "percent_change": s.percent_change, "volume": s.volume, "sector": s.sector}
+    return {
+        "symbol": sym,
+        "name": s.name,
+        "price": s.price,
+        "percent_change": s.percent_change,
+        "volume": s.volume,
+        "sector": s.sector,
+    }
 
 
 @tool(writes={"stocks": "result.stock_list"})
@@ -303,7 +327,9 @@ def add_to_watchlist(state: TradingState, stock: str) -> dict:
     return {"watchlist": list(state.watchlist)}
 
 
-@tool(side_effect=True, prerequisites=[LOGGED_IN], writes={"watchlist": "result.watchlist"}, post=[_post_not_in_watchlist])
+@tool(
+    side_effect=True, prerequisites=[LOGGED_IN], writes={"watchlist": "result.watchlist"}, post=[_post_not_in_watchlist]
+)
 def remove_stock_from_watchlist(state: TradingState, symbol: str) -> dict:
     """Remove a stock from the watchlist.
 
@@ -337,7 +363,9 @@ def get_watchlist(state: TradingState) -> dict:
         "properties": {"order_id": {"type": "integer"}, "price": _NUM, "amount": {"type": "integer"}, "balance": _NUM},
     },
 )
-def place_order(state: TradingState, order_type: Literal["Buy", "Sell"], symbol: str, price: float, amount: int) -> dict:
+def place_order(
+    state: TradingState, order_type: Literal["Buy", "Sell"], symbol: str, price: float, amount: int
+) -> dict:
     """Place a buy or sell order for shares of a stock at a limit price.
 
     Needs a login, an open market and a positive cash balance; a buy reserves its cost,
@@ -389,7 +417,14 @@ def get_order_details(state: TradingState, order_id: int) -> dict:
     """
     _need_login(state)
     o = _order(state, order_id)
-    return {"order_id": o.id, "order_type": o.order_type, "symbol": o.symbol, "price": o.price, "amount": o.amount, "status": o.status}
+    return {
+        "order_id": o.id,
+        "order_type": o.order_type,
+        "symbol": o.symbol,
+        "price": o.price,
+        "amount": o.amount,
+        "status": o.status,
+    }
 
 
 @tool(
@@ -431,14 +466,24 @@ def get_order_history(state: TradingState) -> dict:
     output_schema={
         "type": "object",
         "required": ["account_id", "balance", "binding_card", "holdings"],
-        "properties": {"account_id": {"type": "integer"}, "balance": _NUM, "binding_card": _STR, "holdings": {"type": "object"}},
+        "properties": {
+            "account_id": {"type": "integer"},
+            "balance": _NUM,
+            "binding_card": _STR,
+            "holdings": {"type": "object"},
+        },
     },
 )
 def get_account_info(state: TradingState) -> dict:
     """Get the account id, cash balance, linked card and share holdings."""
     _need_login(state)
     acc = state.account
-    return {"account_id": acc.account_id, "balance": acc.balance, "binding_card": acc.binding_card, "holdings": dict(acc.holdings)}
+    return {
+        "account_id": acc.account_id,
+        "balance": acc.balance,
+        "binding_card": acc.binding_card,
+        "holdings": dict(acc.holdings),
+    }
 
 
 @tool(
@@ -447,7 +492,9 @@ def get_account_info(state: TradingState) -> dict:
     writes={"account_balance": "result.new_balance"},
     post=[_post_balance],
 )
-def make_transaction(state: TradingState, account_id: int, xact_type: Literal["deposit", "withdrawal"], amount: float) -> dict:
+def make_transaction(
+    state: TradingState, account_id: int, xact_type: Literal["deposit", "withdrawal"], amount: float
+) -> dict:
     """Deposit cash into or withdraw cash from the trading account.
 
     Args:
@@ -468,7 +515,9 @@ def make_transaction(state: TradingState, account_id: int, xact_type: Literal["d
     return {"status": "Transaction successful", "new_balance": acc.balance}
 
 
-@tool(side_effect=True, prerequisites=[LOGGED_IN], writes={"account_balance": "result.new_balance"}, post=[_post_balance])
+@tool(
+    side_effect=True, prerequisites=[LOGGED_IN], writes={"account_balance": "result.new_balance"}, post=[_post_balance]
+)
 def fund_account(state: TradingState, amount: float) -> dict:
     """Add money to the trading account from the linked card.
 

@@ -232,7 +232,11 @@ def travel_get_login_status(state: TravelState) -> dict:
 
 
 # ----------------------------------------------------------------- airports
-@tool(prerequisites=[AUTHENTICATED], writes={"airport:{params.city}": "result.nearest_airport"}, post=[_post_airport_known])
+@tool(
+    prerequisites=[AUTHENTICATED],
+    writes={"airport:{params.city}": "result.nearest_airport"},
+    post=[_post_airport_known],
+)
 def get_nearest_airport_by_city(state: TravelState, city: str) -> dict:
     """Find the airport code of the airport nearest to a city.
 
@@ -258,7 +262,9 @@ def list_all_airports(state: TravelState) -> dict:
     writes={"travel_cost": "result.travel_cost", "fare_within_budget": "result.within_budget"},
     post=[_post_positive_cost],
 )
-def get_flight_cost(state: TravelState, travel_from: str, travel_to: str, travel_date: str, travel_class: TravelClass) -> dict:
+def get_flight_cost(
+    state: TravelState, travel_from: str, travel_to: str, travel_date: str, travel_class: TravelClass
+) -> dict:
     """Get the cost of a flight between two airports on a date, and whether it is within the budget limit.
 
     Args:
@@ -307,8 +313,12 @@ def book_flight(
     booking_id = f"BK{state.next_booking_number}"
     card.balance = _money(card.balance - cost)
     state.bookings[booking_id] = Booking(
-        card_id=card_id, travel_date=travel_date, travel_from=travel_from, travel_to=travel_to,
-        travel_class=travel_class, travel_cost=cost,
+        card_id=card_id,
+        travel_date=travel_date,
+        travel_from=travel_from,
+        travel_to=travel_to,
+        travel_class=travel_class,
+        travel_cost=cost,
     )
     state.next_booking_number += 1
     return {"booking_id": booking_id, "booking_status": True, "travel_cost": cost}
@@ -367,9 +377,16 @@ def retrieve_invoice(state: TravelState, access_token: str, booking_id: str) -> 
     ins = b.insurance.insurance_cost if b.insurance else 0.0
     return {
         "invoice": {
-            "booking_id": booking_id, "card_id": b.card_id, "travel_date": b.travel_date, "travel_from": b.travel_from,
-            "travel_to": b.travel_to, "travel_class": b.travel_class, "travel_cost": b.travel_cost,
-            "insurance_cost": ins, "total": _money(b.travel_cost + ins), "status": b.status,
+            "booking_id": booking_id,
+            "card_id": b.card_id,
+            "travel_date": b.travel_date,
+            "travel_from": b.travel_from,
+            "travel_to": b.travel_to,
+            "travel_class": b.travel_class,
+            "travel_cost": b.travel_cost,
+            "insurance_cost": ins,
+            "total": _money(b.travel_cost + ins),
+            "status": b.status,
         }
     }
 
@@ -413,8 +430,11 @@ def register_credit_card(
     if card_id in state.credit_cards:
         raise ToolError(f"a card ending in {digits[-4:]} is already registered")
     state.credit_cards[card_id] = CreditCard(
-        card_number=card_number, cardholder_name=cardholder_name, expiration_date=expiration_date,
-        card_verification_number=int(card_verification_number), balance=5000.0,
+        card_number=card_number,
+        cardholder_name=cardholder_name,
+        expiration_date=expiration_date,
+        card_verification_number=int(card_verification_number),
+        balance=5000.0,
     )
     return {"card_id": card_id}
 
@@ -442,8 +462,11 @@ def get_all_credit_cards(state: TravelState, access_token: str) -> dict:
     return {
         "card_ids": sorted(state.credit_cards),
         "credit_cards": {
-            cid: {"last_digits": c.card_number.replace(" ", "")[-4:], "cardholder_name": c.cardholder_name,
-                  "expiration_date": c.expiration_date}
+            cid: {
+                "last_digits": c.card_number.replace(" ", "")[-4:],
+                "cardholder_name": c.cardholder_name,
+                "expiration_date": c.expiration_date,
+            }
             for cid, c in sorted(state.credit_cards.items())
         },
     }
@@ -500,8 +523,9 @@ def purchase_insurance(
         raise ToolError(f"insufficient balance on card {card_id}")
     card.balance = _money(card.balance - insurance_cost)
     iid = f"INS-{booking_id}"
-    b.insurance = Insurance(insurance_id=iid, insurance_type=insurance_type, insurance_cost=_money(insurance_cost),
-                            card_id=card_id)
+    b.insurance = Insurance(
+        insurance_id=iid, insurance_type=insurance_type, insurance_cost=_money(insurance_cost), card_id=card_id
+    )
     return {"insurance_id": iid, "insurance_status": True}
 
 
