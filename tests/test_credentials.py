@@ -41,10 +41,25 @@ def test_key_from_the_default_variable_a_named_one_or_a_file(tmp_path, monkeypat
 def test_a_missing_or_empty_key_file_is_a_located_error(tmp_path):
     with pytest.raises(UserError) as exc:
         resolve_api_key(_cfg(api_key_file=str(tmp_path / "absent")), "responder")
-    assert exc.value.where.startswith("responder.api_key_file (") and "cannot read the key file" in str(exc.value)
+    assert exc.value.where == "responder.api_key_file" and f"cannot read the key file {tmp_path / 'absent'}" in str(
+        exc.value
+    )
     (tmp_path / "empty").write_text("\n \n")
-    with pytest.raises(UserError, match="the key file is empty"):
+    with pytest.raises(UserError, match="the key file .* is empty"):
         resolve_api_key(_cfg(api_key_file=str(tmp_path / "empty")), "backend")
+
+
+def test_a_key_pasted_as_the_key_files_name_or_one_a_header_cannot_carry_is_refused_unseen(tmp_path, monkeypatch):
+    with pytest.raises(UserError) as exc:
+        resolve_api_key(_cfg(api_key_file=KEY), "backend")  # the key itself where its file's name goes
+    assert KEY not in str(exc.value) + exc.value.where and "the value is not shown" in str(exc.value)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\nmore")  # a header cannot hold it: http.client would raise, echoing it
+    with pytest.raises(UserError) as exc:
+        resolve_api_key(_cfg(), "backend")
+    assert KEY not in str(exc.value) and "a line break" in str(exc.value) and exc.value.where == "$OPENAI_API_KEY"
+    (tmp_path / "k").write_text("sk-é\n", encoding="utf-8")
+    with pytest.raises(UserError, match="U\\+00E9"):
+        resolve_api_key(_cfg(api_key_file=str(tmp_path / "k")), "backend")
 
 
 def test_the_key_never_shows_in_a_dump_of_the_config():
@@ -52,7 +67,9 @@ def test_the_key_never_shows_in_a_dump_of_the_config():
     assert KEY not in repr(cfg) and KEY not in str(cfg.model_dump()) and KEY not in cfg.model_dump_json()
     assert cfg.model_dump(mode="json")["api_key"] == MASK
     assert mask_secrets({"backend": {"api_key": KEY, "api_key_env": "X"}, "o": [f"backend.api_key={KEY}", "a=b"]}) == {
-        "backend": {"api_key": MASK, "api_key_env": "X"}, "o": [f"backend.api_key={MASK}", "a=b"]}
+        "backend": {"api_key": MASK, "api_key_env": "X"},
+        "o": [f"backend.api_key={MASK}", "a=b"],
+    }
     assert mask_secrets({"api_key": None}) == {"api_key": None}
 
 
@@ -61,7 +78,10 @@ def test_a_key_on_the_command_line_is_refused_even_with_cfg(command, capsys):
     # Issue 25: one rule for every command (tests/test_secrets.py runs it on each): never on the command line.
     assert main([*command, "backend=openai", f"backend.api_key={KEY}", "--cfg"]) == 2
     printed = capsys.readouterr()
-    assert KEY not in printed.out + printed.err and "backend.api_key: a key is not accepted on the command line" in printed.err
+    assert (
+        KEY not in printed.out + printed.err
+        and "backend.api_key: a key is not accepted on the command line" in printed.err
+    )
     assert main([*command, "backend=openai", "--cfg"]) == 0
     assert "api_key: null" in capsys.readouterr().out
 
@@ -80,8 +100,20 @@ def test_run_over_http_sends_the_key_and_writes_it_nowhere(tmp_path, monkeypatch
     monkeypatch.setenv("FT_ENDPOINT_KEY", KEY)
     with Server(table) as srv:
         out = tmp_path / "run"
-        assert main(["run", FIG1, "backend=openai", f"backend.base_url={srv.url}", "backend.api_key_env=FT_ENDPOINT_KEY",
-                     f"output_dir={out}", "record=true"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    FIG1,
+                    "backend=openai",
+                    f"backend.base_url={srv.url}",
+                    "backend.api_key_env=FT_ENDPOINT_KEY",
+                    f"output_dir={out}",
+                    "record=true",
+                ]
+            )
+            == 0
+        )
     assert srv.requests and {auth for _, _, auth in srv.requests} == {f"Bearer {KEY}"}
     assert KEY not in capsys.readouterr().out
     assert list(out.rglob("*.json*")) and _files_containing(out, KEY) == []

@@ -40,26 +40,42 @@ def resolve_api_key(cfg: Any, where: str) -> str | None:
     """The endpoint's key, as users expect it: ``api_key`` when a (private) config file sets it, else the
     first line of ``api_key_file``, else the environment variable ``api_key_env`` (``OPENAI_API_KEY`` by
     default); None when there is none (a local vLLM needs none). The value is read here, when the client
-    is built, and held only by the client: it is never written back into a config, a trace or a report.
-    ``where`` names the config section for a located error (``backend``, ``responder``)."""
+    is built, and held only by the client: it is never written back into a config, a trace or a report,
+    nor into an error about it. ``where`` names the config section for a located error (``backend``, ``responder``)."""
     secret = getattr(cfg, "api_key", None)
     if secret is not None:
         value = secret.get_secret_value() if hasattr(secret, "get_secret_value") else str(secret)
         if value.strip():
-            return value.strip()
+            return _header_safe(value.strip(), f"{where}.api_key")
     path = getattr(cfg, "api_key_file", None)
     if path:
+        # a value with no path in it is more likely a key pasted where its file's name goes: never shown
+        shown = (
+            f" {path}"
+            if any(c in str(path) for c in "/\\~.")
+            else " (the value is not shown: it has no path in it; a key?)"
+        )
         try:
             text = Path(path).expanduser().read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot read the key file: {exc.strerror or exc}", f"{where}.api_key_file ({path})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+            raise UserError(f"cannot read the key file{shown}: {why}", f"{where}.api_key_file") from None
         lines = [x.strip() for x in text.splitlines() if x.strip()]
         if not lines:
-            raise UserError("the key file is empty", f"{where}.api_key_file ({path})")
-        return lines[0]
+            raise UserError(f"the key file{shown} is empty", f"{where}.api_key_file")
+        return _header_safe(lines[0], f"{where}.api_key_file")
     env = getattr(cfg, "api_key_env", None) or "OPENAI_API_KEY"
     value = os.environ.get(env, "").strip()
-    return value or None
+    return _header_safe(value, f"${env}") if value else None
+
+
+def _header_safe(key: str, where: str) -> str:
+    """A key an HTTP header can carry (printable ASCII): anything else is refused here, located, without the key."""
+    bad = next((c for c in key if not (32 <= ord(c) < 127)), None)
+    if bad is not None:
+        what = "a line break" if bad in "\r\n" else f"the character U+{ord(bad):04X}"
+        raise UserError(f"the key holds {what}, which an HTTP header cannot carry (the key is not shown)", where)
+    return key
 
 
 class _Deadline:
@@ -137,7 +153,10 @@ class OpenAIBackend:
         }
         if self.json_schema and req.json_schema is not None:
             # Structured outputs (vLLM guided decoding): the type contract holds by construction.
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": req.primitive, "schema": req.json_schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": req.primitive, "schema": req.json_schema},
+            }
         body.update(self.extra_body)
         return body
 
@@ -156,14 +175,18 @@ class OpenAIBackend:
                 if deadline.expired:  # the read returned what it had when the socket was shut down
                     raise TimeoutError
                 if len(body) > MAX_REPLY_BYTES:  # stopped reading at the cap: the rest was never asked for
-                    raise BackendError(f"{where}: reply is larger than {MAX_REPLY_BYTES} bytes (the size cap of a reply); "
-                                       "a chat completion is kilobytes: a broken server, or max_tokens far too high")
+                    raise BackendError(
+                        f"{where}: reply is larger than {MAX_REPLY_BYTES} bytes (the size cap of a reply); "
+                        "a chat completion is kilobytes: a broken server, or max_tokens far too high"
+                    )
                 if r.length:  # bytes the server announced but never sent
                     raise http.client.IncompleteRead(body, r.length)
             except (OSError, http.client.HTTPException) as exc:
                 if deadline.expired or isinstance(exc, TimeoutError):
-                    raise BackendError(f"{where}: no complete reply within timeout_s={self.timeout_s:g} "
-                                       f"(gave up after {time.monotonic() - t0:.1f} s)") from None
+                    raise BackendError(
+                        f"{where}: no complete reply within timeout_s={self.timeout_s:g} "
+                        f"(gave up after {time.monotonic() - t0:.1f} s)"
+                    ) from None
                 if isinstance(exc, http.client.HTTPException):
                     raise BackendError(f"{where}: protocol error: {type(exc).__name__}: {exc!r}") from None
                 raise BackendError(f"{where}: cannot reach the server: {exc}") from None
@@ -180,7 +203,9 @@ class OpenAIBackend:
         messages go into turns.json, traces and reports (the key reaches no file: docs/guarantees.md)."""
         if not self.api_key or self.api_key not in exc.message:
             return exc
-        return type(exc)(exc.message.replace(self.api_key, MASK), primitive=exc.primitive, path=exc.path, attempts=exc.attempts)
+        return type(exc)(
+            exc.message.replace(self.api_key, MASK), primitive=exc.primitive, path=exc.path, attempts=exc.attempts
+        )
 
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST one chat-completions ``body`` as it is; the reply as JSON, or a located :class:`BackendError`.
@@ -224,7 +249,15 @@ class OpenAIBackend:
         if not isinstance(text, str):
             raise BackendError(f"{where}: choices[0].message.content is {type(text).__name__}, not text")
         model = reply.get("model", body["model"])
-        return SLMReply(text, {"backend": "openai", "model": model, "adapter": req.adapter, "url": self.urls.get(body["model"], self.url)})
+        return SLMReply(
+            text,
+            {
+                "backend": "openai",
+                "model": model,
+                "adapter": req.adapter,
+                "url": self.urls.get(body["model"], self.url),
+            },
+        )
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         if len(requests) <= 1 or self.concurrency <= 1:
