@@ -24,9 +24,16 @@ from .unfinished import key as unfinished_key
 from .unfinished import open_arguments
 
 
-def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad, *,
-           fresh: list[tuple[str, dict[str, Any]]] | None = None, copied: frozenset[str] = frozenset(),
-           tool: str | None = None, unfinished: dict[str, Any] | None = None) -> BindingRecord:
+def lookup(
+    name: str,
+    turn_context: dict[str, Any],
+    scratchpad: Scratchpad,
+    *,
+    fresh: list[tuple[str, dict[str, Any]]] | None = None,
+    copied: frozenset[str] = frozenset(),
+    tool: str | None = None,
+    unfinished: dict[str, Any] | None = None,
+) -> BindingRecord:
     """Lookup(m, τ, S) (line 31), with same-turn binding (docs/kernel.md, "Same-turn binding"). None counts
     as unbound, and so does a truncation marker.
 
@@ -60,7 +67,11 @@ def lookup(name: str, turn_context: dict[str, Any], scratchpad: Scratchpad, *,
             value = entries.get(name)
             if value is not None:
                 return BindingRecord(value=value, source="S", consulted=consulted)
-        produced = [toolgate.result_key(g, name) for g, entries in fresh if entries.get(toolgate.result_key(g, name)) is not None]
+        produced = [
+            toolgate.result_key(g, name)
+            for g, entries in fresh
+            if entries.get(toolgate.result_key(g, name)) is not None
+        ]
         if produced:
             return BindingRecord(value=None, source="missing", consulted=consulted, shadowed_by=produced[0])
         if stated is not None:
@@ -92,14 +103,23 @@ def begin_task(task: TaskCursor, turn: TurnState) -> PrereqList:
     # A task whose dependency did not execute is skipped: it needs that task's result or effect
     # (deleting "the original" after a failed copy must not happen). Independent tasks go on (INV-R).
     unit = turn.tasks[task.task_id]
-    failed = [d for d in unit.depends_on if d in turn.tasks and turn.outcomes.get(d) is not None
-              and turn.outcomes[d].status != "executed"]
+    failed = [
+        d
+        for d in unit.depends_on
+        if d in turn.tasks and turn.outcomes.get(d) is not None and turn.outcomes[d].status != "executed"
+    ]
     if failed:
-        turn.outcome(task.task_id, "skipped", tool=unit.tool_name,
-                     reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed))
+        turn.outcome(
+            task.task_id,
+            "skipped",
+            tool=unit.tool_name,
+            reason="depends on " + ", ".join(f"{d} ({turn.outcomes[d].status})" for d in failed),
+        )
         return PrereqList(prereqs=[])
     spec = turn.registry.get(unit.tool_name)
-    keys = [_entry_checked(turn, task.task_id, p) for p in spec.prerequisites][: turn.config.max_prereqs] if spec else []
+    keys = (
+        [_entry_checked(turn, task.task_id, p) for p in spec.prerequisites][: turn.config.max_prereqs] if spec else []
+    )
     return PrereqList(prereqs=[PrereqCursor(task_id=task.task_id, index=i, key=k) for i, k in enumerate(keys)])
 
 
@@ -187,8 +207,14 @@ def retrieval_failed(prerequisite: PrereqCursor, turn: TurnState) -> PrereqCurso
 
 def _block(turn: TurnState, prerequisite: PrereqCursor, reason: str, remediation: ProposedTask | None = None) -> None:
     """Report Blocked for the prerequisite's task (line 21): it is abandoned (INV-R)."""
-    turn.outcome(prerequisite.task_id, "blocked", tool=turn.tasks[prerequisite.task_id].tool_name, reason=reason,
-                 remediation=remediation, blocked_key=prerequisite.key)
+    turn.outcome(
+        prerequisite.task_id,
+        "blocked",
+        tool=turn.tasks[prerequisite.task_id].tool_name,
+        reason=reason,
+        remediation=remediation,
+        blocked_key=prerequisite.key,
+    )
 
 
 def emit_blocked(answer: CheckPrereqOutput, turn: TurnState) -> PrereqCursor:
@@ -225,7 +251,9 @@ def resolve_function(task: TaskCursor, turn: TurnState) -> TaskCursor:
     candidates = [tool]
     if turn.config.cvc:
         candidates += [a for a in turn.registry[tool].alternatives if a in turn.registry and a != tool]
-    return task.model_copy(update={"status": "trying", "candidate": 0, "candidates": candidates[: turn.config.max_candidates]})
+    return task.model_copy(
+        update={"status": "trying", "candidate": 0, "candidates": candidates[: turn.config.max_candidates]}
+    )
 
 
 def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
@@ -243,19 +271,27 @@ def lookup_params(task: TaskCursor, turn: TurnState) -> TaskCursor:
     # A task resumed from an earlier turn's unfinished entry of this tool also binds the optional parameters
     # that task had bound (docs/kernel.md, "Unfinished tasks").
     resumed = open_arguments(turn.scratchpad, tool)
-    parameters += [p for p in spec.param_names if p not in parameters and resumed.get(p) is not None and not is_truncated(resumed[p])]
+    parameters += [
+        p
+        for p in spec.param_names
+        if p not in parameters and resumed.get(p) is not None and not is_truncated(resumed[p])
+    ]
     fresh = turn.fresh(task.task_id)
     copied = _copied_from_state(turn, unit.parameters) if fresh else frozenset()
     if task.task_id in turn.instance_of:  # the element a fan-out instance is for is its τ, never a copy of S
         copied = copied - {turn.tasks[turn.instance_of[task.task_id]].for_each.param}  # type: ignore[union-attr]
-    bindings = {m: lookup(m, task_context, turn.scratchpad, fresh=fresh, copied=copied, tool=tool, unfinished=resumed)
-                for m in parameters}
-    looked_up = task.model_copy(update={
-        "parameters": parameters,
-        "bindings": bindings,
-        "missing": [m for m, r in bindings.items() if r.source == "missing"],
-        "lookups": {m: r.consulted for m, r in bindings.items()},
-    })
+    bindings = {
+        m: lookup(m, task_context, turn.scratchpad, fresh=fresh, copied=copied, tool=tool, unfinished=resumed)
+        for m in parameters
+    }
+    looked_up = task.model_copy(
+        update={
+            "parameters": parameters,
+            "bindings": bindings,
+            "missing": [m for m, r in bindings.items() if r.source == "missing"],
+            "lookups": {m: r.consulted for m, r in bindings.items()},
+        }
+    )
     turn.record_bindings(looked_up)
     return looked_up
 
@@ -268,7 +304,9 @@ def _copied_from_state(turn: TurnState, parameters: dict[str, Any]) -> frozenset
     own proposal for this task and is kept like a stated one: nothing earlier produced it."""
     stated = Haystack([turn.user], [turn.turn_context])
     in_state = Haystack([], [turn.decompose_state])
-    return frozenset(m for m, v in parameters.items() if v is not None and not stated.contains(v) and in_state.contains(v))
+    return frozenset(
+        m for m, v in parameters.items() if v is not None and not stated.contains(v) and in_state.contains(v)
+    )
 
 
 def tau_before_scratchpad(task: TaskCursor, looked_up: TaskCursor) -> str | None:
@@ -302,7 +340,9 @@ def apply_fill(answer: MatchFillOutput, turn: TurnState) -> TaskCursor:
             continue
         value = answer.values.get(name)
         bindings[name] = BindingRecord(
-            value=value, source="fill" if value is not None else "missing", consulted=record.consulted + ["fill"],
+            value=value,
+            source="fill" if value is not None else "missing",
+            consulted=record.consulted + ["fill"],
             shadowed_by=record.shadowed_by,
         )
         turn.scratchpad.set(name, value, "fill")
@@ -317,8 +357,12 @@ def fill_failed(task: TaskCursor, turn: TurnState) -> TaskCursor:
     """match_fill gave no valid answer: the missing parameters stay unbound (line 35 reports them)."""
     bindings = dict(task.bindings)
     for name in task.missing:
-        bindings[name] = BindingRecord(value=None, source="missing", consulted=task.bindings[name].consulted + ["fill"],
-                                       shadowed_by=task.bindings[name].shadowed_by)
+        bindings[name] = BindingRecord(
+            value=None,
+            source="missing",
+            consulted=task.bindings[name].consulted + ["fill"],
+            shadowed_by=task.bindings[name].shadowed_by,
+        )
     unfilled = task.model_copy(update={"bindings": bindings})
     turn.record_bindings(unfilled)
     return unfilled
@@ -339,7 +383,9 @@ def guard_execute(task: TaskCursor, turn: TurnState) -> TaskCursor:
     arguments = {m: bindings[m].value for m in parameters if m in bindings and bindings[m].source != "missing"}
     if turn.config.cvc and set(arguments) != set(parameters):
         turn.violate(f"INV-E: {tool} would execute with {sorted(arguments)} but needs {sorted(parameters)}")
-        turn.outcome(tid, "missing_param", tool=tool, reason="execution guard", missing=sorted(set(parameters) - set(arguments)))
+        turn.outcome(
+            tid, "missing_param", tool=tool, reason="execution guard", missing=sorted(set(parameters) - set(arguments))
+        )
         return task.model_copy(update={"status": "missing_param"})
     calls_before = len(turn.calls)
     ok, reasons = execute_call(turn, tid, "task", tool, arguments)
@@ -347,13 +393,18 @@ def guard_execute(task: TaskCursor, turn: TurnState) -> TaskCursor:
         turn.outcome(tid, "executed", tool=tool)
         return task.model_copy(update={"status": "executed", "toolgate": []})
     gate = [f"{tool}: {r}" for c in turn.calls[calls_before:] for r in c.rejected] or [f"{tool}: {r}" for r in reasons]
-    if task.candidate + 1 < len(task.candidates):
+    # A live world (a user's functions, an MCP server) cannot be copied: a call that ran has happened, so after one the
+    # task halts rather than calling a second tool (a precondition's refusal ran nothing, and may try the next).
+    ran_live = getattr(turn.env, "live", False) and any(c.result is not None for c in turn.calls[calls_before:])
+    if task.candidate + 1 < len(task.candidates) and not ran_live:
         return task.model_copy(update={"status": "trying", "candidate": task.candidate + 1, "toolgate": gate})
     turn.outcome(tid, "tool_failed", tool=tool, reason="; ".join(reasons))
     return task.model_copy(update={"status": "tool_failed", "toolgate": gate})
 
 
-def execute_call(turn: TurnState, task_id: str, purpose: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, list[str]]:
+def execute_call(
+    turn: TurnState, task_id: str, purpose: str, tool: str, arguments: dict[str, Any]
+) -> tuple[bool, list[str]]:
     """Precondition, the call on a copy of the world, postcondition; only then commit and write S."""
     spec = turn.registry.get(tool)
     if spec is None:  # never execute an unregistered tool
@@ -361,15 +412,23 @@ def execute_call(turn: TurnState, task_id: str, purpose: str, tool: str, argumen
     if turn.config.cvc:
         pre = toolgate.precondition(spec, arguments, turn.scratchpad)
         if pre:
-            turn.calls.append(CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments,  # type: ignore[arg-type]
-                                         rejected=["pre: " + e for e in pre]))
+            turn.calls.append(
+                CallRecord(
+                    task_id=task_id,
+                    purpose=purpose,
+                    tool=tool,
+                    arguments=arguments,  # type: ignore[arg-type]
+                    rejected=["pre: " + e for e in pre],
+                )
+            )
             return False, pre
     result, staged = turn.env.stage(tool, arguments)
     record = CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments, result=result)  # type: ignore[arg-type]
     turn.calls.append(record)
     if turn.config.cvc:
-        post = toolgate.postcondition(spec, turn.env.tool(tool), arguments, result, staged,
-                                      strict_output_schema=turn.config.strict_output_schema)
+        post = toolgate.postcondition(
+            spec, turn.env.tool(tool), arguments, result, staged, strict_output_schema=turn.config.strict_output_schema
+        )
         record.warnings = ["post: " + w for w in post.warnings]
         if post:
             record.rejected = ["post: " + e for e in post]
@@ -383,7 +442,9 @@ def execute_call(turn: TurnState, task_id: str, purpose: str, tool: str, argumen
     results = toolgate.result_entries(spec.name, toolgate.as_result_object(result), turn.config.result_entry_max_chars)
     for key, value in entries.items():
         # a result entry keeps its own source: the view budgets result entries apart (KernelConfig.result_view)
-        turn.scratchpad.set(key, value, f"result:{tool}" if key in results and results[key] == value else f"call:{tool}")
+        turn.scratchpad.set(
+            key, value, f"result:{tool}" if key in results and results[key] == value else f"call:{tool}"
+        )
     if record.committed:  # only a committed call's entries are a dependency's result (CVC off writes S all the same)
         turn.commits.append((task_id, tool, entries))
     return True, []
@@ -399,8 +460,15 @@ def _run_proposed(turn: TurnState, task_id: str, proposed: ProposedTask) -> None
     for name in spec.required:
         found = lookup(name, context, turn.scratchpad)
         if found.source == "missing":
-            turn.calls.append(CallRecord(task_id=task_id, purpose="retrieval", tool=spec.name, arguments=arguments,
-                                         rejected=[f"pre: no value for {name!r}"]))
+            turn.calls.append(
+                CallRecord(
+                    task_id=task_id,
+                    purpose="retrieval",
+                    tool=spec.name,
+                    arguments=arguments,
+                    rejected=[f"pre: no value for {name!r}"],
+                )
+            )
             return
         arguments[name] = found.value
     for name, value in proposed.parameters.items():
@@ -412,7 +480,10 @@ def _run_proposed(turn: TurnState, task_id: str, proposed: ProposedTask) -> None
 def end_task(task: TaskCursor, turn: TurnState) -> TaskCursor:
     """Every task ends with an outcome; S lost no key during it (INV-S)."""
     if task.task_id not in turn.outcomes:
-        turn.outcome(task.task_id, task.status if task.status not in ("pending", "ready", "trying") else "error",
-                     reason="ended without an outcome")
+        turn.outcome(
+            task.task_id,
+            task.status if task.status not in ("pending", "ready", "trying") else "error",
+            reason="ended without an outcome",
+        )
     turn.check_monotone(f"task {task.task_id} end")
     return task

@@ -60,7 +60,7 @@ class DomainTool:
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
 
 
-def _doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+def doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     doc = inspect.getdoc(fn) or ""
     desc_lines, params, cur, in_args = [], {}, None, False
     for line in doc.splitlines():
@@ -94,7 +94,11 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             for k, v in x.items():
                 if k == "title" and isinstance(v, str):
                     continue
-                out[k] = {name: walk(sub) for name, sub in v.items()} if k == "properties" and isinstance(v, dict) else walk(v)
+                out[k] = (
+                    {name: walk(sub) for name, sub in v.items()}
+                    if k == "properties" and isinstance(v, dict)
+                    else walk(v)
+                )
             return out
         if isinstance(x, list):
             return [walk(v) for v in x]
@@ -103,13 +107,21 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema)
 
 
-def schema_from_signature(fn: Callable[..., Any], descriptions: dict[str, str]) -> dict[str, Any]:
+def schema_from_signature(
+    fn: Callable[..., Any], descriptions: dict[str, str], *, skip_first: bool = True
+) -> dict[str, Any]:
+    """The JSON Schema of ``fn``'s parameters (after the first, the domain state or ``self``, unless ``skip_first`` is
+    False), each described from the docstring."""
     sig = inspect.signature(fn)
     hints = typing.get_type_hints(fn)
     fields = {}
     for i, (pname, p) in enumerate(sig.parameters.items()):
-        if i == 0:  # the domain state
+        if i == 0 and skip_first:  # the domain state
             continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ValueError(
+                f"{fn.__qualname__}: *{pname} / **{pname} cannot be a tool's parameter (a schema names each one)"
+            )
         ann = hints.get(pname, Any)
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[pname] = (ann, default)
@@ -168,7 +180,9 @@ class MergedOverReferenceData(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         bad = [k for k in cls.merged_tables if k not in cls.model_fields or cls.model_fields[k].default_factory is None]
         if bad:
-            raise TypeError(f"{cls.__name__}.merged_tables names {bad}: not fields with reference data (a default_factory)")
+            raise TypeError(
+                f"{cls.__name__}.merged_tables names {bad}: not fields with reference data (a default_factory)"
+            )
 
     @model_validator(mode="before")
     @classmethod
@@ -207,7 +221,7 @@ class Domain:
             tname = name or fn.__name__
             if tname in self.tools:
                 raise ValueError(f"domain {self.name!r}: duplicate tool {tname!r}")
-            desc, pdesc = _doc_parts(fn)
+            desc, pdesc = doc_parts(fn)
             prereqs = [p if isinstance(p, Prerequisite) else Prerequisite(key=p, sat=Sat()) for p in prerequisites]
             try:
                 spec = ToolSpec(

@@ -146,7 +146,11 @@ def parse_registry(data_or_text: Any, fmt: str | None = None, source: str = "<re
         tool = _tool(raw, fmt, loc)
         offered = provider_name(tool.name)  # two names a provider would be offered alike are one name too many
         if offered in seen:
-            same = "duplicate of" if raw_names[seen[offered]] == tool.name else f"offered to a provider as {offered!r}, as is"
+            same = (
+                "duplicate of"
+                if raw_names[seen[offered]] == tool.name
+                else f"offered to a provider as {offered!r}, as is"
+            )
             raise loc.error("name", f"{same} tool #{seen[offered]}")
         seen[offered] = i
         raw_names[i] = tool.name
@@ -193,19 +197,29 @@ def _located(exc: Any, source: str, line: int | None = None) -> RegistryError:
     k = 0
     if path[:1] == ["result"]:
         k = 1
-    if path[k:k + 1] in (["tools"], ["functions"]):
+    if path[k : k + 1] in (["tools"], ["functions"]):
         k += 1
     if line is not None:  # JSON Lines: the line is the tool
         tool, rest, name = None, path, names[0] if names else None
     elif k < len(path) and isinstance(path[k], int):
-        tool, rest = path[k], path[k + 1:]
+        tool, rest = path[k], path[k + 1 :]
         inner = k + 2 if rest[:1] == ["function"] else k + 1  # an OpenAI tool's name is in its "function"
         name = names[inner] if inner < len(names) else None
     else:
         return RegistryError(source, exc.message, line=exc.line if line is None else line, column=exc.column)
-    who = None if tool is None and name is None else (f"tool #{tool}" if tool is not None else "tool") + (f" {name!r}" if name else "")
-    return RegistryError(source, exc.detail, tool=who, field=json_path(rest) or None, line=exc.line if line is None else line,
-                         column=exc.column if line is None else None)
+    who = (
+        None
+        if tool is None and name is None
+        else (f"tool #{tool}" if tool is not None else "tool") + (f" {name!r}" if name else "")
+    )
+    return RegistryError(
+        source,
+        exc.detail,
+        tool=who,
+        field=json_path(rest) or None,
+        line=exc.line if line is None else line,
+        column=exc.column if line is None else None,
+    )
 
 
 def _load_text(text: str, source: str) -> tuple[Any, list[int] | None]:
@@ -384,8 +398,10 @@ def _tool(raw: Any, fmt: str, loc: _Loc) -> ToolSpec:
         side_effect = BFCL_SIDE_EFFECTS.get(name, True)
         if name not in BFCL_SIDE_EFFECTS:
             notes.append("side effects: not one of BFCL's multi-turn functions, so assumed to have them")
-    else:
-        side_effect = False
+    else:  # OpenAI's format cannot say whether a tool changes anything: assume it does, as MCP's spec defaults
+        side_effect = True
+        notes.append("side effects: the OpenAI format cannot declare them, so assumed (the kernel then checks the "
+                     "request's intent before calling it); a read-only tool can say so in an annotations file")  # fmt: skip
     try:
         return ToolSpec(
             name=name,
