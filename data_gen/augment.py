@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from forethought.bounded import read_json_file
 from forethought.kernel.domains import available, load_domain
 from forethought.kernel.registry.model import ToolSpec
 from forethought.kernel.scenario import RegistryRef, Solution
@@ -27,7 +28,7 @@ def slot_values(domain: str) -> dict[str, list[Any]]:
     p = SLOT_VALUES_DIR / f"{domain}.json"
     if not p.is_file():
         return {}
-    data = json.loads(p.read_text(encoding="utf-8"))
+    data = read_json_file(p)
     return {k: list(v) for k, v in data.items() if isinstance(v, list)}
 
 

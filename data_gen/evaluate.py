@@ -98,7 +98,9 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
         from .unit import checked_bytes
 
         try:  # the held-out list must be the one of the dataset the adapters were trained beside
-            ids = json.loads(checked_bytes(cfg.dataset_dir, "stats.json"))["validation_solutions"]
+            from forethought.bounded import loads_json
+
+            ids = loads_json(checked_bytes(cfg.dataset_dir, "stats.json"), str(stats))["validation_solutions"]
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, KeyError, TypeError) as exc:
             raise UserError(
                 f"no list of held-out solutions (field validation_solutions): {exc!r}", str(stats)

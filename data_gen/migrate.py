@@ -95,12 +95,19 @@ def cli(args: list[str]) -> int:
     if not files:
         raise UserError("no solution files found", ", ".join(args))
     plans = {f: plan(f) for f in files}  # every file checked before any is written
+    left = [f"{f}: {x}" for f, p in plans.items() if p is not None for x in p[4]]
+    if left:  # a partial migration would leave a file that still fails: nothing is written unless every file migrates
+        raise UserError(
+            f"{len(left)} annotation(s) cannot be migrated automatically, so nothing was written; correct them by hand, "
+            "then run migrate again: " + "; ".join(left[:5]) + (f" (+{len(left) - 5} more)" if len(left) > 5 else ""),
+            "migrate",
+        )
     status = 0
     for f, p in plans.items():
         if p is None:
             print(f"current  {f} (format_version {FORMAT_VERSION})")
             continue
-        version, raw, new, changed, left = p
+        version, raw, new, changed, _ = p
         atomic_write_bytes(_backup(f, version), raw)
         atomic_write_text(f, _dump(f, new))
         print(
@@ -109,7 +116,4 @@ def cli(args: list[str]) -> int:
         )
         for c in changed:
             print(f"  {c}")
-        for x in left:
-            print(f"error: {f}: not migrated: {x}", file=sys.stderr)
-            status = 1
     return status

@@ -99,6 +99,16 @@ def check_depth(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> Any:
     return obj
 
 
+def read_bounded(path: Path, where: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """At most ``max_bytes`` of a file, refused (located) when it holds more: a FIFO or /dev/zero is read no further
+    than a regular file would be. OSError passes through."""
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UserError(f"larger than {max_bytes >> 20} MiB", where)
+    return data
+
+
 def check_size(text: str | bytes, where: str, max_bytes: int = MAX_FILE_BYTES) -> None:
     if len(text) > max_bytes:
         raise UserError(f"larger than {max_bytes >> 20} MiB", where)
@@ -205,12 +215,16 @@ def loads_json(text: str | bytes, where: str, *, max_bytes: int = MAX_FILE_BYTES
         data = json.loads(
             text, object_pairs_hook=_unique_keys, parse_constant=_refuse_constant, parse_float=_finite_float
         )
+    except json.JSONDecodeError:
+        raise
     except (RecursionError, _Refused):
         raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
         found = _locate(raw, where, max_depth)
         if found is None:  # cannot happen: the scan refuses what the decoder's hooks refuse
             raise UserError(f"nested deeper than {max_depth} levels", where) from None
         raise found from None
+    except ValueError as exc:  # Python's int() limit on digits (CVE-2020-10735): a located refusal, not a crash
+        raise UserError(f"a number too long to read ({exc})", where) from None
     try:
         return check_depth(data, where, max_depth)
     except JSONProblem:
@@ -228,6 +242,15 @@ def read_json_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES, hint: str = "
         return loads_json(path.read_bytes(), where, max_bytes=max_bytes)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"not valid JSON (truncated?): {exc}{hint}", where) from None
+
+
+def read_json_object(path: Path, *, max_bytes: int = MAX_FILE_BYTES, hint: str = "") -> dict[str, Any]:
+    """:func:`read_json_file` of a file that must hold one JSON object (a record, a manifest, a config): anything else
+    is a located UserError, not an AttributeError later."""
+    data = read_json_file(path, max_bytes=max_bytes, hint=hint)
+    if not isinstance(data, dict):
+        raise UserError(f"expected a JSON object, got {type(data).__name__}{hint}", str(path))
+    return data
 
 
 def loads_yaml(text: str, where: str, *, max_bytes: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH) -> Any:

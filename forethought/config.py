@@ -334,7 +334,7 @@ def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "c
             loc = ".".join(str(p) for p in _user_loc(e["loc"], data)) or "<root>"
             msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
             if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], (dict, list)):
-                if loc.rsplit(".", 1)[-1] in _NEVER_ECHOED:
+                if loc.rsplit(".", 1)[-1] in _NEVER_ECHOED or "user:key@host" in msg:  # a URL with a key in it
                     msg += (
                         " (the value is not shown: a key pasted here by mistake must not reach the terminal or a log)"
                     )

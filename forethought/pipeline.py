@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.config import ConfigError, compose_config, recorded_command, validate
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
@@ -384,7 +384,7 @@ def execute(pr: PipelineRun, console: Any) -> None:
         manifest = input_manifest(st.inputs, st.code, st.libs)
         fp = fingerprint(config, manifest)
         rec_path = state_dir / f"{name}.json"
-        prev = read_json_file(rec_path) if rec_path.is_file() else None
+        prev = read_json_object(rec_path) if rec_path.is_file() else None
         out_problem = _outputs_problem(st, prev) if prev else None
         if not pr.cfg.force and prev and prev.get("fingerprint") == fp and out_problem is None:
             st.status, st.seconds, st.record = "skipped", 0.0, prev
@@ -403,7 +403,7 @@ def execute(pr: PipelineRun, console: Any) -> None:
         )
         # A stage that started with these very inputs and did not finish (killed) continues where it stopped.
         started_path = state_dir / f"{name}.started.json"
-        started = read_json_file(started_path) if started_path.is_file() else None
+        started = read_json_object(started_path) if started_path.is_file() else None
         resume = st.resume is not None and not pr.cfg.force and started is not None and started.get("fingerprint") == fp
         if resume:
             reason = f"resuming the run interrupted after {started.get('started')}"
@@ -486,7 +486,7 @@ def _combined_loss_png(train_dir: Path, out: Path) -> bool:
         f = train_dir / p / "metrics.json"
         if not f.is_file():
             continue
-        m = read_json_file(f)
+        m = read_json_object(f)
         hist = m.get("train_loss_history") or m.get("loss_history") or []
         pts = [(h["step"], h["loss"]) for h in hist if isinstance(h, dict) and "loss" in h and "step" in h]
         if pts:
@@ -516,11 +516,11 @@ def _learning_curve_png(train_dir: Path, out: Path) -> bool:
     curves = []
     base = train_dir / "base_run" / "metrics.json"
     if base.is_file():
-        curves.append(("base", read_json_file(base).get("exact_match_history") or []))
+        curves.append(("base", read_json_object(base).get("exact_match_history") or []))
     for p in PRIMITIVE_NAMES:
         f = train_dir / p / "metrics.json"
         if f.is_file():
-            curves.append((f"adapter {p}", read_json_file(f).get("exact_match_history") or []))
+            curves.append((f"adapter {p}", read_json_object(f).get("exact_match_history") or []))
     if not any(h for _, h in curves):
         return False
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -557,7 +557,7 @@ def _dev_curve_png(train_dir: Path, out: Path) -> bool:
         f = train_dir / p / "metrics.json"
         if not f.is_file():
             continue
-        m = read_json_file(f)
+        m = read_json_object(f)
         pts = [
             (e["epoch"], 100 * e["eval_exact_match"]) for e in m.get("eval_history") or [] if "eval_exact_match" in e
         ]
@@ -594,7 +594,7 @@ def _datasets_png(stats_path: Path, out: Path) -> bool:
 
     if not stats_path.is_file():
         return False
-    st = read_json_file(stats_path)["primitives"]
+    st = read_json_object(stats_path)["primitives"]
     names = list(st)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
     x = range(len(names))
@@ -683,7 +683,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             L += ["", "![datasets](datasets.png)"]
     base_metrics = run / "train" / "base_run" / "metrics.json"
     if base_metrics.is_file():
-        bm = read_json_file(base_metrics)
+        bm = read_json_object(base_metrics)
         L += [
             "",
             "## Base stage",
@@ -724,7 +724,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         for p in PRIMITIVE_NAMES:
             f = run / "train" / p / "metrics.json"
             if f.is_file():
-                m = read_json_file(f)
+                m = read_json_object(f)
                 fmt = lambda x: "—" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))  # noqa: E731
                 sel = m.get("selection") or {}
                 kept_epoch = next(
@@ -753,7 +753,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         L += ["", "## Validation gates (exact match, Table-5 style)", "", gates.read_text(), "![gates](gates.png)"]
     man = run / "bundle" / "manifest.json"
     if man.is_file():
-        m = read_json_file(man)
+        m = read_json_object(man)
         verdict = (
             "**SMOKE** (failed gates allowed; the kernel warns when loading it)" if m["smoke"] else "all gates passed"
         )
@@ -786,7 +786,7 @@ def cli(args: list[str]) -> int:
 
     ensure_output_dir(cfg.run_dir, "run_dir")  # a file there, or an unwritable folder: refused before any stage runs
     for rec in sorted((pr.run_dir / ".stages").glob("*.json")):  # a hand-edited stage record: refused before the report
-        read_json_file(rec)
+        read_json_object(rec)
     t0 = time.perf_counter()
     try:
         execute(pr, console)

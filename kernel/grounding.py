@@ -28,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from forethought.bounded import read_json_file
+
 # A word: word characters, possibly joined by inner punctuation (report.txt, L-9009, 2024-06-03, a@b.com, 10:30, don't).
 # A word is matched whole or not at all: "report.txt" is one part, never "report" plus "." plus "txt".
 JOINERS = ".-@/+':"
@@ -90,7 +92,7 @@ def synonym_table() -> dict[str, frozenset[str]]:
     whichever domains it loaded; a group sharing a name with another is merged into it."""
     groups = [set(g) for g in SYNONYMS]
     for f in sorted(_DOMAINS.glob("*/synonyms.json")):
-        data = json.loads(f.read_text(encoding="utf-8"))
+        data = read_json_file(f)
         if not (
             isinstance(data, list)
             and all(isinstance(g, list) and g and all(isinstance(x, str) and x.strip() for x in g) for g in data)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -84,14 +84,9 @@ def make_recorder(cfg: RunConfig) -> Recorder | None:
     return Recorder("record") if cfg.record else None
 
 
-def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
-    if cfg.record and cfg.replay is not None:
-        raise UserError("record=true and replay=... exclude each other", "record")
-    from forethought.errors import check_output_dir
-
-    # The inputs first (the scenario, the recording), then the output folder: a refusal writes nothing.
+def load_scenario(path: str) -> Any:
+    """A scenario file read and checked as ``run`` needs it (rendered; its annotations mean what the kernel checks)."""
     sol = load_solution(path).rendered()
-    warn_format_notes(sol)
     if any(t.annotated for t in sol.turns):  # annotations that cannot mean what the kernel checks: refused, not run
         problems = key_problems(sol, build_registry(sol, build_environment(sol)))
         if problems:
@@ -99,6 +94,17 @@ def run_scenario_file(cfg: RunConfig, path: str) -> tuple[Path, object]:
                 f"{len(problems)} prerequisite key(s) do not name what their tool checks: " + "; ".join(problems[:5]),
                 path,
             )
+    return sol
+
+
+def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path, object]:
+    if cfg.record and cfg.replay is not None:
+        raise UserError("record=true and replay=... exclude each other", "record")
+    from forethought.errors import check_output_dir
+
+    # The inputs first (the scenario, the recording), then the output folder: a refusal writes nothing.
+    sol = sol if sol is not None else load_scenario(path)
+    warn_format_notes(sol)
     recorder = make_recorder(cfg)
     check_output_dir(cfg.output_dir, "output_dir")  # before any model is loaded; created when the artefacts are written
     if cfg.replay is not None and cfg.replay_mode == "strict":
@@ -157,8 +163,9 @@ def cli(args: list[str]) -> int:
     if not paths:
         raise UserError("give a scenario file: forethought run SCENARIO.json [backend=...]", "scenario")
     status = 0
-    for p in paths:
-        out, res = run_scenario_file(cfg, p)
+    scenarios = [load_scenario(p) for p in paths]  # every file checked before the first runs: a refusal writes nothing
+    for p, sol in zip(paths, scenarios, strict=True):
+        out, res = run_scenario_file(cfg, p, sol)
         for t in res.turns:  # type: ignore[attr-defined]
             if t.backend_error:
                 summary = f"backend error: {t.backend_error['message']}"

@@ -70,15 +70,17 @@ def _normalise_extra_tools(sol: Solution, path: str) -> None:
 
 
 def load_solution(path: str | Path) -> Solution:
-    from forethought.bounded import MAX_FILE_BYTES, loads_json, loads_yaml
+    from forethought.bounded import MAX_FILE_BYTES, loads_json, loads_yaml, read_bounded
 
     p = Path(path)
     if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
         raise UserError(f"larger than {MAX_FILE_BYTES >> 20} MiB: not a solution file", str(p))
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_bounded(p, str(p)).decode("utf-8")
     except OSError as exc:
         raise UserError(f"cannot read: {exc.strerror}", str(p)) from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start}): not a solution file", str(p)) from None
     try:
         data = loads_yaml(text, str(p)) if p.suffix in (".yaml", ".yml") else loads_json(text, str(p))
     except json.JSONDecodeError as exc:

@@ -106,13 +106,16 @@ class Backend(Protocol):
 
 
 def default_parse(text: str) -> Any:
-    """Parse a model reply as JSON, tolerating a fenced code block around it."""
+    """Parse a model reply as strict JSON (no NaN or infinity, no key twice: forethought/bounded.py), tolerating a fenced
+    code block around it."""
+    from forethought.bounded import loads_json
+
     s = text.strip()
     if s.startswith("```"):
         s = s.strip("`")
         if s.startswith("json"):
             s = s[4:]
-    return json.loads(s)
+    return loads_json(s, "reply")
 
 
 class Primitive:

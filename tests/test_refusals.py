@@ -166,3 +166,36 @@ def test_a_command_refused_on_its_inputs_creates_no_output_folder(line, tmp_path
     assert main([a.replace("{t}", str(tmp_path)) for a in line]) == 2
     assert "error: " in capsys.readouterr().err
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("with_output", [False, True])
+def test_a_folder_of_the_users_named_like_the_swaps_journal_is_left_alone(with_output, tmp_path, capsys):
+    """recover_swap finishes only its own swap: a `.<name>.old` folder that holds no bundle is never moved or deleted,
+    by package or by a load (the reviewer's case: a refused package deleted it)."""
+    (tmp_path / ".out.old").mkdir()
+    (tmp_path / ".out.old" / "keep.txt").write_text("mine")
+    if with_output:
+        (tmp_path / "out").mkdir()
+    before = tree(tmp_path)
+    assert main(["package", f"output_dir={tmp_path / 'out'}", f"validate_dir={tmp_path / 'absent'}"]) == 2
+    assert tree(tmp_path) == before
+    assert "restored" not in capsys.readouterr().err
+
+
+def test_train_base_checks_every_train_split_before_it_writes(generated_data, tmp_path, capsys):
+    """The base stage builds its tokenizer from, and pretrains on, every primitive's train split: a bad row in any of
+    them is refused before the stage writes its lock, its config or its tokenizer (which would then block the next run)."""
+    from forethought.data_gen.unit import seal
+
+    data = tmp_path / "data"
+    shutil.copytree(generated_data, data)
+    split = data / "get_order" / "train.jsonl"
+    lines = split.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["completion"] = [{"role": "assistant", "content": "not the target"}]
+    split.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
+    seal(data)
+    out = tmp_path / "train"
+    assert main(["train", "primitive=base", *TRAIN, f"dataset_dir={data}", f"output_dir={out}"]) == 2
+    assert f"{split}" in capsys.readouterr().err
+    assert not out.exists()

@@ -104,3 +104,12 @@ def test_a_halted_turn_makes_the_exit_status_non_zero(tmp_path, capsys):
     assert main(["run", cyclic, f"output_dir={tmp_path}"]) == 1
     out = capsys.readouterr().out
     assert "halted: " in out and "turn(s) halted" in out
+
+
+def test_several_scenarios_are_all_checked_before_the_first_runs(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    out = tmp_path / "out"
+    assert main(["run", FIG1, str(bad), f"output_dir={out}"]) == 2
+    assert "bad.json" in capsys.readouterr().err
+    assert not out.exists()  # FIG1 did not run: nothing of it was written

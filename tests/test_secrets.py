@@ -26,7 +26,7 @@ from forethought.config import (
     secrets_on_command_line,
 )
 from tests.disk import tree
-from tests.openai_stub import StubServer
+from tests.openai_stub import StubServer, completion
 
 KEY = "sk-planted-7c1f0e93d2a4b8"  # made up; any file or output holding it is a leak
 FIXTURES = Path(__file__).parent / "fixtures" / "solutions"
@@ -242,3 +242,48 @@ def test_a_key_pasted_where_a_variable_name_goes_is_not_echoed(field, tmp_path, 
     assert f"{field}: String should match pattern" in err and "the value is not shown" in err
     assert KEY not in err
     assert os.listdir(tmp_path) == []
+
+
+def test_a_per_primitive_url_with_a_key_in_it_is_refused_unseen(tmp_path, capsys):
+    line = [
+        "run",
+        FIG1,
+        "backend=openai",
+        "+backend.urls={decompose: 'http://u:" + KEY + "@127.0.0.1:9/v1'}",
+        f"output_dir={tmp_path / 'o'}",
+    ]
+    assert main(line) == 2
+    err = capsys.readouterr().err
+    assert "backend.urls.decompose" in err and "user:key@host" in err and KEY not in err
+    assert not (tmp_path / "o").exists()
+
+
+class CuttingServer(StubServer):
+    """Echoes the bearer token where the client cuts an error body (300 bytes), or into a successful answer."""
+
+    def __init__(self, mode: str):
+        super().__init__()
+        self.mode = mode
+
+    def reply(self, body):
+        auth = self.requests[-1][2] or ""
+        if self.mode == "error":
+            return 401, (
+                "x" * (300 - len("Bearer ") - len(KEY) + 1) + auth + " rejected"
+            ).encode()  # cut at 300: all but 1
+        return 200, completion(body, {"message": {"role": "assistant", "content": f"your key is {auth}"}})
+
+
+@pytest.mark.parametrize("mode", ["error", "answer"])
+def test_a_key_a_server_echoes_is_masked_whole_before_any_cut(mode, tmp_path, monkeypatch, capsys):
+    """Masked before the error body is cut (a cut key is no longer the key a replace() finds), and in a successful
+    reply too (an answer that quotes the key reaches the trace and the recording otherwise)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FT_KEY", KEY)
+    with CuttingServer(mode) as srv:
+        main(_args(SECRET_COMMANDS["run"], srv.url, tmp_path / "out"))
+    printed = capsys.readouterr()
+    assert srv.requests
+    for leaked in (KEY, KEY[:-1], KEY[:12]):
+        assert leaked not in printed.out + printed.err
+        assert [str(p) for p in tmp_path.rglob("*") if p.is_file() and leaked.encode() in p.read_bytes()] == []

@@ -125,6 +125,32 @@ def test_migrate_refuses_before_writing_anything(tmp_path, capsys):
     assert tree(tmp_path) == before
 
 
+def test_migrate_writes_nothing_when_an_annotation_cannot_be_migrated(tmp_path, capsys, monkeypatch):
+    """A file migrate can only partly rewrite would still fail verify: every file is left as it was, and the message
+    names what must be corrected by hand (the replay could not find the entity a key is checked for)."""
+    import forethought.data_gen.migrate as migrate_cli
+
+    real = migrate_cli.migrate
+
+    def partly(data, where):
+        new, changed, _ = real(data, where)
+        return (
+            new,
+            changed,
+            ["turn 1, task t1, prerequisite 1 ('line_status': the kernel did not check it for one entity)"],
+        )
+
+    monkeypatch.setattr(migrate_cli, "migrate", partly)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text()))))
+    b.write_text(json.dumps(as_version_1(json.loads(OTHER_LINE.read_text()))))
+    before = tree(tmp_path)
+    assert main(["migrate", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be migrated automatically, so nothing was written" in err and "'line_status'" in err
+    assert tree(tmp_path) == before
+
+
 def test_a_divergence_names_every_field_that_differs(tmp_path):
     d = json.loads(OTHER_LINE.read_text())
     prereq = d["turns"][1]["tasks"][0]["prerequisites"][1]

@@ -270,7 +270,9 @@ def test_deep_nesting_names_the_tool_and_the_path(tmp_path, capsys):
 # ------------------------------------------------------------ the run's own files
 @pytest.mark.parametrize(("relpath", "edit", "needle"), [
     (".stages/verify.json", lambda t: t.replace('"fingerprint":', '"fingerprint": "x", "fingerprint":', 1), "duplicate key 'fingerprint'"),
+    (".stages/generate.json", lambda t: "[1]", "expected a JSON object, got list"),
     ("train/match_fill/run_state.json", lambda t: t[: len(t) // 2], "not valid JSON (truncated?)"),
+    ("train/base.json", lambda t: "[]", "expected a JSON object, got list"),
     ("train/match_fill/metrics.json", lambda t: t.replace("{", '{"nan": NaN, ', 1), "NaN is not a JSON number at nan"),
 ])  # fmt: skip
 def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_path, capsys):
@@ -314,3 +316,24 @@ def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_pa
         )
     assert f"{f}: {needle}" in capsys.readouterr().err
     assert tree(run) == before
+
+
+@pytest.mark.parametrize(("command", "content", "needle"), [
+    ("registry", "{\"a\": " + "9" * 5000 + "}", "a number too long to read"),   # Python's int() digit limit
+    ("verify", "{\"id\": " + "9" * 5000 + "}", "a number too long to read"),
+    ("verify", b"\xff\xfe{}", "not UTF-8 text (byte 0)"),
+])  # fmt: skip
+def test_files_python_cannot_read_are_located_refusals(command, content, needle, tmp_path, capsys):
+    f = tmp_path / "f.json"
+    f.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert main(["registry", "check", str(f)] if command == "registry" else ["verify", str(f)]) == 2
+    err = capsys.readouterr()
+    assert needle in err.err + err.out and "Traceback" not in err.err
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+@pytest.mark.parametrize("line", [["registry", "check", "/dev/zero"], ["verify", "/dev/zero"]])
+def test_an_endless_file_is_read_no_further_than_the_size_bound(line, capsys):
+    assert main(line) == 2
+    err = capsys.readouterr()
+    assert "larger than 32 MiB" in err.err + err.out

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.bundle.models import (
     adapter_kind,
     check_saved_adapter,
@@ -49,7 +49,7 @@ def read_base_ref(output_dir: str | Path) -> dict[str, Any]:
         raise UserError(
             "no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir)
         )
-    return read_json_file(f)
+    return read_json_object(f)
 
 
 def base_path(output_dir: str | Path) -> Path:
@@ -62,7 +62,7 @@ def adapter_dir(output_dir: str | Path, primitive: str) -> Path:
 
 def run_metrics(output_dir: str | Path, primitive: str) -> dict[str, Any] | None:
     f = Path(output_dir) / primitive / "metrics.json"
-    return read_json_file(f) if f.is_file() else None
+    return read_json_object(f) if f.is_file() else None
 
 
 def recorded_spec_hashes(output_dir: str | Path, primitive: str) -> dict[Path, str | None]:
@@ -76,7 +76,7 @@ def recorded_spec_hashes(output_dir: str | Path, primitive: str) -> dict[Path, s
     for name in ("run_state.json", "metrics.json"):
         f = run / name
         if f.is_file():
-            out[f] = read_json_file(f).get("spec_hash")
+            out[f] = read_json_object(f).get("spec_hash")
     return out
 
 

@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.bundle.models import AdapterTargetError, check_module_names, text_model_prefix
 from forethought.errors import UserError
 
@@ -95,7 +95,7 @@ def checkpoint_model_type(path: str | Path) -> str:
     if not cfg.is_file():
         raise UserError("no config.json: not a transformers checkpoint folder", str(path))
     try:
-        return str(read_json_file(cfg).get("model_type"))
+        return str(read_json_object(cfg).get("model_type"))
     except json.JSONDecodeError as exc:
         raise UserError(f"config.json is not valid JSON: {exc.msg}", str(cfg)) from None
 

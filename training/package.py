@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.bundle.manifest import (
     FORMAT_VERSION,
     GATE_KEYS,
@@ -235,13 +235,13 @@ def package(cfg: PackageConfig) -> Path:
             "path": base_path,
             "copied": copy,
             "config_sha256": config_sha256(base_src),
-            "model_type": read_json_file(base_src / "config.json")["model_type"],
+            "model_type": read_json_object(base_src / "config.json")["model_type"],
             "dtype": ref.get("dtype", "float32" if ref.get("profile") in BUILT_HERE else "bfloat16"),
             "attn_implementation": _trained_attn_implementation(cfg.train_dir),  # what the bundle loader uses
             "files": base_files,
         }
         stats_path = Path(cfg.dataset_dir) / "stats.json"
-        stats = read_json_file(stats_path) if stats_path.is_file() else None
+        stats = read_json_object(stats_path) if stats_path.is_file() else None
         prims: dict[str, Any] = {}
         for p in PRIMITIVE_NAMES:
             dst = tmp / "adapters" / p
@@ -287,7 +287,7 @@ def cli(args: list[str]) -> int:
     if cfg is None:
         return 0
     out = package(cfg)
-    m = read_json_file(out / MANIFEST)
+    m = read_json_object(out / MANIFEST)
     print(f"wrote bundle {out} ({'SMOKE: failed gates allowed' if m['smoke'] else 'all gates passed'})")
     for p, e in m["primitives"].items():
         print(

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json, atomic_write_text
@@ -67,7 +67,7 @@ def stored_fingerprint(cfg: TrainConfig) -> dict[str, Any] | None:
     if not f.is_file():
         return None
     try:
-        return read_json_file(f).get("fingerprint")
+        return read_json_object(f).get("fingerprint")
     except (json.JSONDecodeError, AttributeError):
         raise UserError("not a valid base manifest (JSON object with 'fingerprint')", str(f)) from None
 

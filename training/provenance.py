@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.bundle.manifest import sha256_file
 from forethought.errors import UserError
 from forethought.training.artifacts import adapter_dir
@@ -32,7 +32,7 @@ def measured(train_dir: str | Path, primitives: list[str], dataset_dir: str | Pa
     run_id = None
     f = Path(dataset_dir) / MANIFEST
     if f.is_file():
-        run_id = read_json_file(f).get("run_id")
+        run_id = read_json_object(f).get("run_id")
     return {"adapters": {p: adapter_digests(train_dir, p) for p in primitives}, "dataset_run_id": run_id}
 
 
@@ -42,9 +42,9 @@ def read_gates(path: str | Path) -> dict[str, Any]:
     where = str(path)
     if not path.is_file():
         raise UserError("no gates.json: run forethought validate first", where)
-    from forethought.bounded import read_json_file
+    from forethought.bounded import read_json_object
 
-    g = read_json_file(path, max_bytes=MAX_GATES_BYTES, hint="; re-run forethought validate")
+    g = read_json_object(path, max_bytes=MAX_GATES_BYTES, hint="; re-run forethought validate")
     if not isinstance(g, dict) or not isinstance(g.get("primitives"), dict):
         raise UserError("field 'primitives' is missing or not an object; re-run forethought validate", where)
     for p, r in g["primitives"].items():

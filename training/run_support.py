@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_text
 from forethought.training.config import TrainConfig
@@ -68,7 +68,7 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
 
 def complete_trainer_state(f: Path) -> bool:
     try:
-        return f.is_file() and isinstance(read_json_file(f), dict)
+        return f.is_file() and isinstance(read_json_object(f), dict)
     except (OSError, UserError):  # a torn or hand-edited state: not complete
         return False
 

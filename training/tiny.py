@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.bundle.models import gemma3_chat_template
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json
@@ -205,7 +205,7 @@ def build_tiny_base(dataset_dir: str | Path, shape: TinyShape, seed: int, out_di
     # a manifest was made by something else.
     if out.exists():
         if manifest.is_file():
-            old = read_json_file(manifest)
+            old = read_json_object(manifest)
             if old.get("fingerprint") == fp:
                 return out
             diff = sorted(k for k in fp if old.get("fingerprint", {}).get(k) != fp[k])

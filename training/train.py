@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.commands import Args, load, split_args
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json, atomic_write_text
@@ -320,6 +320,11 @@ def _preflight(cfg: TrainConfig) -> None:
     for p in cfg.primitives():
         read_split(cfg.dataset_dir, p, "train", limit=cfg.train.max_train_examples)
         read_split(cfg.dataset_dir, p, "validation", required=False, limit=cfg.train.max_eval_examples)
+    if cfg.model.profile in BUILT_HERE and cfg.primitive in ("base", "all"):
+        # the base stage builds its tokenizer from, and pretrains on, every train split there: their rows too
+        for p in PRIMITIVES:
+            if p not in cfg.primitives() and split_path(cfg.dataset_dir, p, "train").is_file():
+                read_split(cfg.dataset_dir, p, "train")
     from forethought.kernel.specs import SPECS
     from forethought.training.data import dataset_spec_hash
 
@@ -456,7 +461,7 @@ def _check_base_ref(out: Path, path: Path, profile: str, kept: list[str]) -> Non
     ref_file = out / BASE_REF
     if not kept or not ref_file.is_file():
         return
-    old = read_json_file(ref_file)
+    old = read_json_object(ref_file)
     if old.get("path") != str(path.resolve()) or old.get("profile") != profile:
         raise UserError(
             f"this output folder's adapters belong to another base ({old.get('profile')} at {old.get('path')}); "
@@ -467,7 +472,7 @@ def _check_base_ref(out: Path, path: Path, profile: str, kept: list[str]) -> Non
 
 def _base_result(cfg: TrainConfig, base: BaseRef) -> RunResult:
     f = Path(cfg.output_dir) / "base_run" / "metrics.json"
-    metrics = read_json_file(f) if f.is_file() else {"stage": "base", "pretrained": False}
+    metrics = read_json_object(f) if f.is_file() else {"stage": "base", "pretrained": False}
     return RunResult("base", base.path, metrics)
 
 
@@ -506,7 +511,7 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
             raise UserError("cannot resume with a different config:\n  " + "\n  ".join(diffs), str(cfg_file))
     state_file = run_dir / "run_state.json"
     if state_file.is_file():
-        old_state = read_json_file(state_file)
+        old_state = read_json_object(state_file)
         new_state = _run_state(cfg, primitive, base)
         diffs = config_diff(old_state, new_state)
         if diffs:
@@ -515,7 +520,7 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
                 str(state_file),
             )
     if metrics_file.is_file() and adapter_kind(adapter) is not None:
-        if read_json_file(metrics_file).get("completed"):
+        if read_json_object(metrics_file).get("completed"):
             return None, True
     return ckpt, False
 
@@ -643,7 +648,7 @@ def train_primitive(
     adapter_dir = run_dir / "adapter"
     resume_from, complete = _resume_point(cfg, primitive, run_dir, base)
     if complete:
-        metrics = read_json_file(run_dir / "metrics.json")
+        metrics = read_json_object(run_dir / "metrics.json")
         print(f"[{primitive}] already complete ({run_dir}); nothing to do", file=sys.stderr)
         return RunResult(primitive, run_dir, metrics, notes=["already complete"])
 

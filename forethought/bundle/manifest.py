@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forethought.bounded import loads_json
+from forethought.bounded import loads_json, read_json_object
 from forethought.errors import UserError
 
 from . import models
@@ -98,7 +98,7 @@ def check_files(root: Path, listed: dict[str, str], what: str) -> None:
 
 def config_sha256(model_dir: str | Path) -> str:
     """Hash of the model's config.json with keys sorted (its identity, independent of formatting)."""
-    cfg = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    cfg = read_json_object(Path(model_dir) / "config.json")
     return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()
 
 
@@ -317,9 +317,12 @@ def recover_swap(out: str | Path) -> str | None:
     is removed. Returns what was done, or None when there was nothing to do."""
     out = Path(out)
     old = _previous(out)
-    if not old.is_dir():
+    # Only a bundle set aside is the journal: a folder of the user's that happens to have the name is left alone.
+    if not (old.is_dir() and (old / MANIFEST).is_file()):
         return None
     if out.exists():
+        if not (out / MANIFEST).is_file():
+            return None  # not the swap's new bundle either: nothing of ours to finish
         shutil.rmtree(old)
         return "removed the replaced bundle left behind by an interrupted package"
     os.replace(old, out)

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.bounded import read_json_file
+from forethought.bounded import read_json_object
 from forethought.errors import UserError
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ def check_full_adapter(adapter_dir: str | Path, base_dir: str | Path) -> None:
     and the stop tokens of the base apply to them."""
 
     def arch(d: Path) -> dict[str, Any]:
-        cfg = read_json_file(d / "config.json")
+        cfg = read_json_object(d / "config.json")
         return {
             k: v
             for k, v in cfg.items()

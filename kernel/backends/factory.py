@@ -64,7 +64,7 @@ class OpenAIBackendConfig(_B):
     api_key_file: str | None = None
     models: dict[PrimitiveName, str] = Field(default_factory=dict)  # primitive -> served model (LoRA module) name
     # served model name -> its own server URL (a full-weight bundle: one vLLM server per primitive); others use base_url
-    urls: dict[str, Annotated[str, Field(pattern=r"^https?://\S+$")]] = Field(default_factory=dict)
+    urls: dict[str, ServerURL] = Field(default_factory=dict)
     max_tokens: int = Field(512, ge=1)
     timeout_s: float = Field(120.0, gt=0)
     concurrency: int = Field(8, ge=1)

@@ -193,10 +193,15 @@ class OpenAIBackend:
             finally:
                 conn.close()
         if r.status >= 400:
-            detail = body[:300].decode(errors="replace")
+            detail = self._mask(body.decode(errors="replace"))[
+                :300
+            ]  # masked whole, then cut: no piece of the key shows
             cls_err = BackendError if r.status >= 500 or r.status in (408, 429) else PermanentBackendError
             raise cls_err(f"{where}: HTTP {r.status}: {detail}")
         return body
+
+    def _mask(self, text: str) -> str:
+        return text.replace(self.api_key, MASK) if self.api_key else text
 
     def _redacted(self, exc: BackendError) -> BackendError:
         """``exc`` with the key masked: a server may echo the Authorization header into its error body, and these
@@ -225,9 +230,12 @@ class OpenAIBackend:
         where = f"{url} (model {body.get('model')!r})"
         raw = self._send(data, headers, where, url)
         try:
-            reply = json.loads(raw)
+            # a server that echoes the key into a reply (an answer, a tool call) must not carry it into traces
+            reply = json.loads(self._mask(raw.decode("utf-8")))
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BackendError(f"{where}: reply is not JSON: {raw[:200]!r}") from None
+            raise BackendError(
+                f"{where}: reply is not JSON: {self._mask(raw.decode(errors='replace'))[:200]!r}"
+            ) from None
         if not isinstance(reply, dict):
             raise BackendError(f"{where}: reply is {type(reply).__name__}, not a JSON object")
         return reply

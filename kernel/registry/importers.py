@@ -105,8 +105,10 @@ class RegistryError(UserError):
 def load_registry(path: str | Path, fmt: str | None = None) -> Registry:
     """Read a registry file; the registry is named after the file's stem."""
     source = str(path)
+    from forethought.bounded import read_bounded
+
     try:
-        raw = Path(path).read_bytes()
+        raw = read_bounded(Path(path), source)
     except FileNotFoundError:
         raise RegistryError(source, "file not found") from None
     except OSError as exc:
