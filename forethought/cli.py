@@ -35,6 +35,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),
     "package": ("forethought.training.package", "cli", "build a bundle (base + adapters + manifest) for the kernel"),
     "run": ("forethought.kernel.run", "cli", "run a scenario through the kernel with a chosen backend"),
+    "agent": (
+        "forethought.kernel.agent",
+        "cli",
+        "the kernel on your own tools (Python, MCP): a conversation, turn by turn",
+    ),
     "evaluate": ("forethought.data_gen.evaluate", "cli", "end-to-end evaluation on held-out scenarios"),
     "pipeline": ("forethought.pipeline", "cli", "verify -> generate -> train -> validate -> package -> evaluate"),
     "bench": (
@@ -54,6 +59,7 @@ CONFIGURED: dict[str, tuple[str, set[str]]] = {
     "validate": ("", set()),
     "package": ("", set()),
     "run": ("SCENARIO", set()),
+    "agent": ("", set()),
     "evaluate": ("", set()),
     "pipeline": ("", set()),
     "bench": ("bfcl|tau2|serving", set()),

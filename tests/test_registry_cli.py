@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from forethought.errors import UserError
 from forethought.kernel.registry.cli import cli
 
 FIX = Path(__file__).parent / "fixtures" / "registries"
@@ -21,6 +24,10 @@ def test_check_counts_tools_per_file(capsys):
     out, err = capsys.readouterr()
     assert out.splitlines() == [
         f"ok   {OPENAI}: 4 tools (openai)",
+        # an OpenAI tools file cannot say which tools change anything: all are assumed to, as MCP's spec defaults
+        f"note {OPENAI}: 4 tools ('get_weather', 'search_flights', 'send_email', 'get_time'): side effects: the OpenAI "
+        "format cannot declare them, so assumed (the kernel then checks the request's intent before calling it); a "
+        "read-only tool can say so in an annotations file",
         f"ok   {MCP}: 3 tools (mcp)",
         f"ok   {BFCL}: 10 tools (bfcl)",
         # plan_route is none of BFCL's multi-turn functions, whose side effects the importer knows.
@@ -34,7 +41,13 @@ def test_check_reports_every_file_then_fails(capsys):
     missing = str(FIX / "nope.json")
     assert cli(["check", BAD_TYPE, OPENAI, missing]) == 1
     out, err = capsys.readouterr()
-    assert out.splitlines() == [f"ok   {OPENAI}: 4 tools (openai)", "3 files checked: 1 ok, 2 failed"]
+    assert out.splitlines() == [
+        f"ok   {OPENAI}: 4 tools (openai)",
+        f"note {OPENAI}: 4 tools ('get_weather', 'search_flights', 'send_email', 'get_time'): side effects: the OpenAI "
+        "format cannot declare them, so assumed (the kernel then checks the request's intent before calling it); a "
+        "read-only tool can say so in an annotations file",
+        "3 files checked: 1 ok, 2 failed",
+    ]
     assert err.splitlines() == [
         f"FAIL {BAD_TYPE}: tool #3 'get_weather': parameters.properties.unit.type: unknown type 'temprature'",
         f"FAIL {missing}: file not found",
@@ -89,3 +102,19 @@ def test_json_nested_too_deep_is_a_located_error(tmp_path, capsys):
     assert cli(["check", str(p)]) == 1
     err = capsys.readouterr().err
     assert f"{p}" in err and "nested deeper than 64 levels" in err
+
+
+def test_check_applies_an_annotations_sidecar_and_refuses_unknown_flags(tmp_path, capsys):
+    ann = tmp_path / "ann.yaml"
+    ann.write_text("tools:\n  send_email: {prerequisites: [session]}\n  get_time: {side_effect: false}\n")
+    assert cli(["check", OPENAI, f"annotations={ann}"]) == 0
+    out = capsys.readouterr().out
+    assert "2 tools ('get_weather', 'search_flights'): side effects" in out  # the two it annotates carry no note
+    ann.write_text("tools:\n  send_mail: {side_effect: true}\n")  # a tool the file does not have
+    assert cli(["check", OPENAI, f"annotations={ann}"]) == 1
+    assert "annotates tools the registry does not have: send_mail" in capsys.readouterr().err
+    ann.write_text("tools:\n  send_email: {side_efect: true}\n")
+    with pytest.raises(UserError, match="tools.send_email.side_efect: unknown field"):
+        cli(["check", OPENAI, f"annotations={ann}"])
+    assert cli(["check", "--bogus", OPENAI]) == 2
+    assert "unknown flag '--bogus'" in capsys.readouterr().err

@@ -91,6 +91,18 @@ SECRET_COMMANDS: dict[str, list[str]] = {
         "output_dir={out}",
     ],
     "bench serving": ["bench", "serving", "backend=openai", "backend.base_url={url}", "backend.api_key_env=FT_KEY"],
+    "agent": [
+        "agent",
+        "tools=tests.test_own_tools:Calendar",
+        f"conversation={FIXTURES.parent / 'conversations' / 'calendar.txt'}",
+        "backend=openai",
+        "backend.base_url={url}",
+        "backend.api_key_env=FT_KEY",
+        "kernel.backend_retries=0",
+        "backend_errors=count",
+        "record=true",
+        "output_dir={out}",
+    ],
 }
 # The pipeline holds no key of its own, but passes overrides to its stages: a key there is a key on its command line.
 PIPELINE = ["pipeline", "run_dir={out}", "overrides.evaluate=[backend=openai,backend.api_key=" + KEY + "]"]

@@ -9,15 +9,20 @@ decided: 0 when all imported, 1 when any failed, 2 for a usage error. A note
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+from forethought.errors import UserError
 
 from .importers import FORMATS, RegistryError, load_registry
 
 USAGE = """\
-usage: forethought registry check FILE... [fmt=openai|mcp|bfcl]
+usage: forethought registry check FILE... [fmt=openai|mcp|bfcl] [annotations=FILE]
 
   check   import each registry file (OpenAI tools, MCP tools/list, BFCL
           function docs; format detected unless fmt= is given) and print
-          the number of tools per file; exit 1 if any file fails"""
+          the number of tools per file; with annotations=, also apply that
+          sidecar (prerequisites, writes, side effects) to each and check it
+          against the file's tools; exit 1 if any file fails"""
 
 
 def cli(args: list[str]) -> int:
@@ -34,15 +39,22 @@ def cli(args: list[str]) -> int:
 
 def _check(args: list[str]) -> int:
     fmt: str | None = None
+    annotations: str | None = None
     files: list[str] = []
     if any(a in ("-h", "--help") for a in args):
         print(USAGE)
         return 0
     for arg in args:
         key, eq, value = arg.partition("=")
+        if eq and key.lstrip("-") == "annotations":
+            annotations = value
+            continue
         if eq and key.lstrip("-").isidentifier():  # an override, not a path (paths may hold '=' after a '/')
             if key.lstrip("-") != "fmt":
-                print(f"forethought registry check: unknown option {key!r} (only fmt=...)\n\n{USAGE}", file=sys.stderr)
+                print(
+                    f"forethought registry check: unknown option {key!r} (fmt=..., annotations=...)\n\n{USAGE}",
+                    file=sys.stderr,
+                )
                 return 2
             if value not in FORMATS:
                 print(
@@ -51,19 +63,34 @@ def _check(args: list[str]) -> int:
                 )
                 return 2
             fmt = value
+        elif arg.startswith("-") and not Path(arg).exists():
+            print(f"forethought registry check: unknown flag {arg!r}\n\n{USAGE}", file=sys.stderr)
+            return 2
         else:
             files.append(arg)
     if not files:
         print(f"forethought registry check: no files given\n\n{USAGE}", file=sys.stderr)
         return 2
 
+    sidecar = None
+    if annotations is not None:
+        from .annotations import load_annotations
+
+        sidecar = load_annotations(annotations)  # a bad sidecar is bad input (exit 2), before any file is read
     failed = 0
     for path in files:
         try:
             reg = load_registry(path, fmt)
-        except RegistryError as exc:
+            if sidecar is not None:
+                from .annotations import annotate
+
+                reg = annotate(reg, sidecar)
+        except (RegistryError, UserError) as exc:
             failed += 1
-            print(f"FAIL {exc}", file=sys.stderr)
+            print(
+                f"FAIL {exc if isinstance(exc, RegistryError) else f'{path}: annotations: {exc.message}'}",
+                file=sys.stderr,
+            )
             continue
         kinds = sorted({t.source for t in reg}) or [fmt or "-"]
         print(f"ok   {path}: {len(reg)} tool{'s' if len(reg) != 1 else ''} ({', '.join(kinds)})")

@@ -1,0 +1,203 @@
+"""``forethought agent tools=... [conversation=FILE] backend=openai|hf``: the kernel on your own tools, a conversation of
+user turns, the scratchpad S carried from one to the next (kernel/session.py).
+
+``tools`` names them:
+
+- ``module:attr`` — a Python object importable from the working directory: a list of functions, an object whose
+  ``@tool`` methods hold its state, a class of them (made with no arguments), or any object with the environment
+  interface (docs/kernel.md, "Your own tools");
+- ``mcp:<command line>`` — an MCP server started over stdio (``mcp:python server.py``);
+- ``mcp:http://host/mcp`` — an MCP server over streamable HTTP.
+
+``annotations`` (a YAML sidecar, kernel/registry/annotations.py) adds what the tools' format cannot say.
+``conversation`` is a text file, one user turn per line (blank lines and ``#`` comments skipped); without one,
+turns are read from the terminal until an empty line or end of input. The run writes what ``forethought run``
+writes: ``turns.json``, ``calls.jsonl``, ``final_state.json``, ``trace.jsonl``, ``trace.html`` (and
+``recording.jsonl`` with ``record=true``; ``replay=`` answers from one).
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from forethought.errors import UserError
+from forethought.primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
+from forethought.primitives.trace import capped_rows
+
+from .backends.factory import BackendConfig, HFBackendConfig, make_model_backend
+from .run import KernelSettings, ReplayOnly
+from .session import Session
+from .trace_html import render_html
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tools: str | None = None
+    annotations: str | None = None
+    conversation: str | None = None
+    output_dir: str = "runs/agent"
+    trace: str = Field("full", pattern="^(full|steps|off)$")
+    kernel: KernelSettings = Field(default_factory=KernelSettings)
+    backend: BackendConfig = Field(default_factory=HFBackendConfig)
+    record: bool = False
+    replay: str | None = None
+    replay_mode: Literal["strict", "replay"] = "strict"
+    tool_timeout_s: float = Field(30.0, gt=0)  # an MCP server's answer to one call
+    backend_errors: Literal["fail", "count"] = "fail"
+    trace_max_mb: int = Field(64, ge=1)
+
+    @field_validator("backend")
+    @classmethod
+    def _a_model(cls, v: Any) -> Any:
+        if v.name == "oracle":
+            raise ValueError(
+                "the oracle answers from a solution's annotations; a conversation has none: backend=hf or openai"
+            )
+        return v
+
+
+def load_tools(spec: str, annotations: str | None, timeout_s: float) -> Any:
+    """The environment ``spec`` names (see the module doc); a located UserError otherwise."""
+    if spec.startswith("mcp:"):
+        from .mcp_tools import McpTools
+
+        target = spec[4:].strip()
+        if not target:
+            raise UserError("mcp: needs a server command or URL (tools=mcp:python server.py)", "tools")
+        if target.startswith(("http://", "https://")):
+            return McpTools(url=target, annotations=annotations, timeout_s=timeout_s)
+        return McpTools(shlex.split(target), annotations=annotations, timeout_s=timeout_s)
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UserError(f"expected module:attr, mcp:<command> or mcp:<url>, got {spec!r}", "tools")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # your module, from where you run the command
+    try:
+        obj = getattr(importlib.import_module(module_name), attr)
+    except ModuleNotFoundError as exc:
+        raise UserError(f"no module {exc.name!r} (run from the folder that holds it, or install it)", "tools") from None
+    except AttributeError:
+        raise UserError(f"module {module_name!r} has no {attr!r}", "tools") from None
+    from .python_tools import PythonTools
+
+    if isinstance(obj, type):
+        obj = obj()
+    if all(callable(getattr(obj, m, None)) for m in ("registry", "stage", "commit", "tool", "snapshot")):
+        env = obj
+    else:
+        try:
+            env = PythonTools(list(obj) if isinstance(obj, (list, tuple)) else obj)
+        except (TypeError, ValueError) as exc:
+            raise UserError(str(exc), f"tools ({spec})") from None
+    if annotations is not None:
+        from .registry.annotations import annotate
+
+        registry = annotate(env.registry(), annotations)
+        env.registry = lambda: registry  # the annotated registry is the one the session offers
+    return env
+
+
+def conversation_turns(path: str | None) -> list[str] | None:
+    """The turns of a conversation file, or None to read them from the terminal."""
+    if path is None:
+        return None
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read the conversation: {getattr(exc, 'strerror', None) or exc}", str(p)) from None
+    turns = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not turns:
+        raise UserError("the conversation holds no turn (one user turn a line)", str(p))
+    return turns
+
+
+def _read_terminal() -> Any:
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            return
+        if not line:
+            return
+        yield line
+
+
+def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
+    from forethought.errors import check_output_dir
+
+    from .run import make_recorder
+
+    if cfg.tools is None:
+        raise UserError("give the tools: tools=module:attr | mcp:<command> | mcp:<url>", "tools")
+    if cfg.record and cfg.replay is not None:
+        raise UserError("record=true and replay=... exclude each other", "record")
+    turns = conversation_turns(cfg.conversation)  # the inputs first: a refusal writes nothing
+    recorder = make_recorder(cfg)  # type: ignore[arg-type]
+    check_output_dir(cfg.output_dir, "output_dir")
+    backend = (
+        ReplayOnly() if cfg.replay is not None and cfg.replay_mode == "strict" else make_model_backend(cfg.backend)
+    )
+    tools = load_tools(cfg.tools, cfg.annotations, cfg.tool_timeout_s)
+    session = Session(tools, backend, config=cfg.kernel.build(), trace=cfg.trace, recorder=recorder)
+    try:
+        for user in turns if turns is not None else _read_terminal():
+            res = session.send(user)
+            status = (
+                res.backend_error["message"]
+                if res.backend_error
+                else ", ".join(f"{k}={o.status}" for k, o in res.outcomes.items())
+            )
+            print(f"turn {res.index + 1}: {status or 'no task'}")
+            for c in res.committed_calls:
+                print(f"  {c.tool}({', '.join(f'{k}={v!r}' for k, v in c.arguments.items())})")
+    finally:
+        out = Path(cfg.output_dir)
+        _write(out, cfg, session)
+        close = getattr(tools, "close", None)
+        if callable(close):
+            close()
+    return out, session
+
+
+def _write(out: Path, cfg: AgentConfig, session: Session) -> None:
+    if cfg.record and session.recorder is not None:
+        session.recorder.save(out / "recording.jsonl")
+    atomic_write_json(out / "turns.json", [t.model_dump(mode="json") for t in session.turns])
+    calls = [{"turn": t.index, "task_id": c.task_id, "purpose": c.purpose, "tool": c.tool, "arguments": c.arguments,
+              "result": c.result} for t in session.turns for c in t.committed_calls]  # fmt: skip
+    atomic_write_jsonl(out / "calls.jsonl", calls)
+    atomic_write_json(out / "final_state.json", session.snapshot())
+    rows = [{"turn": i, **r} for i, tr in enumerate(session.traces) for r in tr.to_rows()]
+    atomic_write_jsonl(out / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
+    meta = {"tools": cfg.tools, "backend": "replay" if cfg.replay else cfg.backend.name, "cvc": cfg.kernel.cvc}
+    atomic_write_text(out / "trace.html", render_html(f"agent: {cfg.tools}", session.turns, session.traces, meta))
+
+
+def cli(args: list[str]) -> int:
+    from forethought.commands import load, split_args
+
+    a = split_args(args)
+    cfg = load("agent", a, AgentConfig)
+    if cfg is None:
+        return 0
+    if a.positional:
+        raise UserError(
+            f"unexpected argument(s) {a.positional}: forethought agent tools=... [conversation=FILE]", "agent"
+        )
+    out, session = run_agent(cfg)
+    print(
+        f"wrote {out}/ (turns.json, calls.jsonl, final_state.json, trace.jsonl, trace.html{', recording.jsonl' if cfg.record else ''})"
+    )
+    failed = [t for t in session.turns if t.backend_error]
+    if failed and cfg.backend_errors == "fail":
+        print(f"error: {len(failed)} of {len(session.turns)} turn(s) got no answer (first: {failed[0].backend_error['message']})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 1 if any(t.halted for t in session.turns) else 0
