@@ -103,7 +103,7 @@ def test_sequence_stops_at_the_first_halting_step():
 def test_parallel_branches_run_concurrently():
     # Each branch blocks until all three have arrived: this only completes if
     # the branches really run at the same time.
-    barrier = threading.Barrier(3, timeout=10)
+    barrier = threading.Barrier(3, timeout=120)  # a hang guard: sequential branches never all arrive
     threads = {}
 
     def branch(name, k):

@@ -83,13 +83,16 @@ def _request(primitive: str = "decompose") -> SLMRequest:
     return SLMRequest(primitive, None, [{"role": "user", "content": "x"}], adapter=primitive)  # type: ignore[arg-type]
 
 
-TRICKLE_BYTES = 40  # a byte every 0.5 s: 20 s to finish
+TRICKLE_BYTES = 600  # a byte every 0.5 s: 5 minutes to finish, far past any client's deadline here
 
 
 def trickle(conn: socket.socket, sent: list[int] | None = None) -> None:  # a server that never finishes its reply
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
     for _ in range(TRICKLE_BYTES):
-        conn.sendall(b" ")
+        try:
+            conn.sendall(b" ")
+        except OSError:  # the client hung up (it gave up): the server stops too
+            return
         if sent is not None:
             sent.append(1)
         time.sleep(0.5)

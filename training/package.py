@@ -55,13 +55,13 @@ class PackageConfig(BaseModel):
 
 def _trained_attn_implementation(train_dir: str | Path) -> str:
     """The attention implementation the adapters were trained with (one for all), else sdpa."""
-    import yaml
+    from forethought.training.run_support import read_run_config
 
     impls = set()
     for p in PRIMITIVE_NAMES:
         f = Path(train_dir) / p / "config.yaml"
         if f.is_file():
-            impl = ((yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("model") or {}).get("attn_implementation")
+            impl = (read_run_config(f).get("model") or {}).get("attn_implementation")
             if impl:
                 impls.add(impl)
     return impls.pop() if len(impls) == 1 else "sdpa"

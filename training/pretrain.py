@@ -281,15 +281,9 @@ def pretrain(cfg: TrainConfig) -> Path:
     main = _is_main_process()
     _check_not_started(cfg)
     if main and (resume_from is not None or (run / "config.yaml").is_file()):
-        import yaml
+        from forethought.training.run_support import config_diff, read_run_config
 
-        from forethought.training.run_support import config_diff
-
-        old = (
-            yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
-            if (run / "config.yaml").is_file()
-            else config
-        )
+        old = read_run_config(run / "config.yaml") if (run / "config.yaml").is_file() else config
         diffs = [
             d for d in config_diff(old, config) if d.split(":")[0].split(".")[0] in ("model", "seed", "dataset_dir")
         ]

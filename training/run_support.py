@@ -32,6 +32,22 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+def read_run_config(path: Path) -> dict[str, Any]:
+    """A run folder's ``config.yaml`` (what it was trained with), read as strictly as any config: a hand-edited or torn
+    one is a located refusal, never a traceback or a silently different comparison."""
+    import yaml
+
+    from forethought.bounded import loads_yaml
+
+    try:
+        data = loads_yaml(path.read_text(encoding="utf-8"), str(path))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise UserError(f"not valid YAML: {exc}", str(path)) from None
+    if not isinstance(data, dict):
+        raise UserError(f"expected a mapping (the run's resolved config), got {type(data).__name__}", str(path))
+    return data
+
+
 def resolved_config(cfg: TrainConfig, primitive: str) -> dict[str, Any]:
     d = cfg.model_dump(mode="json")
     d["primitive"] = primitive

@@ -48,6 +48,7 @@ from forethought.training.run_support import (
     finish_wandb,
     is_main_process,
     last_checkpoint,
+    read_run_config,
     resolved_config,
     start_wandb,
     temporary_environ,
@@ -503,9 +504,7 @@ def _resume_point(cfg: TrainConfig, primitive: str, run_dir: Path, base: BaseRef
         return None, False
     cfg_file = run_dir / "config.yaml"
     if cfg_file.is_file():
-        import yaml
-
-        old = yaml.safe_load(cfg_file.read_text(encoding="utf-8"))
+        old = read_run_config(cfg_file)
         diffs = config_diff(old, resolved_config(cfg, primitive))
         if diffs:
             raise UserError("cannot resume with a different config:\n  " + "\n  ".join(diffs), str(cfg_file))
