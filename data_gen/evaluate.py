@@ -30,7 +30,7 @@ from forethought.kernel.backends.noisy import NoisyOracle
 from forethought.kernel.backends.oracle import OracleBackend
 from forethought.kernel.grounding import canonical
 from forethought.kernel.program import Kernel
-from forethought.kernel.run import KernelSettings
+from forethought.kernel.run_command import KernelSettings
 from forethought.kernel.runner import run_solution
 from forethought.kernel.scenario import Solution
 from forethought.kernel.solution_file import load_solution, solution_files, warn_format_notes
@@ -460,7 +460,7 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
 def cli(args: list[str]) -> int:
     from rich.console import Console
 
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     cfg = load("evaluate", split_args(args), EvaluateConfig)
     if cfg is None:

@@ -762,7 +762,7 @@ def cli(args: list[str]) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     cfg = load("generate", split_args(args), GenerateConfig)
     if cfg is None:

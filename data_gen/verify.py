@@ -842,7 +842,7 @@ def print_report(results: list[VerifyResult], elapsed: float, console: Any = Non
 
 
 def cli(args: list[str]) -> int:
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     a = split_args(args)
     cfg = load("verify", a, VerifyConfig)

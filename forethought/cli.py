@@ -34,9 +34,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "train": ("forethought.training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
     "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),
     "package": ("forethought.training.package", "cli", "build a bundle (base + adapters + manifest) for the kernel"),
-    "run": ("forethought.kernel.run", "cli", "run a scenario through the kernel with a chosen backend"),
+    "run": ("forethought.kernel.run_command", "cli", "run a scenario through the kernel with a chosen backend"),
     "agent": (
-        "forethought.kernel.agent",
+        "forethought.kernel.agent_command",
         "cli",
         "the kernel on your own tools (Python, MCP): a conversation, turn by turn",
     ),

@@ -775,7 +775,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
 def cli(args: list[str]) -> int:
     from rich.console import Console
 
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     cfg = load("pipeline", split_args(args), PipelineConfig)
     if cfg is None:

@@ -35,7 +35,7 @@ BARE = ("primitives", "kernel", "data_gen", "training")
 LAYERS: list[set[str]] = [
     {"forethought.config"},
     {"forethought.errors"},
-    {"forethought.bounded", "forethought.commands"},
+    {"forethought.bounded", "forethought.arguments"},
     {"primitives"},
     {"forethought.bundle"},
     {"kernel"},

@@ -12,7 +12,7 @@ import yaml
 
 from forethought.config import CONF_DIR, ConfigError, compose_and_validate, compose_config, validate
 from forethought.data_gen.unit import seal
-from forethought.training.config import PRIMITIVES, TrainConfig
+from forethought.training.config import PRIMITIVE_NAMES, TrainConfig
 
 TRAIN_GROUPS = ("model", "lora", "train", "logging", "launcher")  # the groups conf/train.yaml composes
 
@@ -27,7 +27,7 @@ def test_defaults():
         cfg.primitive == "all" and cfg.dataset_dir == "runs/data" and cfg.output_dir == "runs/train" and cfg.seed == 0
     )
     assert cfg.model.profile == "tiny" and cfg.logging.backend == "wandb" and cfg.logging.mode == "offline"
-    assert cfg.primitives() == list(PRIMITIVES)
+    assert cfg.primitives() == list(PRIMITIVE_NAMES)
     assert load("primitive=match_fill").primitives() == ["match_fill"]
 
 
@@ -143,7 +143,7 @@ def test_slurm_launcher_composes_and_validates():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     points = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides([sweep, "launcher=slurm"]), None)[0]
-    assert sorted(load(*p).primitive for p in points) == sorted(PRIMITIVES)
+    assert sorted(load(*p).primitive for p in points) == sorted(PRIMITIVE_NAMES)
 
 
 def test_local_launcher_is_hydras_basic_launcher():

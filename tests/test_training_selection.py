@@ -20,7 +20,7 @@ from transformers import TrainerCallback  # noqa: E402
 from forethought.bundle.models import WEIGHT_FILES, adapter_kind  # noqa: E402
 from forethought.data_gen.row import read_rows  # noqa: E402
 from forethought.data_gen.unit import load_manifest  # noqa: E402
-from forethought.training.config import PRIMITIVES  # noqa: E402
+from forethought.training.config import PRIMITIVE_NAMES  # noqa: E402
 from forethought.training.data import is_dev_solution, train_and_dev_rows  # noqa: E402
 from forethought.training.train import config_from_overrides, run  # noqa: E402
 
@@ -54,7 +54,7 @@ def overrides(data: Path, out: Path, *extra: str, epochs: int = 3) -> list[str]:
 def test_the_dev_split_is_carved_from_train_solutions_only(generated_data):
     held_out = set(load_manifest(generated_data)["validation_solutions"])
     dev_by_primitive = {}
-    for p in PRIMITIVES:
+    for p in PRIMITIVE_NAMES:
         train, dev = train_and_dev_rows(generated_data, p, 0.3, seed=0)
         train_ids, dev_ids = {r.solution_id for r in train}, {r.solution_id for r in dev}
         assert not (train_ids | dev_ids) & held_out, "a validation solution reached training or selection"
@@ -63,7 +63,7 @@ def test_the_dev_split_is_carved_from_train_solutions_only(generated_data):
         dev_by_primitive[p] = dev_ids
     # one rule for every primitive (and the base stage): a solution that is dev for one is dev for all
     every = set().union(*dev_by_primitive.values())
-    for p in PRIMITIVES:
+    for p in PRIMITIVE_NAMES:
         train_ids = {r.solution_id for r in train_and_dev_rows(generated_data, p, 0.3, seed=0)[0]}
         assert not train_ids & {s for s in every if is_dev_solution(s, 0.3, 0)}
     assert dev_by_primitive[PRIM], "the fixture's match_func rows must yield a dev split"
@@ -81,10 +81,10 @@ def test_the_base_stage_reads_exactly_the_train_rows_left_after_the_dev_carve(ge
     )  # the tiny base: requests only
     want = sorted(
         json.dumps(r["prompt"], sort_keys=True)
-        for p in PRIMITIVES
+        for p in PRIMITIVE_NAMES
         for r in trainer_rows(train_and_dev_rows(generated_data, p, 0.3, seed=3)[0])
     )
-    assert got == want and len(got) < sum(len(read_rows(generated_data, p, "train")) for p in PRIMITIVES)
+    assert got == want and len(got) < sum(len(read_rows(generated_data, p, "train")) for p in PRIMITIVE_NAMES)
 
 
 def weights(folder: Path) -> dict:

@@ -29,7 +29,7 @@ from forethought.data_gen.unit import seal  # noqa: E402
 from forethought.errors import UserError  # noqa: E402
 from forethought.kernel.specs import SPECS  # noqa: E402
 from forethought.training import artifacts  # noqa: E402
-from forethought.training.config import PRIMITIVES  # noqa: E402
+from forethought.training.config import PRIMITIVE_NAMES  # noqa: E402
 from forethought.training.data import dataset_spec_hash  # noqa: E402
 from forethought.training.train import config_from_overrides, run  # noqa: E402
 
@@ -40,7 +40,7 @@ PRIM = "match_fill"  # the primitive of the single-adapter runs: real match_fill
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def _copy_data(src: Path, dst: Path, primitives=PRIMITIVES) -> Path:
+def _copy_data(src: Path, dst: Path, primitives=PRIMITIVE_NAMES) -> Path:
     dst.mkdir(parents=True)
     shutil.copy(src / "stats.json", dst / "stats.json")
     for p in primitives:
@@ -54,7 +54,7 @@ def data_dir(generated_data, tmp_path_factory) -> Path:
     """A copy of the generated datasets whose stats.json records the spec hashes (as `forethought generate` does)."""
     d = _copy_data(generated_data, tmp_path_factory.mktemp("data") / "d")
     stats = json.loads((d / "stats.json").read_text())
-    stats.setdefault("spec_hashes", {p: SPECS[p].spec_hash for p in PRIMITIVES})
+    stats.setdefault("spec_hashes", {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES})
     (d / "stats.json").write_text(json.dumps(stats))
     seal(d)
     rows = [json.loads(x) for x in (d / PRIM / "train.jsonl").read_text().splitlines()]
@@ -348,21 +348,21 @@ def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
         ]
     )
     assert rc == 0, capsys.readouterr().err
-    assert artifacts.trained_primitives(out) == list(PRIMITIVES)
+    assert artifacts.trained_primitives(out) == list(PRIMITIVE_NAMES)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [*PRIMITIVES, "base", "base.json", ".base.lock", *(f".{p}.lock" for p in PRIMITIVES)]
+        [*PRIMITIVE_NAMES, "base", "base.json", ".base.lock", *(f".{p}.lock" for p in PRIMITIVE_NAMES)]
     )
     model, tok = artifacts.load_adapters(out)
-    assert set(model.peft_config) == set(PRIMITIVES)
+    assert set(model.peft_config) == set(PRIMITIVE_NAMES)
     x = tok.apply_chat_template(
         [{"role": "user", "content": "refuel 3 GB"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
     outs = {}
     with torch.no_grad():
-        for p in PRIMITIVES:
+        for p in PRIMITIVE_NAMES:
             model.set_adapter(p)
             outs[p] = model(**x).logits
-    assert all(not torch.equal(outs["decompose"], outs[p]) for p in PRIMITIVES[1:]), "each adapter is its own"
+    assert all(not torch.equal(outs["decompose"], outs[p]) for p in PRIMITIVE_NAMES[1:]), "each adapter is its own"
     assert artifacts.stop_token_ids(tok) == [tok.convert_tokens_to_ids("<end_of_turn>"), tok.eos_token_id]
 
 

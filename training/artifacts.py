@@ -36,7 +36,7 @@ from forethought.bundle.models import (
 from forethought.errors import UserError
 from forethought.kernel.backends.hf import stop_ids
 from forethought.kernel.specs import SPECS
-from forethought.training.config import PRIMITIVES
+from forethought.training.config import PRIMITIVE_NAMES
 
 if TYPE_CHECKING:
     import torch
@@ -111,7 +111,7 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
 def trained_primitives(output_dir: str | Path) -> list[str]:
     """Primitives whose run completed and whose adapter is on disk, in the canonical order."""
     out = []
-    for p in PRIMITIVES:
+    for p in PRIMITIVE_NAMES:
         m = run_metrics(output_dir, p)
         if m and m.get("completed") and adapter_kind(adapter_dir(output_dir, p)) is not None:
             out.append(p)

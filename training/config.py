@@ -14,11 +14,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from forethought.kernel.specs import PRIMITIVE_NAMES, RESERVED_NAMES, PrimitiveName, name_validator
 
 # The registered primitives (kernel/specs.py), read live: one adapter each.
-PRIMITIVES = PRIMITIVE_NAMES
 # Model profiles whose base is built (and pretrained) here, on the dataset's train splits; the
 # others load a user's pretrained checkpoint from model.path.
 BUILT_HERE = ("tiny", "small")
-__all__ = ["PRIMITIVES", "PrimitiveName", "TrainConfig"]
+__all__ = ["PRIMITIVE_NAMES", "PrimitiveName", "TrainConfig"]
 
 # Attention kernels that keep packed / padding-free sequences apart by reading the
 # per-sequence boundaries. Eager attention materialises a dense block-diagonal mask and
@@ -376,4 +375,4 @@ class TrainConfig(_Strict):
         """The adapters this run trains (none for primitive=base)."""
         if self.primitive == "base":
             return []
-        return list(PRIMITIVES) if self.primitive == "all" else [self.primitive]
+        return list(PRIMITIVE_NAMES) if self.primitive == "all" else [self.primitive]

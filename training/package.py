@@ -281,7 +281,7 @@ def package(cfg: PackageConfig) -> Path:
 
 
 def cli(args: list[str]) -> int:
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     cfg = load("package", split_args(args), PackageConfig)
     if cfg is None:

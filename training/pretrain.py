@@ -35,7 +35,7 @@ from forethought.bounded import read_json_object
 from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json, atomic_write_text
-from forethought.training.config import PRIMITIVES
+from forethought.training.config import PRIMITIVE_NAMES
 from forethought.training.tiny import BASE_MANIFEST, base_fingerprint, build_tiny_base
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
     cap = cfg.model.pretrain.max_examples_per_primitive
     rng = random.Random(cfg.seed)
     rows: list[dict[str, Any]] = []
-    for p in PRIMITIVES:
+    for p in PRIMITIVE_NAMES:
         if not split_path(cfg.dataset_dir, p, "train").is_file():
             continue
         got = trainer_rows(train_and_dev_rows(cfg.dataset_dir, p, cfg.train.dev_fraction, cfg.seed)[0])
@@ -316,7 +316,7 @@ def pretrain(cfg: TrainConfig) -> Path:
     if s.em_eval_steps:
         curve = ExactMatchCurve(
             tokenizer,
-            em_rows(cfg.dataset_dir, list(PRIMITIVES), s.em_eval_examples, cfg.seed, cfg.train.dev_fraction),
+            em_rows(cfg.dataset_dir, list(PRIMITIVE_NAMES), s.em_eval_examples, cfg.seed, cfg.train.dev_fraction),
             s.em_eval_steps,
             constrained=cfg.train.decoding == "constrained",
         )

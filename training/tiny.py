@@ -49,10 +49,10 @@ def _message_text(messages: Any) -> Iterator[str]:
 
 def corpus_files(dataset_dir: str | Path) -> list[Path]:
     """The train splits the tokenizer is built from: every ``<dataset_dir>/*/train.jsonl``, sorted."""
-    from forethought.training.config import PRIMITIVES
+    from forethought.training.config import PRIMITIVE_NAMES
 
     root = Path(dataset_dir)
-    return [root / p / "train.jsonl" for p in PRIMITIVES if (root / p / "train.jsonl").is_file()]
+    return [root / p / "train.jsonl" for p in PRIMITIVE_NAMES if (root / p / "train.jsonl").is_file()]
 
 
 def corpus_texts(files: Iterable[Path]) -> Iterator[str]:

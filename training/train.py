@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forethought.arguments import Args, load, split_args
 from forethought.bounded import read_json_object
-from forethought.commands import Args, load, split_args
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json, atomic_write_text
-from forethought.training.config import BUILT_HERE, PRIMITIVES, TrainConfig
+from forethought.training.config import BUILT_HERE, PRIMITIVE_NAMES, TrainConfig
 from forethought.training.run_support import (
     checkpointing_kwargs,
     config_diff,
@@ -323,7 +323,7 @@ def _preflight(cfg: TrainConfig) -> None:
         read_split(cfg.dataset_dir, p, "validation", required=False, limit=cfg.train.max_eval_examples)
     if cfg.model.profile in BUILT_HERE and cfg.primitive in ("base", "all"):
         # the base stage builds its tokenizer from, and pretrains on, every train split there: their rows too
-        for p in PRIMITIVES:
+        for p in PRIMITIVE_NAMES:
             if p not in cfg.primitives() and split_path(cfg.dataset_dir, p, "train").is_file():
                 read_split(cfg.dataset_dir, p, "train")
     from forethought.kernel.specs import SPECS
@@ -639,7 +639,7 @@ def train_primitive(
     keep_trainer: bool = False,
 ) -> RunResult:
     """Train one adapter into ``<output_dir>/<primitive>/``."""
-    if primitive not in PRIMITIVES:
+    if primitive not in PRIMITIVE_NAMES:
         raise UserError(f"unknown primitive {primitive!r}", "primitive")
     t_start = time.perf_counter()
     run_dir = Path(cfg.output_dir) / primitive

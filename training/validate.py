@@ -330,7 +330,7 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
 def cli(args: list[str]) -> int:
     from rich.console import Console
 
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     cfg = load("validate", split_args(args), ValidateConfig)
     if cfg is None:

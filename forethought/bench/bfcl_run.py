@@ -280,7 +280,7 @@ def _run_ceiling(cfg: BenchConfig, out: Path, selected: dict[str, list[Entry]], 
 
 def cli(args: list[str]) -> int:
     """``forethought bench bfcl [key=value ...]`` (``bench`` dispatches on its first positional argument)."""
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     a = split_args(args)
     if a.positional[:1] == ["tau2"]:  # its own config (conf/bench_tau2.yaml): tasks, seeds, tau2's evaluator

@@ -22,7 +22,11 @@ from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, 
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
-from forethought.kernel.run import KernelSettings, ReplayOnly, make_recorder  # the record/replay of `forethought run`
+from forethought.kernel.run_command import (  # the record/replay of `forethought run`
+    KernelSettings,
+    ReplayOnly,
+    make_recorder,
+)
 from forethought.primitives import Cache, ReplayMissError, Trace
 
 from .responder import Endpoint, ResponderConfig

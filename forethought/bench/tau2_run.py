@@ -419,7 +419,7 @@ def run_bench(
 
 def cli(args: list[str]) -> int:
     """``forethought bench tau2 [key=value ...]`` (conf/bench_tau2.yaml)."""
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     from . import tau2_report
 

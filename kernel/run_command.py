@@ -153,7 +153,7 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
 
 
 def cli(args: list[str]) -> int:
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     a = split_args(args)
     cfg = load("run", a, RunConfig)

@@ -31,7 +31,7 @@ from forethought.primitives.io import atomic_write_json, atomic_write_jsonl, ato
 from forethought.primitives.trace import capped_rows
 
 from .backends.factory import BackendConfig, HFBackendConfig, make_model_backend
-from .run import KernelSettings, ReplayOnly
+from .run_command import KernelSettings, ReplayOnly
 from .session import Session
 from .trace_html import render_html
 
@@ -132,7 +132,7 @@ def _read_terminal() -> Any:
 def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
     from forethought.errors import check_output_dir
 
-    from .run import make_recorder
+    from .run_command import make_recorder
 
     if cfg.tools is None:
         raise UserError("give the tools: tools=module:attr | mcp:<command> | mcp:<url>", "tools")
@@ -181,7 +181,7 @@ def _write(out: Path, cfg: AgentConfig, session: Session) -> None:
 
 
 def cli(args: list[str]) -> int:
-    from forethought.commands import load, split_args
+    from forethought.arguments import load, split_args
 
     a = split_args(args)
     cfg = load("agent", a, AgentConfig)
