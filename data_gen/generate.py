@@ -310,6 +310,21 @@ def run_variant(job: tuple[str, int, frozenset[str] | None]) -> tuple[str, int, 
     return sol_id, k, exs, dropped, None
 
 
+def _warn_unvaried_domains(sols: dict[str, Solution]) -> None:
+    """A domain whose solutions name entities (slots) but has no slot values file gets no variation: every generated
+    row would repeat the same titles, dates and ids. Said once per domain, on stderr."""
+    import sys
+
+    from .augment import SLOT_VALUES_DIR, slot_values
+
+    with_slots = Counter(s.domains[0] for s in sols.values() if s.slots)
+    for domain, n in sorted(with_slots.items()):
+        if not slot_values(domain):
+            print(f"warning: domain {domain}: {n} solution(s) declare slots but {SLOT_VALUES_DIR / (domain + '.json')} "
+                  "holds no values for them: their entities are not varied (every generated row repeats them)",
+                  file=sys.stderr)  # fmt: skip
+
+
 # ------------------------------------------------------------------ splits
 def split_solutions(sols: dict[str, Solution], yields: dict[str, Counter], fraction: float, seed: int) -> set[str]:
     """Choose validation solutions: about ``fraction`` of each domain, covering every primitive."""
@@ -431,6 +446,7 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
             return [run_variant(j) for j in jobs]
         return pool.map(run_variant, jobs, chunksize=max(1, len(jobs) // (cfg.workers * 8)))
 
+    _warn_unvaried_domains(sols)
     try:
         # Round 0: every solution as written must verify.
         base = run_jobs([(sid, 0, None) for sid in sorted(sols)])
@@ -448,6 +464,15 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
         for sid in [s for s in sols if s not in yields]:
             del sols[sid]
         val_ids = split_solutions(sols, yields, cfg.validation_fraction, cfg.seed)
+        if not val_ids:  # train would find no held-out solution to measure on, after the whole generation
+            counts = Counter(s.domains[0] for s in sols.values())
+            raise UserError(
+                "the corpus is too small to hold out a validation split: "
+                + ", ".join(f"domain {d} has {n} solution{'s' if n != 1 else ''}" for d, n in sorted(counts.items()))
+                + " (a domain needs 5 for some to be held out, or two solutions that yield the same primitive); "
+                "add worked solutions",
+                "solutions",
+            )
         quota = {}
         for prim in PRIMITIVE_NAMES:
             n_val = round(cfg.sizes[prim] * cfg.validation_fraction)

@@ -420,3 +420,40 @@ def test_too_many_dropped_variants_fail_naming_the_file_and_reason(tmp_path, mon
         "varied copies did not verify and were dropped:" in err
         and "paper_figure1.json: turn 0, get_order: expected order" in err
     )
+
+
+def test_a_corpus_too_small_for_a_validation_split_is_refused_naming_its_domains(tmp_path, capsys):
+    from tests.conftest import FIXTURE_SOLUTIONS, TINY_SIZES
+
+    out = tmp_path / "data"
+    one = Path(FIXTURE_SOLUTIONS) / "paper_figure1.json"
+    assert (
+        main(
+            [
+                "generate",
+                f"data.solutions=[{one}]",
+                f"data.sizes={TINY_SIZES}",
+                "data.workers=1",
+                f"data.output_dir={out}",
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "too small to hold out a validation split: domain file_system has 1 solution" in err
+    assert not out.exists()  # refused before train would have found no validation rows
+
+
+def test_a_domain_without_slot_values_is_warned_about(tmp_path, capsys, monkeypatch):
+    import forethought.data_gen.augment as augment
+
+    monkeypatch.setattr(augment, "slot_values", lambda domain: {})
+    from forethought.data_gen.generate import _warn_unvaried_domains
+    from forethought.kernel.solution_file import load_solution
+    from tests.conftest import FIXTURE_SOLUTIONS
+
+    sol = load_solution(Path(FIXTURE_SOLUTIONS) / "paper_figure1.json")
+    assert sol.slots  # the fixture names its entities
+    _warn_unvaried_domains({sol.id: sol})
+    err = capsys.readouterr().err
+    assert "warning: domain file_system: 1 solution(s) declare slots" in err and "not varied" in err
