@@ -262,7 +262,7 @@ def context_conflicts(sol: Solution, rng: random.Random, param_names: set[str]) 
         ctx = dict(t.context)
         for task in t.tasks or []:
             for pname, b in task.bindings.items():
-                if b.source not in ("S", "fill") or b.value is None or rng.random() < 0.5:
+                if b.source not in ("scratchpad", "fill") or b.value is None or rng.random() < 0.5:
                     continue
                 key = rng.choice(_CONFLICT_PREFIXES) + pname
                 if key in param_names or key in ctx:

@@ -466,13 +466,18 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
         val_ids = split_solutions(sols, yields, cfg.validation_fraction, cfg.seed)
         if not val_ids:  # train would find no held-out solution to measure on, after the whole generation
             counts = Counter(s.domains[0] for s in sols.values())
-            raise UserError(
+            why = (
                 "the corpus is too small to hold out a validation split: "
                 + ", ".join(f"domain {d} has {n} solution{'s' if n != 1 else ''}" for d, n in sorted(counts.items()))
-                + " (a domain needs 5 for some to be held out, or two solutions that yield the same primitive); "
-                "add worked solutions",
-                "solutions",
+                + " (a domain needs 5 for some to be held out, or two solutions that yield the same primitive)"
             )
+            if not cfg.allow_undersized:
+                raise UserError(
+                    why + "; add worked solutions (or allow_undersized=true for train rows only)", "solutions"
+                )
+            import sys
+
+            print(f"warning: {why}: no validation rows (allow_undersized)", file=sys.stderr)
         quota = {}
         for prim in PRIMITIVE_NAMES:
             n_val = round(cfg.sizes[prim] * cfg.validation_fraction)

@@ -97,7 +97,7 @@ def static_checks(sol: Solution, *, tags: bool = True) -> None:
 def _check_tags(sol: Solution) -> None:
     """A tag must be backed by the annotations, so the coverage table is honest.
 
-    ``tau_over_s`` and ``no_side_effect`` need the replay (what S held, what was
+    ``request_over_scratchpad`` and ``no_side_effect`` need the replay (what S held, what was
     called); they are checked in :func:`_check_replay_tags`.
     """
     turns = sol.turns
@@ -105,7 +105,12 @@ def _check_tags(sol: Solution) -> None:
     prereqs = [p for t in tasks for p in t.prerequisites]
     evidence = {
         "cross_turn_state": len(turns) > 1
-        and any(b.source in ("S", "fill") for turn in turns[1:] for t in turn.tasks or [] for b in t.bindings.values()),
+        and any(
+            b.source in ("scratchpad", "fill")
+            for turn in turns[1:]
+            for t in turn.tasks or []
+            for b in t.bindings.values()
+        ),
         "dependency_chain": any(t.depends_on for t in tasks),
         "prereq_absent_retrieve": any(p.outcome == "absent" and p.retrieval is not None for p in prereqs),
         # blocked by a not_met check (at first or on recheck); its remediation (or null: none possible) is annotated
@@ -195,7 +200,9 @@ def describe_scratchpad_entry(
     return f"S[{key!r}] = {now[key]!r}, written by {who}"
 
 
-def tau_over_s_conflicts(sol: Solution, results: list[TurnResult], reg: Any) -> list[tuple[int, str, str, Any, Any]]:
+def request_over_scratchpad_conflicts(
+    sol: Solution, results: list[TurnResult], reg: Any
+) -> list[tuple[int, str, str, Any, Any]]:
     """Every (turn, task, parameter, tau value, S value) where a parameter was bound from tau although S
     already held the same key with a different value (tau wins)."""
     out = []
@@ -203,7 +210,7 @@ def tau_over_s_conflicts(sol: Solution, results: list[TurnResult], reg: Any) -> 
     for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
         start = {**S, **turn.config}
         for tid, binds in res.bindings.items():
-            taus = {m: b for m, b in binds.items() if b.source == "tau"}
+            taus = {m: b for m, b in binds.items() if b.source == "request"}
             if not taus:
                 continue
             at = _scratchpad_at_lookup(start, res, tid, reg)
@@ -382,11 +389,11 @@ def _check_replay_tags(sol: Solution, results: list[TurnResult], reg: Any) -> No
             "tag 'resume_unfinished_task' needs a committed call with an argument bound from the unfinished entry "
             "(unfinished.<tool>) that an earlier turn's blocked or missing_param task of that tool left",
         )
-    if "tau_over_s" in sol.tags and not tau_over_s_conflicts(sol, results, reg):
+    if "request_over_scratchpad" in sol.tags and not request_over_scratchpad_conflicts(sol, results, reg):
         raise Divergence(
             None,
             "tags",
-            "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key with a different value (tau wins)",
+            "tag 'request_over_scratchpad' needs a parameter bound from the request while the scratchpad already holds that key with a different value (the request wins)",
         )
     if "per_entity_prerequisite" in sol.tags and not per_entity_contrasts(sol, results, reg):
         raise Divergence(

@@ -175,7 +175,7 @@ def build_program(cfg: KernelConfig) -> Program:
             task_steps.lookup_params,
             TaskCursor,
             TaskCursor,
-            Contract(value=[Check("tau_before_S", "value", task_steps.tau_before_scratchpad)]),
+            Contract(value=[Check("request_before_scratchpad", "value", task_steps.request_before_scratchpad)]),
         ),
         Conditional(
             when=lambda c: bool(c.missing),

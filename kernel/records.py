@@ -94,9 +94,10 @@ class PrereqRecord(_Model):
 
 class BindingRecord(_Model):
     value: Any = None
-    # Where the value came from: "tau" the turn context τ, "S" the scratchpad, "fill" match_fill.
+    # Where the value came from: "request" (the task's parameters, then the turn's context: τ), "scratchpad" (S),
+    # "fill" (match_fill).
     # These strings are data (the trace view colours by them), so they keep the paper's letters.
-    source: Literal["tau", "S", "fill", "missing"]
+    source: Literal["request", "scratchpad", "fill", "missing"]
     consulted: list[str] = Field(default_factory=list)
     # For a parameter left missing by same-turn binding (docs/kernel.md, "Same-turn binding"): the entry
     # that made it so, a dependency's result field "<tool>.<field>", or the parameter's own key when S's

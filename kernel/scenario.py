@@ -25,7 +25,7 @@ PATTERN_TAGS = (
     "dependency_chain",  # multi-step chain of dependent tasks
     "prereq_absent_retrieve",  # a prerequisite is absent and retrieved inline
     "prereq_not_met_blocked",  # a prerequisite is not met: task blocked with a remediation
-    "tau_over_s",  # turn context wins over the scratchpad; unmentioned fields preserved
+    "request_over_scratchpad",  # the request (turn context) wins over the scratchpad; unmentioned fields preserved
     "setup_call",  # a setup call the user did not name (authenticate, resolve a code)
     "no_matching_function",  # no registry tool can do a task
     "missing_parameter",  # a required value cannot be grounded
@@ -113,11 +113,11 @@ class PrereqAnn(_Strict):
 
 
 class BindingAnn(_Strict):
-    """How one parameter got its value: Lookup in tau, then S, else match_fill."""
+    """How one parameter got its value: Lookup in the request, then the scratchpad, else match_fill."""
 
-    source: Literal["tau", "S", "fill", "missing"] = Field(
-        description="Where the kernel's Lookup found the value: 'tau' (the task's parameters, then the turn's context), "
-        "'S' (the scratchpad, only when tau has no such key), 'fill' (neither had it; match_fill proposed it), "
+    source: Literal["request", "scratchpad", "fill", "missing"] = Field(
+        description="Where the kernel's Lookup found the value: 'request' (the task's parameters, then the turn's "
+        "context), 'scratchpad' (only when the request has no such key), 'fill' (neither had it; match_fill proposed it), "
         "'missing' (nothing could be grounded: the task ends missing_param)."
     )
     value: Any = Field(
@@ -125,7 +125,7 @@ class BindingAnn(_Strict):
     )
     fill_from: str | None = Field(
         None,
-        description="Only for source 'fill': where match_fill reads the value, 'S:<key>', 'tau:<key>', or 'literal' "
+        description="Only for source 'fill': where match_fill reads the value, 'scratchpad:<key>', 'request:<key>', or 'literal' "
         "(the value itself, which must be grounded, e.g. a list built from several known values). Default 'literal'.",
     )
 
@@ -133,8 +133,8 @@ class BindingAnn(_Strict):
     def _fill(self) -> BindingAnn:
         if self.source == "fill":
             ff = self.fill_from or "literal"
-            if not (ff == "literal" or ff.startswith("S:") or ff.startswith("tau:")):
-                raise ValueError(f"fill_from must be 'S:<key>', 'tau:<key>' or 'literal', got {ff!r}")
+            if not (ff == "literal" or ff.startswith("scratchpad:") or ff.startswith("request:")):
+                raise ValueError(f"fill_from must be 'scratchpad:<key>', 'request:<key>' or 'literal', got {ff!r}")
         return self
 
 
@@ -224,7 +224,7 @@ class TaskAnn(_Strict):
             if inst.outcome in LOOKED_UP:
                 bindings = {
                     **self.bindings,
-                    self.for_each.param: BindingAnn(source="tau", value=inst.value),
+                    self.for_each.param: BindingAnn(source="request", value=inst.value),
                     **inst.bindings,
                 }
             out.append(

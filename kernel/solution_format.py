@@ -9,7 +9,10 @@ Versions:
 
 1. prerequisite keys domain-wide: ``order_status`` for every order;
 2. per-entity prerequisite keys: a prerequisite whose tool declares an ``entity`` is annotated with the entry of the
-   entity the task names, ``order_status[${order}]`` (docs/kernel.md, "Per-entity prerequisites").
+   entity the task names, ``order_status[${order}]`` (docs/kernel.md, "Per-entity prerequisites");
+3. words, not the paper's letters: a binding's ``source`` is ``request`` (was ``tau``: the task's parameters, then the
+   turn's context) or ``scratchpad`` (was ``S``), ``fill_from`` reads ``request:<key>`` / ``scratchpad:<key>``, and
+   the pattern tag ``tau_over_s`` is ``request_over_scratchpad``.
 
 The 1 -> 2 migration rewrites each domain-wide key of a per-entity prerequisite as the kernel checks it, found by a
 replay of the solution through the kernel with the oracle (the entity's value comes from the task's parameters, the
@@ -25,8 +28,11 @@ from typing import Any
 
 from forethought.errors import UserError
 
-FORMAT_VERSION = 2
-CHANGES = {2: "per-entity prerequisite keys (order_status[${order}], not the domain-wide order_status)"}
+FORMAT_VERSION = 3
+CHANGES = {
+    2: "per-entity prerequisite keys (order_status[${order}], not the domain-wide order_status)",
+    3: "binding sources in words (request, scratchpad; were tau, S), fill_from request:/scratchpad:, tag request_over_scratchpad",
+}
 
 
 def version_of(data: dict[str, Any], where: str) -> int:

@@ -19,12 +19,47 @@ def migrate(data: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]
     out = copy.deepcopy(data)
     changed: list[str] = []
     left: list[str] = []
+    if version < 3:  # first: the per-entity step below reads the data with the current model
+        changed += _words(out)
     if version < 2:
         c, x = _per_entity_keys(out, where)
         changed += c
         left += x
     out.pop("format_version", None)
     return {"format_version": FORMAT_VERSION, **out}, changed, left
+
+
+# ------------------------------------------------------------------ 2 -> 3
+SOURCE_WORDS = {"tau": "request", "S": "scratchpad"}
+FILL_PREFIXES = {"tau:": "request:", "S:": "scratchpad:"}
+TAG_WORDS = {"tau_over_s": "request_over_scratchpad"}
+
+
+def _words(data: dict[str, Any]) -> list[str]:
+    """Rename, in ``data``, the paper's letters to words: binding sources, fill_from prefixes, the pattern tag."""
+    changed = 0
+    for turn in data.get("turns") or []:
+        for t in turn.get("tasks") or []:
+            lists = [t.get("bindings") or {}, *[inst.get("bindings") or {} for inst in t.get("instances") or []]]
+            for bindings in lists:
+                for b in bindings.values() if isinstance(bindings, dict) else []:
+                    if not isinstance(b, dict):
+                        continue
+                    if b.get("source") in SOURCE_WORDS:
+                        b["source"] = SOURCE_WORDS[b["source"]]
+                        changed += 1
+                    ff = b.get("fill_from")
+                    for old, new in FILL_PREFIXES.items():
+                        if isinstance(ff, str) and ff.startswith(old):
+                            b["fill_from"] = new + ff[len(old) :]
+                            changed += 1
+    tags = data.get("tags")
+    if isinstance(tags, list):
+        for i, tag in enumerate(tags):
+            if tag in TAG_WORDS:
+                tags[i] = TAG_WORDS[tag]
+                changed += 1
+    return [f"{changed} source/fill_from/tag word(s): tau -> request, S -> scratchpad"] if changed else []
 
 
 # ------------------------------------------------------------------ 1 -> 2

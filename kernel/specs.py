@@ -1121,7 +1121,7 @@ def _fill_schema(inp: MatchFillInput, max_tasks: int) -> dict[str, Any]:
 
 
 def _fill_oracle(inp: MatchFillInput, ann: Annotation) -> dict[str, Any]:
-    # fill_from "S:<key>" reads the scratchpad in the input, so replays re-derive values that depend on it.
+    # fill_from "scratchpad:<key>" reads the scratchpad in the input, so replays re-derive values that depend on it.
     t = ann.tasks.get(inp.task.id)
     values: dict[str, Any] = {}
     for m in inp.missing:
@@ -1129,10 +1129,10 @@ def _fill_oracle(inp: MatchFillInput, ann: Annotation) -> dict[str, Any]:
         v = None
         if b is not None and b.source == "fill":
             ff = b.fill_from or "literal"
-            if ff.startswith("S:"):
-                v = inp.state.get(ff[2:])
-            elif ff.startswith("tau:"):
-                v = inp.context.get(ff[4:])
+            if ff.startswith("scratchpad:"):
+                v = inp.state.get(ff.removeprefix("scratchpad:"))
+            elif ff.startswith("request:"):
+                v = inp.context.get(ff.removeprefix("request:"))
             else:
                 v = b.value
         values[m] = v

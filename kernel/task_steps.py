@@ -57,16 +57,16 @@ def lookup(
     more specific than a value some other call left under the same name. Source ``S`` (the entry is in S),
     ``entry`` names it, consulted ``... → unfinished``.
     """
-    consulted = ["tau"]
+    consulted = ["request"]
     stated = turn_context.get(name)
     if stated is not None and name not in copied:
-        return BindingRecord(value=stated, source="tau", consulted=consulted)
+        return BindingRecord(value=stated, source="request", consulted=consulted)
     if fresh:
         consulted.append("dependencies")
         for _, entries in fresh:
             value = entries.get(name)
             if value is not None:
-                return BindingRecord(value=value, source="S", consulted=consulted)
+                return BindingRecord(value=value, source="scratchpad", consulted=consulted)
         produced = [
             toolgate.result_key(g, name)
             for g, entries in fresh
@@ -75,19 +75,21 @@ def lookup(
         if produced:
             return BindingRecord(value=None, source="missing", consulted=consulted, shadowed_by=produced[0])
         if stated is not None:
-            consulted.append("tau")
-            return BindingRecord(value=stated, source="tau", consulted=consulted)
+            consulted.append("request")
+            return BindingRecord(value=stated, source="request", consulted=consulted)
     if unfinished:
         consulted.append("unfinished")
         value = unfinished.get(name)
         if value is not None and not is_truncated(value):
-            return BindingRecord(value=value, source="S", consulted=consulted, entry=unfinished_key(tool or ""))
-    consulted.append("S")
+            return BindingRecord(
+                value=value, source="scratchpad", consulted=consulted, entry=unfinished_key(tool or "")
+            )
+    consulted.append("scratchpad")
     value = scratchpad.get(name)
     if value is not None and not is_truncated(value):
         if fresh and tool is not None and scratchpad.last_source(name) == f"call:{tool}":
             return BindingRecord(value=None, source="missing", consulted=consulted, shadowed_by=name)
-        return BindingRecord(value=value, source="S", consulted=consulted)
+        return BindingRecord(value=value, source="scratchpad", consulted=consulted)
     return BindingRecord(value=None, source="missing", consulted=consulted)
 
 
@@ -309,9 +311,10 @@ def _copied_from_state(turn: TurnState, parameters: dict[str, Any]) -> frozenset
     )
 
 
-def tau_before_scratchpad(task: TaskCursor, looked_up: TaskCursor) -> str | None:
-    """Contract "tau_before_S" on lookup_params (INV-L): every lookup consulted τ before S."""
-    bad = {m: c for m, c in looked_up.lookups.items() if c[:1] != ["tau"]}
+def request_before_scratchpad(task: TaskCursor, looked_up: TaskCursor) -> str | None:
+    """Contract "request_before_scratchpad" on lookup_params (INV-L): every lookup consulted the request (τ) before
+    the scratchpad (S)."""
+    bad = {m: c for m, c in looked_up.lookups.items() if c[:1] != ["request"]}
     return f"tau was not consulted first for {bad}" if bad else None
 
 

@@ -23,7 +23,7 @@ h1{font-size:1.4em} h2{font-size:1.15em;border-bottom:1px solid #ccc;padding-bot
 .sp{font-weight:600;color:#1a4f8b} code{background:#eef;padding:0 .25em;border-radius:3px}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0} td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
 .ok{color:#17803d;font-weight:600} .bad{color:#b3261e;font-weight:600} .muted{color:#777}
-.src-tau{background:#e6f4ea} .src-S{background:#e8f0fe} .src-fill{background:#fef7e0} .src-missing{background:#fce8e6}
+.src-request{background:#e6f4ea} .src-scratchpad{background:#e8f0fe} .src-fill{background:#fef7e0} .src-missing{background:#fce8e6}
 """
 
 

@@ -752,7 +752,7 @@ def run_case(
         stats["calls_checked"] += len(staged)
         for binds in res.bindings.values():  # same-turn binding was reached (docs/kernel.md)
             stats["bound_from_dependencies"] += sum(
-                1 for b in binds.values() if b.source == "S" and "dependencies" in b.consulted
+                1 for b in binds.values() if b.source == "scratchpad" and "dependencies" in b.consulted
             )
             stats["shadowed_by_a_result_field"] += sum(
                 1 for b in binds.values() if b.shadowed_by and "." in b.shadowed_by

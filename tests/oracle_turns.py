@@ -16,7 +16,7 @@ def turn(user: str, tasks: list[dict[str, Any]]) -> Turn:
 
 def task(tid: str, tool_name: str, parameters: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """A task of ``tool_name`` whose parameters the request states (bound from the turn's τ)."""
-    bindings = {k: {"source": "tau", "value": v} for k, v in parameters.items()}
+    bindings = {k: {"source": "request", "value": v} for k, v in parameters.items()}
     return {"id": tid, "text": f"{tool_name} {parameters}", "tool": tool_name, "parameters": parameters,
             "bindings": bindings, **kw}  # fmt: skip
 

@@ -389,14 +389,14 @@ def test_the_rendering_of_figure_1_holds_what_the_responder_needs():
         '- t1: Create the directory archive; values {"dir_name": "archive"}',
         "- t2: Move report.txt into archive; after t1",
         "## Order (get_order)\nt1, t2",
-        '### t1: Create the directory archive\nfunction (match_func): mkdir\nparameter dir_name = "archive" (from tau)\noutcome: executed (mkdir)',
+        '### t1: Create the directory archive\nfunction (match_func): mkdir\nparameter dir_name = "archive" (from request)\noutcome: executed (mkdir)',
         '1. [t1, task] mkdir(dir_name=\'archive\') -> committed; result {"created": "archive"}',
         "2. [t2, task] mv(source='report.txt', destination='archive') -> committed; result",
         "- decompose: 1 attempt(s); violations: none",
         '- destination = "archive"',
     ):
         assert needed in first, needed
-    assert 'parameter folder = "archive" (from S)' in second  # the second turn binds from what the first wrote
+    assert 'parameter folder = "archive" (from scratchpad)' in second  # the second turn binds from what the first wrote
     assert (
         "grep(file_name='report.txt', pattern='revenue') -> committed; result {\"matching_lines\": [\"Q1 revenue grew 4%\""
         in second

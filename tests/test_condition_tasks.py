@@ -100,7 +100,7 @@ def test_fan_out_runs_one_instance_per_element(n):
     rms = [c for c in res.committed_calls if c.tool == "rm"]
     assert [(c.task_id, c.arguments) for c in rms] == [(f"t2[{k}]", {"file_name": names[k]}) for k in range(n)]
     for k in range(n):  # each instance binds its element from tau (INV-L), and is recorded on its own
-        assert res.bindings[f"t2[{k}]"]["file_name"].source == "tau"
+        assert res.bindings[f"t2[{k}]"]["file_name"].source == "request"
         assert res.outcomes[f"t2[{k}]"].status == "executed"
     assert not [k for k in world["file_system"]["root"]["children"] if k.endswith(".tmp")]
     assert [t.id for t in res.tasks] == ["t1", "t2"]  # instances are not decompose's tasks

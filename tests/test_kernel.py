@@ -186,7 +186,10 @@ def test_absent_prerequisite_triggers_one_retrieval_then_executes():
                         "recheck": "met",
                     }
                 ],
-                bindings={"city": {"source": "tau", "value": "Oslo"}, "note": {"source": "tau", "value": "cold"}},
+                bindings={
+                    "city": {"source": "request", "value": "Oslo"},
+                    "note": {"source": "request", "value": "cold"},
+                },
             )
         ],
         ["t1"],
@@ -239,7 +242,10 @@ def test_not_met_prerequisite_blocks_with_remediation_and_only_that_task():
                 "save_report",
                 parameters={"city": "Lima", "note": "warm"},
                 prerequisites=[{"key": "session", "outcome": "met"}],
-                bindings={"city": {"source": "tau", "value": "Lima"}, "note": {"source": "tau", "value": "warm"}},
+                bindings={
+                    "city": {"source": "request", "value": "Lima"},
+                    "note": {"source": "request", "value": "warm"},
+                },
             ),
         ],
         ["t1", "t2"],
@@ -288,7 +294,7 @@ def test_missing_function_and_missing_param_abandon_only_their_task():
                 "save a note",
                 parameters={"city": "Kyiv"},
                 prerequisites=[{"key": "session", "outcome": "met"}],
-                bindings={"city": {"source": "tau", "value": "Kyiv"}, "note": {"source": "missing"}},
+                bindings={"city": {"source": "request", "value": "Kyiv"}, "note": {"source": "missing"}},
             ),
             task("t3", "weather_backup", "weather for Kyiv", parameters={"city": "Kyiv"}),
         ],
@@ -306,11 +312,11 @@ def test_tau_is_consulted_before_the_scratchpad():
     t = turn("weather for New Town", [task("t1", "weather_backup", parameters={"city": "New Town"})], ["t1"])
     res, *_ = run(t, S=S)
     b = res.bindings["t1"]["city"]
-    assert (b.source, b.value, b.consulted) == ("tau", "New Town", ["tau"])
+    assert (b.source, b.value, b.consulted) == ("request", "New Town", ["request"])
     t = turn("weather there again", [task("t1", "weather_backup")], ["t1"])
     res, *_ = run(t, S=S)
     b = res.bindings["t1"]["city"]
-    assert (b.source, b.value, b.consulted) == ("S", "New Town", ["tau", "S"])
+    assert (b.source, b.value, b.consulted) == ("scratchpad", "New Town", ["request", "scratchpad"])
 
 
 def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values():
@@ -325,8 +331,8 @@ def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values(
                 parameters={"note": "rain"},
                 prerequisites=[{"key": "session", "outcome": "met"}],
                 bindings={
-                    "note": {"source": "tau", "value": "rain"},
-                    "city": {"source": "fill", "fill_from": "S:home_city", "value": "Quito"},
+                    "note": {"source": "request", "value": "rain"},
+                    "city": {"source": "fill", "fill_from": "scratchpad:home_city", "value": "Quito"},
                 },
             )
         ],
@@ -344,7 +350,7 @@ def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values(
                 parameters={"note": "rain"},
                 prerequisites=[{"key": "session", "outcome": "met"}],
                 bindings={
-                    "note": {"source": "tau", "value": "rain"},
+                    "note": {"source": "request", "value": "rain"},
                     "city": {"source": "fill", "fill_from": "literal", "value": "Atlantis"},
                 },
             )
@@ -415,7 +421,11 @@ def test_paper_figure1_calls(path):
     assert committed(turns[0]) == ["mkdir(dir_name='archive')", "mv(source='report.txt', destination='archive')"]
     assert committed(turns[1]) == ["cd(folder='archive')", "grep(file_name='report.txt', pattern='revenue')"]
     b = turns[1].bindings
-    assert (b["t1"]["folder"].source, b["t2"]["file_name"].source, b["t2"]["pattern"].source) == ("S", "S", "tau")
+    assert (b["t1"]["folder"].source, b["t2"]["file_name"].source, b["t2"]["pattern"].source) == (
+        "scratchpad",
+        "scratchpad",
+        "request",
+    )
 
 
 def test_a_task_whose_dependency_did_not_execute_is_skipped_and_independent_ones_run():
@@ -478,7 +488,7 @@ def test_paper_c3_prerequisite_met_from_persistent_state():
     t = verify_solution(load_solution("data_gen/solutions/travel/paper_c3_nearest_airport.json"))[0]
     (tid,) = t.order
     assert [(p.key, p.outcome) for p in t.prerequisites[tid]] == [("authenticated", "met")]
-    assert (t.bindings[tid]["city"].source, t.bindings[tid]["city"].value) == ("tau", "Miami")
+    assert (t.bindings[tid]["city"].source, t.bindings[tid]["city"].value) == ("request", "Miami")
     assert t.calls[0].result["nearest_airport"] == "MIA" or "MIA" in str(t.calls[0].result)
 
 

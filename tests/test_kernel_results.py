@@ -149,7 +149,7 @@ def task(tid: str, tool: str, text: str = "do it", **kw: Any) -> dict[str, Any]:
 
 
 def tau(v: Any) -> dict[str, Any]:
-    return {"source": "tau", "value": v}
+    return {"source": "request", "value": v}
 
 
 MESSAGE_ALICE = {
@@ -162,7 +162,7 @@ MESSAGE_ALICE = {
             depends_on=["t1"],
             parameters={"text": "hi"},
             bindings={
-                "receiver_id": {"source": "fill", "value": "U1", "fill_from": "S:lookup_user.user_id"},
+                "receiver_id": {"source": "fill", "value": "U1", "fill_from": "scratchpad:lookup_user.user_id"},
                 "text": tau("hi"),
             },
         ),
@@ -195,7 +195,7 @@ def test_messaging_a_second_person_binds_the_id_just_looked_up_not_the_first_per
                 depends_on=["t1"],
                 parameters={"text": "hello"},
                 bindings={
-                    "receiver_id": {"source": "fill", "value": "U2", "fill_from": "S:lookup_user.user_id"},
+                    "receiver_id": {"source": "fill", "value": "U2", "fill_from": "scratchpad:lookup_user.user_id"},
                     "text": tau("hello"),
                 },
             ),
@@ -205,7 +205,7 @@ def test_messaging_a_second_person_binds_the_id_just_looked_up_not_the_first_per
     (_, res), world, S = run_turns([MESSAGE_ALICE, second])
     b = res.bindings["t2"]["receiver_id"]
     assert (b.source, b.value, b.shadowed_by) == ("fill", "U2", "receiver_id")
-    assert b.consulted == ["tau", "dependencies", "S", "fill"]
+    assert b.consulted == ["request", "dependencies", "scratchpad", "fill"]
     assert world.sent == [{"to": "U1", "text": "hi"}, {"to": "U2", "text": "hello"}]
 
 
@@ -218,13 +218,13 @@ def test_without_a_dependency_the_same_tools_earlier_argument_is_still_S():
                 "t1",
                 "message",
                 parameters={"text": "bye"},
-                bindings={"receiver_id": {"source": "S", "value": "U1"}, "text": tau("bye")},
+                bindings={"receiver_id": {"source": "scratchpad", "value": "U1"}, "text": tau("bye")},
             )
         ],
         "order": ["t1"],
     }
     (_, res), world, _ = run_turns([MESSAGE_ALICE, again])
-    assert res.bindings["t1"]["receiver_id"].source == "S" and world.sent[-1] == {"to": "U1", "text": "bye"}
+    assert res.bindings["t1"]["receiver_id"].source == "scratchpad" and world.sent[-1] == {"to": "U1", "text": "bye"}
 
 
 def _two_symbols_then_sell(order: list[str], sell_from: str) -> dict[str, Any]:
@@ -241,7 +241,7 @@ def _two_symbols_then_sell(order: list[str], sell_from: str) -> dict[str, Any]:
                 bindings={
                     "side": tau("Sell"),
                     "amount": tau(5),
-                    "symbol": {"source": "fill", "value": "MSFT", "fill_from": "S:symbol_of.symbol"},
+                    "symbol": {"source": "fill", "value": "MSFT", "fill_from": "scratchpad:symbol_of.symbol"},
                 },
             ),
         ],
@@ -297,13 +297,13 @@ def test_a_dependencys_argument_binds_by_name_newest_first():
                 "trade",
                 depends_on=["t1", "t2"],
                 parameters={"side": "Sell", "amount": 3},
-                bindings={"side": tau("Sell"), "amount": tau(3), "symbol": {"source": "S", "value": "MSFT"}},
+                bindings={"side": tau("Sell"), "amount": tau(3), "symbol": {"source": "scratchpad", "value": "MSFT"}},
             ),
         ],
         "order": ["t1", "t2", "t3"],
     }
     (res,), world, _ = run_turns([turn])
-    assert res.bindings["t3"]["symbol"].consulted == ["tau", "dependencies"]
+    assert res.bindings["t3"]["symbol"].consulted == ["request", "dependencies"]
     assert world.orders[-1] == {"side": "Sell", "symbol": "MSFT", "amount": 3}
 
 
@@ -326,7 +326,7 @@ def test_a_value_the_user_stated_still_wins_over_a_fresh_result():
     turn["tasks"][2]["parameters"]["symbol"] = "TSLA"
     turn["tasks"][2]["bindings"]["symbol"] = tau("TSLA")
     (_, res), world, _ = run_turns([BUY_APPLE, turn])
-    assert res.bindings["t3"]["symbol"].consulted == ["tau"] and world.orders[-1]["symbol"] == "TSLA"
+    assert res.bindings["t3"]["symbol"].consulted == ["request"] and world.orders[-1]["symbol"] == "TSLA"
 
 
 def test_a_sort_result_is_posted_by_a_later_call():
@@ -342,7 +342,7 @@ def test_a_sort_result_is_posted_by_a_later_call():
                     "content": {
                         "source": "fill",
                         "value": "apples\nfigs\npears",
-                        "fill_from": "S:sort_file.sorted_content",
+                        "fill_from": "scratchpad:sort_file.sorted_content",
                     }
                 },
             ),
@@ -426,4 +426,4 @@ def test_a_value_decompose_proposed_afresh_is_not_shadowed_by_a_dependencys_argu
     }
     (res,), _, S = run_turns([turn])
     assert [c.arguments["permission"] for c in res.committed_calls] == ["sms", "storage"]
-    assert res.bindings["t2"]["permission"].consulted == ["tau"] and S.get("grant.granted") == "messaging:storage"
+    assert res.bindings["t2"]["permission"].consulted == ["request"] and S.get("grant.granted") == "messaging:storage"

@@ -35,7 +35,7 @@ def test_run_writes_calls_state_trace_and_html(tmp_path, capsys):
     ):
         assert needle in html
     turns = json.loads((out / "turns.json").read_text())
-    assert turns[1]["bindings"]["t2"]["pattern"]["source"] == "tau"
+    assert turns[1]["bindings"]["t2"]["pattern"]["source"] == "request"
     assert "turn 2: t1=executed, t2=executed" in capsys.readouterr().out
 
 

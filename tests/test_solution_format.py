@@ -36,9 +36,28 @@ def _prerequisite_lists(d: dict):
                     yield inst["prerequisites"]
 
 
-def as_version_1(d: dict) -> dict:
-    """The solution as it was written before per-entity keys: no format_version, every key domain-wide."""
+def as_version_2(d: dict) -> dict:
+    """The solution as it was written before the words: sources tau and S, fill_from tau:/S:, the tag tau_over_s."""
     old = copy.deepcopy(d)
+    old["format_version"] = 2
+    letters = {"request": "tau", "scratchpad": "S"}
+    for turn in old.get("turns", []):
+        for t in turn.get("tasks") or []:
+            for bindings in [t.get("bindings") or {}, *[i.get("bindings") or {} for i in t.get("instances") or []]]:
+                for b in bindings.values():
+                    b["source"] = letters.get(b["source"], b["source"])
+                    ff = b.get("fill_from") or ""
+                    for word, letter in letters.items():
+                        if ff.startswith(word + ":"):
+                            b["fill_from"] = letter + ":" + ff[len(word) + 1 :]
+    old["tags"] = ["tau_over_s" if x == "request_over_scratchpad" else x for x in old.get("tags", [])]
+    return old
+
+
+def as_version_1(d: dict) -> dict:
+    """The solution as it was written before per-entity keys: no format_version, every key domain-wide (and the
+    letters of version 2)."""
+    old = as_version_2(d)
     old.pop("format_version")
     for prereqs in _prerequisite_lists(old):
         for p in prereqs:
@@ -66,9 +85,23 @@ def test_every_solution_of_the_corpus_written_as_version_1_migrates_back_to_itse
             continue
         sol = parse_solution(old, str(f))
         assert _keys(sol.model_dump(mode="json")) == _keys(d), f
-        assert sol.format_notes and "format_version 1 read as 2" in sol.format_notes[0], f
+        assert sol.format_notes and "format_version 1 read as 3" in sol.format_notes[0], f
         migrated += 1
     assert migrated >= 100
+
+
+def test_every_file_of_the_corpus_written_as_version_2_migrates_back_to_itself():
+    """Version 3 names the binding sources in words: every file, written with the letters (tau, S) as it was, is read
+    back exactly as it is now, with a note naming the change."""
+    for f in solution_files([CORPUS, "tests/fixtures/solutions"]):
+        d = json.loads(f.read_text())
+        old = as_version_2(d)
+        sol = parse_solution(old, str(f))
+        assert sol.model_dump(mode="json", exclude_none=True) == parse_solution(d, str(f)).model_dump(
+            mode="json", exclude_none=True
+        ), f
+        if old != {**d, "format_version": 2}:
+            assert sol.format_notes and "format_version 2 read as 3 (binding sources in words" in sol.format_notes[0], f
 
 
 def test_verify_reads_a_version_1_file_with_a_warning_naming_each_change(tmp_path, capsys):
@@ -77,7 +110,7 @@ def test_verify_reads_a_version_1_file_with_a_warning_naming_each_change(tmp_pat
     p.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text())), indent=2))
     assert main(["verify", str(p)]) == 0
     err = capsys.readouterr().err
-    assert f"WARN {p}: format_version 1 read as 2 (per-entity prerequisite keys" in err
+    assert f"WARN {p}: format_version 1 read as 3 (per-entity prerequisite keys" in err
     assert "turn 0, task t1, prerequisite 1: 'order_status' -> 'order_status[${o1}]'" in err
     assert "turn 0, task t3, prerequisite 1: 'order_status' -> 'order_status[${o2}]'" in err
     assert f"rewrite the file with `forethought migrate {p}`" in err
@@ -104,7 +137,7 @@ def test_migrate_rewrites_older_files_with_a_backup_and_leaves_current_ones(tmp_
     current.write_bytes(TWO_ORDERS.read_bytes())
     assert main(["migrate", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
-    assert f"migrated {v1}: format_version 1 -> 2" in out and f"current  {current} (format_version 2)" in out
+    assert f"migrated {v1}: format_version 1 -> 3" in out and f"current  {current} (format_version 3)" in out
     assert "'line_status' -> 'line_status[${good}]'" in out
     assert (tmp_path / "a" / "old.json.v1.bak").read_bytes() == original
     assert current.read_bytes() == TWO_ORDERS.read_bytes()

@@ -103,7 +103,7 @@ def run_turns(turns: list[dict[str, Any]], config: dict[str, Any] | None = None,
 
 
 def tau(v: Any) -> dict[str, Any]:
-    return {"source": "tau", "value": v}
+    return {"source": "request", "value": v}
 
 
 ORDER_NO_QUANTITY = {
@@ -134,10 +134,10 @@ QUANTITY_GIVEN = {
             "tool": "order",
             "parameters": {"quantity": 3, "pin": "4321"},
             "bindings": {
-                "item": {"source": "S", "value": "mugs"},
+                "item": {"source": "scratchpad", "value": "mugs"},
                 "quantity": tau(3),
                 "pin": tau("4321"),
-                "gift_wrap": {"source": "S", "value": True},
+                "gift_wrap": {"source": "scratchpad", "value": True},
             },
         }
     ],
@@ -204,7 +204,10 @@ def test_a_blocked_task_leaves_what_decompose_stated_for_its_tool():
                 "tool": "annotate",
                 "depends_on": ["t1"],
                 "prerequisites": [{"key": "order_open", "outcome": "met"}],
-                "bindings": {"order_id": {"source": "S", "value": 7}, "note": {"source": "S", "value": "fragile"}},
+                "bindings": {
+                    "order_id": {"source": "scratchpad", "value": 7},
+                    "note": {"source": "scratchpad", "value": "fragile"},
+                },
             },
         ],
         "order": ["t1", "t2"],
@@ -214,7 +217,7 @@ def test_a_blocked_task_leaves_what_decompose_stated_for_its_tool():
     assert (note.value, note.entry, note.consulted) == (
         "fragile",
         "unfinished.annotate",
-        ["tau", "dependencies", "unfinished"],
+        ["request", "dependencies", "unfinished"],
     )
     assert res2.bindings["t2"]["order_id"].entry is None  # bound from the reopen's argument, before the entry
     assert world.notes == ["fragile"] and S.get("unfinished.annotate")["outcome"] == "executed"
@@ -224,7 +227,7 @@ def test_a_later_turn_completes_it_and_the_entry_is_overwritten_not_removed():
     (_, res), world, S, _ = run_turns([ORDER_NO_QUANTITY, QUANTITY_GIVEN])
     assert world.orders == [{"item": "mugs", "quantity": 3, "gift_wrap": True}]
     item = res.bindings["t1"]["item"]
-    assert (item.source, item.entry, item.consulted) == ("S", "unfinished.order", ["tau", "unfinished"])
+    assert (item.source, item.entry, item.consulted) == ("scratchpad", "unfinished.order", ["request", "unfinished"])
     # the optional gift_wrap the unfinished task had bound is a parameter of the resumed call too
     assert res.bindings["t1"]["gift_wrap"].entry == "unfinished.order"
     assert "unfinished.order" in S  # INV-S: overwritten, never deleted
@@ -247,13 +250,16 @@ def test_a_later_turn_completes_it_and_the_entry_is_overwritten_not_removed():
                 "text": "Order 2 more",
                 "tool": "order",
                 "parameters": {"quantity": 2, "pin": "4321"},
-                "bindings": {"item": {"source": "S", "value": "mugs"}, "quantity": tau(2), "pin": tau("4321")},
+                "bindings": {"item": {"source": "scratchpad", "value": "mugs"}, "quantity": tau(2), "pin": tau("4321")},
             }
         ],
         "order": ["t1"],
     }
     (_, _, res3), _, _, _ = run_turns([ORDER_NO_QUANTITY, QUANTITY_GIVEN, third])
-    assert res3.bindings["t1"]["item"].entry is None and res3.bindings["t1"]["item"].consulted == ["tau", "S"]
+    assert res3.bindings["t1"]["item"].entry is None and res3.bindings["t1"]["item"].consulted == [
+        "request",
+        "scratchpad",
+    ]
 
 
 def test_the_user_stated_value_wins_over_the_unfinished_entry():
@@ -270,7 +276,7 @@ def test_the_user_stated_value_wins_over_the_unfinished_entry():
         ],
     }
     (_, res), world, _, _ = run_turns([ORDER_NO_QUANTITY, cups])
-    assert res.bindings["t1"]["item"].source == "tau" and world.orders[0]["item"] == "cups"
+    assert res.bindings["t1"]["item"].source == "request" and world.orders[0]["item"] == "cups"
 
 
 def test_the_entry_is_in_the_next_turns_state_view_and_not_in_its_own_turn():

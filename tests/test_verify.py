@@ -12,7 +12,7 @@ from forethought.cli import main
 from forethought.data_gen.verify import (
     VerifyConfig,
     coverage_minimums,
-    tau_over_s_conflicts,
+    request_over_scratchpad_conflicts,
     verify_paths,
     verify_solution,
 )
@@ -81,15 +81,16 @@ def test_a_paraphrase_must_carry_the_requests_slots(tmp_path):
     assert msg.startswith("turn 1, paraphrases[0]: ") and "lacks ${word}" in msg, msg
 
 
-def test_tau_over_s_needs_tau_overriding_a_different_value_in_s(tmp_path):
+def test_request_over_scratchpad_needs_the_request_overriding_a_different_value_in_the_scratchpad(tmp_path):
     d = _fig1()  # tau and S are both used, but never for the same key
-    d["tags"].append("tau_over_s")
-    assert "tag 'tau_over_s' needs a parameter bound from tau while S already holds that key" in _verify_one(
-        _write(tmp_path, d)
+    d["tags"].append("request_over_scratchpad")
+    assert (
+        "tag 'request_over_scratchpad' needs a parameter bound from the request while the scratchpad already holds that key"
+        in _verify_one(_write(tmp_path, d))
     )
     sol = load_solution("data_gen/solutions/file_system/cd_request_over_scratchpad.json")
     r = sol.rendered()
-    conflicts = tau_over_s_conflicts(r, verify_solution(sol), build_registry(r, build_environment(r)))
+    conflicts = request_over_scratchpad_conflicts(r, verify_solution(sol), build_registry(r, build_environment(r)))
     assert conflicts and all(tau != s for _, _, _, tau, s in conflicts)
 
 
@@ -181,9 +182,9 @@ def test_unbound_parameter(tmp_path):
 
 def test_wrong_source(tmp_path):
     d = _fig1()
-    d["turns"][1]["tasks"][0]["bindings"]["folder"]["source"] = "tau"
+    d["turns"][1]["tasks"][0]["bindings"]["folder"]["source"] = "request"
     msg = _verify_one(_write(tmp_path, d))
-    assert msg == "turn 1, task t1/parameter folder: expected source tau, got S (value 'archive')"
+    assert msg == "turn 1, task t1/parameter folder: expected source request, got scratchpad (value 'archive')"
 
 
 def test_wrong_call(tmp_path):
@@ -361,7 +362,7 @@ def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_p
                         "text": "Create ${dir}",
                         "tool": "mkdir",
                         "parameters": {"dir_name": "${dir}"},
-                        "bindings": {"dir_name": {"source": "tau", "value": "${dir}"}},
+                        "bindings": {"dir_name": {"source": "request", "value": "${dir}"}},
                     },
                     {
                         "id": "t2",
@@ -369,7 +370,7 @@ def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_p
                         "tool": "cd",
                         "depends_on": ["t1"],
                         "parameters": {"folder": "${dir}"},
-                        "bindings": {"folder": {"source": "tau", "value": "${dir}"}},
+                        "bindings": {"folder": {"source": "request", "value": "${dir}"}},
                     },
                     {
                         "id": "t3",
@@ -377,7 +378,7 @@ def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_p
                         "tool": "touch",
                         "depends_on": ["t2"],
                         "parameters": {"file_name": "${a}"},
-                        "bindings": {"file_name": {"source": "tau", "value": "${a}"}},
+                        "bindings": {"file_name": {"source": "request", "value": "${a}"}},
                     },
                     {
                         "id": "t4",
@@ -385,7 +386,7 @@ def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_p
                         "tool": "touch",
                         "depends_on": ["t2"],
                         "parameters": {"file_name": "${b}"},
-                        "bindings": {"file_name": {"source": "tau", "value": "${b}"}},
+                        "bindings": {"file_name": {"source": "request", "value": "${b}"}},
                     },
                 ],
                 "order": ["t1", "t2", "t3", "t4"],

@@ -38,7 +38,7 @@ from forethought.primitives import Trace
 
 # The rendering's version: bump it whenever a section, a label or the order changes (docs/responder.md
 # keeps the format; a recorded responder reply is only comparable with replies to the same version).
-RENDER_VERSION = "1"
+RENDER_VERSION = "2"  # 2: a binding says where it came from in words (from request, from scratchpad; were tau, S)
 MAX_RESULT_CHARS = 2_000  # a call result shown to the responder (a long_context `ls` is megabytes)
 MAX_STATE_ENTRIES = 24  # the scratchpad entries shown (the most recent), as the primitives see them
 

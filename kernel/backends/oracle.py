@@ -3,7 +3,7 @@
 It is a pure function of the request's input (plus the annotated turn), so
 replaying a solution through the kernel with the oracle re-derives every
 decision consistently, including values that depend on the scratchpad
-(match_fill answers ``S:<key>`` by reading the state in its input). Each
+(match_fill answers ``scratchpad:<key>`` by reading the state in its input). Each
 primitive's answer is its spec's ``oracle`` (kernel/specs.py).
 """
 
