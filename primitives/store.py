@@ -67,15 +67,19 @@ RECORDING_VERSION = 1
 ENTRY_FIELDS = {"primitive": str, "key": str, "text": str, "model": dict}
 
 
+MAX_RECORDING_BYTES = 512 * 1024 * 1024
+
+
 def read_recording(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """A recording's entries by key; every problem is a located error naming the line and field, so a replay never
     starts from an entry it cannot use (a missing ``text`` used to load, and the run then blamed a missing entry)."""
-    from forethought.bounded import JSONProblem, json_path, loads_json
+    from forethought.bounded import JSONProblem, json_path, loads_json, read_bounded
     from forethought.errors import UserError
 
     where = str(path)
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        # a recording of a long benchmark run is large, but not endless: /dev/zero or a FIFO is refused at the bound
+        text = read_bounded(Path(path), where, MAX_RECORDING_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"not UTF-8 text (byte {exc.start}); a recording is UTF-8 JSON Lines", where) from None
     entries: dict[str, dict[str, Any]] = {}

@@ -341,3 +341,13 @@ def test_an_endless_file_is_read_no_further_than_the_size_bound(line, capsys):
     assert main(line) == (1 if line[0] == "registry" else 2)
     err = capsys.readouterr()
     assert "larger than 32 MiB" in err.err + err.out
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_an_endless_recording_is_read_no_further_than_its_bound(monkeypatch):
+    import forethought.primitives.store as store
+    from forethought.errors import UserError
+
+    monkeypatch.setattr(store, "MAX_RECORDING_BYTES", 1 << 20)  # the bound itself is 512 MiB: not worth reading here
+    with pytest.raises(UserError, match="larger than 1 MiB"):
+        read_recording("/dev/zero")
