@@ -28,8 +28,8 @@ def test_run_writes_calls_state_trace_and_html(tmp_path, capsys):
         "2. Get-Order",
         "4. Match",
         "consulted",
-        "src-S",
-        "src-tau",
+        "src-scratchpad",
+        "src-request",
         "grep(",
         "Contract results",
     ):
