@@ -65,29 +65,50 @@ class AgentConfig(BaseModel):
 def load_tools(spec: str, annotations: str | None, timeout_s: float) -> Any:
     """The environment ``spec`` names (see the module doc); a located UserError otherwise."""
     if spec.startswith("mcp:"):
-        from .mcp_tools import McpTools
+        from .mcp_tools import McpTools, ToolServerError
 
         target = spec[4:].strip()
         if not target:
             raise UserError("mcp: needs a server command or URL (tools=mcp:python server.py)", "tools")
-        if target.startswith(("http://", "https://")):
-            return McpTools(url=target, annotations=annotations, timeout_s=timeout_s)
-        return McpTools(shlex.split(target), annotations=annotations, timeout_s=timeout_s)
+        try:
+            if target.startswith(("http://", "https://")):
+                if "@" in target.split("://", 1)[1].split("/", 1)[0]:
+                    # traces, reports and errors name the server: a key in its URL would be written with it
+                    raise UserError("an MCP URL with a user name or key (user:key@host) is refused (the value is not "
+                                    "shown): give the server its credentials another way", "tools")  # fmt: skip
+                return McpTools(url=target, annotations=annotations, timeout_s=timeout_s)
+            return McpTools(shlex.split(target), annotations=annotations, timeout_s=timeout_s)
+        except ToolServerError as exc:  # the server named cannot be started or reached: said in one line, exit 2
+            raise UserError(exc.message, "tools") from None
+        except ValueError as exc:  # shlex: an unclosed quote
+            raise UserError(f"cannot read the server command: {exc}", "tools") from None
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UserError(f"expected module:attr, mcp:<command> or mcp:<url>, got {spec!r}", "tools")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # your module, from where you run the command
     try:
-        obj = getattr(importlib.import_module(module_name), attr)
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise UserError(f"no module {exc.name!r} (run from the folder that holds it, or install it)", "tools") from None
-    except AttributeError:
-        raise UserError(f"module {module_name!r} has no {attr!r}", "tools") from None
+        if exc.name == module_name or module_name.startswith(f"{exc.name}."):
+            raise UserError(
+                f"no module {module_name!r} (run from the folder that holds it, or install it)", "tools"
+            ) from None
+        raise UserError(f"module {module_name!r} imports {exc.name!r}, which is not installed", "tools") from None
+    except (
+        Exception
+    ) as exc:  # the user's module failed to import: a SyntaxError, an exception at import, a relative name
+        raise UserError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}", "tools") from None
+    if not hasattr(module, attr):
+        raise UserError(f"module {module_name!r} has no {attr!r}", "tools")
+    obj = getattr(module, attr)
     from .python_tools import PythonTools
 
     if isinstance(obj, type):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise UserError(f"{module_name}:{attr}() failed: {type(exc).__name__}: {exc}", "tools") from None
     if all(callable(getattr(obj, m, None)) for m in ("registry", "stage", "commit", "tool", "snapshot")):
         env = obj
     else:
@@ -107,9 +128,11 @@ def conversation_turns(path: str | None) -> list[str] | None:
     """The turns of a conversation file, or None to read them from the terminal."""
     if path is None:
         return None
+    from forethought.bounded import read_bounded
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_bounded(p, str(p)).decode("utf-8")  # a FIFO or /dev/zero is refused at the size bound
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read the conversation: {getattr(exc, 'strerror', None) or exc}", str(p)) from None
     turns = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]

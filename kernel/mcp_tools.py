@@ -13,11 +13,11 @@ the call that did not answer (the commands exit 1: a failure of the run, not of 
 
 from __future__ import annotations
 
-import json
 import os
 from contextlib import AsyncExitStack
 from typing import Any
 
+from forethought.errors import UserError
 from forethought.primitives import BackendError
 
 from .python_tools import LiveCall
@@ -71,15 +71,17 @@ class McpTools:
         except BaseException as exc:
             self._shutdown()
             raise ToolServerError(f"MCP server {self.where}: cannot start or initialise: {_message(exc)}") from None
-        registry = Registry(parse_registry({"tools": listed}, fmt="mcp", source=f"mcp:{self.where}"), name=self.name)
-        if self._annotations is not None:
-            from .registry.annotations import annotate
+        try:
+            registry = Registry(
+                parse_registry({"tools": listed}, fmt="mcp", source=f"mcp:{self.where}"), name=self.name
+            )
+            if self._annotations is not None:
+                from .registry.annotations import annotate
 
-            try:
                 registry = annotate(registry, self._annotations)
-            except BaseException:
-                self._shutdown()
-                raise
+        except BaseException:  # a tool list or annotations refused: the server is not left running
+            self._shutdown()
+            raise
         self._registry = registry
 
     async def _serve(self, command: list[str] | None, url: str | None, env: dict[str, str] | None, cwd: str | None,
@@ -147,9 +149,11 @@ class McpTools:
             return {"error": text or "the server reported an error"}, None
         if data.get("structuredContent") is not None:
             return data["structuredContent"], LiveCall(name)
-        try:
-            return json.loads(text), LiveCall(name)
-        except ValueError:
+        from forethought.bounded import loads_json
+
+        try:  # strict: a reply with NaN or a key twice is text, not data the kernel would bind from
+            return loads_json(text, f"{self.where}: tools/call {name}"), LiveCall(name)
+        except (ValueError, UserError):
             return {"result": text}, LiveCall(name)
 
     def commit(self, name: str, staged: Any) -> None:

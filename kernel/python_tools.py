@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,7 +179,13 @@ class PythonTools:
             return {"error": str(exc)}, None
         except Exception as exc:  # the tool's own failure is the call's, never the kernel's crash
             return {"error": f"tool raised {type(exc).__name__}: {exc}"}, None
-        return copy.deepcopy(_result(out)), staged
+        # what a call returns goes into S, traces and files as JSON: dates and sets as JSON values; NaN fails the call
+        result = to_jsonable_python(_result(out), fallback=str)
+        try:
+            json.dumps(result, allow_nan=False)
+        except ValueError as exc:
+            return {"error": f"the tool returned a value JSON cannot hold ({exc})"}, None
+        return result, staged
 
     def commit(self, name: str, staged: Any) -> None:
         if not isinstance(staged, LiveCall):

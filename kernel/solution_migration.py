@@ -36,17 +36,25 @@ TAG_WORDS = {"tau_over_s": "request_over_scratchpad"}
 
 
 def _words(data: dict[str, Any]) -> list[str]:
-    """Rename, in ``data``, the paper's letters to words: binding sources, fill_from prefixes, the pattern tag."""
+    """Rename, in ``data``, the paper's letters to words: binding sources, fill_from prefixes, the pattern tag. Data of
+    any shape passes through (what is not a solution's shape is left for the schema check to locate)."""
+
+    def items(x: Any) -> list[Any]:
+        return list(x) if isinstance(x, list) else []
+
     changed = 0
-    for turn in data.get("turns") or []:
-        for t in turn.get("tasks") or []:
-            lists = [t.get("bindings") or {}, *[inst.get("bindings") or {} for inst in t.get("instances") or []]]
+    for turn in items(data.get("turns")):
+        for t in items(turn.get("tasks")) if isinstance(turn, dict) else []:
+            if not isinstance(t, dict):
+                continue
+            lists = [t.get("bindings"), *[i.get("bindings") for i in items(t.get("instances")) if isinstance(i, dict)]]
             for bindings in lists:
                 for b in bindings.values() if isinstance(bindings, dict) else []:
                     if not isinstance(b, dict):
                         continue
-                    if b.get("source") in SOURCE_WORDS:
-                        b["source"] = SOURCE_WORDS[b["source"]]
+                    source = b.get("source")
+                    if isinstance(source, str) and source in SOURCE_WORDS:
+                        b["source"] = SOURCE_WORDS[source]
                         changed += 1
                     ff = b.get("fill_from")
                     for old, new in FILL_PREFIXES.items():
@@ -54,11 +62,10 @@ def _words(data: dict[str, Any]) -> list[str]:
                             b["fill_from"] = new + ff[len(old) :]
                             changed += 1
     tags = data.get("tags")
-    if isinstance(tags, list):
-        for i, tag in enumerate(tags):
-            if tag in TAG_WORDS:
-                tags[i] = TAG_WORDS[tag]
-                changed += 1
+    for i, tag in enumerate(items(tags)):
+        if isinstance(tag, str) and tag in TAG_WORDS:
+            tags[i] = TAG_WORDS[tag]
+            changed += 1
     return [f"{changed} source/fill_from/tag word(s): tau -> request, S -> scratchpad"] if changed else []
 
 

@@ -77,3 +77,35 @@ def test_bad_agent_inputs_are_refused_before_anything_runs(tmp_path, capsys):
                  f"output_dir={tmp_path / 'o'}"]) == 2  # fmt: skip
     assert "has no 'Nope'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_tools_that_cannot_be_loaded_are_one_line_refusals(tmp_path, monkeypatch, capsys):
+    """An MCP server that cannot start, a URL with a key in it, a module that fails to import or a class that raises:
+    each a located exit 2 naming `tools`, never a traceback (the second review's findings)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "badsyn.py").write_text("def f(:\n")
+    (tmp_path / "needsdep.py").write_text("import not_installed_anywhere\n")
+    (tmp_path / "raises.py").write_text("class Tools:\n    def __init__(self):\n        raise RuntimeError('no db')\n")
+    (tmp_path / "c.txt").write_text("hi\n")
+    cases = [
+        ("mcp:/nonexistent/server-cmd", "cannot start or initialise"),
+        ("mcp:http://user:sk-SECRET-in-url@127.0.0.1:9/mcp", "user:key@host"),
+        ("badsyn:X", "importing 'badsyn' failed: SyntaxError"),
+        ("needsdep:X", "module 'needsdep' imports 'not_installed_anywhere', which is not installed"),
+        ("raises:Tools", "raises:Tools() failed: RuntimeError: no db"),
+        (".x:y", "importing '.x' failed"),
+    ]
+    for tools, needle in cases:
+        rc = main(["agent", f"tools={tools}", "conversation=c.txt", "backend=openai", f"output_dir={tmp_path / 'o'}"])
+        err = capsys.readouterr().err
+        assert rc == 2 and needle in err and "Traceback" not in err, (tools, err)
+        assert "sk-SECRET-in-url" not in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_an_endless_conversation_file_is_refused_at_the_size_bound(tmp_path, capsys):
+    rc = main(["agent", "tools=tests.test_own_tools:Calendar", "conversation=/dev/zero", "backend=openai",
+               f"output_dir={tmp_path / 'o'}"])  # fmt: skip
+    assert rc == 2 and "larger than 32 MiB" in capsys.readouterr().err

@@ -191,3 +191,22 @@ def test_an_imported_openai_tool_is_side_effecting_unless_annotated():
     (spec,) = parse_registry([{"type": "function", "function": {"name": "cancel_event", "parameters": {"type": "object", "properties": {}}}}],
                              source="tools.json")  # fmt: skip
     assert spec.side_effect is True and any("side effects" in n for n in spec.notes)
+
+
+def test_a_tool_result_json_cannot_hold_fails_the_call_and_dates_become_json():
+    import datetime
+    import math
+
+    @tool
+    def reading(sensor: str) -> dict:
+        """A sensor reading.
+
+        Args:
+            sensor: The sensor's name.
+        """
+        return {"value": math.nan} if sensor == "broken" else {"at": datetime.date(2026, 12, 3), "value": 1.5}
+
+    tools = PythonTools([reading])
+    assert tools.stage("reading", {"sensor": "ok"})[0] == {"at": "2026-12-03", "value": 1.5}
+    result, staged = tools.stage("reading", {"sensor": "broken"})
+    assert staged is None and "JSON cannot hold" in result["error"]

@@ -264,3 +264,21 @@ def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path
         BundleError, match=f"format_version {version} is not the one this forethought reads \\(4\\): {remedy}"
     ):
         load_bundle(bundle, spec_hashes(), allow_smoke=True)
+
+
+@pytest.mark.parametrize("data", [
+    {"format_version": 2, "turns": ["x"]},
+    {"format_version": 2, "turns": 5},
+    {"format_version": 2, "turns": [{"tasks": ["x"]}]},
+    {"format_version": 2, "turns": [{"tasks": [{"instances": ["x"], "bindings": {"a": {"source": ["x"]}}}]}], "tags": [["x"]]},
+    {"format_version": 1, "turns": ["x"]},
+])  # fmt: skip
+def test_a_malformed_older_file_is_located_not_a_crash_in_its_migration(data, tmp_path, capsys):
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(data))
+    before = tree(tmp_path)
+    for command in ("verify", "migrate"):
+        assert main([command, str(p)]) == 2
+        err = capsys.readouterr()
+        assert "Traceback" not in err.err and "internal error" not in err.err
+    assert tree(tmp_path) == before
