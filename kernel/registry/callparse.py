@@ -297,12 +297,14 @@ def _rename_keyword_args(code: str) -> tuple[str, list[tuple[int, int]]]:
     A keyword followed by ``=`` right after ``(`` or ``,`` is never valid
     Python, so the rewrite cannot change the meaning of anything that parses.
     """
-    if _KW_PREFIX in code:
+    if _KW_PREFIX not in code and not any(keyword.iskeyword(w) for w in re.findall(r"[A-Za-z_]+", code)):
         return code, []
     try:
         toks = [t for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type not in _SKIP]
     except (tokenize.TokenError, SyntaxError):
         return code, []  # ast.parse will report the problem with its position
+    if any(t.type == tokenize.NAME and t.string.startswith(_KW_PREFIX) for t in toks):
+        return code, []  # a name of the reserved form: renaming could collide with it (a string holding it is fine)
     hits = [
         cur.start
         for prev, cur, nxt in zip(toks, toks[1:], toks[2:], strict=False)
