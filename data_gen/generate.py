@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 
 from forethought.errors import UserError
+from forethought.kernel.domains import load_domain
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig
 from forethought.kernel.scenario import Solution
@@ -68,6 +69,9 @@ class VariationConfig(BaseModel):
     cross_domain: bool = True
     context_conflicts: bool = True
     max_distractors: int = Field(4, ge=0)
+    # share of a varied solution's decision points also written with the target's tool taken off the list (train
+    # only; a primitive whose spec has generation.without_target: match_func, answered null)
+    without_target: float = Field(0.0, ge=0, le=1)
 
 
 class DataConfig(BaseModel):
@@ -221,23 +225,48 @@ def examples_from(
         if not res.ok:
             dropped[(prim, "target_violates_contract")] += 1
             continue
-        prompt = spec.messages(inp)
-        completion = [{"role": "assistant", "content": spec.target_text(res.output)}]
-        key = prompt[0]["content"] + "\n\x00" + prompt[1]["content"]
-        out.append(
-            Example(
-                prim,
-                sol_id,
-                prompt,
-                completion,
-                res.output.model_dump(mode="json"),
-                key,
-                tuple(variant.ops) if variant else (),
-                inp.model_dump(mode="json"),
-                mask(prompt[1]["content"]),
-            )
-        )
+        ex = _example(spec, sol_id, inp, res.output, tuple(variant.ops) if variant else (), mask)
+        out.append(ex)
+        share = _CFG.variations.without_target if _CFG is not None else 0.0
+        # drawn from the prompt alone (not from ``rng``): the other rows are those of a dataset without it
+        if rules.without_target and variant is not None and share and _draw(_CFG.seed, ex.key) < share:
+            made = rules.without_target(inp, raw, _target_and_alternatives(sol_id, raw))
+            if made is not None and (res := spec.check_output(made[0], made[1])).ok:
+                out.append(_example(spec, sol_id, made[0], res.output, (*variant.ops, "without_target"), mask))
     return out, dropped
+
+
+def _example(spec: Any, sol_id: str, inp: Any, output: Any, ops: tuple[str, ...], mask: Any) -> Example:
+    prompt = spec.messages(inp)
+    completion = [{"role": "assistant", "content": spec.target_text(output)}]
+    key = prompt[0]["content"] + "\n\x00" + prompt[1]["content"]
+    return Example(
+        spec.name,
+        sol_id,
+        prompt,
+        completion,
+        output.model_dump(mode="json"),
+        key,
+        ops,
+        inp.model_dump(mode="json"),
+        mask(prompt[1]["content"]),
+    )
+
+
+def _draw(seed: int, key: str) -> float:
+    return int.from_bytes(hashlib.sha256(f"{seed}\x00{key}".encode()).digest()[:8], "big") / 2**64
+
+
+def _target_and_alternatives(sol_id: str, raw: Any) -> frozenset[str]:
+    """The target's tool and the tools its registry entry names as alternatives (which would then do the task)."""
+    name = raw.get("tool_name") if isinstance(raw, dict) else None
+    sol = _SOLUTIONS.get(sol_id)
+    alts: set[str] = set()
+    for d in sol.domains if sol is not None else []:
+        t = load_domain(d).tools.get(name)
+        if t is not None:
+            alts.update(t.spec.alternatives)
+    return frozenset({name, *alts} - {None})
 
 
 # ------------------------------------------------------------- replay work
@@ -510,6 +539,8 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
                     continue
                 variants_ok += 1
                 for ex in exs:
+                    if "without_target" in ex.ops and split_of[sid] != "train":
+                        continue  # validation rows stay the decisions the solutions hold
                     ops_count.update(ex.ops)
                     pools.add(ex, split_of[sid])
                 for (prim, reason), n in dropped.items():

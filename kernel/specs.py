@@ -54,6 +54,9 @@ class ToolBrief(BaseModel):
     params: dict[str, str] = Field(default_factory=dict)  # name -> short type ("string", "number", "enum[a|b]")
     required: list[str] = Field(default_factory=list)
     writes: list[str] = Field(default_factory=list)  # scratchpad keys a successful call sets
+    # whether a call changes the world (the registry's side_effect): check_prerequisites' contract reads it, the
+    # prompt does not show it (the tool's name and description say it to the model)
+    side_effect: bool = False
 
 
 class TaskRef(BaseModel):
@@ -237,6 +240,9 @@ class GenerationRules:
     drop_variants: frozenset[str] = frozenset()
     # (input, target, rng) -> the input presented in another order, so that copying the input never wins.
     shuffle_input: Callable[[Any, Any, random.Random], Any] | None = None
+    # (input, target, names) -> the input with the tools ``names`` (the target's and its alternatives) taken out
+    # and the answer it then has, or None: train rows where no listed tool does the task (data.variations.without_target)
+    without_target: Callable[[Any, Any, frozenset[str]], tuple[Any, Any] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -902,6 +908,37 @@ def _bound_entity(tool: ToolBrief, key: str) -> tuple[str, Any] | None:
     return name, entity
 
 
+def _prereq_writers(inp: CheckPrereqInput) -> list[ToolBrief]:
+    """The listed tools that may answer: those that establish the key, of the kind its outcome calls for.
+
+    A fact about one entity (``line_status[L-9009]``, ``ticket_status[21]``) that is *absent* is read before it is
+    changed: when a read-only tool establishes it, only those may be proposed (the remedy comes, if it must, once
+    the retrieval shows the value not met). A session flag (``trading_logged_in``) is not: logging in is how it is
+    learnt, and the worked solutions do so. A key present but *not met* is not changed by reading it again: when a
+    tool with a side effect establishes it, only those may be proposed (with none, another read-only lookup may:
+    a user not found by email is looked up by name)."""
+    writers = [t for t in inp.tools if establishes(t.writes, inp.key)]
+    if inp.outcome == "not_met":
+        kind = [t for t in writers if t.side_effect]
+    elif fact_of(inp.key) != inp.key:
+        kind = [t for t in writers if not t.side_effect]
+    else:
+        kind = []
+    return kind or writers
+
+
+def _prereq_kind(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
+    if out.task is None:
+        return None
+    tool = _tool_map(inp.tools).get(out.task.tool_name)
+    if tool is None or tool in _prereq_writers(inp) or not establishes(tool.writes, inp.key):
+        return None  # an unknown tool or one that does not establish the key: establishes_key says so
+    others = ", ".join(t.name for t in _prereq_writers(inp))
+    if inp.outcome == "not_met":
+        return f"{tool.name} only reads {inp.key!r}, which is present but not met: {others} changes it"
+    return f"{inp.key!r} is absent and {others} reads it without a side effect: retrieve it before {tool.name}"
+
+
 def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
     if out.task is None:
         return None
@@ -914,7 +951,7 @@ def _prereq_schema(inp: CheckPrereqInput, max_tasks: int) -> dict[str, Any]:
     """A tool that establishes the key (none: only null), its parameters, each grounded in the task, context or state."""
     b = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
     task = []
-    for t in (t for t in inp.tools if establishes(t.writes, inp.key)):
+    for t in _prereq_writers(inp):
         params = b.parameters(t.params)
         bound = _bound_entity(t, inp.key)
         if bound is not None:  # the call must name the key's entity (establishes, given the parameters)
@@ -979,6 +1016,7 @@ CHECK_PREREQUISITES = PrimitiveSpec(
     render_user=_render_prereq,
     checks=(
         Check("establishes_key", "value", _prereq_tool),
+        Check("retrieval_before_remedy", "value", _prereq_kind),
         Check("values_grounded", "value", _prereq_grounded),
     ),
     canonical_fn=lambda out: (
@@ -1003,6 +1041,17 @@ class MatchFuncInput(BaseModel):
 class MatchFuncOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool_name: str | None
+
+
+def _match_without_target(inp: MatchFuncInput, raw: Any, names: frozenset[str]) -> tuple[Any, Any] | None:
+    """The task with its tool (and the tool's alternatives) taken off the list: no listed tool performs it, so the
+    answer is null. Near-miss look-alikes stay: telling them apart from the missing tool is the point."""
+    if not isinstance(raw, dict) or raw.get("tool_name") is None:
+        return None
+    tools = [t for t in inp.tools if t.name not in names]
+    if len(tools) == len(inp.tools) or not tools:
+        return None
+    return inp.model_copy(update={"tools": tools}), {"tool_name": None}
 
 
 def _render_match(x: MatchFuncInput) -> str:
@@ -1059,6 +1108,7 @@ MATCH_FUNC = PrimitiveSpec(
     gate_threshold=0.95,  # Table 5: 96.9
     noise_kinds=("wrong_tool", "unregistered_tool", "null"),
     corrupt=_match_corrupt,
+    generation=GenerationRules(without_target=_match_without_target),
 )
 
 
@@ -1423,6 +1473,7 @@ def _make_brief(spec: Any) -> ToolBrief:
         params={p: _short_type(s) for p, s in props.items()},
         required=list(spec.parameters.get("required", [])),
         writes=sorted(spec.writes),
+        side_effect=bool(spec.side_effect),
     )
 
 

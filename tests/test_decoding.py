@@ -227,3 +227,60 @@ def test_match_fill_grammar_names_exactly_the_missing_parameters_with_grounded_v
 def test_whole_numbers_are_written_as_integers():
     """20.0 and 20 are the same grounded number; the target writes it one way, the one the grammar offers."""
     assert SPECS["match_fill"].target_text({"values": {"gallon": 20.0}}) == '{"values": {"gallon": 20}}'
+
+
+def test_check_prerequisites_retrieves_an_absent_entity_fact_and_remedies_one_not_met():
+    """The converge runs' adapters answered an absent ``line_status[L-2048]`` with the remedy (resume_line) where the
+    read-only get_details_by_id is wanted, and a balance that is not met with a re-read (get_account_info) where
+    fund_account is: the side-effect flag on the tool brief lets the contract and the grammar rule both out."""
+    spec = SPECS["check_prerequisites"]
+    read = ToolBrief(name="get_line", params={"line_id": "string"}, writes=["line_status[{params.line_id}]"])
+    resume = ToolBrief(
+        name="resume_line", params={"line_id": "string"}, writes=["line_status[{params.line_id}]"], side_effect=True
+    )
+    task = TaskRef(id="t1", text="Add 3 GB to line L-2048")
+    call = lambda tool: {"task": {"tool_name": tool, "parameters": {"line_id": "L-2048"}}}  # noqa: E731
+
+    def verdicts(inp):
+        out = {}
+        for tool in ("get_line", "resume_line"):
+            res = spec.check_output(inp, call(tool))
+            grammar = admits(spec.decoding_schema(inp), _text("check_prerequisites", call(tool)))
+            out[tool] = (res.ok, None if res.ok else res.violations[0].constraint, grammar is None)
+        return out
+
+    absent = CheckPrereqInput(task=task, key="line_status[L-2048]", outcome="absent", tools=[read, resume])
+    assert verdicts(absent) == {
+        "get_line": (True, None, True),
+        "resume_line": (False, "retrieval_before_remedy", False),
+    }
+    not_met = absent.model_copy(update={"outcome": "not_met", "current": "suspended"})
+    assert verdicts(not_met) == {
+        "get_line": (False, "retrieval_before_remedy", False),
+        "resume_line": (True, None, True),
+    }
+    # with only one kind listed, that kind may answer (a user not found by email is looked up by name)
+    for inp in (absent.model_copy(update={"tools": [resume]}), not_met.model_copy(update={"tools": [read]})):
+        (tool,) = inp.tools
+        assert spec.check_output(inp, call(tool.name)).ok
+        assert admits(spec.decoding_schema(inp), _text("check_prerequisites", call(tool.name))) is None
+    # a session flag that is absent is established by acting: logging in is how it is learnt
+    status = ToolBrief(name="get_login_status", writes=["logged_in"])
+    login = ToolBrief(name="login", params={"user": "string"}, writes=["logged_in"], side_effect=True)
+    flag = CheckPrereqInput(
+        task=TaskRef(id="t1", text="Buy as ana"), key="logged_in", outcome="absent", tools=[status, login]
+    )
+    answer = {"task": {"tool_name": "login", "parameters": {"user": "ana"}}}
+    assert spec.check_output(flag, answer).ok
+    assert admits(spec.decoding_schema(flag), _text("check_prerequisites", answer)) is None
+
+
+def test_a_registry_tools_side_effect_reaches_its_brief():
+    from forethought.kernel.domains import load_domain
+    from forethought.kernel.specs import tool_brief
+
+    tools = load_domain("telecom").tools
+    assert (
+        tool_brief(tools["resume_line"].spec).side_effect
+        and not tool_brief(tools["get_details_by_id"].spec).side_effect
+    )

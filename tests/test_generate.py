@@ -457,3 +457,27 @@ def test_a_domain_without_slot_values_is_warned_about(tmp_path, capsys, monkeypa
     _warn_unvaried_domains({sol.id: sol})
     err = capsys.readouterr().err
     assert "warning: domain file_system: 1 solution(s) declare slots" in err and "not varied" in err
+
+
+def test_without_target_adds_null_match_func_rows_to_train_only(gen, tmp_path):
+    """data.variations.without_target: a match_func decision also written with its tool (and the tool's
+    alternatives) off the list, answered null; train rows only: validation rows are those of a dataset without it."""
+    out = tmp_path / "data"
+    generate(cfg(out, variations={"without_target": 1.0}))
+
+    def decisions(d):  # (task text, listed tools, wanted tool) of each train row
+        got = []
+        for r in rows(d, "match_func", "train"):
+            inp, target = json.loads(r["input"]), r["target"]
+            got.append((inp["task"]["text"], {t["name"] for t in inp["tools"]}, target["tool_name"], inp))
+        return got
+
+    train, before = decisions(out), decisions(gen[0])
+    wanted = {text: tool for text, _, tool, _ in train + before if tool}
+    made = [d for d in train if d[2] is None and d[0] in wanted and wanted[d[0]] not in d[1]]
+    nulls = lambda ds: sum(d[2] is None for d in ds)  # noqa: E731
+    assert made and nulls(train) > nulls(before), (nulls(train), nulls(before))
+    for _, names, _, inp in made:
+        assert names and SPECS["match_func"].check_output(inp, {"tool_name": None}).ok
+    for p in PRIMITIVE_NAMES:
+        assert rows(out, p, "validation") == rows(gen[0], p, "validation"), p
