@@ -11,7 +11,7 @@ from forethought.kernel import task_steps
 from forethought.kernel.records import TurnState
 from forethought.kernel.registry import format_call
 
-from .responder import Answer
+from .responder import RENDER_VERSION, Answer, departures
 
 
 def call_string(name: str, args: dict[str, Any]) -> str | None:
@@ -21,12 +21,37 @@ def call_string(name: str, args: dict[str, Any]) -> str | None:
         return None
 
 
+def shown_call(name: str, args: dict[str, Any]) -> str:
+    """A call as reports show it: its call string, or the arguments as JSON where a call string cannot hold them."""
+    return call_string(name, args) or f"{name}({json.dumps(args, default=str)})"
+
+
+def answer_record(
+    answer: Answer, kernel_calls: list[Any], committed: list[str], blocked: list[dict[str, Any]], rendered: Any
+) -> dict[str, Any]:
+    """What a responder turn's report keeps: the kernel's committed calls beside the answer's, what of the answer
+    committed and what was blocked, where the answer departs from the kernel's trace (BFCL's and tau2's alike)."""
+    trial_calls = [shown_call(c.tool, c.arguments) for c in kernel_calls]
+    asked = [shown_call(n, a) for n, a, _ in answer.calls]
+    return {
+        "render_version": RENDER_VERSION,
+        "trace_calls": trial_calls,
+        "answer_calls": asked,
+        "committed": committed,
+        "blocked": blocked,
+        "parse_errors": answer.errors,
+        "departure": departures(trial_calls, asked),
+        "text": answer.text[:1000],
+        "rendered": rendered,
+    }
+
+
 def execute_answer(answer: Answer, turn: TurnState, prefix: str) -> tuple[list[str], list[dict[str, Any]]]:
     """Run the answer's calls in order through the kernel's execution path; (committed calls, blocked calls)."""
     committed: list[str] = []
     blocked: list[dict[str, Any]] = []
     for k, (name, args, _) in enumerate(answer.calls):
-        text = call_string(name, args) or f"{name}({json.dumps(args, default=str)})"
+        text = shown_call(name, args)
         if turn.registry.get(name) is None:
             blocked.append({"call": text, "stage": "unregistered", "reasons": [f"{name!r} is not in the registry"]})
             continue

@@ -24,15 +24,14 @@ from typing import Any
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import TurnState
-from forethought.kernel.registry import format_call
 from forethought.primitives import Cache
 
-from .answer_execution import call_string, execute_answer
+from .answer_execution import answer_record, call_string, execute_answer
 from .bfcl_data import Entry, entry_registry, release_withheld, turn_text
 from .bfcl_entry import EntryRun, EntryTurns
 from .bfcl_env import BfclEnvironment
 from .common import kernel_turn, vanilla_step
-from .responder import RENDER_VERSION, Endpoint, departures, openai_tools, parse_tool_call, registry_name
+from .responder import Endpoint, openai_tools, parse_tool_call, registry_name
 
 MAX_TOOL_MESSAGE_CHARS = 20_000  # a tool result sent back to the model (a long_context listing is megabytes)
 
@@ -89,22 +88,7 @@ def run_responder_entry(
         )
         committed, blocked = execute_answer(answer, turn, f"responder{i}")
         out.candidate.append(committed)
-        trial_calls = [format_call(c.tool, c.arguments) for c in result.committed_calls]
-        asked = [call_string(n, a) or f"{n}(?)" for n, a, _ in answer.calls]
-        out.answers.append(
-            {
-                "turn": i,
-                "render_version": RENDER_VERSION,
-                "trace_calls": trial_calls,
-                "answer_calls": asked,
-                "committed": committed,
-                "blocked": blocked,
-                "parse_errors": answer.errors,
-                "departure": departures(trial_calls, asked),
-                "text": answer.text[:1000],
-                "rendered": rendered,
-            }
-        )
+        out.answers.append({"turn": i, **answer_record(answer, result.committed_calls, committed, blocked, rendered)})
         turns.done(request, result)
     return out
 

@@ -35,14 +35,15 @@ from forethought.errors import UserError, ensure_output_dir
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import TurnResult, TurnState
-from forethought.kernel.registry import Registry, format_call
+from forethought.kernel.registry import Registry
 from forethought.kernel.scratchpad import Scratchpad
 from forethought.primitives import Cache, Trace
 from forethought.primitives.io import atomic_write_jsonl
 from forethought.primitives.trace import capped_rows
 
 from . import common, tau2_data, tau2_score
-from .responder import RENDER_VERSION, Endpoint, departures, parse_tool_call
+from .answer_execution import answer_record, execute_answer, shown_call
+from .responder import Endpoint, parse_tool_call
 from .tau2_env import Tau2Environment
 
 MODES = ("kernel", "responder", "vanilla")
@@ -116,15 +117,6 @@ class TaskRun:
     verdict: dict[str, Any] | None = None  # tau2's evaluator; None when not scored
 
 
-def _call_string(name: str, args: dict[str, Any]) -> str:
-    try:
-        return format_call(name, args)
-    except (ValueError, TypeError):
-        import json
-
-        return f"{name}({json.dumps(args, default=str)})"
-
-
 def _kernel_turn(
     task: tau2_data.Task,
     env: Tau2Environment,
@@ -186,7 +178,7 @@ def run_kernel_task(
     if out.turn.backend_error is not None:
         out.backend_error = {"source": "kernel backend", **out.turn.backend_error}
     out.messages = env.trajectory()
-    out.calls = [_call_string(c.tool, c.arguments) for c in out.turn.committed_calls]
+    out.calls = [shown_call(c.tool, c.arguments) for c in out.turn.committed_calls]
     return out
 
 
@@ -203,7 +195,6 @@ def run_responder_task(
     cache: Cache | None,
     replay: str | None,
 ) -> TaskRun:
-    from .answer_execution import execute_answer
 
     out = TaskRun(task.id, seed, "responder", kernel.config.cvc)
     env, scratchpad, registry = Tau2Environment(domain, task), Scratchpad(), tau2_data.task_registry(domain)
@@ -244,19 +235,7 @@ def run_responder_task(
     committed, blocked = execute_answer(answer, turn, "responder0")
     out.calls = committed
     out.messages = env.trajectory()
-    trial_calls = [_call_string(c.tool, c.arguments) for c in out.turn.committed_calls]
-    asked = [_call_string(n, a) for n, a, _ in answer.calls]
-    out.answer = {
-        "render_version": RENDER_VERSION,
-        "trace_calls": trial_calls,
-        "answer_calls": asked,
-        "committed": committed,
-        "blocked": blocked,
-        "parse_errors": answer.errors,
-        "departure": departures(trial_calls, asked),
-        "text": answer.text[:1000],
-        "rendered": rendered,
-    }
+    out.answer = answer_record(answer, out.turn.committed_calls, committed, blocked, rendered)
     return out
 
 
@@ -312,7 +291,7 @@ def run_vanilla_task(domain: str, task: tau2_data.Task, seed: int, endpoint: End
         for _tc, (name, args, call_id) in parsed:
             response = env.apply(name, args)  # as tau2's orchestrator runs a model's call: no guard, errors included
             row["errors"] += bool(response.error)
-            step_calls.append(_call_string(name, args))
+            step_calls.append(shown_call(name, args))
             messages.append({"role": "tool", "tool_call_id": call_id, "content": response.content})
         row["steps"].append(step_calls)
     out.messages = env.trajectory(stopped=out.termination == "agent_stop")
