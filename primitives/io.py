@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable
@@ -44,7 +45,24 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 def dumps_json(obj: Any, *, indent: int | None = 2) -> str:
-    return json.dumps(obj, indent=indent, ensure_ascii=False, sort_keys=False, default=str) + "\n"
+    """Strict JSON, as every reader of the project's files requires (forethought/bounded.py): a NaN or infinite
+    float (a diverged loss, a metric over no rows) is written as null, never as the ``NaN`` token Python's json
+    writes by default, which no strict reader (and no other language's parser) accepts."""
+    try:
+        text = json.dumps(obj, indent=indent, ensure_ascii=False, sort_keys=False, default=str, allow_nan=False)
+    except ValueError:  # only then walk the object: the common case pays nothing
+        text = json.dumps(_finite(obj), indent=indent, ensure_ascii=False, sort_keys=False, default=str)
+    return text + "\n"
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
@@ -52,7 +70,7 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None =
 
 
 def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
-    text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=False, default=str) + "\n" for r in rows)
+    text = "".join(dumps_json(r, indent=None) for r in rows)
     return atomic_write_text(path, text)
 
 

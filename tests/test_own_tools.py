@@ -210,3 +210,33 @@ def test_a_tool_result_json_cannot_hold_fails_the_call_and_dates_become_json():
     assert tools.stage("reading", {"sensor": "ok"})[0] == {"at": "2026-12-03", "value": 1.5}
     result, staged = tools.stage("reading", {"sensor": "broken"})
     assert staged is None and "JSON cannot hold" in result["error"]
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ("format_version: true\ntools: {}\n", "format_version True"),
+        (
+            "tools:\n  cancel_event: {side_effect: 'yes'}\n",
+            "tools.cancel_event.side_effect: Input should be a valid boolean",
+        ),
+        ("tools:\n  cancel_event: {alternatives: [cancel_event]}\n", "a tool is not its own alternative"),
+        ("tools:\n  cancel_event: {writes: {event: param.id}}\n", "'param' is neither params.<parameter> nor result"),
+        ("tools:\n  cancel_event: {writes: {event: 'params.event'}}\n", "'event' is not a parameter"),
+        ("tools:\n  cancel_event: {writes: {status: 'const:{bad'}}\n", "is not const:<JSON>"),
+        ("tools:\n  cancel_event: {writes: {'status[{params.x}]': result}}\n", "'x' is not a parameter"),
+    ],
+)
+def test_an_annotation_that_would_be_guessed_at_is_refused(body, needle, tmp_path):
+    """YAML's 'yes' is not taken for true, a tool is not its own alternative, and a declared write the kernel could
+    not evaluate (a misspelt root, an unknown parameter, const: that is not JSON) is refused where it is declared."""
+    from forethought.errors import UserError
+    from forethought.kernel.registry import Registry, parse_registry
+    from forethought.kernel.registry.annotations import annotate
+
+    tools = [{"type": "function", "function": {"name": "cancel_event", "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}}]  # fmt: skip
+    reg = Registry(parse_registry(tools, source="tools.json"))
+    (tmp_path / "a.yaml").write_text(body)
+    with pytest.raises(UserError) as err:
+        annotate(reg, tmp_path / "a.yaml")
+    assert needle in err.value.message, err.value.message

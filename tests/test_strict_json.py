@@ -351,3 +351,34 @@ def test_an_endless_recording_is_read_no_further_than_its_bound(monkeypatch):
     monkeypatch.setattr(store, "MAX_RECORDING_BYTES", 1 << 20)  # the bound itself is 512 MiB: not worth reading here
     with pytest.raises(UserError, match="larger than 1 MiB"):
         read_recording("/dev/zero")
+
+
+def test_what_the_project_writes_its_own_strict_readers_accept(tmp_path):
+    """A diverged loss or a metric over no rows is a NaN float: it is written as null (strict JSON), not as the
+    NaN token Python's json writes by default, which read_json_file / read_jsonl would then refuse."""
+    from forethought.bounded import read_json_file
+    from forethought.primitives.io import atomic_write_json, atomic_write_jsonl, read_jsonl
+
+    obj = {"loss": float("nan"), "history": [{"eval_loss": float("inf")}, {"eval_loss": -float("inf")}], "n": 1.5}
+    atomic_write_json(tmp_path / "m.json", obj)
+    assert read_json_file(tmp_path / "m.json") == {"loss": None, "history": [{"eval_loss": None}] * 2, "n": 1.5}
+    atomic_write_jsonl(tmp_path / "r.jsonl", [obj, {"ok": 1}])
+    assert read_jsonl(tmp_path / "r.jsonl")[1] == {"ok": 1} and read_jsonl(tmp_path / "r.jsonl")[0]["loss"] is None
+
+
+def test_a_checkpoint_whose_trainer_state_holds_a_nan_loss_is_still_resumed_from(tmp_path):
+    """transformers writes trainer_state.json with Python's json (a NaN loss as NaN): read as its writer does."""
+    from forethought.training.run_support import last_checkpoint
+
+    for step, text in ((5, '{"global_step": 5, "log_history": [{"loss": NaN}]}'), (10, '{"global_step": 1')):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text(text)
+    assert last_checkpoint(tmp_path) == tmp_path / "checkpoint-5"  # the torn one (10) is passed over
+
+
+def test_loss_points_skip_a_diverged_loss():
+    from forethought.training.plots import loss_series
+
+    train, evals = loss_series([{"step": 1, "loss": 2.0}, {"step": 2, "loss": float("nan")}, {"step": 3, "loss": None},
+                                {"step": 3, "eval_loss": 1.0}])  # fmt: skip
+    assert train == [(1, 2.0)] and evals == [(3, 1.0)]

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import Any
 
 from forethought.primitives.io import atomic_write_bytes
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def loss_series(log_history: list[dict[str, Any]]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    train = [(int(e["step"]), float(e["loss"])) for e in log_history if "loss" in e and "step" in e]
-    evals = [(int(e["step"]), float(e["eval_loss"])) for e in log_history if "eval_loss" in e and "step" in e]
+    # a diverged loss is NaN in memory and null once written (primitives/io.py dumps_json): neither is a point
+    train = [(int(e["step"]), float(e["loss"])) for e in log_history if _number(e.get("loss")) and "step" in e]
+    evals = [
+        (int(e["step"]), float(e["eval_loss"])) for e in log_history if _number(e.get("eval_loss")) and "step" in e
+    ]
     return train, evals
 
 

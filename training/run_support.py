@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from forethought.bounded import read_json_object
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_text
 from forethought.training.config import TrainConfig
@@ -83,9 +82,13 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
 
 
 def complete_trainer_state(f: Path) -> bool:
+    # transformers writes this file with Python's json, which writes a diverged loss as NaN: read it as its writer
+    # does (not with the project's strict reader), or a run whose loss went NaN once could never resume
+    import json
+
     try:
-        return f.is_file() and isinstance(read_json_object(f), dict)
-    except (OSError, UserError):  # a torn or hand-edited state: not complete
+        return f.is_file() and isinstance(json.loads(f.read_text(encoding="utf-8")), dict)
+    except (OSError, UnicodeDecodeError, ValueError):  # a torn or hand-edited state: not complete
         return False
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from forethought.bounded import loads_yaml
 from forethought.errors import UserError
@@ -34,11 +34,12 @@ FORMAT_VERSION = 1
 class ToolAnnotation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    side_effect: bool | None = None
-    prerequisites: list[Prerequisite | str] | None = None
-    writes: dict[str, str] | None = None
-    alternatives: list[str] | None = None
-    secret: list[str] | None = None
+    # strict: YAML's "yes" or 1 is not taken for true, nor 1 for a string (a typo is an error, not a guess)
+    side_effect: StrictBool | None = None
+    prerequisites: list[Prerequisite | StrictStr] | None = None
+    writes: dict[str, StrictStr] | None = None
+    alternatives: list[StrictStr] | None = None
+    secret: list[StrictStr] | None = None
     expect: dict[str, Any] = Field(
         default_factory=dict, description="result path -> the value a successful call returns"
     )
@@ -47,7 +48,7 @@ class ToolAnnotation(BaseModel):
 class AnnotationsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    format_version: int = FORMAT_VERSION
+    format_version: StrictInt = FORMAT_VERSION
     tools: dict[str, ToolAnnotation]
 
 
@@ -60,7 +61,8 @@ def load_annotations(path: str | Path) -> AnnotationsFile:
         raise UserError(f"cannot read: {exc.strerror or exc}", where) from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UserError(f"not valid YAML: {exc}", where) from None
-    if isinstance(data, dict) and data.get("format_version", FORMAT_VERSION) != FORMAT_VERSION:
+    version = data.get("format_version", FORMAT_VERSION) if isinstance(data, dict) else FORMAT_VERSION
+    if isinstance(version, bool) or version != FORMAT_VERSION:
         raise UserError(
             f"format_version {data.get('format_version')!r}: this forethought reads version {FORMAT_VERSION}", where
         )
@@ -96,6 +98,8 @@ def annotate(registry: Registry, annotations: AnnotationsFile | str | Path) -> R
             new = ToolSpec.model_validate({**spec.model_dump(), **update})
         except ValidationError as exc:
             raise UserError(f"tools.{spec.name}: {exc.errors()[0]['msg']}", where) from None
+        if spec.name in new.alternatives:
+            raise UserError(f"tools.{spec.name}.alternatives: a tool is not its own alternative", where)
         unknown_alt = [n for n in new.alternatives if n not in {t.name for t in registry}]
         if unknown_alt:
             raise UserError(f"tools.{spec.name}.alternatives: not in the registry: {', '.join(unknown_alt)}", where)

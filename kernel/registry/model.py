@@ -9,6 +9,7 @@ has side effects.
 
 from __future__ import annotations
 
+import json
 import keyword
 import re
 from typing import Any, Literal
@@ -173,6 +174,38 @@ class ToolSpec(BaseModel):
                     f"prerequisites[{i}] ({p.key!r}): entity {p.entity!r} is not a parameter of tool "
                     f"{self.name!r} (parameters: {sorted(props)})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _writes(self) -> ToolSpec:
+        """Each declared write is checked where it is declared: a value expression the kernel can evaluate
+        (``params.<parameter>``, ``result[.<path>]``, ``const:<JSON>``) and key fields over ``params.<parameter>``
+        or ``result``; a slip (``param.city``, ``const:{bad``) would otherwise write nothing, or a string, at run time."""
+        props = self.parameters.get("properties", {})
+
+        def problem(path: str) -> str | None:
+            root, _, rest = path.partition(".")
+            if root == "result":
+                return None
+            if root == "params":
+                if not rest:  # the whole arguments object
+                    return None
+                name = rest.split(".", 1)[0]
+                return None if name in props else f"{name!r} is not a parameter (parameters: {sorted(props)})"
+            return f"{root!r} is neither params.<parameter> nor result"
+
+        for key, expr in self.writes.items():
+            if expr.startswith("const:"):
+                try:
+                    json.loads(expr[len("const:") :])
+                except ValueError as exc:
+                    raise ValueError(f"writes[{key!r}]: {expr!r} is not const:<JSON> ({exc})") from None
+                why = None
+            else:
+                why = problem(expr)
+            why = why or next((problem(f) for f in re.findall(r"\{([^{}]+)\}", key) if problem(f)), None)
+            if why:
+                raise ValueError(f"writes[{key!r}]: {expr!r}: {why}")
         return self
 
     @property
