@@ -382,3 +382,14 @@ def test_loss_points_skip_a_diverged_loss():
     train, evals = loss_series([{"step": 1, "loss": 2.0}, {"step": 2, "loss": float("nan")}, {"step": 3, "loss": None},
                                 {"step": 3, "eval_loss": 1.0}])  # fmt: skip
     assert train == [(1, 2.0)] and evals == [(3, 1.0)]
+
+
+def test_the_tokenizer_corpus_reader_locates_a_bad_line(tmp_path):
+    from forethought.errors import UserError
+    from forethought.training.tiny import corpus_texts
+
+    f = tmp_path / "train.jsonl"
+    f.write_text('{"prompt": [{"role": "user", "content": "hi"}]}\n{"prompt": NaN}\n')
+    with pytest.raises(UserError) as err:
+        list(corpus_texts([f]))
+    assert str(f) in str(err.value) and "2" in str(err.value)

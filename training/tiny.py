@@ -16,7 +16,6 @@ silently reused.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -56,13 +55,17 @@ def corpus_files(dataset_dir: str | Path) -> list[Path]:
 
 
 def corpus_texts(files: Iterable[Path]) -> Iterator[str]:
+    from forethought.errors import UserError
+    from forethought.primitives.io import read_jsonl
+
     for f in files:
-        with open(f, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
-                    continue
-                row = json.loads(line)
+        try:
+            rows = read_jsonl(f)  # strict, each problem located by file and line
+        except ValueError as exc:
+            where, _, detail = str(exc).partition(": ")
+            raise UserError(detail, where) from None
+        for row in rows:
+            if isinstance(row, dict):
                 yield from _message_text(row.get("prompt"))
                 yield from _message_text(row.get("completion"))
 
