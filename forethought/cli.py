@@ -82,7 +82,7 @@ def _usage() -> str:
         lines.append(f"  {name:<10} {help_}")
     lines.append("")
     lines.append("Every command accepts Hydra overrides (key=value, group=option); --cfg prints the resolved config;")
-    lines.append("forethought <command> --help lists its settings.")
+    lines.append("forethought <command> --help lists its settings; forethought --version prints the version.")
     return "\n".join(lines)
 
 
@@ -124,6 +124,17 @@ def command_help(command: str, subcommand: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def version() -> str:
+    """The installed distribution's version (what pip shows), or the source tree's when run uninstalled."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("forethought")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def resolve(command: str) -> Callable[[list[str]], int]:
     mod, fn, _ = COMMANDS[command]
     return getattr(importlib.import_module(mod), fn)
@@ -133,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"forethought {version()}")
         return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:

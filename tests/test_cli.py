@@ -110,3 +110,11 @@ def test_demo_dsl_refuses_its_trace_path_before_it_runs(out, why, tmp_path, caps
     printed = capsys.readouterr()
     assert why in printed.err and printed.out == ""  # nothing ran: no program, no trace table
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f"] and (tmp_path / "f").read_text() == "kept"
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_is_the_installed_distributions(flag, capsys):
+    from importlib.metadata import version
+
+    assert main([flag]) == 0
+    assert capsys.readouterr().out == f"forethought {version('forethought')}\n"
