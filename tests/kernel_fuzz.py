@@ -73,7 +73,8 @@ def random_case(rng: random.Random) -> FuzzCase:
             for k in rng.sample(KEYS, rng.randint(0, 2))
         ]
         writes = {
-            k: rng.choice(["const:true", "result.value", "params." + (ps[0] if ps else "x")])
+            # a tool without parameters gets a result path that never resolves (a write of no parameter is refused)
+            k: rng.choice(["const:true", "result.value", "params." + ps[0] if ps else "result.no_such_field"])
             for k in rng.sample(KEYS, rng.randint(0, 2))
         }
         specs.append(
