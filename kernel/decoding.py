@@ -30,7 +30,6 @@ from typing import Any
 from .grounding import (
     CONNECTIVE_PUNCTUATION,
     FUNCTION_WORDS,
-    JOINERS,
     MAX_COMPOSED_WORDS,
     PIECES,
     collect_leaves,
@@ -101,9 +100,10 @@ class ValueSpace:
     values: the context and the bindable scratchpad), and following its rule for strings: a string is
     grounded when it is a sequence of parts (words and meaningful symbols the haystack holds, their synonyms,
     numbers it states) joined by connective text (whitespace, connective punctuation, function words). The
-    grammar admits such sequences, words apart from each other by connective text and spelled as written or in
-    one case throughout; it does not ask a multi-word part to occur contiguously (the contract does). A string
-    longer than the composition limit is offered only whole.
+    grammar admits such sequences more narrowly: parts apart from each other by a space (after at most one mark
+    that closes a clause), spelled as written or in one case throughout, and every token and every string value
+    of the haystack as a whole; it does not ask a multi-word part to occur contiguously (the contract does). A
+    string longer than the composition limit is offered only whole.
     """
 
     def __init__(self, texts: Sequence[str], values: Sequence[Any]):
@@ -121,8 +121,15 @@ class ValueSpace:
             numbers.update(number_tokens(text))
             if len(text.split()) > MAX_COMPOSED_WORDS:
                 whole.add(text)
-            # a token of punctuation alone (cd's "..", "/") is a value of its own
-            whole.update(t for t in text.split() if not any(c.isalnum() for c in t) and len(t) <= 8)
+            # A token between spaces is a value of its own, as written and without the punctuation that closes a
+            # clause: a password ("Qwerty!42"), a handle, cd's ".." or "/". Compositions below need a space
+            # between their parts, so a part glued to the next by punctuation comes whole, from where it occurs.
+            for t in text.split():
+                whole.add(t)
+                whole.add(t.rstrip(",;:.!?)\"'”’…"))
+        # a string of the context or the scratchpad is a value as it stands
+        whole.update(x for x in leaves if isinstance(x, str))
+        whole.discard("")
         for leaf in leaves:
             if isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
                 numbers.add(float(leaf))
@@ -142,13 +149,14 @@ class ValueSpace:
     def string_schema(self) -> dict[str, Any]:
         if not self.words and not self.symbols:
             return {"enum": [*self.whole, ""]}
-        connective = _char_class(CONNECTIVE_PUNCTUATION, whitespace=True)
-        joiners = _char_class(CONNECTIVE_PUNCTUATION & set(JOINERS))
-        breaks = _char_class(CONNECTIVE_PUNCTUATION - set(JOINERS), whitespace=True)
-        # Between two words: connective text with a break in it (whitespace, a comma...): joiners alone ("L" "-"
-        # "555") would glue them into one word, which the contract grounds only if it occurs whole. Bounded, so a
-        # decoder cannot run on with separators.
-        gap = f"{joiners}{{0,2}}{breaks}{connective}{{0,2}}"
+        closing = _char_class(frozenset(",;:.!?)]}\"'”’…"))
+        opening = _char_class(frozenset("([{\"'“‘"))
+        # Between two parts: one space, after at most one mark that closes a clause ("Paris, France") and before at
+        # most one that opens one, or a dash between spaces ("A - B"). Punctuation alone does not join two parts
+        # ("For!!!as" is no value: its parts would be glued into one word, which the contract grounds only whole);
+        # a token glued by punctuation is offered whole, from the haystack (above). Bounded, so a decoder cannot
+        # run on with separators.
+        gap = f"(?:{closing}?\\s{opening}?|\\s[-–—&|/]\\s)"
         separator = f"{gap}(?:(?:{_alternation(set(FUNCTION_WORDS))}){gap}){{0,3}}"
         word = f"(?:{_alternation(set(self.words))})" if self.words else None
         symbol = f"(?:{_alternation(set(self.symbols))})" if self.symbols else None
@@ -160,7 +168,7 @@ class ValueSpace:
         unit = "(?:" + "|".join(u for u in units if u) + ")"
         pattern = {
             "type": "string",
-            "pattern": f"^(?:{connective}{{0,2}}{unit}(?:{separator}{unit})*{connective}{{0,2}})?$",
+            "pattern": f"^(?:{opening}?{unit}(?:{separator}{unit})*{closing}?)?$",
         }
         return {"anyOf": [pattern, {"enum": self.whole}]} if self.whole else pattern
 

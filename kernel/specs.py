@@ -892,11 +892,24 @@ def _entity_write_names(write: str, key: str, params: Mapping[str, Any] | None) 
 
 
 def _bound_entity(tool: ToolBrief, key: str) -> tuple[str, Any] | None:
-    """The parameter a tool must set, and its value, so that its call establishes the per-entity ``key``: only when
-    every write of the key's fact is templated by that one parameter (else the grammar leaves it to the contract)."""
+    """The parameter a tool must set, and its value, so that its call establishes the per-entity ``key``: when every
+    write of the key's fact is templated by that one parameter; or, when they are templated by the result
+    (``line_status[{result.line_id}]``), when the tool's one parameter is a required identifier (``id``, ``*_id``):
+    a lookup by id names the entity it reports on (``get_details_by_id`` of ``L-9009`` for ``line_status[L-9009]``;
+    every such target of the worked solutions does, docs/kernel.md). A lookup by anything else (a phone number)
+    is left to the contract, which takes a result-templated write on trust."""
     writes = [w for w in tool.writes if fact_of(w) == fact_of(key) and fact_of(w) != w]
     names = {_entity_param(w) for w in writes}
-    if key in tool.writes or len(names) != 1 or None in names or key.endswith("[]"):
+    if key in tool.writes or not writes or key.endswith("[]"):
+        return None
+    by_result = (
+        names == {None}
+        and list(tool.params) == list(tool.required) == [p for p in tool.params if p == "id" or p.endswith("_id")]
+        and len(tool.params) == 1
+    )
+    if by_result:
+        names = set(tool.params)
+    if len(names) != 1 or None in names:
         return None
     (name,) = names
     entity = key[len(fact_of(key)) + 1 : -1]
@@ -905,6 +918,8 @@ def _bound_entity(tool: ToolBrief, key: str) -> tuple[str, Any] | None:
         return name, int(entity)
     if kind == "number" and re.fullmatch(r"-?\d+(\.\d+)?", entity):
         return name, float(entity) if "." in entity else int(entity)
+    if by_result and kind != "string":
+        return None  # the one parameter cannot hold this entity as written: the contract judges the call
     return name, entity
 
 

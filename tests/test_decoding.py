@@ -207,6 +207,50 @@ def test_check_prerequisites_call_must_name_the_keys_entity_in_contract_and_gram
     assert spec.check_output(r_inp, {"task": {"tool_name": "find_line", "parameters": {"phone": "555-0101"}}}).ok
 
 
+def test_a_lookup_by_id_names_the_entity_its_result_templated_write_establishes():
+    """get_details_by_id writes line_status[{result.line_id}]: the contract takes it on trust, and the grammar asks a
+    lookup whose one parameter is a required id to look up the key's entity (run #3's adapters looked up the other
+    line or a customer id: docs/training.md). A lookup by something else (a phone number) is left free."""
+    spec = SPECS["check_prerequisites"]
+    lookup = ToolBrief(
+        name="get_details_by_id", params={"id": "string"}, required=["id"], writes=["line_status[{result.line_id}]"]
+    )
+    by_phone = ToolBrief(
+        name="find_line", params={"phone": "string"}, required=["phone"], writes=["line_status[{result.line_id}]"]
+    )
+    inp = CheckPrereqInput(
+        task=TaskRef(id="t1", text="Enable roaming on line L-5150 of customer C2003"),
+        key="line_status[L-5150]",
+        outcome="absent",
+        context={"other_line": "L-3141"},
+        tools=[lookup],
+    )
+    schema = spec.decoding_schema(inp)
+    answer = lambda tool, params: _text("check_prerequisites", {"task": {"tool_name": tool, "parameters": params}})  # noqa: E731
+    assert admits(schema, answer("get_details_by_id", {"id": "L-5150"})) is None
+    for other in ("L-3141", "C2003"):
+        assert spec.check_output(inp, {"task": {"tool_name": "get_details_by_id", "parameters": {"id": other}}}).ok
+        assert admits(schema, answer("get_details_by_id", {"id": other})) is not None, other
+    phone = inp.model_copy(update={"tools": [by_phone], "task": TaskRef(id="t1", text="Line of 555-0101")})
+    assert admits(spec.decoding_schema(phone), answer("find_line", {"phone": "555-0101"})) is None
+
+
+def test_string_grammar_joins_parts_with_a_space_and_offers_glued_tokens_whole():
+    """Parts of a composed string are apart by a space (after at most one closing mark): run #3's adapters wrote
+    "For!!!as!!!as--" and "THE!!!42", punctuation gluing grounded words. A token the haystack glues itself (a
+    password "Qwerty!42") and every string value of the context come whole."""
+    from forethought.kernel.decoding import ValueSpace, with_format
+
+    space = ValueSpace(["Log in as nora_k, then book the economy flight"], [{"password": "Qwerty!42"}])
+    schema = with_format(
+        {"type": "object", "properties": {"v": space.string_schema()}, "required": ["v"], "additionalProperties": False}
+    )
+    for ok in ("Qwerty!42", "nora_k", "economy flight", "nora_k, then", "(economy)", "Economy Flight", "Qwerty"):
+        assert admits(schema, json.dumps({"v": ok})) is None, ok
+    for bad in ("THE!!!42", "For!!!as", "economy!!flight", "economy--flight", "Qwerty!!42"):
+        assert admits(schema, json.dumps({"v": bad})) is not None, bad
+
+
 def test_match_fill_grammar_names_exactly_the_missing_parameters_with_grounded_values():
     spec = SPECS["match_fill"]
     inp = MatchFillInput(
