@@ -27,13 +27,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
-from forethought.primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
-from forethought.primitives.trace import capped_rows
 
 from .backends.factory import BackendConfig, HFBackendConfig, make_model_backend
 from .run_command import KernelSettings, ReplayOnly
+from .secret_arguments import secret_values, shown_arguments, write_run_files
 from .session import Session
-from .trace_html import render_html
 
 
 class AgentConfig(BaseModel):
@@ -179,7 +177,7 @@ def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
             )
             print(f"turn {res.index + 1}: {status or 'no task'}")
             for c in res.committed_calls:
-                print(f"  {c.tool}({', '.join(f'{k}={v!r}' for k, v in c.arguments.items())})")
+                print(f"  {c.tool}({shown_arguments(c, secret_values(session.turns))})")
     finally:
         out = Path(cfg.output_dir)
         _write(out, cfg, session)
@@ -192,15 +190,16 @@ def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
 def _write(out: Path, cfg: AgentConfig, session: Session) -> None:
     if cfg.record and session.recorder is not None:
         session.recorder.save(out / "recording.jsonl")
-    atomic_write_json(out / "turns.json", [t.model_dump(mode="json") for t in session.turns])
-    calls = [{"turn": t.index, "task_id": c.task_id, "purpose": c.purpose, "tool": c.tool, "arguments": c.arguments,
-              "result": c.result} for t in session.turns for c in t.committed_calls]  # fmt: skip
-    atomic_write_jsonl(out / "calls.jsonl", calls)
-    atomic_write_json(out / "final_state.json", session.snapshot())
-    rows = [{"turn": i, **r} for i, tr in enumerate(session.traces) for r in tr.to_rows()]
-    atomic_write_jsonl(out / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
     meta = {"tools": cfg.tools, "backend": "replay" if cfg.replay else cfg.backend.name, "cvc": cfg.kernel.cvc}
-    atomic_write_text(out / "trace.html", render_html(f"agent: {cfg.tools}", session.turns, session.traces, meta))
+    write_run_files(
+        out,
+        session.turns,
+        session.traces,
+        session.snapshot(),
+        title=f"agent: {cfg.tools}",
+        meta=meta,
+        trace_max_bytes=cfg.trace_max_mb * 1024 * 1024,
+    )
 
 
 def cli(args: list[str]) -> int:

@@ -118,6 +118,9 @@ class CallRecord(_Model):
     rejected: list[str] = Field(default_factory=list)  # pre/postcondition failures
     # postcondition findings that did not block the commit (an imported registry's output schema)
     warnings: list[str] = Field(default_factory=list)
+    # the tool's secret parameters (ToolSpec.secret): their values are masked in every file a run writes
+    # (kernel/secret_arguments.py); the record itself keeps them, since verify compares the real calls
+    secret: list[str] = Field(default_factory=list)
 
 
 class TaskOutcome(_Model):

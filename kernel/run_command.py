@@ -8,7 +8,6 @@ sub-process decision per turn), ``calls.jsonl`` (the committed calls),
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -17,17 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.errors import UserError
 from forethought.primitives import Cache, Recorder, ReplayMissError
-from forethought.primitives.io import atomic_write_json, atomic_write_jsonl, atomic_write_text
-from forethought.primitives.trace import capped_rows
 
 from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
 from .program import Kernel
 from .records import KernelConfig
 from .runner import build_environment, build_registry, run_solution
+from .secret_arguments import secret_values, shown_arguments, write_run_files
 from .solution_file import load_solution, warn_format_notes
 from .solution_format import key_problems
 from .specs import MAX_TASKS
-from .trace_html import render_html
 
 
 class KernelSettings(BaseModel):
@@ -121,25 +118,6 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
     out = Path(cfg.output_dir) / sol.id
     if cfg.record and recorder is not None:
         recorder.save(out / "recording.jsonl")
-    atomic_write_json(out / "turns.json", [t.model_dump(mode="json") for t in res.turns])
-    atomic_write_jsonl(
-        out / "calls.jsonl",
-        [
-            {
-                "turn": t.index,
-                "task_id": c.task_id,
-                "purpose": c.purpose,
-                "tool": c.tool,
-                "arguments": c.arguments,
-                "result": c.result,
-            }
-            for t in res.turns
-            for c in t.committed_calls
-        ],
-    )
-    atomic_write_json(out / "final_state.json", res.final_state)
-    rows = [{"turn": i, **r} for i, tr in enumerate(res.traces) for r in tr.to_rows()]
-    atomic_write_jsonl(out / "trace.jsonl", capped_rows(rows, cfg.trace_max_mb * 1024 * 1024))
     meta = {
         "scenario": path,
         "backend": "replay" if isinstance(factory(0, sol.turns[0]), ReplayOnly) else cfg.backend.name,
@@ -148,7 +126,15 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
     bundle = getattr(getattr(factory(0, sol.turns[0]), "bundle", None), "path", None)
     if bundle:
         meta["bundle"] = str(bundle)
-    atomic_write_text(out / "trace.html", render_html(f"{sol.id}: {sol.title}", res.turns, res.traces, meta))
+    write_run_files(
+        out,
+        res.turns,
+        res.traces,
+        res.final_state,
+        title=f"{sol.id}: {sol.title}",
+        meta=meta,
+        trace_max_bytes=cfg.trace_max_mb * 1024 * 1024,
+    )
     return out, res
 
 
@@ -175,7 +161,7 @@ def cli(args: list[str]) -> int:
                 summary = ", ".join(f"{k}={v.status}" for k, v in t.outcomes.items())
             print(f"turn {t.index + 1}: {summary}")
             for c in t.committed_calls:
-                print(f"  {c.tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in c.arguments.items())})")
+                print(f"  {c.tool}({shown_arguments(c, secret_values(res.turns))})")  # type: ignore[attr-defined]
         extra = ", recording.jsonl" if cfg.record else ""
         print(f"wrote {out}/ (turns.json, calls.jsonl, final_state.json, trace.jsonl, trace.html{extra})")
         halted = [t for t in res.turns if t.halted]  # type: ignore[attr-defined]

@@ -422,11 +422,14 @@ def execute_call(
                     tool=tool,
                     arguments=arguments,  # type: ignore[arg-type]
                     rejected=["pre: " + e for e in pre],
+                    secret=list(spec.secret),
                 )
             )
             return False, pre
     result, staged = turn.env.stage(tool, arguments)
-    record = CallRecord(task_id=task_id, purpose=purpose, tool=tool, arguments=arguments, result=result)  # type: ignore[arg-type]
+    record = CallRecord(
+        task_id=task_id, purpose=purpose, tool=tool, arguments=arguments, result=result, secret=list(spec.secret)
+    )  # type: ignore[arg-type]
     turn.calls.append(record)
     if turn.config.cvc:
         post = toolgate.postcondition(
@@ -470,6 +473,7 @@ def _run_proposed(turn: TurnState, task_id: str, proposed: ProposedTask) -> None
                     tool=spec.name,
                     arguments=arguments,
                     rejected=[f"pre: no value for {name!r}"],
+                    secret=list(spec.secret),
                 )
             )
             return

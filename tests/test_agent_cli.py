@@ -54,7 +54,7 @@ def test_a_conversation_over_your_own_tools(tools, tmp_path, capsys):
     with ChatServer(Scripted()) as srv:
         assert main(_agent(tools, srv, tmp_path, *extra)) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
-    assert "turn 1: t1=executed" in out and "turn 2: t1=executed" in out and "cancel_event(event_id='e1')" in out
+    assert "turn 1: t1=executed" in out and "turn 2: t1=executed" in out and 'cancel_event(event_id="e1")' in out
     folder = tmp_path / "out"
     assert {p.name for p in folder.iterdir()} == {"turns.json", "calls.jsonl", "final_state.json", "trace.jsonl",
                                                   "trace.html", "recording.jsonl"}  # fmt: skip

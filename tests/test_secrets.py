@@ -299,3 +299,77 @@ def test_a_key_a_server_echoes_is_masked_whole_before_any_cut(mode, tmp_path, mo
     for leaked in (KEY, KEY[:-1], KEY[:12]):
         assert leaked not in printed.out + printed.err
         assert [str(p) for p in tmp_path.rglob("*") if p.is_file() and leaked.encode() in p.read_bytes()] == []
+
+
+# ---------------------------------------------------------------- secret tool arguments
+PASSWORD = "Hunter-7-planted"  # made up; a file or printout holding it is a leak
+
+
+class Vault:
+    """Python tools with a secret parameter (``@tool(secret=...)``)."""
+
+    def __init__(self) -> None:
+        self.sessions: list[str] = []
+
+    from forethought.kernel.python_tools import tool as _tool
+
+    @_tool(side_effect=True, secret=("password",), writes={"session": "result.token"})
+    def login(self, user: str, password: str) -> dict:
+        """Log in.
+
+        Args:
+            user: The user name.
+            password: The user's password.
+        """
+        self.sessions.append(user)
+        return {"token": f"tok-{user}", "password_ok": password == PASSWORD}
+
+
+class _LoginScript:
+    def answer(self, body):
+        text = {
+            "decompose": {"tasks": [{"id": "t1", "text": f"log in as ann with password {PASSWORD}",
+                                     "tool_name": "login", "depends_on": [],
+                                     "parameters": {"user": "ann", "password": PASSWORD}}]},
+            "match_func": {"tool_name": "login"},
+            "match_fill": {"values": {}},
+            "get_order": {"ordered_task_ids": ["t1"]},
+            "check_prerequisites": {"task": None},
+        }[body["model"]]  # fmt: skip
+        return {"role": "assistant", "content": json.dumps(text)}
+
+
+def _files_holding(folder: Path, value: str) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and value.encode() in p.read_bytes()]
+
+
+def test_a_secret_tool_argument_reaches_no_file_and_no_printout_of_agent(tmp_path, capsys):
+    from tests.openai_stub import ChatServer
+
+    conv = tmp_path / "conversation.txt"
+    conv.write_text(f"log in as ann with password {PASSWORD}\n")
+    out = tmp_path / "out"
+    with ChatServer(_LoginScript()) as srv:
+        rc = main(["agent", "tools=tests.test_secrets:Vault", f"conversation={conv}", "backend=openai",
+                   f"backend.base_url={srv.url}", "kernel.backend_retries=0", f"output_dir={out}"])  # fmt: skip
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
+    assert 'login(user="ann", password="***")' in printed.out
+    assert PASSWORD not in printed.out + printed.err
+    calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
+    assert calls[0]["arguments"] == {"user": "ann", "password": "***"}
+    assert calls[0]["result"]["password_ok"] is True  # the tool was called with the real value
+    assert not _files_holding(out, PASSWORD)  # the conversation file, the user's own input, is the only one
+
+
+def test_a_secret_tool_argument_reaches_no_file_and_no_printout_of_run(tmp_path, capsys):
+    """A worked solution whose login takes a password (social's posting_login marks it secret), run with the oracle:
+    the value is in the request, the prompts and the call, and in none of the files."""
+    solution = (
+        Path(__file__).parents[1] / "data_gen" / "solutions" / "social" / "login_follow_retweet_comment_stats.json"
+    )
+    password = json.loads(solution.read_text())["slots"]["pw"]["value"]
+    assert main(["run", str(solution), "backend=oracle", f"output_dir={tmp_path / 'out'}"]) == 0
+    printed = capsys.readouterr().out
+    assert 'password="***"' in printed and password not in printed
+    assert (tmp_path / "out").exists() and not _files_holding(tmp_path, password)
