@@ -23,9 +23,21 @@ from forethought.kernel.scenario import RegistryRef, Solution
 SLOT_VALUES_DIR = Path(__file__).resolve().parent / "slot_values"
 
 
+def slot_values_path(domain: str) -> Path:
+    """Where a domain's slot values live: ``slot_values.json`` in its own folder when it has one (your domains),
+    else ``data_gen/slot_values/<domain>.json`` (the built-in ones)."""
+    from forethought.kernel.domains import BUILTIN_DIR, domain_folders
+
+    own = domain_folders().get(domain)
+    if own is not None and ((own / "slot_values.json").is_file() or own.parent != BUILTIN_DIR):
+        return own / "slot_values.json"
+    return SLOT_VALUES_DIR / f"{domain}.json"
+
+
 @cache
 def slot_values(domain: str) -> dict[str, list[Any]]:
-    p = SLOT_VALUES_DIR / f"{domain}.json"
+    """The values a domain's slots vary over (:func:`slot_values_path`); none when the file is absent."""
+    p = slot_values_path(domain)
     if not p.is_file():
         return {}
     data = read_json_file(p)

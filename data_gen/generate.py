@@ -344,12 +344,12 @@ def _warn_unvaried_domains(sols: dict[str, Solution]) -> None:
     row would repeat the same titles, dates and ids. Said once per domain, on stderr."""
     import sys
 
-    from .augment import SLOT_VALUES_DIR, slot_values
+    from .augment import slot_values, slot_values_path
 
     with_slots = Counter(s.domains[0] for s in sols.values() if s.slots)
     for domain, n in sorted(with_slots.items()):
         if not slot_values(domain):
-            print(f"warning: domain {domain}: {n} solution(s) declare slots but {SLOT_VALUES_DIR / (domain + '.json')} "
+            print(f"warning: domain {domain}: {n} solution(s) declare slots but {slot_values_path(domain)} "
                   "holds no values for them: their entities are not varied (every generated row repeats them)",
                   file=sys.stderr)  # fmt: skip
 

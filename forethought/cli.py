@@ -48,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "bench bfcl|tau2: BFCL multi-turn, tau2 telecom solo (kernel|responder|vanilla); bench serving",
     ),
     "registry": ("forethought.kernel.registry.cli", "cli", "tool registry utilities: registry check FILE..."),
+    "new-domain": (
+        "forethought.kernel.new_domain",
+        "cli",
+        "a domain folder of your own from a registry file: new-domain NAME --from FILE [--dir DIR]",
+    ),
     "demo-dsl": ("forethought.dsl_demo", "cli", "a two-step DSL program with a contract, a violation and its recovery"),
 }
 # Commands configured by conf/<command>.yaml: their usage line (positional

@@ -25,7 +25,6 @@ import json
 import re
 from collections.abc import Iterable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from forethought.bounded import read_json_file
@@ -82,16 +81,17 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("°f", "fahrenheit", "degrees fahrenheit"),
 )
 
-_DOMAINS = Path(__file__).resolve().parent / "domains"
-
 
 @cache
 def synonym_table() -> dict[str, frozenset[str]]:
-    """Each name -> its group: ``SYNONYMS`` plus every ``kernel/domains/<name>/synonyms.json`` (a JSON list of
-    lists of names). Read from the files, not from imported domains, so the table is the same in every process
-    whichever domains it loaded; a group sharing a name with another is merged into it."""
+    """Each name -> its group: ``SYNONYMS`` plus every domain folder's ``synonyms.json`` (a JSON list of lists of
+    names; the built-in domains and yours, kernel/domains/__init__.py). Read from the files, not from imported
+    domains, so the table is the same in every process whichever domains it loaded; a group sharing a name with
+    another is merged into it."""
+    from .domains import domain_folders
+
     groups = [set(g) for g in SYNONYMS]
-    for f in sorted(_DOMAINS.glob("*/synonyms.json")):
+    for f in [d / "synonyms.json" for d in domain_folders().values() if (d / "synonyms.json").is_file()]:
         data = read_json_file(f)
         if not (
             isinstance(data, list)

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forethought.kernel import grounding
 from forethought.kernel.grounding import CONNECTIVE_PUNCTUATION, FUNCTION_WORDS, Haystack, number_tokens, synonym_table
 
 # ------------------------------------------------------------------ examples
@@ -100,11 +99,16 @@ def test_currency_and_unit_synonyms():
 
 
 def test_domain_synonym_files_extend_the_table(tmp_path, monkeypatch):
+    """A domain of your own (a folder on FORETHOUGHT_DOMAINS) extends it as a built-in one does."""
+    from forethought.kernel import domains
+
     (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "__init__.py").write_text("")
     (tmp_path / "demo" / "synonyms.json").write_text(
         json.dumps([["sek", "kronor", "swedish krona"], ["usd", "greenbacks"]])
     )
-    monkeypatch.setattr(grounding, "_DOMAINS", tmp_path)
+    monkeypatch.setenv("FORETHOUGHT_DOMAINS", str(tmp_path))
+    domains.domain_folders.cache_clear()
     synonym_table.cache_clear()
     try:
         assert Haystack(["pay 100 kronor"]).contains("SEK")
@@ -115,6 +119,9 @@ def test_domain_synonym_files_extend_the_table(tmp_path, monkeypatch):
             synonym_table()
     finally:
         monkeypatch.undo()
+        domains.domain_folders.cache_clear()
+        if str(tmp_path) in domains.__path__:
+            domains.__path__.remove(str(tmp_path))
         synonym_table.cache_clear()
 
 

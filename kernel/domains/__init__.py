@@ -1,28 +1,94 @@
-"""Simulated tool domains, one plugin folder each; discovered by name."""
+"""Tool domains, one plugin folder each; discovered by name.
+
+The simulated domains live here. Your own live in folders you own: each folder named in ``FORETHOUGHT_DOMAINS``
+(paths separated by ``os.pathsep``, as ``PYTHONPATH``) holds domain folders (``<folder>/<name>/__init__.py``
+defining ``DOMAIN = Domain(...)``, with ``synonyms.json`` and ``slot_values.json`` beside it if it has them), and
+an installed package may register one under the entry-point group ``forethought.domains`` (``name = "module"``).
+An environment variable, not a config key, because every process of a run (generate's replay workers, a test's
+subprocess) must see the same domains. ``forethought new-domain`` writes such a folder.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import pkgutil
 from functools import cache
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from forethought.errors import UserError
 
 from .base import Domain, DomainTool, ToolError
+
+PATH_VARIABLE = "FORETHOUGHT_DOMAINS"
+ENTRY_POINT_GROUP = "forethought.domains"
+BUILTIN_DIR = Path(__file__).resolve().parent
+
+
+def _search_dirs() -> list[Path]:
+    """The folders named in FORETHOUGHT_DOMAINS, in order (each must exist: a typo would silently hide a domain)."""
+    dirs = []
+    for raw in (os.environ.get(PATH_VARIABLE) or "").split(os.pathsep):
+        if not raw.strip():
+            continue
+        p = Path(raw).expanduser().resolve()
+        if not p.is_dir():
+            raise UserError(f"{raw!r} is not a folder", PATH_VARIABLE)
+        dirs.append(p)
+    return dirs
+
+
+def _entry_points() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+@cache
+def domain_folders() -> dict[str, Path]:
+    """Each domain's folder: the built-in ones, then those of FORETHOUGHT_DOMAINS and of entry points. A name taken
+    twice is refused, naming both folders: which one a run used must never depend on an order."""
+    found: dict[str, Path] = {m.name: BUILTIN_DIR / m.name for m in pkgutil.iter_modules([str(BUILTIN_DIR)]) if m.ispkg}
+    extra_dirs = _search_dirs()
+    for d in extra_dirs:
+        for m in pkgutil.iter_modules([str(d)]):
+            if not m.ispkg:
+                continue
+            if m.name in found:
+                raise UserError(f"domain {m.name!r} is defined twice: {found[m.name]} and {d / m.name}", PATH_VARIABLE)
+            found[m.name] = d / m.name
+    for name, module in _entry_points().items():
+        if name in found:
+            raise UserError(
+                f"domain {name!r} is defined twice: {found[name]} and entry point {module!r}", ENTRY_POINT_GROUP
+            )
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise UserError(f"{name} names {module!r}, which is not an importable package", ENTRY_POINT_GROUP)
+        found[name] = Path(next(iter(spec.submodule_search_locations)))
+    # Your folders join this package's search path, so a domain's own relative imports (``from .state import``)
+    # and pickling by module name work for yours as for the built-in ones.
+    for d in extra_dirs:
+        if str(d) not in __path__:
+            __path__.append(str(d))
+    return dict(sorted(found.items()))
 
 
 @cache
 def available() -> tuple[str, ...]:
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg))
+    return tuple(domain_folders())
 
 
 @cache
 def load_domain(name: str) -> Domain:
     if name not in available():
         raise KeyError(f"unknown domain {name!r}; available: {', '.join(available())}")
-    mod = importlib.import_module(f"{__name__}.{name}")
+    eps = _entry_points()
+    mod = importlib.import_module(eps[name] if name in eps else f"{__name__}.{name}")
     dom = getattr(mod, "DOMAIN", None)
     if not isinstance(dom, Domain):
-        raise TypeError(f"kernel/domains/{name}/__init__.py must define DOMAIN = Domain(...)")
+        raise TypeError(f"{domain_folders()[name] / '__init__.py'} must define DOMAIN = Domain(...)")
     return dom
 
 
-__all__ = ["Domain", "DomainTool", "ToolError", "available", "load_domain"]
+__all__ = ["Domain", "DomainTool", "ToolError", "available", "domain_folders", "load_domain"]
