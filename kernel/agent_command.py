@@ -6,6 +6,8 @@ user turns, the scratchpad S carried from one to the next (kernel/session.py).
 - ``module:attr`` — a Python object importable from the working directory: a list of functions, an object whose
   ``@tool`` methods hold its state, a class of them (made with no arguments), or any object with the environment
   interface (docs/kernel.md, "Your own tools");
+- ``domain:<name>`` — a domain's tools in its initial state: a built-in one, or yours (``forethought new-domain``,
+  found on ``FORETHOUGHT_DOMAINS``);
 - ``mcp:<command line>`` — an MCP server started over stdio (``mcp:python server.py``);
 - ``mcp:http://host/mcp`` — an MCP server over streamable HTTP.
 
@@ -80,9 +82,19 @@ def load_tools(spec: str, annotations: str | None, timeout_s: float) -> Any:
             raise UserError(exc.message, "tools") from None
         except ValueError as exc:  # shlex: an unclosed quote
             raise UserError(f"cannot read the server command: {exc}", "tools") from None
+    if spec.startswith("domain:"):
+        # a domain (built-in, or yours on FORETHOUGHT_DOMAINS) in its initial state: the tools its solutions use
+        from .domains import available
+        from .environment import Environment
+
+        name = spec[len("domain:") :].strip()
+        if name not in available():
+            raise UserError(f"no domain {name!r} (available: {', '.join(available())})", "tools")
+        env: Any = Environment([name], {})
+        return _annotated(env, annotations)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise UserError(f"expected module:attr, mcp:<command> or mcp:<url>, got {spec!r}", "tools")
+        raise UserError(f"expected module:attr, domain:<name>, mcp:<command> or mcp:<url>, got {spec!r}", "tools")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # your module, from where you run the command
     try:
@@ -114,6 +126,10 @@ def load_tools(spec: str, annotations: str | None, timeout_s: float) -> Any:
             env = PythonTools(list(obj) if isinstance(obj, (list, tuple)) else obj)
         except (TypeError, ValueError) as exc:
             raise UserError(str(exc), f"tools ({spec})") from None
+    return _annotated(env, annotations)
+
+
+def _annotated(env: Any, annotations: str | None) -> Any:
     if annotations is not None:
         from .registry.annotations import annotate
 

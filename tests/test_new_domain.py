@@ -90,3 +90,69 @@ def test_the_domain_path_refuses_a_missing_folder_and_a_name_taken_twice(tmp_pat
     (tmp_path / "telecom" / "__init__.py").write_text("")
     twice = _fresh("verify", "data_gen/solutions/ticket", domains=tmp_path)
     assert twice.returncode != 0 and "defined twice" in twice.stderr and "Traceback" not in twice.stderr
+
+
+def test_a_scaffolded_domain_generates_data_and_an_agent_runs_a_bundle_on_it(tiny_pipeline, tmp_path):
+    """The chain on a folder outside the repository: new-domain, a second worked solution, verify, generate (with the
+    fixture corpus, as a user adds their domain to a corpus), and `agent tools=domain:<name>` over a packaged bundle
+    (the suite's tiny pipeline: smoke-labelled, its answers are not the point; that the kernel runs the bundle on the
+    new domain's tools, and writes its files, is)."""
+    import json
+
+    from tests.conftest import FIXTURE_SOLUTIONS
+
+    assert (
+        main(["new-domain", "desk", "--from", str(REGISTRIES / "openai_legacy_functions.json"), f"dir={tmp_path}"]) == 0
+    )
+    solutions = tmp_path / "desk" / "solutions"
+    example = json.loads(next(solutions.glob("*.json")).read_text())
+    second = json.loads(json.dumps(example))
+    user = "Open a ticket titled printer-jam and close ticket 42"
+    second.update(id="desk-create-then-close", title=user)
+    second["turns"][0].update(
+        user=user,
+        tasks=[
+            {"id": "t1", "text": "Open a ticket titled printer-jam", "tool": "create_ticket",
+             "parameters": {"title": "printer-jam"}, "bindings": {"title": {"source": "request", "value": "printer-jam"}}},
+            {"id": "t2", "text": "Close ticket 42", "tool": "close_ticket", "parameters": {"ticket_id": 42},
+             "bindings": {"ticket_id": {"source": "request", "value": 42}}},
+        ],
+        order=["t1", "t2"],
+        calls=[{"tool": "create_ticket", "args": {"title": "printer-jam"}},
+               {"tool": "close_ticket", "args": {"ticket_id": 42}}],
+    )  # fmt: skip
+    (solutions / "desk-create-then-close.json").write_text(json.dumps(second, indent=2))
+    verified = _fresh("verify", str(solutions), domains=tmp_path)
+    assert verified.returncode == 0 and "2/2 solutions verified" in verified.stdout, verified.stderr
+    data = tmp_path / "data"
+    generated = _fresh(
+        "generate",
+        f"data.solutions=[{FIXTURE_SOLUTIONS},{solutions}]",
+        f"data.output_dir={data}",
+        "data.sizes={decompose:24,get_order:12,check_prerequisites:12,match_func:24,match_fill:12}",
+        "data.workers=2",
+        "data.validation_fraction=0.25",
+        domains=tmp_path,
+    )
+    assert generated.returncode == 0, generated.stderr
+    rows = [json.loads(line) for p in data.glob("*/*.jsonl") for line in p.read_text().splitlines()]
+    assert any(r["solution_id"].startswith("desk-") for r in rows)  # the new domain's rows are in the datasets
+
+    conversation = tmp_path / "turns.txt"
+    conversation.write_text("Close ticket 42\n")
+    out = tmp_path / "agent"
+    ran = _fresh(
+        "agent",
+        "tools=domain:desk",
+        f"conversation={conversation}",
+        "backend=hf",
+        f"backend.bundle={tiny_pipeline / 'bundle'}",
+        "backend.allow_smoke=true",
+        "backend.max_new_tokens=16",
+        "kernel.retries=0",
+        f"output_dir={out}",
+        domains=tmp_path,
+    )
+    assert "turn 1:" in ran.stdout and "Traceback" not in ran.stderr, ran.stderr[-2000:]
+    assert {"turns.json", "calls.jsonl", "trace.jsonl", "trace.html"} <= {p.name for p in out.iterdir()}
+    assert '"name": "close_ticket"' in (out / "trace.jsonl").read_text()  # the new domain's tools were offered
