@@ -155,6 +155,19 @@ def test_a_package_killed_between_its_two_renames_leaves_the_old_bundle_restorab
     assert json.loads((bundle / "manifest.json").read_text())["smoke"] is True
 
 
+def test_package_whose_swap_name_is_taken_by_a_folder_of_yours_refuses_and_changes_nothing(run_copy, capsys):
+    # Replacing the bundle first moves it to `.bundle.old`: a folder of the user's there made that rename fail after the
+    # whole package was built, an internal error (exit 1, a traceback). Now a located refusal, everything left as it was.
+    mine = run_copy / ".bundle.old"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    before = tree(run_copy)
+    assert main(_package(run_copy, run_copy / "bundle", "allow_failed_gates=true")) == 2
+    err = capsys.readouterr().err
+    assert f"error: output_dir: {mine} is in the way" in err and "Traceback" not in err
+    assert tree(run_copy) == before
+
+
 @pytest.mark.parametrize("line", [
     ["run", "tests/fixtures/solutions/paper_figure1.json", "backend=hf", "backend.bundle={t}/no-bundle", "output_dir={t}/out/run"],
     ["evaluate", "dataset_dir={t}/no-data", "settings=[oracle]", "noise.sweep=[]", "output_dir={t}/out/evaluate"],

@@ -297,16 +297,49 @@ def _previous(out: Path) -> Path:
     return out.with_name(f".{out.name}.old")
 
 
+def check_swap_room(out: str | Path) -> None:
+    """Refuse, before any work, to replace the bundle at ``out`` when its swap's aside name (``.<name>.old``) is taken
+    by something that is not a bundle set aside (a file, a folder of yours): the first rename would fail only after
+    the whole package was built. Run after :func:`recover_swap`."""
+    out = Path(out)
+    old = _previous(out)
+    # An empty folder holds nothing to lose (it is what a crash between the manifest's removal and the folder's leaves,
+    # see _remove_bundle): the rename replaces it.
+    empty = old.is_dir() and not old.is_symlink() and not any(old.iterdir())
+    if (out / MANIFEST).is_file() and (old.exists() or old.is_symlink()) and not empty:
+        raise UserError(
+            f"{old} is in the way: replacing the bundle at {out} first moves it there, and that path holds something "
+            "that is not a bundle set aside by package; move it, or choose another output_dir",
+            "output_dir",
+        )
+
+
+def _remove_bundle(path: Path) -> None:
+    """Delete a bundle set aside with its manifest last: a crash part-way leaves a folder that :func:`recover_swap`
+    still recognises as the swap's and finishes removing, never a manifest-less remnant that blocks the next swap."""
+    for child in path.iterdir():
+        if child.name == MANIFEST:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    (path / MANIFEST).unlink(missing_ok=True)
+    path.rmdir()
+
+
 def swap_in(staged: Path, out: Path) -> None:
     """Put the complete bundle ``staged`` at ``out``, replacing any bundle there. Replacing a folder by rename takes two
     renames (``out`` aside, ``staged`` in); a crash between them leaves the old bundle aside, where
-    :func:`recover_swap` (run when package starts and when a bundle is loaded) puts it back."""
+    :func:`recover_swap` (run when package starts and when a bundle is loaded) puts it back; a crash while the old
+    bundle is deleted leaves it aside with its manifest, and recover_swap finishes the deletion."""
     old = _previous(out)
     recover_swap(out)
+    check_swap_room(out)
     if out.exists():
         os.replace(out, old)
         os.replace(staged, out)
-        shutil.rmtree(old)
+        _remove_bundle(old)
     else:
         os.replace(staged, out)
 
@@ -323,7 +356,7 @@ def recover_swap(out: str | Path) -> str | None:
     if out.exists():
         if not (out / MANIFEST).is_file():
             return None  # not the swap's new bundle either: nothing of ours to finish
-        shutil.rmtree(old)
+        _remove_bundle(old)
         return "removed the replaced bundle left behind by an interrupted package"
     os.replace(old, out)
     print(f"note: {out}: restored the bundle that an interrupted `forethought package` had set aside", file=sys.stderr)
