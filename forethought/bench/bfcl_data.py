@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from forethought.bounded import JSONProblem, json_path, loads_json, read_bounded
 from forethought.errors import UserError
 from forethought.kernel.registry import Registry, load_registry
 from forethought.kernel.registry.model import ToolSpec
@@ -86,14 +89,59 @@ class Entry:
         return {f for t, fs in self.withheld.items() if t > turn for f in fs}
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+# The fields of bfcl's rows that this module reads, typed as bfcl writes them; other fields are kept for its checker.
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    role: str
+    content: str
+
+
+class _EntryRow(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    id: str = Field(min_length=1)
+    question: list[list[_Message]] = Field(min_length=1)
+    involved_classes: list[str] = Field(min_length=1)
+    initial_config: dict[str, Any] = Field(default_factory=dict)
+    missed_function: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class _AnswerRow(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    id: str = Field(min_length=1)
+    ground_truth: list[list[str]]
+
+
+def _rows(path: Path, model: type[BaseModel]) -> list[tuple[int, dict[str, Any]]]:
+    """(line, row) for each non-blank line of one of bfcl's JSON Lines files, read as every file the project does not
+    write itself is read (forethought/bounded.py: a size bound, UTF-8, no NaN, no key given twice) and each row checked
+    against ``model``: a problem is a located UserError (file, line, field), never a KeyError mid-run."""
+    where = str(path)
+    try:
+        text = read_bounded(path, where).decode("utf-8")
+    except FileNotFoundError:
+        raise UserError(f"missing: bfcl-eval's data is incomplete; reinstall it with: {INSTALL_HINT}", where) from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", where) from None
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise UserError(f"line {n}: not JSON: {exc.msg}", str(path)) from None
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): JSON strings may hold U+2028
+        if not line.strip():
+            continue
+        try:
+            raw = loads_json(line, where)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"line {n}: not JSON: {exc.msg} (column {exc.colno})", where) from None
+        except JSONProblem as exc:
+            at = f" at {json_path(exc.path)}" if exc.path else ""
+            raise UserError(f"line {n}: {exc.detail}{at}", where) from None
+        if not isinstance(raw, dict):
+            raise UserError(f"line {n}: expected a JSON object, got {type(raw).__name__}", where)
+        try:
+            model.model_validate(raw)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            field_ = json_path(list(e["loc"]))
+            raise UserError(f"line {n}: field {field_!r}: {e['msg']}", where) from None
+        rows.append((n, raw))
     return rows
 
 
@@ -104,14 +152,41 @@ def turn_text(messages: list[dict[str, Any]]) -> str:
 
 @functools.lru_cache(maxsize=8)
 def load_category(category: str) -> tuple[Entry, ...]:
+    """The category's entries, each checked against its possible answer and the function docs before any is run: an
+    unknown class, a withheld function no involved class has, a turn count that differs from the answer's, an id given
+    twice are located errors here, not a KeyError in the middle of a run."""
     data = bfcl_data_dir()
     path, answers_path = data / f"BFCL_v4_{category}.json", data / "possible_answer" / f"BFCL_v4_{category}.json"
-    answers = {row["id"]: row["ground_truth"] for row in _rows(answers_path)}
-    entries = []
-    for row in _rows(path):
+    answers: dict[str, list[list[str]]] = {}
+    for n, row in _rows(answers_path, _AnswerRow):
+        if row["id"] in answers:
+            raise UserError(f"line {n}: id {row['id']!r} given twice", str(answers_path))
+        answers[row["id"]] = row["ground_truth"]
+    tools = class_tools()
+    entries, seen = [], set()
+    for n, row in _rows(path, _EntryRow):
+        where, at = str(path), f"line {n} ({row['id']})"
+        if row["id"] in seen:
+            raise UserError(f"line {n}: id {row['id']!r} given twice", where)
+        seen.add(row["id"])
         if row["id"] not in answers:
             raise UserError(f"entry {row['id']} has no possible answer", str(answers_path))
-        withheld = {int(t): list(fs) for t, fs in (row.get("missed_function") or {}).items()}
+        if len(answers[row["id"]]) != len(row["question"]):
+            raise UserError(
+                f"{at}: {len(row['question'])} turns, but its possible answer has {len(answers[row['id']])}", where
+            )
+        unknown = [c for c in row["involved_classes"] if c not in tools]
+        if unknown:
+            raise UserError(f"{at}: field 'involved_classes': no function docs for {unknown}", where)
+        names = {t.name for c in row["involved_classes"] for t in tools[c]}
+        withheld = {}
+        for t, fs in (row.get("missed_function") or {}).items():
+            if not t.isdigit() or not 0 <= int(t) < len(row["question"]):
+                raise UserError(f"{at}: field 'missed_function.{t}': not a turn of the entry", where)
+            if any(f not in names for f in fs):
+                missing = [f for f in fs if f not in names]
+                raise UserError(f"{at}: field 'missed_function.{t}': no involved class has {missing}", where)
+            withheld[int(t)] = list(fs)
         entries.append(
             Entry(
                 id=row["id"],

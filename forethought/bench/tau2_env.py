@@ -20,6 +20,9 @@ import copy
 import json
 from typing import Any
 
+from forethought.bounded import loads_json
+from forethought.errors import UserError
+
 from .tau2_data import STOP_TOKEN, Task, new_environment
 
 
@@ -37,12 +40,14 @@ def initial_environment(domain: str, task: Task) -> Any:
 
 
 def response_value(content: str | None) -> Any:
-    """A tool message's content as a JSON value when it is JSON (tau2 compares contents the same way)."""
+    """A tool message's content as a JSON value when it is strict JSON (forethought/bounded.py), else the text itself:
+    a response with NaN, an infinity or a key given twice is text, not data the kernel would bind from (as an MCP
+    server's reply, kernel/mcp_tools.py). tau2's own replay compares the message's text, which is kept as it came."""
     if content is None:
         return None
     try:
-        return json.loads(content)
-    except json.JSONDecodeError:
+        return loads_json(content, "tau2 tool response")
+    except (json.JSONDecodeError, UserError):
         return content
 
 
