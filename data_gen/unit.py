@@ -155,18 +155,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _staging_parent(target: Path) -> Path:
+    """Where ``target``'s staging folder goes: beside it, or, while the folders above it do not exist yet, in the nearest
+    one that does (the same file system: a folder not yet made cannot be a mount point). They are made only when the
+    finished dataset is put in place, so a generate refused on its inputs leaves no empty folders behind."""
+    parent = target.absolute().parent
+    return next(q for q in (parent, *parent.parents) if q.exists())
+
+
 def _clean_stale(target: Path) -> None:
     """Remove the staging folders of killed runs (their pid is gone)."""
-    for p in target.parent.glob(f".{target.name}.*-*"):
+    for p in _staging_parent(target).glob(f".{target.name}.*-*"):
         kind, _, pid = p.name.rpartition("-")
         if kind.endswith((".partial", ".old")) and pid.isdigit() and not _alive(int(pid)) and p.is_dir():
             shutil.rmtree(p, ignore_errors=True)
 
 
 def staging_dir(target: str | Path) -> Path:
-    """A fresh, empty folder next to ``target`` (same file system, so the final rename is atomic).
+    """A fresh, empty folder next to ``target`` (same file system, so the final rename is atomic), or in the nearest
+    existing folder above it (:func:`_staging_parent`).
 
-    Created before any work, so an unwritable output folder is reported up front.
+    Created before any work, so an unwritable output folder is reported up front; the caller removes it on a refusal.
     """
     target = Path(target)
     if target.exists() and not target.is_dir():
@@ -179,10 +188,12 @@ def staging_dir(target: str | Path) -> Path:
         raise UserError(
             "exists and is not a dataset (no dataset.json or stats.json): refusing to replace it", str(target)
         )
+    for q in target.absolute().parents:  # a file where a folder above it belongs: refused, not "File exists"
+        if q.exists() and not q.is_dir():
+            raise UserError(f"{q} is a file, not a folder", str(target))
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         _clean_stale(target)
-        tmp = target.parent / f".{target.name}.partial-{os.getpid()}"
+        tmp = _staging_parent(target) / f".{target.name}.partial-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
     except OSError as exc:
@@ -193,6 +204,7 @@ def staging_dir(target: str | Path) -> Path:
 def commit(tmp: Path, target: str | Path) -> None:
     """Put the sealed staging folder in place of ``target``: the old dataset goes as a whole."""
     target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)  # only now: see _staging_parent
     old = target.parent / f".{target.name}.old-{os.getpid()}"
     if target.exists():
         os.rename(target, old)

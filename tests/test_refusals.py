@@ -172,6 +172,8 @@ def test_package_whose_swap_name_is_taken_by_a_folder_of_yours_refuses_and_chang
     ["run", "tests/fixtures/solutions/paper_figure1.json", "backend=hf", "backend.bundle={t}/no-bundle", "output_dir={t}/out/run"],
     ["evaluate", "dataset_dir={t}/no-data", "settings=[oracle]", "noise.sweep=[]", "output_dir={t}/out/evaluate"],
     ["validate", "dataset_dir={t}/no-data", "train_dir={t}/no-train", "output_dir={t}/out/validate"],
+    # generate made the folders above its output_dir before it read the solutions, and left them on the refusal
+    ["generate", "data.solutions=[{t}/no-solutions]", "data.output_dir={t}/out/generate/data"],
 ])  # fmt: skip
 def test_a_command_refused_on_its_inputs_creates_no_output_folder(line, tmp_path, capsys):
     # The output folder used to be made (or its parents, by evaluate) before the inputs were read and refused.
@@ -179,6 +181,17 @@ def test_a_command_refused_on_its_inputs_creates_no_output_folder(line, tmp_path
     assert main([a.replace("{t}", str(tmp_path)) for a in line]) == 2
     assert "error: " in capsys.readouterr().err
     assert tree(tmp_path) == before
+
+
+def test_generate_into_folders_not_yet_made_makes_them_only_with_the_dataset(tmp_path):
+    # Its staging folder waits in the nearest existing folder, so the folders above output_dir are made only when the
+    # finished dataset is put in place (and a refusal, above, leaves none).
+    from tests.conftest import TINY_GENERATE
+
+    assert main(["generate", *TINY_GENERATE, f"data.output_dir={tmp_path / 'a' / 'b' / 'data'}"]) == 0
+    assert (tmp_path / "a" / "b" / "data" / "dataset.json").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["a"]  # no staging folder left behind
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["data"]
 
 
 @pytest.mark.parametrize("with_output", [False, True])
