@@ -1,19 +1,27 @@
-"""``forethought new-domain NAME --from FILE [--dir DIR]``: a domain folder of your own, from a registry file.
+"""``forethought new-domain NAME --from SOURCE [--dir DIR]``: a domain folder of your own, from a registry file or
+an MCP server.
 
-Reads the tools of an OpenAI ``tools`` file, an MCP ``tools/list`` reply or BFCL function docs (the importers of
-``forethought registry check``, with an annotations sidecar if given) and writes ``DIR/NAME/``:
+``SOURCE`` is an OpenAI ``tools`` file, an MCP ``tools/list`` reply or BFCL function docs (the importers of
+``forethought registry check``), or a running MCP server, ``mcp:<command line>`` (stdio) or ``mcp:<url>`` (streamable
+HTTP) as ``forethought agent`` takes it, whose ``tools/list`` is read once. With an annotations sidecar if given, it
+writes ``DIR/NAME/``:
 
 - ``tools.py``: one ``@DOMAIN.tool`` function per tool, typed from its JSON schema, side effect, prerequisites and
   writes as imported (an OpenAI tool is side-effecting unless annotated otherwise); each body logs the call in the
   state and returns ``{"ok": true}``, marked TODO: replace it with the tool's behaviour on the state;
 - ``state.py``: the domain's pydantic state (a log of calls to begin with);
 - ``slot_values.json``: the values your solutions' slots vary over (empty: generate warns until you fill it);
+- ``annotations.yaml``: the sidecar (kernel/registry/annotations.py) saying per tool what tools.py declares (side
+  effect, prerequisites, writes): what ``forethought agent tools=mcp:... annotations=...`` needs to run the trained
+  bundle on the real tools (the annotations file given, copied as it is, when there is one);
 - ``solutions/NAME-example.json``: a one-turn worked solution of the first tool that takes a parameter, which
   ``forethought verify`` accepts as written;
-- ``README.md``: the commands from here to a bundle, with ``FORETHOUGHT_DOMAINS`` set to DIR.
+- ``tests/test_NAME.py``: the solutions verify and annotations.yaml agrees with tools.py (``pytest DIR/NAME``);
+- ``README.md``: the commands from here to a bundle, with ``FORETHOUGHT_DOMAINS`` set to DIR, and, from an MCP
+  server, the command that runs the bundle on that server (its binding: the server command and the annotations).
 
 Every check runs before the first write (a name that is no Python identifier or already a domain, a folder that
-exists, a registry that does not import): a refusal writes nothing. The folder is written under a temporary name
+exists, a registry that does not import, a server that cannot be started): a refusal writes nothing. The folder is written under a temporary name
 and renamed into place, so it is there whole or not at all.
 """
 
@@ -23,6 +31,7 @@ import json
 import keyword
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -31,7 +40,9 @@ from typing import Any
 
 from forethought.errors import UserError
 
-USAGE = "usage: forethought new-domain NAME --from REGISTRY_FILE [--dir DIR] [--annotations FILE]"
+USAGE = (
+    "usage: forethought new-domain NAME --from REGISTRY_FILE|mcp:<command>|mcp:<url> [--dir DIR] [--annotations FILE]"
+)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -65,6 +76,26 @@ def _example(name: str, schema: dict[str, Any], i: int) -> Any:
     return f"sample-{name.replace('_', '-')}"
 
 
+def _doc_text(text: str) -> str:
+    """Text as a docstring holds it: no escape sequence, no closing quotes."""
+    return str(text).strip().replace("\\", "\\\\").replace('"""', "'''")
+
+
+def _stub_result(spec: Any) -> dict[str, Any]:
+    """What a TODO body returns: ``{"ok": True}`` and a placeholder at each result path the tool's writes read
+    (``writes={"session": "result.token"}``: ``"token": "TODO-token"``), so a declared write puts a value in S and a
+    worked solution that relies on it verifies before the body is written."""
+    out: dict[str, Any] = {"ok": True}
+    for template in spec.writes.values():
+        for path in re.findall(r"(?<![\w.])result((?:\.\w+)+)", template):
+            parts = path.strip(".").split(".")
+            node = out
+            for part in parts[:-1]:
+                node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else node
+            node.setdefault(parts[-1], f"TODO-{parts[-1]}")
+    return out
+
+
 def _tool_source(spec: Any) -> str:
     props: dict[str, Any] = spec.parameters.get("properties", {}) or {}
     required = list(spec.parameters.get("required", []) or [])
@@ -73,16 +104,18 @@ def _tool_source(spec: Any) -> str:
         t = _py_type(sch if isinstance(sch, dict) else {})
         args.append(f"{p}: {t}" if p in required else f"{p}: {t} | None = None")
     doc_args = "".join(
-        f"\n        {p}: {(sch.get('description') or p).strip()}" for p, sch in props.items() if isinstance(sch, dict)
+        f"\n        {p}: {_doc_text(sch.get('description') or p)}" for p, sch in props.items() if isinstance(sch, dict)
     )
     options = [f"side_effect={spec.side_effect!r}"]
     if spec.prerequisites:
-        options.append(f"prerequisites={[p.key for p in spec.prerequisites]!r}")
+        options.append("prerequisites=[" + ", ".join(_prerequisite_source(p) for p in spec.prerequisites) + "]")
     if spec.writes:
         options.append(f"writes={dict(spec.writes)!r}")
+    if spec.alternatives:
+        options.append(f"alternatives={list(spec.alternatives)!r}")
     if spec.secret:
         options.append(f"secret={tuple(spec.secret)!r}")
-    description = (spec.description or spec.name).strip().replace('"""', "'''")
+    description = _doc_text(spec.description or spec.name)
     signature = ", ".join(["state: State", *args])
     call = "{" + ", ".join(f"{json.dumps(p)}: {p}" for p in props) + "}"
     return f'''
@@ -93,8 +126,125 @@ def {spec.name}({signature}) -> dict:
     """
     # TODO: the tool's behaviour on the state (raise ToolError("...") for a failure the caller should see).
     state.calls.append({{"tool": "{spec.name}", "arguments": {call}}})
-    return {{"ok": True}}
+    return {_stub_result(spec)!r}
 '''
+
+
+def _plain(p: Any) -> bool:
+    """A prerequisite that is just its key: present and truthy, about no entity."""
+    from .registry.model import Sat
+
+    return p.sat == Sat() and p.entity is None and not p.description
+
+
+def _prerequisite_source(p: Any) -> str:
+    if _plain(p):
+        return repr(p.key)
+    fields = [f"key={p.key!r}", f"sat=Sat(op={p.sat.op!r}, value={p.sat.value!r})"]
+    if p.entity is not None:
+        fields.append(f"entity={p.entity!r}")
+    if p.description:
+        fields.append(f"description={p.description!r}")
+    return f"Prerequisite({', '.join(fields)})"
+
+
+def _annotations_yaml(source: str, specs: list[Any]) -> str:
+    """The sidecar of what each tool declares (the knowledge a tools/list or an OpenAI file cannot carry)."""
+    import yaml
+
+    tools: dict[str, Any] = {}
+    for spec in specs:
+        entry: dict[str, Any] = {"side_effect": spec.side_effect}
+        if spec.prerequisites:
+            entry["prerequisites"] = [
+                p.key if _plain(p) else p.model_dump(mode="json", exclude_defaults=True) for p in spec.prerequisites
+            ]
+        if spec.writes:
+            entry["writes"] = dict(spec.writes)
+        if spec.alternatives:
+            entry["alternatives"] = list(spec.alternatives)
+        if spec.secret:
+            entry["secret"] = list(spec.secret)
+        tools[spec.name] = entry
+    head = (
+        f"# The tools of {source}:\n"
+        "# what they cannot say in their schemas (docs/kernel.md, 'Your own tools'), as tools.py\n"
+        "# declares it: side effects, prerequisites (keys that must be in the scratchpad S), writes (what a call puts\n"
+        "# in S), alternatives, secret arguments; add `expect: {result.path: value}` for a check after a call.\n"
+        "# forethought agent tools=... annotations=<this file> reads it; keep it in step with tools.py (the test in\n"
+        "# tests/ checks that both say the same).\n"
+    )
+    return head + yaml.safe_dump({"format_version": 1, "tools": tools}, sort_keys=False, width=120)
+
+
+def _test_source(name: str) -> str:
+    return f'''"""Checks of the {name} domain, written by forethought new-domain: its worked solutions verify, and annotations.yaml
+says what tools.py declares. Run: pytest <this domain's folder> (FORETHOUGHT_DOMAINS gets the folder above it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FOLDER = Path(__file__).resolve().parents[1]
+
+
+def _forethought(*args: str) -> subprocess.CompletedProcess:
+    """A fresh process, as your shell runs forethought, with this domain's parent folder on FORETHOUGHT_DOMAINS."""
+    dirs = [d for d in os.environ.get("FORETHOUGHT_DOMAINS", "").split(os.pathsep) if d.strip()]
+    if not any(Path(d).expanduser().resolve() == FOLDER.parent for d in dirs):
+        dirs.append(str(FOLDER.parent))
+    env = {{**os.environ, "FORETHOUGHT_DOMAINS": os.pathsep.join(dirs)}}
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True)
+
+
+def test_the_worked_solutions_verify():
+    done = _forethought("-m", "forethought.cli", "verify", str(FOLDER / "solutions"))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_annotations_say_what_the_tools_declare():
+    code = (
+        "import sys\\n"
+        "from forethought.kernel.domains import load_domain\\n"
+        "from forethought.kernel.registry.annotations import annotate\\n"
+        "declared = load_domain(sys.argv[1]).registry()\\n"
+        "annotated = annotate(declared, sys.argv[2])\\n"
+        "keys = ('side_effect', 'prerequisites', 'writes', 'alternatives', 'secret')\\n"
+        "for t in declared:\\n"
+        "    a = annotated.get(t.name)\\n"
+        "    for k in keys:\\n"
+        "        if getattr(t, k) != getattr(a, k):\\n"
+        "            print(f'{{t.name}}.{{k}}: tools.py {{getattr(t, k)!r}}, annotations.yaml {{getattr(a, k)!r}}')\\n"
+    )
+    done = _forethought("-c", code, FOLDER.name, str(FOLDER / "annotations.yaml"))
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+'''
+
+
+def _registry_from(source: str, annotations: str | None) -> Any:
+    """The tools of a registry file, or of an MCP server (``mcp:<command>``/``mcp:<url>``, started, listed, stopped)."""
+    from .registry.importers import RegistryError, load_registry
+
+    if source.startswith("mcp:"):
+        from .agent_command import load_tools
+
+        tools = load_tools(source, annotations, timeout_s=60.0)  # a server that cannot start: a located UserError
+        try:
+            return tools.registry()
+        finally:
+            tools.close()
+    try:
+        registry = load_registry(source)
+        if annotations:
+            from .registry.annotations import annotate
+
+            registry = annotate(registry, annotations)
+    except RegistryError as exc:
+        raise UserError(str(exc), source) from None
+    return registry
 
 
 def _solution(name: str, specs: list[Any]) -> dict[str, Any]:
@@ -167,27 +317,22 @@ def _parse(args: list[str]) -> dict[str, str]:
 def write_domain(name: str, source: str, target_dir: str | Path = ".", annotations: str | None = None) -> Path:
     """Write ``target_dir/name/`` from the registry file ``source``; every check before the first write."""
     from .domains import available
-    from .registry.importers import RegistryError, load_registry
 
     if not _NAME.match(name) or keyword.iskeyword(name):
         raise UserError(f"domain name {name!r}: lower-case letters, digits and _ , starting with a letter", "NAME")
     if name in available():
         raise UserError(f"domain {name!r} exists already (available: {', '.join(available())})", "NAME")
     parent = Path(target_dir)
-    if not parent.is_dir():
+    if parent.exists() and not parent.is_dir():
         raise UserError(f"{parent} is not a folder", "--dir")
     folder = parent / name
     if folder.exists():
         raise UserError(f"{folder} exists: choose another NAME or --dir (nothing was written)", "NAME")
-    try:
-        registry = load_registry(source)
-        if annotations:
-            from .registry.annotations import annotate
+    if annotations is not None:
+        from .registry.annotations import load_annotations
 
-            registry = annotate(registry, annotations)
-    except RegistryError as exc:
-        raise UserError(str(exc), source) from None
-    specs = list(registry)
+        load_annotations(annotations)  # a bad sidecar is refused before a server is started
+    specs = list(_registry_from(source, annotations))
     if not specs:
         raise UserError("the registry holds no tools", source)
     bad = [t.name for t in specs if not t.name.isidentifier() or keyword.iskeyword(t.name)]
@@ -207,13 +352,17 @@ def write_domain(name: str, source: str, target_dir: str | Path = ".", annotatio
             source,
         )
 
+    mcp = source.startswith("mcp:")
+    origin = source if mcp else Path(source).name
+    said = origin.replace("\\", "/").replace('"', "'")  # in a docstring: no escape, no closing quotes
     tools_py = (
-        f'"""The {name} domain: tools imported from {Path(source).name} by forethought new-domain (bodies TODO)."""\n\n'
+        f'"""The {name} domain: tools imported from {said} by forethought new-domain (bodies TODO)."""\n\n'
         "from __future__ import annotations\n\n"
         "from typing import Any, Literal  # noqa: F401 - parameter types\n\n"
-        "from forethought.kernel.domains.base import Domain, ToolError  # noqa: F401 - ToolError: a failed call\n\n"
+        "from forethought.kernel.domains.base import Domain, ToolError  # noqa: F401 - ToolError: a failed call\n"
+        "from forethought.kernel.registry.model import Prerequisite, Sat  # noqa: F401 - prerequisites with a predicate\n\n"
         "from .state import State\n\n"
-        f'DOMAIN = Domain("{name}", State, description="Tools imported from {Path(source).name}.")\n'
+        f"DOMAIN = Domain({name!r}, State, description={'Tools imported from ' + origin + '.'!r})\n"
         + "".join(_tool_source(s) for s in specs)
     )
     state_py = (
@@ -229,13 +378,26 @@ the state in `state.py`, the slot values in `slot_values.json`, and worked solut
 
 ```bash
 export FORETHOUGHT_DOMAINS={parent.resolve()}
+pytest {folder.resolve()}   # the solutions verify, annotations.yaml agrees with tools.py
 forethought verify {folder.resolve() / "solutions"}
-forethought generate 'data.solutions=[{folder.resolve() / "solutions"}]' data.output_dir=runs/{name}/data
-forethought train model=tiny dataset_dir=runs/{name}/data output_dir=runs/{name}/train
 ```
 
-docs/own_tools.md has the whole path, from a registry file to a validated bundle running on your tools.
+A few solutions are too few to train on (`generate` refuses a corpus too small for a validation split): add yours to
+a corpus (`$CORPUS`: the project's `data_gen/solutions`, or your own), then:
+
+```bash
+forethought generate "data.solutions=[$CORPUS,{folder.resolve() / "solutions"}]" data.output_dir=runs/{name}/data
+forethought train dataset_dir=runs/{name}/data output_dir=runs/{name}/train
+forethought validate train_dir=runs/{name}/train dataset_dir=runs/{name}/data output_dir=runs/{name}/validate
+forethought package train_dir=runs/{name}/train validate_dir=runs/{name}/validate dataset_dir=runs/{name}/data output_dir=runs/{name}/bundle
+forethought agent tools=domain:{name} backend=hf backend.bundle=runs/{name}/bundle   # on the simulated tools
+```
+{_binding(source, folder) if mcp else ""}
+docs/own_tools.md has the whole path, from a registry file or an MCP server to a validated bundle running on your
+tools.
 """
+    made = not parent.exists()
+    parent.mkdir(parents=True, exist_ok=True)  # the last check passed: --dir may be a folder still to make
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=parent))
     try:
         (tmp / "solutions").mkdir()
@@ -245,13 +407,35 @@ docs/own_tools.md has the whole path, from a registry file to a validated bundle
         (tmp / "state.py").write_text(state_py)
         (tmp / "tools.py").write_text(tools_py)
         (tmp / "slot_values.json").write_text("{}\n")
+        (tmp / "annotations.yaml").write_text(
+            Path(annotations).read_text(encoding="utf-8") if annotations else _annotations_yaml(origin, specs)
+        )
+        (tmp / "tests").mkdir()
+        (tmp / "tests" / f"test_{name}.py").write_text(_test_source(name))
         (tmp / "README.md").write_text(readme)
         (tmp / "solutions" / f"{name}-example.json").write_text(json.dumps(_solution(name, specs), indent=2) + "\n")
         os.replace(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if made:
+            shutil.rmtree(parent, ignore_errors=True)
         raise
     return folder
+
+
+def _binding(source: str, folder: Path) -> str:
+    """The README's section on running the trained bundle on the server itself (the tools' MCP binding)."""
+    return f"""
+## On the server itself
+
+The domain's tools simulate the server's for training data; a trained bundle runs on the server through its binding,
+the server command and `annotations.yaml` (exit 1 if the server dies: nothing is committed for the call it did not
+answer):
+
+```bash
+forethought agent tools={shlex.quote(source)} annotations={folder.resolve() / "annotations.yaml"} backend=hf backend.bundle=runs/{folder.name}/bundle
+```
+"""
 
 
 def cli(args: list[str]) -> int:
@@ -260,7 +444,10 @@ def cli(args: list[str]) -> int:
         print(USAGE + "\n\n" + (__doc__ or "").split("\n\n", 1)[1].strip())
         return 0
     folder = write_domain(opts["name"], opts["from"], opts.get("dir", "."), opts.get("annotations"))
-    print(f"wrote {folder}/ (tools.py, state.py, slot_values.json, solutions/{opts['name']}-example.json, README.md)")
+    print(
+        f"wrote {folder}/ (tools.py, state.py, slot_values.json, annotations.yaml, "
+        f"solutions/{opts['name']}-example.json, tests/test_{opts['name']}.py, README.md)"
+    )
     print(f"next: export FORETHOUGHT_DOMAINS={folder.parent.resolve()} && forethought verify {folder / 'solutions'}")
     return 0
 

@@ -109,3 +109,133 @@ def test_an_endless_conversation_file_is_refused_at_the_size_bound(tmp_path, cap
     rc = main(["agent", "tools=tests.test_own_tools:Calendar", "conversation=/dev/zero", "backend=openai",
                f"output_dir={tmp_path / 'o'}"])  # fmt: skip
     assert rc == 2 and "larger than 32 MiB" in capsys.readouterr().err
+
+
+class Requests(Scripted):
+    """Each request names one task: its tool and parameters (the turn's first line)."""
+
+    TASKS = {
+        "cancel e1": ("cancel_event", {"event_id": "e1"}),
+        "log in as ann": ("login", {"user": "ann"}),
+        "archive e2": ("archive_event", {"event_id": "e2"}),
+        "cancel e2 the old way": ("cancel_event_v0", {"event_id": "e2"}),
+        "crash": ("crash", {}),
+    }
+
+    def answer(self, body):
+        request = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        said = next(k for k in sorted(self.TASKS, key=len, reverse=True) if k in request.splitlines()[0])
+        tool, params = self.TASKS[said]
+        text = {
+            "decompose": {"tasks": [{"id": "t1", "text": said, "tool_name": tool, "depends_on": [],
+                                     "parameters": params}]},
+            "match_func": {"tool_name": tool},
+            "match_fill": {"values": {}},
+            "get_order": {"ordered_task_ids": ["t1"]},
+            "check_prerequisites": {"task": None},
+        }[body["model"]]  # fmt: skip
+        return {"role": "assistant", "content": json.dumps(text)}
+
+
+@pytest.mark.parametrize(
+    "tools, turns",
+    [
+        (f"mcp:{sys.executable} {SERVER} --faults", ["cancel e1", "log in as ann", "cancel e1", "archive e2", "crash"]),
+        ("tests.test_own_tools:Calendar", ["cancel e1", "log in as ann", "cancel e1", "cancel e2 the old way"]),
+    ],
+    ids=["mcp-server", "python-tools"],
+)
+def test_a_blocked_prerequisite_a_failed_postcondition_and_a_dead_server_over_the_cli(tools, turns, tmp_path, capsys):
+    """The Done-when of issue 27 through `forethought agent` and a scripted OpenAI-compatible model: S carried across
+    turns, ToolGate blocking a call whose prerequisite is not in S, a failed postcondition halting its task with
+    nothing committed (the run goes on: a tool's failure is an outcome), and (the server) a dead server stopping the
+    run: exit 1, its call not committed."""
+    conv = tmp_path / "turns.txt"
+    conv.write_text("\n".join(turns) + "\n")
+    ann = tmp_path / "ann.yaml"
+    ann.write_text("tools:\n  login: {writes: {session: result.token}}\n"
+                   "  cancel_event: {prerequisites: [session], expect: {status: cancelled}}\n"
+                   "  archive_event: {expect: {status: archived}}\n")  # fmt: skip
+    extra = [f"annotations={ann}"] if tools.startswith("mcp:") else []
+    out = tmp_path / "out"
+    with ChatServer(Requests()) as srv:
+        rc = main(["agent", f"tools={tools}", f"conversation={conv}", "backend=openai", f"backend.base_url={srv.url}",
+                   "kernel.backend_retries=0", f"output_dir={out}", *extra])  # fmt: skip
+    printed = capsys.readouterr()
+    assert rc == (1 if tools.startswith("mcp:") else 0), printed.err  # a turn without an answer fails the run
+    lines = [line for line in printed.out.splitlines() if line.startswith("turn ")]
+    assert lines[:4] == ["turn 1: t1=blocked", "turn 2: t1=executed", "turn 3: t1=executed", "turn 4: t1=tool_failed"]
+    saved = json.loads((out / "turns.json").read_text())
+    assert [t["scratchpad"].get("session") for t in saved][1:3] == ["tok-ann", "tok-ann"]  # carried into turn 3
+    assert not saved[0]["calls"]  # the blocked call never reached the tools
+    failed = saved[3]["outcomes"]["t1"]
+    assert failed["status"] == "tool_failed" and (
+        "result.status is 'scheduled', expected 'archived'" in failed["reason"]
+        or "event e2 is not cancelled" in failed["reason"]
+    )
+    calls = [(c["turn"], c["tool"]) for c in map(json.loads, (out / "calls.jsonl").read_text().splitlines())]
+    assert calls == [(1, "login"), (2, "cancel_event")]  # the failed call and the dead server's are not committed
+    if tools.startswith("mcp:"):
+        assert lines[4].startswith("turn 5: MCP server") and "tools/call crash got no answer" in lines[4]
+        assert "1 of 5 turn(s) got no answer" in printed.err
+    else:
+        state = json.loads((out / "final_state.json").read_text())["events"]
+        assert state["e1"]["status"] == "cancelled" and state["e2"]["status"] == "scheduled"  # the copy was dropped
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_the_interactive_mode_reads_turns_from_a_terminal(tmp_path):
+    """Without conversation=, turns come from the terminal (here a pseudo-terminal, as a user's shell gives it): a
+    prompt per turn, each turn's outcome printed before the next prompt, S carried across, an empty line ends the
+    conversation; the files are those of a conversation file."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    with ChatServer(Scripted()) as srv:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "forethought.cli", "agent", "tools=tests.test_own_tools:Calendar", "backend=openai",
+             f"backend.base_url={srv.url}", "kernel.backend_retries=0", f"output_dir={out}", "record=true"],
+            stdin=slave, stdout=slave, stderr=slave, cwd=root, close_fds=True,
+        )  # fmt: skip
+        os.close(slave)
+        seen = ""
+
+        def expect(text: str) -> None:
+            nonlocal seen
+            while text not in seen:
+                ready, _, _ = select.select([master], [], [], 120)
+                assert ready, f"no {text!r} from the agent; it printed:\n{seen}"
+                try:
+                    chunk = os.read(master, 4096).decode(errors="replace")
+                except OSError:  # the terminal closed: the process ended
+                    chunk = ""
+                assert chunk, f"the agent ended before {text!r}; it printed:\n{seen}"
+                seen += chunk
+
+        try:
+            expect("you> ")
+            os.write(master, b"log in as ann\n")
+            expect("turn 1: t1=executed")
+            expect("you> ")
+            os.write(master, b"cancel e1\n")
+            expect('cancel_event(event_id="e1")')
+            expect("you> ")
+            os.write(master, b"\n")  # an empty line: the conversation ends
+            expect("wrote ")
+            assert proc.wait(timeout=120) == 0, seen
+        finally:
+            proc.kill()
+            proc.wait()
+            os.close(master)
+    assert seen.count("you> ") == 3
+    assert {p.name for p in out.iterdir()} == {"turns.json", "calls.jsonl", "final_state.json", "trace.jsonl",
+                                               "trace.html", "recording.jsonl"}  # fmt: skip
+    turns = json.loads((out / "turns.json").read_text())
+    assert [t["user"] for t in turns] == ["log in as ann", "cancel e1"]
+    assert turns[1]["scratchpad"]["session"] == "tok-ann"
+    assert json.loads((out / "final_state.json").read_text())["events"]["e1"]["status"] == "cancelled"

@@ -19,7 +19,8 @@ from forethought.kernel.records import KernelConfig  # noqa: E402
 from forethought.kernel.session import Session  # noqa: E402
 from tests.oracle_turns import send, task, turn  # noqa: E402
 
-SERVER = [sys.executable, str(Path(__file__).parent / "mcp_servers" / "calendar_server.py")]
+SERVER_FILE = Path(__file__).parent / "mcp_servers" / "calendar_server.py"
+SERVER = [sys.executable, str(SERVER_FILE), "--faults"]  # with `crash` and `hang`
 ANNOTATIONS = """\
 format_version: 1
 tools:
@@ -39,9 +40,9 @@ def calendar(tmp_path):
 
 def test_the_registry_comes_from_tools_list_and_the_annotations(calendar):
     reg = calendar.registry()
-    assert [t.name for t in reg] == ["get_event", "login", "cancel_event", "archive_event", "crash"]
+    assert [t.name for t in reg] == ["get_event", "login", "cancel_event", "archive_event", "crash", "hang"]
     assert {t.name: t.side_effect for t in reg} == {"get_event": False, "login": True, "cancel_event": True,
-                                                   "archive_event": True, "crash": False}  # fmt: skip
+                                                   "archive_event": True, "crash": False, "hang": False}  # fmt: skip
     assert [p.key for p in reg.get("cancel_event").prerequisites] == ["session"] and reg.get("login").writes == {
         "session": "result.token"
     }
@@ -91,3 +92,74 @@ def test_a_server_that_cannot_start_and_bad_annotations_are_clear_errors(tmp_pat
     bad.write_text("tools:\n  logout: {side_effect: true}\n")
     with pytest.raises(UserError, match="annotates tools the registry does not have: logout"):
         McpTools(SERVER, annotations=bad, timeout_s=60)
+
+
+def test_an_is_error_reply_is_a_failed_call_and_the_task_halts(calendar):
+    """The server raises for an unknown event: the SDK answers isError, the kernel records a failed call."""
+    result, staged = calendar.stage("get_event", {"event_id": "nope"})
+    assert staged is None and "no event nope" in result["error"]
+    session = Session(calendar, backend=None)
+    res = send(session, turn("look up nope", [task("t1", "get_event", {"event_id": "nope"})]))
+    assert res.outcomes["t1"].status == "tool_failed" and "no event nope" in res.outcomes["t1"].reason
+    assert res.committed_calls == [] and res.backend_error is None
+
+
+def test_a_server_that_does_not_answer_in_time_stops_the_turn_with_nothing_committed(calendar):
+    calendar.timeout_s = 1.0  # each call waits this long (the fixture's start-up allowance was larger)
+    session = Session(calendar, backend=None)
+    res = send(session, turn("hang", [task("t1", "hang", {})]))
+    assert res.backend_error is not None and "tools/call hang got no answer: timed out" in res.backend_error["message"]
+    assert res.committed_calls == []
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_turns_over_streamable_http(tmp_path):
+    """The same server over streamable HTTP (a subprocess listening on a local port): registry, S across turns, a
+    blocked prerequisite; then the server is killed and the next call is a clear error with nothing committed."""
+    import subprocess
+    import time
+
+    ann = tmp_path / "calendar.annotations.yaml"
+    ann.write_text(ANNOTATIONS.replace("  archive_event: {expect: {status: archived}}\n", ""))
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, str(SERVER_FILE), "--http", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        tools = None
+        for _ in range(120):  # until it listens (no wall-time assertion: a bounded number of tries)
+            try:
+                tools = McpTools(url=url, annotations=ann, timeout_s=30)
+                break
+            except ToolServerError:
+                if server.poll() is not None:
+                    pytest.fail(f"the HTTP server exited with {server.returncode}")
+                time.sleep(0.5)
+        assert tools is not None, "the HTTP server did not come up"
+        with tools:
+            assert tools.registry().get("cancel_event").side_effect and tools.where == url
+            session = Session(tools, backend=None)
+            blocked = send(session, turn("cancel e1", [task("t1", "cancel_event", {"event_id": "e1"},
+                                        prerequisites=[{"key": "session", "outcome": "absent", "retrieval": None,
+                                                        "recheck": "not_met"}])]))  # fmt: skip
+            assert blocked.outcomes["t1"].status == "blocked" and blocked.calls == []
+            send(session, turn("log in as ann", [task("t1", "login", {"user": "ann"})]))
+            done = send(session, turn("cancel e1", [task("t1", "cancel_event", {"event_id": "e1"},
+                                                         prerequisites=[{"key": "session", "outcome": "met"}])]))  # fmt: skip
+            assert done.outcomes["t1"].status == "executed" and session.scratchpad.get("session") == "tok-ann"
+            server.kill()
+            server.wait(timeout=60)
+            gone = send(session, turn("cancel e2", [task("t1", "cancel_event", {"event_id": "e2"},
+                                                         prerequisites=[{"key": "session", "outcome": "met"}])]))  # fmt: skip
+            assert gone.backend_error is not None and "got no answer" in gone.backend_error["message"]
+            assert gone.committed_calls == []
+    finally:
+        server.kill()
+        server.wait(timeout=60)
