@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "new-domain": (
         "forethought.kernel.new_domain",
         "cli",
-        "a domain folder of your own from a registry file: new-domain NAME --from FILE [--dir DIR]",
+        "a domain folder of your own from a registry file or an MCP server: new-domain NAME --from FILE|mcp:<server>",
     ),
     "demo-dsl": ("forethought.dsl_demo", "cli", "a two-step DSL program with a contract, a violation and its recovery"),
 }
