@@ -42,7 +42,7 @@ def server_command(request, tmp_path_factory) -> list[str]:
             done = subprocess.run(
                 [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--fetch-retries=0",
                  "--fetch-timeout=30000", PACKAGE],
-                capture_output=True, text=True, timeout=300,
+                capture_output=True, text=True, timeout=120,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             pytest.skip(f"npm install {PACKAGE} did not finish (no package registry?)")
