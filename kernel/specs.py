@@ -146,9 +146,13 @@ def _dumps(v: Any) -> str:
 # usual one), and the description's first clause (up to 48 characters): about half the prompt tokens on the
 # generated data (docs/training.md), for small models whose compute goes into reading prompts. The rendering is
 # part of every spec's hash, recorded with the data, the adapters and the bundle, and the kernel renders as the
-# bundle was trained (training and serving see the same prompt).
+# bundle was trained (training and serving see the same prompt). ``focused``: compact, and check_prerequisites lists
+# only the tools its contract admits for the key (the writers of the kind its outcome calls for, ``_prereq_writers``),
+# not the whole registry: its grammar admits no other tool, so the rest of the list is prompt the model pays for and
+# must learn to ignore (about a third of the prompt tokens on the generated data; docs/training.md).
 # One rendering per process (not per context: the engine and the openai backend render in worker threads).
-TOOL_RENDERINGS = ("full", "compact")
+TOOL_RENDERINGS = ("full", "compact", "focused")
+_COMPACT = ("compact", "focused")
 _TOOL_RENDERING = ["full"]
 
 
@@ -182,7 +186,7 @@ def _clause(text: str, n: int) -> str:
 
 
 def render_tools(tools: Sequence[ToolBrief]) -> str:
-    compact = _TOOL_RENDERING[0] == "compact"
+    compact = _TOOL_RENDERING[0] in _COMPACT
     lines = []
     for t in tools:
         if compact:
@@ -283,7 +287,7 @@ class PrimitiveSpec:
         """The system prompt under the active tool rendering: whole, or (``compact``) its first sentence and its
         answer-format sentence only. A model fine-tuned on the primitive learns the rest from its examples; a
         small model trained here pays for every prompt token in every step (docs/training.md)."""
-        if _TOOL_RENDERING[0] != "compact":
+        if _TOOL_RENDERING[0] not in _COMPACT:
             return self.system
         sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", " ".join(self.system.split()))
         answer = [x for x in sentences if x.startswith("Answer with JSON")]
@@ -842,7 +846,7 @@ def _render_prereq(x: CheckPrereqInput) -> str:
         f"Prerequisite: {x.key} is {x.outcome}{cur}; required: {x.requirement or 'present'}\n"
         f"Context: {_dumps(x.context)}\n"
         f"State: {_dumps(x.state)}\n"
-        f"Tools:\n{render_tools(x.tools)}"
+        f"Tools:\n{render_tools(_prereq_writers(x) if _TOOL_RENDERING[0] == 'focused' else x.tools)}"
     )
 
 

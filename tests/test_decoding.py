@@ -328,3 +328,31 @@ def test_a_registry_tools_side_effect_reaches_its_brief():
         tool_brief(tools["resume_line"].spec).side_effect
         and not tool_brief(tools["get_details_by_id"].spec).side_effect
     )
+
+
+def test_the_focused_rendering_shows_check_prerequisites_the_tools_its_grammar_admits():
+    # focused = compact, and check_prerequisites' prompt lists the tools its contract admits for the key (a third of the
+    # prompt's tokens on the generated data): the grammar refuses every other tool, so they were prompt to ignore.
+    spec = SPECS["check_prerequisites"]
+    absent = CheckPrereqInput(
+        task=TaskRef(id="t1", text="Add 3 GB to line L-3141"), key="line_status[L-3141]", outcome="absent", tools=TOOLS
+    )
+    unknown = CheckPrereqInput(task=TaskRef(id="t1", text="x"), key="unknown_key", outcome="absent", tools=TOOLS)
+
+    def listed(inp):
+        user = spec.messages(inp)[-1]["content"]
+        return [line[2:].split("(")[0] for line in user.split("Tools:\n", 1)[1].splitlines()]
+
+    with tool_rendering("compact"):
+        assert listed(absent) == [t.name for t in TOOLS]
+        compact_system = spec.system_text()
+        others = {n: SPECS[n].golden_rendering() for n in ("decompose", "get_order", "match_func", "match_fill")}
+    with tool_rendering("focused"):
+        names = listed(absent)
+        alternatives = spec.decoding_schema(absent)["properties"]["task"]["anyOf"]
+        admitted = [a["properties"]["tool_name"]["const"] for a in alternatives if "properties" in a]
+        assert names == admitted == ["get_details_by_id"]
+        assert spec.messages(unknown)[-1]["content"].endswith("Tools:\n(none)")  # no tool can: null is the answer
+        assert spec.system_text() == compact_system
+        # the other primitives' prompts are the compact ones
+        assert {n: SPECS[n].golden_rendering() for n in others} == others

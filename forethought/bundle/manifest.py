@@ -166,7 +166,9 @@ class Manifest(_M):
     decoding: dict[
         str, Literal["free", "constrained"]
     ]  # per primitive, as its gate was measured (checked against gates.json)
-    tool_rendering: Literal["full", "compact"]  # how the prompts show tool lists (kernel/specs.py TOOL_RENDERINGS)
+    tool_rendering: Literal[
+        "full", "compact", "focused"
+    ]  # how the prompts show tool lists (kernel/specs.py TOOL_RENDERINGS)
     primitives: dict[str, PrimitiveEntry]
 
 
