@@ -435,20 +435,37 @@ def load_solutions(paths: list[str], allow_skip: bool) -> tuple[dict[str, Soluti
 
 
 def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
-    """Generate the dataset as one unit: staged next to ``output_dir``, sealed, then swapped in (data_gen/unit.py)."""
+    """Generate the dataset as one unit: staged next to ``output_dir``, sealed, then swapped in (data_gen/unit.py).
+
+    Every check that can refuse the finished dataset (too many dropped copies, a primitive short of its size) runs
+    on the staged one, before the swap: a refusal removes the staging folder and leaves ``output_dir`` as it was
+    (the previous dataset byte-identical, or no folder at all)."""
     tmp = unit.staging_dir(cfg.output_dir)  # before the work: an unwritable or wrong output_dir fails now
     try:
         stats = _generate(cfg, tmp, progress)
+        _refuse_unfit(cfg, stats)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     unit.commit(tmp, cfg.output_dir)
+    return stats
+
+
+def _left_as_it_was(cfg: DataConfig) -> str:
+    out = Path(cfg.output_dir)
+    if out.exists():
+        return "nothing is written (the previous dataset in data.output_dir is left as it was)"
+    return "nothing is written"
+
+
+def _refuse_unfit(cfg: DataConfig, stats: dict[str, Any]) -> None:
+    """Refuse a generated dataset that drops too many varied copies or falls short of its sizes (before it is put in place)."""
     n_dropped, n_copies = dropped_count(stats)
     if n_dropped and n_dropped > cfg.max_dropped_fraction * n_copies:
         lines = dropped_lines(stats, limit=10)
         raise UserError(
             f"{n_dropped} of {n_copies} varied copies did not verify and were dropped ({100 * n_dropped / n_copies:.1f} %, above "
-            f"data.max_dropped_fraction={cfg.max_dropped_fraction}); the files are written. Fix the solutions "
+            f"data.max_dropped_fraction={cfg.max_dropped_fraction}); {_left_as_it_was(cfg)}. Fix the solutions "
             "(`forethought verify` warns about the usual causes) or raise data.max_dropped_fraction:\n"
             + "\n".join(lines),
             dropped_worst_file(stats),
@@ -456,11 +473,10 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
     short = undersized(stats)
     if short and not cfg.allow_undersized:
         raise UserError(
-            f"requested sizes not reached within max_rounds={cfg.max_rounds}: {', '.join(short)} (the files are written but "
-            "short; raise data.max_rounds, add solutions, lower data.sizes, or set data.allow_undersized=true to accept them)",
+            f"requested sizes not reached within max_rounds={cfg.max_rounds}: {', '.join(short)}; {_left_as_it_was(cfg)}. "
+            "Raise data.max_rounds, add solutions, lower data.sizes, or set data.allow_undersized=true to accept them",
             cfg.output_dir,
         )
-    return stats
 
 
 def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:

@@ -225,3 +225,42 @@ def test_train_base_checks_every_train_split_before_it_writes(generated_data, tm
     assert main(["train", "primitive=base", *TRAIN, f"dataset_dir={data}", f"output_dir={out}"]) == 2
     assert f"{split}" in capsys.readouterr().err
     assert not out.exists()
+
+
+def _break_every_varied_copy(monkeypatch):
+    """Every varied copy of the Figure 1 solution gets a wrong order, so it does not verify and is dropped."""
+    import forethought.data_gen.generate as G
+
+    real = G.make_variant
+
+    def breaking(sol, rng, vcfg):
+        v = real(sol, rng, vcfg)
+        if sol.id == "fs-paper-figure1":
+            t0 = v.solution.turns[0]
+            turns = [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]
+            v.solution = v.solution.model_copy(update={"turns": turns})
+        return v
+
+    monkeypatch.setattr(G, "make_variant", breaking)
+
+
+@pytest.mark.parametrize("why", ["undersized", "dropped"])
+@pytest.mark.parametrize("old", [True, False], ids=["over_a_dataset", "into_nothing"])
+def test_generate_refused_on_what_it_generated_leaves_the_old_dataset_as_it_was(why, old, generated_data, tmp_path, capsys, monkeypatch):  # fmt: skip
+    # Issue 25: a generate short of its sizes (allow_undersized=false), or dropping more varied copies than
+    # max_dropped_fraction, put the new dataset in place of the old one and then exited 2 ("the files are written").
+    from tests.conftest import TINY_GENERATE, sizes_override
+
+    out = tmp_path / "data"
+    if old:
+        shutil.copytree(generated_data, out)
+    extra = ["data.max_rounds=1", f"data.sizes={sizes_override(decompose=100000)}"]
+    if why == "dropped":
+        _break_every_varied_copy(monkeypatch)
+        extra = ["data.max_rounds=2", "data.allow_undersized=true"]
+    before = tree(tmp_path)
+    assert main(["generate", *TINY_GENERATE, *extra, f"data.output_dir={out}"]) == 2
+    err = capsys.readouterr().err
+    assert ("requested sizes not reached" if why == "undersized" else "above data.max_dropped_fraction") in err
+    assert "nothing is written" in err and "files are written" not in err
+    assert tree(tmp_path) == before  # the old dataset byte-identical, no staging folder left, nothing new
