@@ -3,7 +3,9 @@
 For each turn: the input, the scratchpad carried in, then each sub-process
 with its decision (decompose, get-order, check-prerequisites, match with the
 source of every parameter), the calls, and the contract results of every
-step (attempts, violations, model identity).
+step (attempts, violations, model identity). A step its contract rejected (retried, halted, fallen back) is marked
+in the main view with the violation text, on the sub-process it belongs to and in a box at the top of its turn; the
+scratchpad is shown as a table.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ h1{font-size:1.4em} h2{font-size:1.15em;border-bottom:1px solid #ccc;padding-bot
 .sp{font-weight:600;color:#1a4f8b} code{background:#eef;padding:0 .25em;border-radius:3px}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0} td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
 .ok{color:#17803d;font-weight:600} .bad{color:#b3261e;font-weight:600} .muted{color:#777}
+.mark{display:inline-block;margin-left:.5em;padding:0 .4em;border-radius:3px;background:#fce8e6;color:#b3261e;font-size:.85em;font-weight:600}
+.rejected{border-color:#b3261e;background:#fff6f5} tr.rejected td{background:#fce8e6}
 .src-request{background:#e6f4ea} .src-scratchpad{background:#e8f0fe} .src-fill{background:#fef7e0} .src-missing{background:#fce8e6}
 """
 
@@ -35,13 +39,89 @@ def _call(tool: str, args: dict[str, Any]) -> str:
     return f"{tool}(" + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items()) + ")"
 
 
+def scratchpad_table(pad: dict[str, Any]) -> str:
+    """The scratchpad (S) as a key | value table, in its order (oldest entry first)."""
+    if not pad:
+        return "<span class='muted'>empty</span>"
+    rows = "".join(
+        f"<tr><td><code>{_e(k)}</code></td><td>{_e(v) if isinstance(v, str) else f'<code>{_e(v)}</code>'}</td></tr>"
+        for k, v in pad.items()
+    )
+    return f"<table class='scratchpad'><tr><th>key</th><th>value</th></tr>{rows}</table>"
+
+
+def _violation_text(r: Any) -> str:
+    return "; ".join(f"[{v['level']}] {v['constraint']}: {v['message']}" for v in r.contract.get("violations", []))
+
+
+def rejected_steps(trace: Trace | None) -> list[dict[str, Any]]:
+    """Every step that was not accepted on its first try: rejected by its contract (then retried, halted, fallen back
+    or skipped) or not answered by the backend; with the violation text and what came of the step in the end."""
+    if trace is None:
+        return []
+    recs = list(trace)
+    out = []
+    for i, r in enumerate(recs):
+        if r.ok and r.action == "accept":
+            continue
+        later = [x for x in recs[i + 1 :] if x.path == r.path and x.attempt > r.attempt]
+        if r.action == "retry":
+            final = later[-1] if later else None
+            then = (
+                f"retried: accepted on attempt {final.attempt + 1}"
+                if final is not None and final.ok and final.action == "accept"
+                else "retried"
+            )
+        else:
+            then = {
+                "halt": "halted the turn",
+                "fallback": "fell back",
+                "skip": "skipped",
+                "backend_error": "no answer",
+            }.get(r.action, r.action)
+        out.append(
+            {
+                "seq": r.seq,
+                "path": r.path,
+                "primitive": r.primitive,
+                "attempt": r.attempt + 1,
+                "action": r.action,
+                "violation": _violation_text(r)
+                or ("the backend did not answer" if r.action == "backend_error" else ""),
+                "then": then,
+            }
+        )
+    return out
+
+
+def _mark(rejected: list[dict[str, Any]], *primitives: str) -> str:
+    """A badge for a sub-process whose steps were rejected: how many times, what came of it, the violations."""
+    mine = [r for r in rejected if r["primitive"] in primitives]
+    if not mine:
+        return ""
+    why = "; ".join(dict.fromkeys(f"attempt {r['attempt']}: {r['violation']}" for r in mine))
+    then = ", ".join(dict.fromkeys(r["then"] for r in mine))
+    return f"<span class='mark' title='{_e(why)}'>rejected ×{len(mine)} — {_e(then)}</span> <span class='bad'>{_e(why)}</span>"
+
+
 def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | None = None) -> str:
+    rejected = rejected_steps(trace)
     out = [f"<h2>Turn {t.index + 1}</h2>", f"<div class='box'><b>Input (ι):</b> {_e(t.user)}</div>"]
     if carried is not None:
-        out.append(f"<div class='box'><b>Scratchpad carried in:</b> <code>{_e(carried)}</code></div>")
+        out.append(f"<div class='box'><b>Scratchpad carried in (S):</b> {scratchpad_table(carried)}</div>")
     if t.halted:
         out.append(f"<div class='box bad'>Halted at {_e(t.halted.get('step'))}: {_e(t.halted.get('reason'))}</div>")
-    out.append("<div class='box'><span class='sp'>1. Decompose</span><ul>")
+    if rejected:
+        out.append(
+            f"<div class='box rejected'><b class='bad'>{len(rejected)} step(s) rejected by their contract</b><ul>"
+            + "".join(
+                f"<li><code>{_e(r['path'])}</code> attempt {r['attempt']}: <span class='bad'>{_e(r['violation'])}</span>"
+                f" → {_e(r['then'])}</li>"
+                for r in rejected
+            )
+            + "</ul></div>"
+        )
+    out.append(f"<div class='box'><span class='sp'>1. Decompose</span>{_mark(rejected, 'decompose')}<ul>")
     for task in t.tasks:
         deps = f" <span class='muted'>after {', '.join(task.depends_on)}</span>" if task.depends_on else ""
         if task.when is not None:
@@ -53,7 +133,10 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         )
     out.append("</ul></div>")
     if t.order:
-        out.append(f"<div class='box'><span class='sp'>2. Get-Order:</span> {' ≺ '.join(_e(x) for x in t.order)}</div>")
+        out.append(
+            f"<div class='box'><span class='sp'>2. Get-Order:</span> {' ≺ '.join(_e(x) for x in t.order)}"
+            f"{_mark(rejected, 'get_order')}</div>"
+        )
     # a fan-out task's instances follow it, each with its own checks, bindings and outcome
     shown = [
         x for tid in dict.fromkeys(t.order) for x in [tid, *(t.outcomes[tid].instances if tid in t.outcomes else [])]
@@ -108,15 +191,16 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         out.append("</table></div>")
     if trace is not None and len(trace):
         heads = "".join(f"<th>{h}</th>" for h in ("#", "step", "kind", "attempt", "action", "contract", "model", "ms"))
-        out.append(f"<details><summary>Contract results of every step</summary><table><tr>{heads}</tr>")
+        # open when a step was rejected: its row is marked there too
+        out.append(
+            f"<details{' open' if rejected else ''}><summary>Contract results of every step</summary><table><tr>{heads}</tr>"
+        )
         for r in trace:
-            viol = "; ".join(
-                f"[{v['level']}] {v['constraint']}: {v['message']}" for v in r.contract.get("violations", [])
-            )
-            ok = "<span class='ok'>ok</span>" if r.ok else f"<span class='bad'>{_e(viol)}</span>"
+            ok = "<span class='ok'>ok</span>" if r.ok else f"<span class='bad'>{_e(_violation_text(r))}</span>"
             model = _e(f"{r.model.get('backend')}:{r.model.get('adapter') or r.model.get('model')}") if r.model else ""
+            row_cls = "" if r.ok and r.action == "accept" else " class='rejected'"
             out.append(
-                f"<tr><td>{r.seq}</td><td>{_e(r.path)}</td><td>{_e(r.kind)}</td><td>{r.attempt}</td><td>{_e(r.action)}</td><td>{ok}</td><td>{model}</td><td>{r.elapsed_ms:.2f}</td></tr>"
+                f"<tr{row_cls}><td>{r.seq}</td><td>{_e(r.path)}</td><td>{_e(r.kind)}</td><td>{r.attempt}</td><td>{_e(r.action)}</td><td>{ok}</td><td>{model}</td><td>{r.elapsed_ms:.2f}</td></tr>"
             )
         out.append("</table></details>")
     return "\n".join(out)
@@ -132,4 +216,8 @@ def render_html(
     for i, t in enumerate(turns):
         body.append(render_turn(t, traces[i] if traces and i < len(traces) else None, carried))
         carried = t.scratchpad
+    if turns:
+        body.append(
+            f"<h2>Scratchpad after turn {turns[-1].index + 1}</h2><div class='box'>{scratchpad_table(carried or {})}</div>"
+        )
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}</style></head><body>{''.join(body)}</body></html>\n"
