@@ -23,6 +23,7 @@ from forethought.bundle.manifest import (
     GATE_KEYS,
     MANIFEST,
     BundleError,
+    check_swap_room,
     config_sha256,
     hash_files,
     recover_swap,
@@ -170,6 +171,7 @@ def package(cfg: PackageConfig) -> Path:
 
     out = Path(cfg.output_dir)
     recover_swap(out)  # a package killed between its two renames left the old bundle aside: put it back first
+    check_swap_room(out)  # the swap's aside name taken by something of yours: refused now, not after the whole build
     # Refusals change nothing (docs/guarantees.md): the output is checked, not created, before the gates are read.
     check_output_dir(out.parent, "output_dir")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
