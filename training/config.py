@@ -134,9 +134,23 @@ class PretrainSettings(_Strict):
         return []
 
 
+# Profiles that load a pretrained checkpoint from model.path: the paper's Gemma-3-12B, or any causal LM.
+PRETRAINED = ("gemma3_12b", "causal_lm")
+QUANTIZATION_CPU = (
+    "model.quantization=4bit (QLoRA) needs a CUDA GPU: bitsandbytes' NF4 kernels do not run on CPU; "
+    "train in bf16 there (model.quantization=null)"
+)
+
+
 class ModelConfig(_Strict):
-    profile: Literal["tiny", "small", "gemma3_12b"]
-    path: str | None = Field(None, description="local checkpoint folder (gemma3_12b); never fetched from a hub")
+    profile: Literal["tiny", "small", "gemma3_12b", "causal_lm"]
+    path: str | None = Field(
+        None, description="local checkpoint folder (gemma3_12b, causal_lm); never fetched from a hub"
+    )
+    quantization: Literal["4bit"] | None = Field(
+        None,
+        description="4bit: QLoRA (bitsandbytes NF4, double quantisation, bf16 compute); GPU and LoRA only",
+    )
     dtype: Literal["auto", "bfloat16", "float32"] = Field(
         "auto",
         description="auto: float32 on CPU, bfloat16 on GPU (tiny); gemma3_12b accepts only auto (= bfloat16) or bfloat16",
@@ -171,6 +185,13 @@ class ModelConfig(_Strict):
             errors.append(
                 f"model.pretrain is only for the built-here profiles {BUILT_HERE}: profile {profile!r} loads a pretrained checkpoint"
             )
+        if data.get("quantization") is not None and profile in BUILT_HERE:
+            errors.append(
+                f"model.quantization is for pretrained checkpoints ({', '.join(PRETRAINED)}): the {profile} profile's "
+                "built-here base is trained full-parameter in its base stage"
+            )
+        if data.get("quantization") is not None and dtype == "float32":
+            errors.append("model.quantization=4bit computes in bfloat16: model.dtype must be auto or bfloat16")
         if profile == "gemma3_12b" and dtype == "float32":
             errors.append(
                 f"model.dtype={dtype} is refused for the gemma3_12b profile: bf16 only ('auto' means bfloat16). "
@@ -186,7 +207,10 @@ class LoraSettings(_Strict):
     # Module names inside each decoder layer of the *language model*; they are
     # turned into a regex anchored on the text model's path, so a multimodal
     # checkpoint's vision tower is never wrapped.
-    target_modules: list[Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]] = Field(
+    # all-linear: every linear module of the decoder layers, discovered on the architecture (training/models.py).
+    target_modules: list[
+        Literal["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "all-linear"]
+    ] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         min_length=1,
     )
@@ -354,6 +378,17 @@ class TrainConfig(_Strict):
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
         train, model = _sub(data, "train"), _sub(data, "model")
+        quantized = model.get("quantization") is not None
+        errors = []
+        if quantized and train.get("finetuning") == "full":
+            errors.append(
+                "model.quantization=4bit trains LoRA adapters on a frozen 4-bit base (QLoRA); train.finetuning=full "
+                "would update the quantised weights themselves: use train.finetuning=lora or model.quantization=null"
+            )
+        if quantized and train.get("device") == "cpu":
+            errors.append(QUANTIZATION_CPU + " (train.device=cpu)")
+        if errors:
+            return errors
         if train.get("finetuning") == "full" and model.get("profile") not in (None, *BUILT_HERE):
             return [
                 f"train.finetuning=full is for the built-here profiles {BUILT_HERE}: a {model.get('profile')} model is fine-tuned "

@@ -1,10 +1,14 @@
 """Model profiles and LoRA targeting (loading a saved base, tokenizer or adapter: :mod:`forethought.bundle.models`).
 
-Two profiles:
+Profiles:
 
-``tiny``
+``tiny`` / ``small``
     A random ``Gemma3ForCausalLM`` + offline BPE tokenizer, built once per output
     folder (:mod:`forethought.training.tiny`) and loaded from ``<output_dir>/base``.
+``causal_lm``
+    Any causal LM checkpoint that ``AutoModelForCausalLM`` maps (Gemma 3 text or multimodal,
+    Qwen3, Llama, ...), from a local folder (``model.path``). LoRA targets are discovered on
+    the architecture's decoder layers (:func:`discover_lora_targets`).
 ``gemma3_12b``
     Gemma-3-12B from a local folder (``model.path``). Its checkpoint is multimodal
     (``model_type: gemma3``), so it is loaded with ``AutoModelForCausalLM`` (which
@@ -35,9 +39,6 @@ if TYPE_CHECKING:
     from peft import LoraConfig
 
     from forethought.training.config import LoraSettings, ModelConfig
-
-_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
-_MLP = ("gate_proj", "up_proj", "down_proj")
 
 
 def resolve_device(requested: str) -> str:
@@ -77,6 +78,31 @@ def check_attention_available(attn_implementation: str, device: str) -> None:
         )
 
 
+def check_quantization_available(device: str) -> None:
+    """``model.quantization=4bit`` up front: a CUDA device and bitsandbytes (imported only here, only when asked)."""
+    import importlib.util
+
+    from forethought.training.config import QUANTIZATION_CPU
+
+    if device != "cuda":
+        raise UserError(QUANTIZATION_CPU + f" (this run is on {device}: no CUDA device)", "model.quantization")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise UserError("model.quantization=4bit needs bitsandbytes (pip install bitsandbytes)", "model.quantization")
+
+
+def prepare_quantized(model: Any, train: Any, device: str) -> Any:
+    """peft's ``prepare_model_for_kbit_training`` on a 4-bit base: frozen base, layer norms in fp32, input gradients
+    for gradient checkpointing (the trainer then enables checkpointing itself, non-reentrant)."""
+    from peft import prepare_model_for_kbit_training
+
+    gc = train.gradient_checkpointing if train.gradient_checkpointing is not None else device == "cuda"
+    return prepare_model_for_kbit_training(
+        model,
+        use_gradient_checkpointing=gc,
+        gradient_checkpointing_kwargs={"use_reentrant": False} if gc else None,
+    )
+
+
 def resolve_dtype(model_cfg: ModelConfig, device: str) -> torch.dtype:
     import torch
 
@@ -85,7 +111,7 @@ def resolve_dtype(model_cfg: ModelConfig, device: str) -> torch.dtype:
     if model_cfg.dtype == "bfloat16":
         return torch.bfloat16
     # auto
-    if model_cfg.profile == "gemma3_12b":
+    if model_cfg.profile == "gemma3_12b" or model_cfg.quantization is not None:
         return torch.bfloat16
     return torch.bfloat16 if device == "cuda" else torch.float32
 
@@ -100,11 +126,19 @@ def checkpoint_model_type(path: str | Path) -> str:
         raise UserError(f"config.json is not valid JSON: {exc.msg}", str(cfg)) from None
 
 
+def causal_lm_model_types() -> set[str]:
+    """The ``model_type`` values ``AutoModelForCausalLM`` maps to a class (this transformers' registry)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
 def require_local_path(model_cfg: ModelConfig) -> Path:
-    """The gemma3_12b profile's checkpoint folder: must be given and must exist locally."""
+    """The checkpoint folder of a pretrained profile (gemma3_12b, causal_lm): given, local, of a type it loads."""
     if not model_cfg.path:
+        example = "/path/to/gemma-3-12b-it" if model_cfg.profile == "gemma3_12b" else "/path/to/Qwen3-8B"
         raise UserError(
-            "the gemma3_12b profile needs a local checkpoint folder: pass model.path=/path/to/gemma-3-12b-it "
+            f"the {model_cfg.profile} profile needs a local checkpoint folder: pass model.path={example} "
             "(nothing is downloaded from a hub)",
             "model.path",
         )
@@ -115,23 +149,66 @@ def require_local_path(model_cfg: ModelConfig) -> Path:
             f"model.path={model_cfg.path}",
         )
     mt = checkpoint_model_type(p)
-    if mt not in ("gemma3", "gemma3_text"):
+    if model_cfg.profile == "gemma3_12b" and mt not in ("gemma3", "gemma3_text"):
         raise UserError(
-            f"model_type is {mt!r}, expected a Gemma 3 checkpoint ('gemma3' or 'gemma3_text')", str(p / "config.json")
+            f"model_type is {mt!r}, expected a Gemma 3 checkpoint ('gemma3' or 'gemma3_text'); "
+            "model=causal_lm takes any causal LM",
+            str(p / "config.json"),
+        )
+    if model_cfg.profile != "gemma3_12b" and mt not in causal_lm_model_types():
+        raise UserError(
+            f"model_type {mt!r} is not a causal LM this transformers can load (AutoModelForCausalLM has no class for it)",
+            str(p / "config.json"),
         )
     return p
 
 
-def lora_target_regex(prefix: str, targets: list[str]) -> str:
-    """A regex PEFT full-matches against module names: only the language model's projections."""
-    attn = [t for t in targets if t in _ATTN]
-    mlp = [t for t in targets if t in _MLP]
-    alts = []
-    if attn:
-        alts.append(r"self_attn\.(?:" + "|".join(attn) + ")")
-    if mlp:
-        alts.append(r"mlp\.(?:" + "|".join(mlp) + ")")
-    return "^" + re.escape(prefix) + r"\.layers\.\d+\.(?:" + "|".join(alts) + ")$"
+def _decoder_layers(model: Any) -> Any:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.get_decoder().layers
+
+
+def discover_lora_targets(model: Any, targets: list[str]) -> list[str]:
+    """The linear modules LoRA wraps, as paths inside one decoder layer of the language model, found on this
+    architecture: ``self_attn.q_proj`` for Gemma 3, Qwen3 and Llama, whatever the parent is called elsewhere.
+
+    ``targets`` names modules by their last component (``q_proj``, ...), or is ``["all-linear"]``: every linear
+    module of the decoder layers (never the embeddings, the LM head or a vision tower: they are not in these layers).
+    A named target the layers do not have is an error that lists what they have.
+    """
+    from torch import nn
+
+    layers = list(_decoder_layers(model))
+    if not layers:
+        raise AdapterTargetError(f"the language model of {type(model).__name__} has no decoder layers")
+    # on a wrapped model too: a LoRA layer keeps the original as ``base_layer``; its lora_A / lora_B are not targets
+    per_layer = [
+        {
+            n.removesuffix(".base_layer")
+            for n, m in layer.named_modules()
+            if n and isinstance(m, nn.Linear) and ".lora_" not in n and not n.startswith("lora_")
+        }
+        for layer in layers
+    ]
+    common = sorted(set.intersection(*per_layer))
+    if "all-linear" in targets:
+        found = common
+    else:
+        found = [n for n in common if n.rsplit(".", 1)[-1] in targets]
+        missing = [t for t in targets if not any(n.rsplit(".", 1)[-1] == t for n in common)]
+        if missing:
+            raise AdapterTargetError(
+                f"lora.target_modules: {missing} are not linear modules of {type(model).__name__}'s decoder layers; "
+                f"they have {common} (or use lora.target_modules=[all-linear])"
+            )
+    if not found:
+        raise AdapterTargetError(f"no linear module in the decoder layers of {type(model).__name__}")
+    return found
+
+
+def lora_target_regex(prefix: str, module_paths: list[str]) -> str:
+    """A regex PEFT full-matches against module names: only these modules of the language model's decoder layers."""
+    return "^" + re.escape(prefix) + r"\.layers\.\d+\.(?:" + "|".join(re.escape(m) for m in module_paths) + ")$"
 
 
 def lora_config(model: Any, lora: LoraSettings) -> LoraConfig:
@@ -142,7 +219,7 @@ def lora_config(model: Any, lora: LoraSettings) -> LoraConfig:
         r=lora.r,
         lora_alpha=lora.alpha,
         lora_dropout=lora.dropout,
-        target_modules=lora_target_regex(prefix, list(lora.target_modules)),
+        target_modules=lora_target_regex(prefix, discover_lora_targets(model, list(lora.target_modules))),
         bias="none",
         task_type=TaskType.CAUSAL_LM,
     )
@@ -157,9 +234,10 @@ def check_adapter_targets(peft_model: Any, lora: LoraSettings | None = None) -> 
     from peft import get_peft_model_state_dict
 
     prefix = text_model_prefix(peft_model)
-    base = peft_model.get_base_model()
-    n_layers = len(base.get_decoder().layers)
-    expected = n_layers * len(lora.target_modules) if lora is not None else None
+    n_layers = len(_decoder_layers(peft_model))
+    expected = (
+        n_layers * len(discover_lora_targets(peft_model, list(lora.target_modules))) if lora is not None else None
+    )
     lora_params = [n for n, _ in peft_model.named_parameters() if ".lora_" in n]
     check_module_names(lora_params, prefix, expected, "LoRA parameters")
     saved = list(get_peft_model_state_dict(peft_model).keys())

@@ -343,8 +343,13 @@ def _preflight(cfg: TrainConfig) -> None:
         )
     from forethought.training.models import check_attention_available, resolve_device
 
-    check_attention_available(cfg.model.attn_implementation, resolve_device(cfg.train.device))
-    if cfg.model.profile == "gemma3_12b":
+    device = resolve_device(cfg.train.device)
+    check_attention_available(cfg.model.attn_implementation, device)
+    if cfg.model.quantization is not None:
+        from forethought.training.models import check_quantization_available
+
+        check_quantization_available(device)
+    if cfg.model.profile not in BUILT_HERE:
         from forethought.training.models import require_local_path
 
         require_local_path(cfg.model)
@@ -687,7 +692,17 @@ def train_primitive(
             else "no validation split: no eval loss"
         )
     tokenizer = load_tokenizer(base.path)
-    model = load_model(base.path, dtype=dtype, attn_implementation=cfg.model.attn_implementation, device=device)
+    model = load_model(
+        base.path,
+        dtype=dtype,
+        attn_implementation=cfg.model.attn_implementation,
+        device=device,
+        quantization=cfg.model.quantization,
+    )
+    if cfg.model.quantization is not None:
+        from forethought.training.models import prepare_quantized
+
+        prepare_quantized(model, cfg.train, device)
     full = settings.finetuning == "full"
     peft_config = None if full else lora_config(model, cfg.lora)
     args = _sft_config(
@@ -810,7 +825,7 @@ def train_primitive(
 
         check_full_adapter(adapter_dir, base.path)
     elif main:
-        expected = len(trainer.model.get_base_model().get_decoder().layers) * len(cfg.lora.target_modules)
+        expected = targets["lora_modules"]
         check_saved_adapter(adapter_dir, targets["text_model_prefix"], expected)
 
     state = trainer.state

@@ -84,15 +84,53 @@ def check_model_files(folder: str | Path) -> None:
             check_safetensors(f)
 
 
+def quantization_config(quantization: str) -> Any:
+    """QLoRA's 4-bit base: bitsandbytes NF4 with double quantisation, computing in bf16. Imported only when asked."""
+    import importlib.util
+
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise UserError(
+            "model.quantization=4bit needs bitsandbytes, which is not installed (pip install bitsandbytes, on a CUDA "
+            "machine)",
+            "model.quantization",
+        )
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    if quantization != "4bit":
+        raise UserError(f"unknown quantization {quantization!r} (4bit or null)", "model.quantization")
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+        bnb_4bit_quant_storage=torch.bfloat16,
+    )
+
+
 def load_model(
-    path: str | Path, *, dtype: torch.dtype, attn_implementation: str, device: str = "cpu"
+    path: str | Path,
+    *,
+    dtype: torch.dtype,
+    attn_implementation: str,
+    device: str = "cpu",
+    quantization: str | None = None,
 ) -> PreTrainedModel:
-    """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised, and any pickle."""
+    """Load a causal LM with the auto class, refusing any load that leaves weights uninitialised, and any pickle.
+
+    ``quantization="4bit"`` loads the base in bitsandbytes NF4 (QLoRA; CUDA only, checked by the caller's config)."""
     from transformers import AutoModelForCausalLM
 
     check_model_files(path)
 
     kwargs: dict[str, Any] = {}
+    if quantization is not None:
+        if device == "cpu":
+            raise UserError(
+                "model.quantization=4bit needs a CUDA GPU (bitsandbytes' NF4 kernels); this run is on cpu",
+                "model.quantization",
+            )
+        kwargs["quantization_config"] = quantization_config(quantization)
     fsdp = fsdp_enabled()
     if device == "cuda" and not fsdp:
         # Load straight onto this process's GPU.
@@ -120,7 +158,7 @@ def load_model(
             f"(e.g. {(missing or mismatched)[:3]}): refusing to train on randomly initialised weights",
             str(path),
         )
-    if device != "cpu" and "device_map" not in kwargs and not fsdp:
+    if device != "cpu" and "device_map" not in kwargs and not fsdp and quantization is None:
         model.to(device)
     # Under FSDP the model stays where from_pretrained left it (CPU; with fsdp_cpu_ram_efficient_loading,
     # meta tensors on ranks > 0): accelerate shards it and places each shard on its rank's GPU. Moving it
@@ -144,12 +182,20 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    if not getattr(tok, "chat_template", None):
+    own_template = bool(getattr(tok, "chat_template", None))
+    if not own_template:
+        # A tokenizer without a template gets Gemma 3's (the built-here ones), which needs Gemma's turn tokens.
+        if "<end_of_turn>" not in tok.get_vocab():
+            raise UserError(
+                "tokenizer has no chat template and no <end_of_turn> token for Gemma 3's: give the checkpoint its "
+                "chat template (chat_template.jinja or tokenizer_config.json chat_template)",
+                str(path),
+            )
         tok.chat_template = gemma3_chat_template()
     if tok.pad_token is None:
         tok.pad_token = "<pad>" if "<pad>" in tok.get_vocab() else tok.eos_token
-    if "<end_of_turn>" not in tok.get_vocab():
-        raise UserError("tokenizer has no <end_of_turn> token: not a Gemma 3 tokenizer", str(path))
+    if tok.pad_token is None:
+        raise UserError("tokenizer has neither a pad token nor an eos token to pad with", str(path))
     return tok
 
 
