@@ -276,3 +276,23 @@ def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
     for explicit in (True, False):
         backend = HFBackend.from_bundle("b", device="cpu", constrained=explicit)
         assert (backend._constrained("decompose"), backend._constrained("match_func")) == (explicit, explicit)
+
+
+def test_the_pieces_tokenizer_gives_a_word_one_token_wherever_it_stands():
+    # The structure split makes "Check the tire pressure" and check_tire_pressure two opaque tokens; a model trained
+    # from scratch then cannot see that a new wording names the tool (docs/training.md, "The tokenizer").
+    from forethought.training.tiny import build_tokenizer
+
+    corpus = ["Check the tire pressure", "- check_tire_pressure(): Read the pressure", "displayCarStatus", '"I-501"']
+    pieces = build_tokenizer(corpus * 20, 400, "pieces")
+
+    def tokens(tok, text):
+        return tok.convert_ids_to_tokens(tok(text, add_special_tokens=False)["input_ids"])
+
+    request, name = tokens(pieces, "Check the tire pressure"), tokens(pieces, "check_tire_pressure")
+    assert {"tire", "pressure"} <= set(request) & set(name)
+    assert tokens(pieces, "displayCarStatus") == ["display", "Car", "Status"]
+    for text in [*corpus, "Zoë’s café on 2026-12-05"]:  # every text round-trips, unknown letters included
+        assert pieces.decode(pieces(text, add_special_tokens=False)["input_ids"]) == text
+    structure = build_tokenizer(corpus * 20, 400, "structure")
+    assert not {"tire", "pressure"} & set(tokens(structure, "check_tire_pressure"))

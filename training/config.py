@@ -88,9 +88,10 @@ class TinyShape(_Strict):
     head_dim: int = Field(32, ge=32, description="kept >= 32 (vLLM and fused kernels need it)")
     sliding_window: int = Field(512, ge=1)
     max_position_embeddings: int = Field(4096, ge=64)
-    pre_tokenizer: Literal["words", "structure"] = Field(
+    pre_tokenizer: Literal["words", "structure", "pieces"] = Field(
         "words",
-        description="BPE pre-tokenization: words (GPT-2 style) or structure (merges may cross spaces; see training/tiny.py)",
+        description="BPE pre-tokenization: words (GPT-2 style), structure (merges may cross spaces) or pieces (a word "
+        "is one token wherever it stands: spaces, underscores, punctuation and case changes split; see training/tiny.py)",
     )
 
     @classmethod

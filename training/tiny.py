@@ -79,13 +79,22 @@ def corpus_texts(files: Iterable[Path]) -> Iterator[str]:
 # token-for-token copy. ``words`` is the usual GPT-2 byte-level split (no cross-word merges).
 STRUCTURE_SPLIT = r'\n- |\n|, |: |["(),:{}\[\]]'
 
+# ``pieces`` pre-tokenization: every space, underscore and punctuation mark is its own token, and a word is split at
+# its case changes (``displayCarStatus`` -> display Car Status) and digit runs, so a word is *the same token* wherever
+# it stands: in a request ("Check the tire pressure"), in a tool name (``check_tire_pressure``) and in a JSON value.
+# The structure split makes each of those a different, opaque token (a whole phrase, a whole name), which a model
+# trained from scratch can only memorise: it matches a tool name it has seen with a phrase it has seen, and a new
+# wording of a task is a new token (docs/training.md, "The tokenizer"). Prompts are ~2-3x longer than with structure.
+PIECES_SPLIT = r"\s|_|[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+|[^\sA-Za-z0-9_]"
+
 
 def build_tokenizer(texts: Iterable[str], vocab_size: int, split: str = "words") -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on ``texts`` and wrap it as a Gemma-like fast tokenizer.
 
     Like Gemma's tokenizer, encoding plain text adds ``<bos>``; ``apply_chat_template``
     tokenizes without special tokens, so the template's own ``<bos>`` is the only one.
-    ``split`` is the pre-tokenization: ``words`` (GPT-2 style) or ``structure`` (see STRUCTURE_SPLIT).
+    ``split`` is the pre-tokenization: ``words`` (GPT-2 style), ``structure`` (see STRUCTURE_SPLIT) or ``pieces``
+    (see PIECES_SPLIT).
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
@@ -100,6 +109,13 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int, split: str = "words")
         )
     elif split == "words":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    elif split == "pieces":
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(PIECES_SPLIT), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
     else:
         raise ValueError(f"unknown pre-tokenization {split!r}")
     tok.decoder = decoders.ByteLevel()
