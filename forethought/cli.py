@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "train": ("forethought.training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
     "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),
     "package": ("forethought.training.package", "cli", "build a bundle (base + adapters + manifest) for the kernel"),
+    "export": (
+        "forethought.training.export",
+        "cli",
+        "a bundle's adapters (or with --merge, merged models) in hub layout with model cards",
+    ),
     "run": ("forethought.kernel.run_command", "cli", "run a scenario through the kernel with a chosen backend"),
     "agent": (
         "forethought.kernel.agent_command",
@@ -63,6 +68,7 @@ CONFIGURED: dict[str, tuple[str, set[str]]] = {
     "train": ("", {"-m", "--multirun"}),
     "validate": ("", set()),
     "package": ("", set()),
+    "export": ("", {"--merge"}),
     "run": ("SCENARIO", set()),
     "agent": ("", set()),
     "evaluate": ("", set()),
