@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -343,9 +344,9 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
     ]
     lines.append("| Setting | " + " | ".join(PRIMITIVE_NAMES) + " |")
     lines.append("| --- |" + " ---: |" * len(PRIMITIVE_NAMES))
-    for k, r in s.items():
+    for r in s.values():
         cells = [f"{r['contract_violations'][p]} ({r['recovered_by_retry'][p]})" for p in PRIMITIVE_NAMES]
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['label']} | " + " | ".join(cells) + " |")
     failed = {k: r for k, r in s.items() if r.get("backend_error_turns")}
     if failed:
         lines += [
@@ -424,7 +425,8 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
         label="end state (turn)",
         color="#34a853",
     )
-    ax.set_xticks(list(x), [n + (" (sim.)" if s[n]["simulation"] else "") for n in names], rotation=12, fontsize=8)
+    # the settings named as the tables name them (their label, wrapped; "\n" is the only difference)
+    ax.set_xticks(list(x), [textwrap.fill(s[n]["label"], 17) for n in names], fontsize=7)
     ax.set_ylabel("match (%)")
     ax.set_ylim(0, 105)
     ax.legend(fontsize=8)

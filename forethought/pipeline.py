@@ -521,23 +521,30 @@ def _learning_curve_png(train_dir: Path, out: Path) -> bool:
         f = train_dir / p / "metrics.json"
         if f.is_file():
             curves.append((f"adapter {p}", read_json_object(f).get("exact_match_history") or []))
-    if not any(h for _, h in curves):
+
+    def has_em(hist: list[dict[str, Any]]) -> bool:
+        return any(k.startswith("em/") for h in hist for k in h)
+
+    # one panel per group that has a curve: a base stage run without em_eval_steps leaves no empty panel behind
+    groups = [
+        (title, [(label, hist) for label, hist in curves if (label == "base") == is_base and has_em(hist)])
+        for title, is_base in (("base stage (no adapter)", True), ("adapters (each on its own primitive)", False))
+    ]
+    groups = [(title, cs) for title, cs in groups if cs]
+    if not groups:
         return False
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    for label, hist in curves:
-        ax = axes[0] if label == "base" else axes[1]
-        for k in sorted({k for h in hist for k in h if k.startswith("em/")}):
-            pts = [(h["step"], 100 * h[k]) for h in hist if k in h]
-            ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=k[3:] if label == "base" else label)
-    axes[0].set_title("base stage (no adapter)")
-    axes[1].set_title("adapters (each on its own primitive)")
-    for ax in axes:
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.5 * len(groups), 3.6), squeeze=False)
+    for ax, (title, cs) in zip(axes[0], groups, strict=True):
+        for label, hist in cs:
+            for k in sorted({k for h in hist for k in h if k.startswith("em/")}):
+                pts = [(h["step"], 100 * h[k]) for h in hist if k in h]
+                ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=k[3:] if label == "base" else label)
+        ax.set_title(title)
         ax.set_xlabel("step")
         ax.set_ylabel("exact match (%)")
         ax.set_ylim(-2, 102)
         ax.grid(True, alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     atomic_write_figure(out, fig)
     return True
@@ -581,6 +588,38 @@ def _dev_curve_png(train_dir: Path, out: Path) -> bool:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("Adapters: dev exact match per epoch (circled: the epoch kept)")
+    fig.tight_layout()
+    atomic_write_figure(out, fig)
+    return True
+
+
+LOSS_TOKENS = {"completion": "completion tokens", "prompt": "prompt tokens", "full": "all tokens"}
+
+
+def _base_loss_png(metrics: dict[str, Any], out: Path) -> bool:
+    """The base stage's train loss against steps; the y axis names the tokens the loss is on (its ``loss`` setting:
+    the requests only for ``prompt``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hist = metrics.get("train_loss_history") or []
+    pts = [
+        (h["step"], h["loss"])
+        for h in hist
+        if isinstance(h, dict) and isinstance(h.get("step"), (int, float)) and isinstance(h.get("loss"), (int, float))
+    ]
+    if not pts:
+        return False
+    kind = metrics.get("loss") or "completion"
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    ax.plot([x for x, _ in pts], [y for _, y in pts], marker="." if len(pts) < 30 else None, label="train loss")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel(f"train loss ({LOSS_TOKENS.get(kind, kind)})")
+    ax.set_title(f"Base stage: full-parameter training, {kind} loss")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     atomic_write_figure(out, fig)
     return True
@@ -633,9 +672,86 @@ def _datasets_png(stats_path: Path, out: Path) -> bool:
     return True
 
 
+def _read_object(path: Path) -> dict[str, Any] | None:
+    """A stage's JSON output, or None where it is absent or unreadable (the report then says "not run")."""
+    if not path.is_file():
+        return None
+    try:
+        return read_json_object(path)
+    except UserError:
+        return None
+
+
+def _pct(x: Any) -> str:
+    return f"{100 * x:.1f} %" if isinstance(x, (int, float)) else "—"
+
+
+# the end-to-end settings the headline compares (their labels are the tables' and the plot's: data_gen/evaluate.py)
+HEADLINE = ("bundle_cvc", "bundle_no_cvc")
+
+
+def verdict_lines(pr: PipelineRun) -> list[str]:
+    """The report's opening block: the gates passed and failed per primitive, whether the bundle is smoke, the
+    end-to-end headline with CVC on and off, and any stage that did not finish. Read from the stages' own outputs,
+    with the names their tables and plots use."""
+    run = pr.run_dir
+    out = ["## Verdict", ""]
+    unfinished = [s.name for s in pr.stages.values() if s.status not in ("ran", "skipped", "not selected")]
+    if unfinished:
+        out.append(
+            f"- **Stages not finished**: {', '.join(unfinished)} (see Stages; what follows is from earlier runs where present)."
+        )
+    gates = _read_object(run / "validate" / "gates.json")
+    prims = gates.get("primitives") if gates else None
+    if isinstance(prims, dict) and prims:
+        passed = [p for p, r in prims.items() if isinstance(r, dict) and r.get("passed")]
+        failed = [p for p in prims if p not in passed]
+        detail = [
+            f"{p} {'pass' if p in passed else 'FAIL'} ({_pct(prims[p].get('exact_match'))} vs {_pct(prims[p].get('threshold'))})"
+            for p in prims
+        ]
+        word = "all passed" if not failed else f"**{len(failed)} FAILED** ({', '.join(failed)})"
+        out.append(
+            f"- **Gates**: {len(passed)} of {len(prims)} passed, {word} — tuned exact match vs threshold: {'; '.join(detail)}."
+        )
+    else:
+        out.append("- **Gates**: not measured (no `validate/gates.json`).")
+    man = _read_object(run / "bundle" / "manifest.json")
+    if man is None:
+        out.append("- **Bundle**: not packaged.")
+    elif man.get("smoke"):
+        out.append(
+            "- **Bundle**: **SMOKE** — packaged with failed gates allowed (`allow_failed_gates`); the kernel warns when loading it."
+        )
+    else:
+        out.append("- **Bundle**: packaged; all gates passed.")
+    res = _read_object(run / "evaluate" / "results.json")
+    settings = res.get("settings") if res else None
+    if isinstance(settings, dict) and all(isinstance(settings.get(k), dict) for k in HEADLINE):
+        on, off = (settings[k] for k in HEADLINE)
+        n = len(res.get("scenarios") or [])
+        delta = 100 * (on.get("turn_call_match", 0) - off.get("turn_call_match", 0))
+        out.append(
+            f"- **End to end** ({n} held-out scenarios, {on.get('turns')} turns; call-sequence match per turn / per scenario): "
+            f"{on.get('label', HEADLINE[0])} {_pct(on.get('turn_call_match'))} / {_pct(on.get('scenario_call_match'))}; "
+            f"{off.get('label', HEADLINE[1])} {_pct(off.get('turn_call_match'))} / {_pct(off.get('scenario_call_match'))} "
+            f"(CVC {delta:+.1f} points per turn)."
+        )
+    elif isinstance(settings, dict):
+        out.append(
+            "- **End to end**: the trained primitives were not evaluated with and without CVC (settings run: "
+            + ", ".join(str(v.get("label", k)) if isinstance(v, dict) else k for k, v in settings.items())
+            + ")."
+        )
+    else:
+        out.append("- **End to end**: not evaluated (no `evaluate/results.json`).")
+    return [*out, ""]
+
+
 def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     run = pr.run_dir
     L: list[str] = [f"# forethought pipeline report — profile `{pr.cfg.profile}`", ""]
+    L += verdict_lines(pr)
     L += [
         f"- Command: `{recorded_command(['forethought', 'pipeline', *argv])}`",
         f"- Date: {dt.datetime.now().isoformat(timespec='seconds')}",
@@ -693,8 +809,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             f"{bm.get('epochs_completed') or 0:.2f} epochs, {bm.get('tokens_per_second')} tokens/s, {bm.get('wall_time_s', 0):.0f} s, "
             f"final loss {bm.get('train_loss_last') or 0:.3g}.",
         ]
-        if (run / "train" / "base_run" / "loss.png").is_file():
-            shutil.copyfile(run / "train" / "base_run" / "loss.png", run / "base_loss.png")
+        if _base_loss_png(bm, run / "base_loss.png"):
             L += ["", "![base loss](base_loss.png)"]
     if _learning_curve_png(run / "train", run / "exact_match_curves.png"):
         L += [

@@ -93,13 +93,76 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
     return out
 
 
+PANELS_KEY = "forethought-panels"  # the PNG text chunk that says what each panel of a figure holds
+
+
+def figure_panels(fig: Any) -> list[dict[str, Any]]:
+    """What each panel (axes) of a matplotlib figure holds: its title, axis labels, category tick labels, and every
+    series drawn in it (lines with their finite points, bar groups with their bars, scatters with their points).
+
+    Written into the PNG by :func:`atomic_write_figure`, so a test (or a reader) can check a plot from its file: no
+    empty panel, the axes it claims."""
+    panels = []
+    for ax in fig.get_axes():
+        series: list[dict[str, Any]] = []
+        for line in ax.get_lines():
+            xs, ys = line.get_xdata(), line.get_ydata()
+            n = sum(1 for x, y in zip(xs, ys, strict=False) if _finite(x) and _finite(y))
+            series.append({"kind": "line", "label": str(line.get_label()), "points": n})
+        for c in ax.containers:
+            series.append({"kind": "bars", "label": str(c.get_label()), "points": len(c.patches)})
+        for coll in ax.collections:
+            series.append({"kind": "scatter", "label": str(coll.get_label()), "points": len(coll.get_offsets())})
+        panels.append(
+            {
+                "title": ax.get_title(),
+                "xlabel": ax.get_xlabel(),
+                "ylabel": ax.get_ylabel(),
+                # named categories only (bars per primitive, per setting), not numeric ticks
+                "xticklabels": _named_ticks(ax.xaxis),
+                "series": series,
+                "points": sum(s["points"] for s in series),
+            }
+        )
+    return panels
+
+
+def _named_ticks(axis: Any) -> list[str]:
+    """The tick labels of an axis whose ticks were set by hand (``set_xticks(positions, labels)``); [] for numbers."""
+    from matplotlib.ticker import FixedLocator
+
+    if not isinstance(axis.get_major_locator(), FixedLocator):
+        return []
+    return [t.get_text() for t in axis.get_ticklabels()]
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
 def atomic_write_figure(path: str | os.PathLike, fig: Any, *, dpi: int = 110) -> Path:
-    """Render a matplotlib figure to PNG in memory, write it atomically, and close it."""
+    """Render a matplotlib figure to PNG in memory, write it atomically, and close it.
+
+    The PNG carries :func:`figure_panels` as JSON in its ``forethought-panels`` text chunk."""
     import io
 
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    panels = json.dumps(figure_panels(fig), ensure_ascii=True)
+    fig.savefig(buf, format="png", dpi=dpi, metadata={PANELS_KEY: panels})
     plt.close(fig)
     return atomic_write_bytes(path, buf.getvalue())
+
+
+def png_panels(path: str | os.PathLike) -> list[dict[str, Any]] | None:
+    """The panel record a PNG written by :func:`atomic_write_figure` carries (None: it carries none)."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im.load()
+        text = getattr(im, "text", {}).get(PANELS_KEY)
+    return None if text is None else json.loads(text)

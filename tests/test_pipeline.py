@@ -266,3 +266,99 @@ def test_a_killed_train_stage_resumes_instead_of_starting_over(tmp_path):
     pr.stages = stages(lambda: calls.append("run"))
     execute(pr, console)
     assert calls == ["run", "resume", "run", "run"]
+
+
+# ------------------------------------------------------------ report verdict and plots (issue 28 item 7)
+def _pngs_of(report: str) -> list[str]:
+    return re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", report)
+
+
+def test_report_leads_with_the_verdict(tiny_pipeline):
+    report = (tiny_pipeline / "report.md").read_text()
+    head = report[: report.index("## Stages")]
+    assert (
+        report.split("\n")[2] == "## Verdict"
+    )  # right under the title, before the command, the machine and the stages
+    gates = json.loads((tiny_pipeline / "validate" / "gates.json").read_text())["primitives"]
+    passed = [p for p, r in gates.items() if r["passed"]]
+    assert f"- **Gates**: {len(passed)} of {len(gates)} passed" in head
+    for p, r in gates.items():  # every primitive, with its own verdict and figures
+        assert (
+            f"{p} {'pass' if r['passed'] else 'FAIL'} ({100 * r['exact_match']:.1f} % vs {100 * r['threshold']:.1f} %)"
+            in head
+        )
+    smoke = json.loads((tiny_pipeline / "bundle" / "manifest.json").read_text())["smoke"]
+    assert ("- **Bundle**: **SMOKE**" in head) == smoke and ("all gates passed" in head) == (not smoke)
+    res = json.loads((tiny_pipeline / "evaluate" / "results.json").read_text())["settings"]
+    on, off = res["bundle_cvc"], res["bundle_no_cvc"]
+    # named as the evaluation's tables and plot name them
+    assert (
+        f"trained primitives, with CVC {100 * on['turn_call_match']:.1f} % / {100 * on['scenario_call_match']:.1f} %"
+        in head
+    )
+    assert f"trained primitives, without CVC {100 * off['turn_call_match']:.1f} %" in head
+    assert "bundle_cvc" not in head
+
+
+def test_every_plot_in_the_report_has_data_in_every_panel_and_the_axes_it_claims(tiny_pipeline):
+    """Each PNG carries what each of its panels holds (primitives/io.py figure_panels, a PNG text chunk): read back
+    from the file, no panel is empty, every axis is named, and the names match the tables'."""
+    from forethought.pipeline import LOSS_TOKENS
+    from forethought.primitives.io import png_panels
+
+    report = (tiny_pipeline / "report.md").read_text()
+    pngs = _pngs_of(report)
+    assert {"datasets.png", "base_loss.png", "loss_curves.png", "gates.png", "evaluation.png"} <= set(pngs)
+    panels = {}
+    for png in pngs:
+        panels[png] = png_panels(tiny_pipeline / png)
+        assert panels[png], f"{png}: no panel record"
+        for ax in panels[png]:
+            assert ax["points"] > 0 and ax["series"], f"{png}: empty panel {ax['title']!r}"
+            assert ax["ylabel"] and (ax["xlabel"] or ax["xticklabels"]), f"{png}: unnamed axis in {ax['title']!r}"
+    base = json.loads((tiny_pipeline / "train" / "base_run" / "metrics.json").read_text())
+    assert panels["base_loss.png"][0]["ylabel"] == f"train loss ({LOSS_TOKENS[base['loss']]})"
+    # the evaluation plot names its settings as the table does (a label wrapped over lines, never the setting's key)
+    labels = [
+        r["label"] for r in json.loads((tiny_pipeline / "evaluate" / "results.json").read_text())["settings"].values()
+    ]
+    assert [t.replace("\n", " ") for t in panels["evaluation.png"][0]["xticklabels"]] == labels
+    for label in labels:
+        assert f"| {label} |" in report
+    gates = json.loads((tiny_pipeline / "validate" / "gates.json").read_text())["primitives"]
+    assert panels["gates.png"][0]["xticklabels"] == list(gates)
+
+
+def _metrics(folder: Path, **m) -> None:
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("base_em", [False, True])
+def test_exact_match_curves_draw_only_panels_that_have_a_curve(base_em, tmp_path):
+    # The demo's base stage ran without em_eval_steps: its panel was drawn empty beside the adapters'.
+    from forethought.pipeline import _learning_curve_png
+    from forethought.primitives.io import png_panels
+
+    hist = [{"step": 1, "em/decompose": 0.1}, {"step": 2, "em/decompose": 0.5}]
+    _metrics(tmp_path / "base_run", exact_match_history=hist if base_em else [])
+    _metrics(tmp_path / "decompose", exact_match_history=hist)
+    assert _learning_curve_png(tmp_path, tmp_path / "em.png")
+    panels = png_panels(tmp_path / "em.png")
+    assert [p["title"] for p in panels] == (["base stage (no adapter)"] if base_em else []) + [
+        "adapters (each on its own primitive)"
+    ]
+    assert all(p["points"] == 2 for p in panels)
+
+
+@pytest.mark.parametrize("kind", ["prompt", "full", "completion"])
+def test_the_base_loss_axis_names_the_tokens_the_loss_is_on(kind, tmp_path):
+    # base_loss.png said "completion tokens" for the tiny profile's prompt loss.
+    from forethought.pipeline import _base_loss_png
+    from forethought.primitives.io import png_panels
+
+    hist = [{"step": s, "loss": 5.0 / s} for s in (1, 2, 3)]
+    assert _base_loss_png({"loss": kind, "train_loss_history": hist}, tmp_path / "b.png")
+    (panel,) = png_panels(tmp_path / "b.png")
+    want = {"prompt": "prompt tokens", "full": "all tokens", "completion": "completion tokens"}[kind]
+    assert panel["ylabel"] == f"train loss ({want})" and panel["points"] == 3

@@ -23,7 +23,11 @@ def loss_series(log_history: list[dict[str, Any]]) -> tuple[list[tuple[int, floa
     return train, evals
 
 
-def plot_loss(log_history: list[dict[str, Any]], path: str | Path, title: str) -> Path:
+def plot_loss(
+    log_history: list[dict[str, Any]], path: str | Path, title: str, *, ylabel: str = "loss (completion tokens)"
+) -> Path:
+    """Train and eval loss against optimizer steps; ``ylabel`` names the tokens the loss is on (the base stage's
+    ``prompt`` loss is on the requests, not on completions)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -41,7 +45,7 @@ def plot_loss(log_history: list[dict[str, Any]], path: str | Path, title: str) -
     if not train and not evals:
         ax.text(0.5, 0.5, "no loss logged", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss (completion tokens)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if train or evals:

@@ -388,7 +388,13 @@ def pretrain(cfg: TrainConfig) -> Path:
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    plot_loss(history, run / "loss.png", f"base ({cfg.model.profile}, full-parameter, {s.loss} loss)")
+    tokens = {"completion": "completion tokens", "prompt": "prompt tokens", "full": "all tokens"}[s.loss]
+    plot_loss(
+        history,
+        run / "loss.png",
+        f"base ({cfg.model.profile}, full-parameter, {s.loss} loss)",
+        ylabel=f"loss ({tokens})",
+    )
     if curve and curve.history:
         plot_em(
             curve.history,
