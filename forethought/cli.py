@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "train": ("forethought.training.train", "cli", "LoRA fine-tuning of the SLM primitives"),
     "validate": ("forethought.training.validate", "cli", "exact-match and contract gates per adapter"),
     "package": ("forethought.training.package", "cli", "build a bundle (base + adapters + manifest) for the kernel"),
+    "import-data": (
+        "forethought.training.import_data",
+        "cli",
+        "a datasets dataset (hub-layout folder or load_dataset path) in, checked as generated data: import-data SOURCE",
+    ),
     "export": (
         "forethought.training.export",
         "cli",
