@@ -52,7 +52,7 @@ def test_a_subcommand_with_its_own_config_shows_it(capsys):
 def test_help_names_config_groups_and_their_options(capsys):
     assert main(["train", "-h"]) == 0
     out = capsys.readouterr().out
-    assert "model=tiny  (options: gemma3_12b, small, tiny)" in out
+    assert "model=tiny  (options: causal_lm, gemma3_12b, gemma3_12b_qlora, small, tiny)" in out
     assert "[-m|--multirun]" in out
 
 
