@@ -259,7 +259,10 @@ def test_a_bad_group_option_lists_the_options_and_the_other_errors():
     with pytest.raises(ConfigError) as exc:
         load("model=gemma3", "train.lrr=1", "train.epochs=abc")
     errors = exc.value.errors
-    assert errors[0] == "model=gemma3: no such option (did you mean 'gemma3_12b'?); available: causal_lm, gemma3_12b, gemma3_12b_qlora, small, tiny"
+    assert (
+        errors[0]
+        == "model=gemma3: no such option (did you mean 'gemma3_12b'?); available: causal_lm, gemma3_12b, gemma3_12b_qlora, small, tiny"
+    )
     assert any(e.startswith("train.lrr: unknown key") for e in errors) and any(
         e.startswith("train.epochs:") for e in errors
     )
