@@ -16,5 +16,9 @@ for top in SUBPACKAGES:
     for name in find_packages(include=[top, f"{top}.*"]):
         packages.append(f"forethought.{name}")
     package_dir[f"forethought.{top}"] = top
+# The shipped configs install as forethought/conf/ (forethought.config.CONF_DIR finds them there); they, the worked
+# solutions and the slot values are package data (pyproject.toml), found through the package at run time.
+packages.append("forethought.conf")
+package_dir["forethought.conf"] = "conf"
 
 setup(packages=packages, package_dir=package_dir)

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from forethought.config import LAYOUT, shipped_path
 from forethought.errors import RunFailed, UserError
 from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, PrimitiveName, make_model_backend
 from forethought.kernel.backends.noisy import NoisyOracle
@@ -66,9 +67,9 @@ class NoiseConfig(BaseModel):
 
 class EvaluateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    solutions: list[str] = Field(default_factory=lambda: ["data_gen/solutions"])
-    dataset_dir: str = "runs/data"
-    output_dir: str = "runs/evaluate"
+    solutions: list[str] = Field(default_factory=lambda: [str(shipped_path("data_gen/solutions"))])
+    dataset_dir: str = LAYOUT["data"]
+    output_dir: str = LAYOUT["evaluate"]
     scenarios: list[str] | None = None  # explicit solution ids; default: the held-out ones from stats.json
     max_scenarios: int | None = Field(None, ge=1)
     settings: list[SettingName] = Field(default_factory=lambda: list(SETTINGS), min_length=1)

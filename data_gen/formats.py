@@ -11,7 +11,7 @@ files, so load both splits with these features (``Json`` for the target)::
     datasets.load_dataset("json", data_files={...}, features=forethought.data_gen.formats.features())
 
 or load the primitive's folder directly (its README declares the features):
-``datasets.load_dataset("runs/data/decompose")``.
+``datasets.load_dataset("runs/pipeline/data/decompose")``.
 """
 
 from __future__ import annotations

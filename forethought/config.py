@@ -15,19 +15,68 @@ Any error raises :class:`ConfigError` listing all of them.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ValidationError
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 T = TypeVar("T", bound=BaseModel)
+
+# The subpackages whose folders ship with the package (setup.py maps the repository's top-level folders in).
+SUBPACKAGES = ("primitives", "kernel", "data_gen", "training")
+
+
+# One default per artefact path, shared by the standalone commands and the pipeline: every command reads and writes,
+# by default, where `forethought pipeline` (run_dir: runs/pipeline) puts the stage's output, so the chain run by hand
+# (generate, train, validate, package, then run/agent/evaluate/bench) and the pipeline meet in the same folders. The
+# conf/*.yaml defaults and the schemas' defaults are these (tests/test_paths.py checks every one).
+RUN_DIR = "runs/pipeline"
+LAYOUT = {stage: f"{RUN_DIR}/{stage}" for stage in ("data", "train", "validate", "bundle", "evaluate")}
+
+
+def _shipped_conf_dir() -> Path:
+    """The shipped configs: ``forethought/conf/`` in an installed wheel (package data), the repository's ``conf/``
+    beside the package in a source checkout (an editable install maps the folders in place)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "conf"
+    return packaged if packaged.is_dir() else here.parent / "conf"
+
+
+CONF_DIR = _shipped_conf_dir()
+
+
+def shipped_path(rel: str) -> Path:
+    """A file or folder that ships with the package, named as in the source tree (``data_gen/solutions``,
+    ``conf/profile``), found through the installed package, never through the current directory. The configs
+    name them as ``${shipped:data_gen/solutions}``; user paths (data, runs, domains) stay relative to the
+    current directory."""
+    top, _, rest = str(rel).strip("/").partition("/")
+    if top == "conf":
+        base = CONF_DIR
+    elif top in SUBPACKAGES or top == "forethought":
+        import importlib.util
+
+        name = "forethought" if top == "forethought" else f"forethought.{top}"
+        spec = importlib.util.find_spec(name)  # the package's folder, without importing the subpackage
+        if spec is None or not spec.submodule_search_locations:
+            raise ValueError(f"${{shipped:{rel}}}: package {name} is not installed")
+        base = Path(next(iter(spec.submodule_search_locations)))
+    else:
+        raise ValueError(
+            f"${{shipped:{rel}}}: not a shipped folder; it must start with conf/, forethought/ or one of "
+            + ", ".join(f"{s}/" for s in SUBPACKAGES)
+        )
+    return base / rest if rest else base
+
+
+OmegaConf.register_new_resolver("shipped", lambda rel: str(shipped_path(rel)), replace=True)
 
 
 class ConfigError(ValueError):
@@ -40,12 +89,84 @@ class ConfigError(ValueError):
         )
 
 
+# ``--config-dir DIR`` / ``--config-name NAME`` (Hydra's own flags), set by the CLI for one command: DIR joins the
+# search path after the shipped configs (as Hydra's --config-dir does), and NAME (a file in DIR or a shipped config)
+# replaces the command's primary config ``conf/<command>.yaml``.
+_user_config: dict[str, Any] = {"dir": None, "name": None, "command": None}
+
+
+@contextlib.contextmanager
+def user_configs(command: str, config_dir: str | Path | None, config_name: str | None) -> Iterator[None]:
+    """Compose ``command``'s config from the user's ``config_name`` with ``config_dir`` on the search path, for the
+    duration of the block (every composition in it sees ``config_dir``: a pipeline's stages find its groups too)."""
+    saved = dict(_user_config)
+    errors = []
+    if config_dir is not None:
+        d = Path(config_dir).expanduser().resolve()
+        if not d.is_dir():
+            errors.append(f"--config-dir {config_dir}: no such folder")
+        config_dir = d
+    if config_name is not None:
+        config_name = str(config_name).removesuffix(".yaml")
+        where = [Path(config_dir)] if config_dir is not None else []
+        if not errors and not any((x / f"{config_name}.yaml").is_file() for x in [*where, CONF_DIR]):
+            errors.append(
+                f"--config-name {config_name}: no {config_name}.yaml in "
+                + (f"{config_dir} or " if config_dir is not None else "")
+                + "the shipped configs"
+                + ("" if config_dir is not None else " (--config-dir DIR names the folder of your own)")
+            )
+    if errors:
+        raise ConfigError("command line", errors)
+    _user_config.update(dir=config_dir, name=config_name, command=command)
+    try:
+        yield
+    finally:
+        _user_config.clear()
+        _user_config.update(saved)
+
+
+def _search_dirs(conf_dir: Path) -> list[Path]:
+    return [conf_dir] + ([Path(_user_config["dir"])] if _user_config["dir"] is not None else [])
+
+
+def _primary(command: str) -> str:
+    """The config ``command`` composes: the user's ``--config-name`` for the command it was given to."""
+    return _user_config["name"] if _user_config["name"] and _user_config["command"] == command else command
+
+
+def config_file(command: str, conf_dir: Path | None = None) -> Path:
+    """The file of ``command``'s primary config (the first on the search path)."""
+    name = _primary(command)
+    dirs = _search_dirs(conf_dir or CONF_DIR)
+    return next((d / f"{name}.yaml" for d in dirs if (d / f"{name}.yaml").is_file()), dirs[0] / f"{name}.yaml")
+
+
+def config_source(command: str, conf_dir: Path | None = None) -> str:
+    """How errors name ``command``'s config: ``conf/<command>.yaml``, or the user's file."""
+    f = config_file(command, conf_dir)
+    return f"conf/{command}.yaml" if f == (conf_dir or CONF_DIR) / f"{command}.yaml" else str(f)
+
+
+def hydra_config_flags(command: str) -> list[str]:
+    """The ``--config-dir`` / ``--config-name`` in force for ``command``, as Hydra's own command line takes them (a
+    multirun hands over to ``hydra.main``)."""
+    flags = ["--config-dir", str(_user_config["dir"])] if _user_config["dir"] is not None else []
+    return flags + (["--config-name", _primary(command)] if _primary(command) != command else [])
+
+
 def config_groups(conf_dir: Path = CONF_DIR) -> set[str]:
     groups = set()
-    for root, dirs, _ in os.walk(conf_dir):
-        for d in dirs:
-            groups.add(str(Path(root, d).relative_to(conf_dir)).replace(os.sep, "/"))
+    for top in _search_dirs(conf_dir):
+        for root, dirs, _ in os.walk(top):
+            for d in dirs:
+                groups.add(str(Path(root, d).relative_to(top)).replace(os.sep, "/"))
     return groups
+
+
+def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
+    """The options of a config group: its files in the shipped configs and in ``--config-dir``."""
+    return sorted({f.stem for d in _search_dirs(conf_dir) for f in (d / group).glob("*.yaml")})
 
 
 def _all_keys(cfg: Any, prefix: str = "") -> list[str]:
@@ -62,13 +183,29 @@ def _all_keys(cfg: Any, prefix: str = "") -> list[str]:
 
 
 def _compose(command: str, overrides: list[str], conf_dir: Path, return_hydra_config: bool = False) -> DictConfig:
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, version
+    from hydra._internal.hydra import Hydra
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.config_search_path import SearchPathQuery
     from hydra.core.global_hydra import GlobalHydra
+    from hydra.initialize import get_gh_backup, restore_gh_from_backup
 
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name=command):
-        return compose(config_name=command, overrides=overrides, return_hydra_config=return_hydra_config)
+    # initialize_config_dir(conf_dir), with --config-dir added where Hydra's own --config-dir goes: after the shipped
+    # configs (so a user's file extends them by name), before the structured configs.
+    backup = get_gh_backup()
+    version.setbase("1.3")
+    csp = create_config_search_path(search_path_dir=str(conf_dir))
+    if _user_config["dir"] is not None:
+        csp.prepend(
+            provider="command-line", path=f"file://{_user_config['dir']}", anchor=SearchPathQuery(provider="schema")
+        )
+    Hydra.create_main_hydra2(task_name=command, config_search_path=csp)
+    try:
+        return compose(config_name=_primary(command), overrides=overrides, return_hydra_config=return_hydra_config)
+    finally:
+        restore_gh_from_backup(backup)
 
 
 # Per-primitive tables in conf/, per command: (files, key in them). Their keys must be registered
@@ -139,9 +276,9 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    source = f"conf/{command}.yaml"
-    if not (conf_dir / f"{command}.yaml").is_file():
-        raise ConfigError(source, [f"no config named {command!r} in {conf_dir}"])
+    source = config_source(command, conf_dir)
+    if not config_file(command, conf_dir).is_file():
+        raise ConfigError(source, [f"no config named {_primary(command)!r} in {conf_dir}"])
     errors: list[str] = []
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
@@ -154,7 +291,7 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     bad: set[str] = set()
     for o in parsed:
         if o.key_or_group in groups and not (o.is_sweep_override() or o.is_delete()) and isinstance(o.value(), str):
-            options = sorted(f.stem for f in (conf_dir / o.key_or_group).glob("*.yaml"))
+            options = group_options(o.key_or_group, conf_dir)
             if o.value() not in options:
                 hint = difflib.get_close_matches(o.value(), options, n=1)
                 errors.append(
@@ -197,7 +334,7 @@ def compose_config(
     from omegaconf.errors import OmegaConfBaseException
 
     overrides = list(overrides or [])
-    source = f"conf/{command}.yaml"
+    source = config_source(command, conf_dir)
     errors, _ = _unknown_overrides(command, overrides, conf_dir)
     if errors:
         raise ConfigError(source, errors)
@@ -219,7 +356,7 @@ def compose_and_validate(
     from omegaconf.errors import OmegaConfBaseException
 
     overrides = list(overrides or [])
-    source = f"conf/{command}.yaml + overrides"
+    source = f"{config_source(command, conf_dir)} + overrides"
     errors, kept = _unknown_overrides(command, overrides, conf_dir)
     try:
         cfg = _compose(command, kept, conf_dir)

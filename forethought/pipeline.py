@@ -32,12 +32,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.bounded import read_json_object
-from forethought.config import ConfigError, compose_config, recorded_command, validate
+from forethought.config import RUN_DIR, ConfigError, compose_config, recorded_command, shipped_path, validate
 from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_text
 from forethought.training.config import BUILT_HERE
 
-ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("verify", "generate", "base", "train", "validate", "package", "evaluate")
 StageName = Literal["verify", "generate", "base", "train", "validate", "package", "evaluate"]
 # Libraries whose version is part of a stage's fingerprint (an upgrade can change what the stage produces).
@@ -50,7 +49,7 @@ MODEL_CODE = ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs
 class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     profile: Literal["tiny", "small", "converge", "paper"] = "tiny"  # set by the profile group (conf/profile/*.yaml)
-    run_dir: str = "runs/pipeline"
+    run_dir: str = RUN_DIR
     force: bool = False
     stages: list[StageName] = Field(default_factory=lambda: list(STAGES), min_length=1)
     model_path: str | None = None  # Gemma-3-12B local folder for profile=paper
@@ -97,9 +96,10 @@ def input_manifest(inputs: list[Path], code: list[str], libs: tuple[str, ...] | 
                 if f.is_file() and not any(part.startswith(".") or part in _NOT_INPUTS for part in parts):
                     out[str(f)] = _file_digest(f)
     for pkg in code:
-        src = ROOT / pkg
+        # Found through the installed package (a wheel or the source tree), named as in the source tree.
+        src = shipped_path(pkg)
         for f in sorted(src.rglob("*.py")) if src.is_dir() else [src]:
-            out[str(f.relative_to(ROOT))] = _file_digest(f)
+            out[f"{pkg}/{f.relative_to(src).as_posix()}" if src.is_dir() else pkg] = _file_digest(f)
     for lib in libs:
         out[f"python-package:{lib}"] = _lib_version(lib)
     return out
@@ -249,7 +249,7 @@ def build(cfg: PipelineConfig) -> PipelineRun:
         "generate": Stage(
             "generate",
             configs["generate"],
-            [Path(p) for p in d.solutions] + [ROOT / "data_gen/slot_values"],
+            [Path(p) for p in d.solutions] + [shipped_path("data_gen/slot_values")],
             [run / "data" / "stats.json"],
             code_kernel + ["data_gen"],
             lambda: _generate(configs["generate"]),

@@ -24,7 +24,10 @@ def load(*overrides: str) -> TrainConfig:
 def test_defaults():
     cfg = load()
     assert (
-        cfg.primitive == "all" and cfg.dataset_dir == "runs/data" and cfg.output_dir == "runs/train" and cfg.seed == 0
+        cfg.primitive == "all"
+        and cfg.dataset_dir == "runs/pipeline/data"
+        and cfg.output_dir == "runs/pipeline/train"
+        and cfg.seed == 0
     )
     assert cfg.model.profile == "tiny" and cfg.logging.backend == "wandb" and cfg.logging.mode == "offline"
     assert cfg.primitives() == list(PRIMITIVE_NAMES)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from forethought.config import LAYOUT
 from forethought.kernel.specs import PRIMITIVE_NAMES, RESERVED_NAMES, PrimitiveName, name_validator
 
 # The registered primitives (kernel/specs.py), read live: one adapter each.
@@ -368,8 +369,8 @@ class TrainConfig(_Strict):
     # base: only the base stage (built-here profiles: pretrain the base; gemma3_12b: record the checkpoint);
     # all: the base stage (reused when unchanged) and then the five adapters.
     primitive: Annotated[str, AfterValidator(name_validator(*RESERVED_NAMES))]
-    dataset_dir: str = "runs/data"
-    output_dir: str = "runs/train"
+    dataset_dir: str = LAYOUT["data"]
+    output_dir: str = LAYOUT["train"]
     seed: int = 0
     model: ModelConfig
     lora: LoraSettings

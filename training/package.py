@@ -31,6 +31,7 @@ from forethought.bundle.manifest import (
     swap_in,
 )
 from forethought.bundle.models import PICKLE_PATTERNS
+from forethought.config import LAYOUT
 from forethought.errors import UserError
 from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 from forethought.primitives.io import atomic_write_json, atomic_write_text
@@ -45,10 +46,10 @@ PROBE = [
 
 class PackageConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    train_dir: str = "runs/train"
-    validate_dir: str = "runs/validate"
-    dataset_dir: str = "runs/data"
-    output_dir: str = "runs/bundle"
+    train_dir: str = LAYOUT["train"]
+    validate_dir: str = LAYOUT["validate"]
+    dataset_dir: str = LAYOUT["data"]
+    output_dir: str = LAYOUT["bundle"]
     allow_failed_gates: bool = False
     copy_base: Literal["auto", "always", "never"] = "auto"  # auto: copy bases under 2 GB
     min_probe_delta: float = Field(1e-6, ge=0)

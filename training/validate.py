@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from forethought.config import LAYOUT
 from forethought.data_gen.row import DatasetRow, read_rows
 from forethought.errors import UserError
 from forethought.kernel.backends.factory import Device
@@ -58,9 +59,9 @@ def _per_primitive_decoding(v: object) -> object:
 
 class ValidateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    train_dir: str = "runs/train"
-    dataset_dir: str = "runs/data"
-    output_dir: str = "runs/validate"
+    train_dir: str = LAYOUT["train"]
+    dataset_dir: str = LAYOUT["data"]
+    output_dir: str = LAYOUT["validate"]
     # "all", one primitive name, or a list of them (stored as the list of names)
     primitives: Annotated[list[PrimitiveName], BeforeValidator(_all_or_names), Field(min_length=1)] = Field(
         default_factory=lambda: list(PRIMITIVE_NAMES)

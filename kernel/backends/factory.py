@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 
+from forethought.config import LAYOUT
 from forethought.errors import UserError
 
 from ..runner import oracle_factory
@@ -78,7 +79,7 @@ class OpenAIBackendConfig(_B):
 
 class HFBackendConfig(_B):
     name: Literal["hf"] = "hf"
-    bundle: str = "runs/pipeline/bundle"
+    bundle: str = LAYOUT["bundle"]
     device: Device = "auto"
     batch_size: int = Field(16, ge=1)
     max_new_tokens: int = Field(384, ge=1)
