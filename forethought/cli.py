@@ -98,7 +98,9 @@ def _usage() -> str:
         lines.append(f"  {name:<10} {help_}")
     lines.append("")
     lines.append("Every command accepts Hydra overrides (key=value, group=option); --cfg prints the resolved config;")
-    lines.append("forethought <command> --help lists its settings; forethought --version prints the version.")
+    lines.append("--config-dir DIR --config-name NAME composes a run config of yours (DIR/NAME.yaml) that may extend")
+    lines.append("the shipped ones (docs/configs.md); forethought <command> --help lists its settings;")
+    lines.append("forethought --version prints the version.")
     return "\n".join(lines)
 
 
@@ -106,7 +108,7 @@ def command_help(command: str, subcommand: str | None = None) -> str:
     """What ``forethought <command> [subcommand] --help`` prints: usage, config file, groups and every default setting."""
     from omegaconf import OmegaConf
 
-    from forethought.config import CONF_DIR, compose_config
+    from forethought.config import compose_config, config_file, config_source, group_options
 
     # The command's own module first: composing a config checks its per-primitive tables against the
     # primitive registry, which the command's imports register (as they do when the command runs).
@@ -116,25 +118,35 @@ def command_help(command: str, subcommand: str | None = None) -> str:
     if conf != command:
         positional = str(subcommand)
     extra = "[-m|--multirun]" if "--multirun" in flags else ""
-    usage = " ".join(x for x in ("usage: forethought", command, positional, "[key=value ...]", "[--cfg]", extra) if x)
+    usage = " ".join(
+        x
+        for x in (
+            "usage: forethought",
+            command,
+            positional,
+            "[key=value ...]",
+            "[--cfg]",
+            "[--config-dir DIR] [--config-name NAME]",
+            extra,
+        )
+        if x
+    )
     cfg = compose_config(conf, [])
-    raw = OmegaConf.to_container(OmegaConf.load(CONF_DIR / f"{conf}.yaml"))
+    raw = OmegaConf.to_container(OmegaConf.load(config_file(conf)))
     defaults = [d for d in raw.get("defaults", []) if isinstance(d, dict)]  # type: ignore[union-attr]
     lines = [
         usage,
         "",
         COMMANDS[command][2] + ".",
         "",
-        f"config: conf/{conf}.yaml (strict: unknown keys and wrong types are rejected, all at once)",
+        f"config: {config_source(conf)} (strict: unknown keys and wrong types are rejected, all at once)",
     ]
     if defaults:
         lines.append("config groups (group=option):")
         for d in defaults:
             for group, chosen in d.items():
                 group = str(group).removeprefix("override ")
-                options = (
-                    sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml")) if (CONF_DIR / group).is_dir() else []
-                )
+                options = group_options(group)
                 lines.append(f"  {group}={chosen}" + (f"  (options: {', '.join(options)})" if options else ""))
     lines += ["", "settings and their defaults (override with key=value):", OmegaConf.to_yaml(cfg).rstrip()]
     return "\n".join(lines)
@@ -175,18 +187,75 @@ def main(argv: list[str] | None = None) -> int:
     if run_guarded(lambda: refuse_secrets_on_command_line(rest)) != 0:
         return 2
     if command in CONFIGURED:
+        try:
+            rest, config_dir, config_name = config_flags(rest)
+        except ValueError as exc:
+            print(f"error: forethought {command}: {exc}", file=sys.stderr)
+            return 2
         if "-h" in rest or "--help" in rest:
             sub = next((a for a in rest if not a.startswith("-") and "=" not in a), None)
-            return run_guarded(lambda: print(command_help(command, sub)) or 0)
+            return run_guarded(
+                lambda: _with_configs(command, config_dir, config_name, lambda: command_help(command, sub))
+            )
         flags = [a for a in rest if a.startswith("-")]
         bad = sorted(set(flags) - {"--cfg"} - CONFIGURED[command][1])
         if bad:
-            accepted = ", ".join(["--help", "--cfg", *sorted(CONFIGURED[command][1])])
+            accepted = ", ".join(["--help", "--cfg", *CONFIG_FLAGS, *sorted(CONFIGURED[command][1])])
             print(
                 f"error: forethought {command}: unknown flag(s) {', '.join(bad)}; accepted: {accepted}", file=sys.stderr
             )
             return 2
+        return run_guarded(lambda: _with_configs(command, config_dir, config_name, lambda: resolve(command)(rest)))
     return run_guarded(lambda: resolve(command)(rest))
+
+
+# Hydra's own flags for a run config of the user's: --config-dir DIR (also -cd) adds DIR to the search path after the
+# shipped configs; --config-name NAME (also -cn) composes NAME.yaml instead of conf/<command>.yaml.
+CONFIG_FLAGS = ("--config-dir", "--config-name")
+_CONFIG_FLAG_ALIASES = {
+    "--config-dir": "--config-dir",
+    "-cd": "--config-dir",
+    "--config-name": "--config-name",
+    "-cn": "--config-name",
+}
+
+
+def config_flags(args: list[str]) -> tuple[list[str], str | None, str | None]:
+    """``args`` without ``--config-dir DIR`` and ``--config-name NAME`` (or ``-cd``/``-cn``, or ``--flag=VALUE``), and
+    their values."""
+    rest: list[str] = []
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        flag, eq, value = a.partition("=")
+        if flag in _CONFIG_FLAG_ALIASES:
+            name = _CONFIG_FLAG_ALIASES[flag]
+            if not eq:
+                if i + 1 >= len(args) or args[i + 1].startswith("-"):
+                    raise ValueError(
+                        f"{flag} needs a value ({'a folder' if name == '--config-dir' else 'a config name'})"
+                    )
+                i += 1
+                value = args[i]
+            if name in found:
+                raise ValueError(f"{name} given twice")
+            found[name] = value
+        else:
+            rest.append(a)
+        i += 1
+    return rest, found.get("--config-dir"), found.get("--config-name")
+
+
+def _with_configs(command: str, config_dir: str | None, config_name: str | None, body: Callable[[], object]) -> int:
+    from forethought.config import user_configs
+
+    with user_configs(command, config_dir, config_name):
+        out = body()
+    if isinstance(out, str):  # --help's text
+        print(out)
+        return 0
+    return int(out or 0)  # type: ignore[call-overload]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,7 @@
     forethought train -m primitive=decompose,get_order,check_prerequisites,match_func,match_fill \\
         model=gemma3_12b model.path=/models/gemma-3-12b-it launcher=slurm
 
-Output (``output_dir``, default ``runs/train``)::
+Output (``output_dir``, default ``runs/pipeline/train``)::
 
     base.json                 which base the adapters belong to (profile, path, stop tokens)
     base/                     built-here profiles (tiny, small): the pretrained base model + tokenizer
@@ -164,7 +164,7 @@ def multirun(overrides: list[str], *, print_cfg: bool = False) -> int:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from forethought.config import CONF_DIR, ConfigError, compose_and_validate
+    from forethought.config import CONF_DIR, ConfigError, compose_and_validate, hydra_config_flags
 
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
@@ -201,7 +201,7 @@ def multirun(overrides: list[str], *, print_cfg: bool = False) -> int:
 
     main = hydra.main(config_path=str(CONF_DIR), config_name="train", version_base="1.3")(_hydra_task)
     saved = sys.argv
-    sys.argv = ["forethought-train", "--multirun", *overrides]
+    sys.argv = ["forethought-train", "--multirun", *hydra_config_flags("train"), *overrides]
     try:
         main()
     except SystemExit as exc:  # hydra reports a failed job and exits
