@@ -221,7 +221,7 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
         train = pr.stages["train"].config.train
         # budgets in epochs per primitive, selection on a dev split carved from train solutions, each gate's decoding
         assert train.selection == "dev_exact_match" and 0 < train.dev_fraction < 1 and train.max_steps == -1
-        assert pr.stages["generate"].config.data.tool_rendering == "compact"
+        assert pr.stages["generate"].config.data.tool_rendering == "focused"
         assert set(pr.stages["validate"].config.decoding.values()) <= {"constrained", "free"}
 
 
