@@ -226,7 +226,7 @@ def test_the_annotations_say_what_the_tools_declare():
 
 def _registry_from(source: str, annotations: str | None) -> Any:
     """The tools of a registry file, or of an MCP server (``mcp:<command>``/``mcp:<url>``, started, listed, stopped)."""
-    from .registry.importers import RegistryError, load_registry
+    from .registry.importers import load_registry
 
     if source.startswith("mcp:"):
         from .agent_command import load_tools
@@ -236,14 +236,12 @@ def _registry_from(source: str, annotations: str | None) -> Any:
             return tools.registry()
         finally:
             tools.close()
-    try:
-        registry = load_registry(source)
-        if annotations:
-            from .registry.annotations import annotate
+    # A file that cannot be imported raises a RegistryError, a UserError located at the file (and tool, field) already.
+    registry = load_registry(source)
+    if annotations:
+        from .registry.annotations import annotate
 
-            registry = annotate(registry, annotations)
-    except RegistryError as exc:
-        raise UserError(str(exc), source) from None
+        registry = annotate(registry, annotations)
     return registry
 
 
