@@ -107,7 +107,7 @@ def figure_panels(fig: Any) -> list[dict[str, Any]]:
         series: list[dict[str, Any]] = []
         for line in ax.get_lines():
             xs, ys = line.get_xdata(), line.get_ydata()
-            n = sum(1 for x, y in zip(xs, ys, strict=False) if _finite(x) and _finite(y))
+            n = sum(1 for x, y in zip(xs, ys, strict=False) if _is_finite_number(x) and _is_finite_number(y))
             series.append({"kind": "line", "label": str(line.get_label()), "points": n})
         for c in ax.containers:
             series.append({"kind": "bars", "label": str(c.get_label()), "points": len(c.patches)})
@@ -136,7 +136,7 @@ def _named_ticks(axis: Any) -> list[str]:
     return [t.get_text() for t in axis.get_ticklabels()]
 
 
-def _finite(v: Any) -> bool:
+def _is_finite_number(v: Any) -> bool:
     try:
         return math.isfinite(float(v))
     except (TypeError, ValueError):
