@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "cli",
         "the kernel on your own tools (Python, MCP): a conversation, turn by turn",
     ),
-    "evaluate": ("forethought.data_gen.evaluate", "cli", "end-to-end evaluation on held-out scenarios"),
+    "evaluate": ("forethought.evaluation", "cli", "end-to-end evaluation on held-out scenarios"),
     "pipeline": ("forethought.pipeline", "cli", "verify -> generate -> train -> validate -> package -> evaluate"),
     "bench": (
         "forethought.bench.bfcl_run",

@@ -180,9 +180,9 @@ def _stage_overrides(cfg: PipelineConfig, run: Path) -> dict[str, list[str]]:
 
 
 def _schemas() -> dict[str, type[BaseModel]]:
-    from forethought.data_gen.evaluate import EvaluateConfig
     from forethought.data_gen.generate import GenerateConfig
     from forethought.data_gen.verify import VerifyConfig
+    from forethought.evaluation import EvaluateConfig
     from forethought.training.config import TrainConfig
     from forethought.training.package import PackageConfig
     from forethought.training.validate import ValidateConfig
@@ -297,7 +297,7 @@ def build(cfg: PipelineConfig) -> PipelineRun:
             configs["evaluate"],
             [run / "bundle", run / "data" / "stats.json"] + sol,
             [run / "evaluate" / "results.json"],
-            code_kernel + ["data_gen/evaluate.py", "data_gen/verify.py"] + bundle_code,
+            code_kernel + ["forethought/evaluation.py", "data_gen/verify.py"] + bundle_code,
             lambda: _evaluate(configs["evaluate"]),
             libs=eval_libs,
         ),
@@ -366,7 +366,7 @@ def _package(c: Any) -> Any:
 
 
 def _evaluate(c: Any) -> Any:
-    from forethought.data_gen.evaluate import evaluate
+    from forethought.evaluation import evaluate
 
     with _console().status("evaluate") as st:
         return evaluate(c, progress=lambda setting, sid: st.update(f"evaluate: {setting}: {sid}"))
@@ -686,7 +686,7 @@ def _pct(x: Any) -> str:
     return f"{100 * x:.1f} %" if isinstance(x, (int, float)) else "—"
 
 
-# the end-to-end settings the headline compares (their labels are the tables' and the plot's: data_gen/evaluate.py)
+# the end-to-end settings the headline compares (their labels are the tables' and the plot's: forethought/evaluation.py)
 HEADLINE = ("bundle_cvc", "bundle_no_cvc")
 
 

@@ -42,6 +42,7 @@ LAYERS: list[set[str]] = [
     {"data_gen"},
     {"training"},
     {"forethought.bench"},  # benchmark harnesses (BFCL): run the kernel on a benchmark's own environment
+    {"forethought.evaluation"},  # forethought evaluate: the kernel end to end on held-out worked solutions
     {"forethought.pipeline", "forethought.cli", "forethought.dsl_demo", "forethought"},
 ]
 RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}

@@ -29,8 +29,8 @@ READS_AND_WRITES = {
 
 
 def _schemas():
-    from forethought.data_gen.evaluate import EvaluateConfig
     from forethought.data_gen.generate import GenerateConfig
+    from forethought.evaluation import EvaluateConfig
     from forethought.kernel.run_command import RunConfig
     from forethought.training.config import TrainConfig
     from forethought.training.package import PackageConfig

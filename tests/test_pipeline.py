@@ -158,7 +158,7 @@ def test_stage_fingerprints_cover_the_code_and_libraries_they_use(tmp_path):
 def test_pipeline_evaluate_and_backend_configs_are_typed():
     from pydantic import TypeAdapter
 
-    from forethought.data_gen.evaluate import SETTINGS, EvaluateConfig, SettingName
+    from forethought.evaluation import SETTINGS, EvaluateConfig, SettingName
     from forethought.kernel.backends.factory import PrimitiveName
     from forethought.kernel.specs import PRIMITIVE_NAMES
 

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.config import LAYOUT, shipped_path
+from forethought.data_gen.verify import Divergence, reference_states
 from forethought.errors import RunFailed, UserError
 from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, PrimitiveName, make_model_backend
 from forethought.kernel.backends.noisy import NoisyOracle
@@ -38,8 +39,6 @@ from forethought.kernel.scenario import Solution
 from forethought.kernel.solution_file import load_solution, solution_files, warn_format_notes
 from forethought.kernel.specs import PRIMITIVE_NAMES
 from forethought.primitives.io import atomic_write_figure, atomic_write_json, atomic_write_jsonl, atomic_write_text
-
-from .verify import Divergence, reference_states
 
 SETTINGS = ("oracle", "bundle_cvc", "bundle_no_cvc", "noise_cvc", "noise_no_cvc")
 LABELS = {
@@ -97,7 +96,7 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
             raise UserError(
                 "no stats.json: run forethought generate first (it names the held-out solutions)", str(stats)
             )
-        from .unit import checked_bytes
+        from forethought.data_gen.unit import checked_bytes
 
         try:  # the held-out list must be the one of the dataset the adapters were trained beside
             from forethought.bounded import loads_json
@@ -128,7 +127,7 @@ def _backend_error_text(err: dict[str, Any] | None) -> str | None:
 
 
 def score_run(sol: Solution, ref_states: list[dict[str, Any]], res: Any) -> list[dict[str, Any]]:
-    from .verify import first_difference  # noqa: F401  (kept for debugging output)
+    from forethought.data_gen.verify import first_difference  # noqa: F401  (kept for debugging output)
 
     rows = []
     env_states = res.states
