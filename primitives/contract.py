@@ -47,8 +47,8 @@ class Violation:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Violation:
-        return cls(d["primitive"], d["level"], d["constraint"], d["message"], d.get("input"))
+    def from_dict(cls, data: dict[str, Any]) -> Violation:
+        return cls(data["primitive"], data["level"], data["constraint"], data["message"], data.get("input"))
 
     def feedback(self) -> str:
         """Short text fed back to a retried primitive."""
@@ -97,16 +97,16 @@ class Contract:
     def __init__(self, value: Sequence[Check | CheckFn] = (), semantic: Sequence[Check | CheckFn] = ()):
         self.checks: list[Check] = []
         for level, items in (("value", value), ("semantic", semantic)):
-            for i, c in enumerate(items):
-                if isinstance(c, Check):
-                    if c.level != level:
-                        c = Check(c.name, level, c.fn)  # type: ignore[arg-type]
-                    self.checks.append(c)
-                elif callable(c):
-                    name = getattr(c, "__name__", f"{level}_{i}")
-                    self.checks.append(Check(name, level, c))  # type: ignore[arg-type]
+            for i, item in enumerate(items):
+                if isinstance(item, Check):
+                    if item.level != level:
+                        item = Check(item.name, level, item.fn)  # type: ignore[arg-type]
+                    self.checks.append(item)
+                elif callable(item):
+                    name = getattr(item, "__name__", f"{level}_{i}")
+                    self.checks.append(Check(name, level, item))  # type: ignore[arg-type]
                 else:
-                    raise TypeError(f"contract {level} check #{i} is not callable: {c!r}")
+                    raise TypeError(f"contract {level} check #{i} is not callable: {item!r}")
 
     def __repr__(self) -> str:
         return f"Contract({[c.name for c in self.checks]})"
@@ -139,10 +139,10 @@ class Contract:
         res = self.check_type(primitive, output_type, inp, raw)
         if not res.ok or not full:
             return res
-        for c in self.checks:
-            v = c.evaluate(primitive, inp, res.output)
-            if v is not None:
-                res.violations.append(v)
+        for contract_check in self.checks:
+            violation = contract_check.evaluate(primitive, inp, res.output)
+            if violation is not None:
+                res.violations.append(violation)
         res.ok = not res.violations
         return res
 

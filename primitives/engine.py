@@ -145,8 +145,8 @@ class Engine:
             return self._step(node, inp, path, st, recoverable)
         if isinstance(node, Sequence):
             cur = inp
-            for s in node.steps:
-                cur = self._exec(s, adapt(cur, s.input_type), f"{path}/{s.label}", st, recoverable)
+            for step in node.steps:
+                cur = self._exec(step, adapt(cur, step.input_type), f"{path}/{step.label}", st, recoverable)
             return cur
         if isinstance(node, Parallel):
             return self._parallel(node, inp, path, st, recoverable)
@@ -229,8 +229,8 @@ class Engine:
         if not res.ok:
             contract = _trace_safe(contract)
             if not full:  # "steps" keeps no payloads, not even the input inside a violation
-                for v in contract["violations"]:
-                    v["input"] = None
+                for violation in contract["violations"]:
+                    violation["input"] = None
         rec = TraceRecord(
             seq=0,
             path=path,
@@ -463,9 +463,9 @@ class Engine:
                     for n in names
                 ]
                 results, first_err = [], None
-                for f in futs:
+                for future in futs:
                     try:
-                        results.append(f.result())
+                        results.append(future.result())
                     except (HaltError, BackendError) as exc:  # the first in branch order, as when sequential
                         first_err = first_err or exc
                         results.append(None)
@@ -484,9 +484,11 @@ class Engine:
             results, errors = self._batched_slm(body, items, path, st, recoverable or skip, skip)
         else:
             results, errors = [], []
-            for i, x in enumerate(items):
+            for i, item in enumerate(items):
                 try:
-                    results.append(self._exec(body, adapt(x, body.input_type), f"{path}[{i}]", st, recoverable or skip))
+                    results.append(
+                        self._exec(body, adapt(item, body.input_type), f"{path}[{i}]", st, recoverable or skip)
+                    )
                     errors.append(None)
                 except HaltError as exc:
                     if not skip:

@@ -27,8 +27,8 @@ class HaltError(RuntimeError):
         if self.primitive:
             head += f" (primitive {self.primitive!r})"
         lines = [f"{head}: {self.reason}"]
-        for v in self.violations[:8]:
-            lines.append(f"  - {v}")
+        for violation in self.violations[:8]:
+            lines.append(f"  - {violation}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

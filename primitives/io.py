@@ -26,10 +26,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, _MODE)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -79,8 +79,8 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
     from forethought.bounded import JSONProblem, loads_json
 
     out = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
+    with open(path, encoding="utf-8") as handle:
+        for i, line in enumerate(handle, start=1):
             line = line.strip()
             if not line:
                 continue
@@ -109,8 +109,8 @@ def figure_panels(fig: Any) -> list[dict[str, Any]]:
             xs, ys = line.get_xdata(), line.get_ydata()
             n = sum(1 for x, y in zip(xs, ys, strict=False) if _is_finite_number(x) and _is_finite_number(y))
             series.append({"kind": "line", "label": str(line.get_label()), "points": n})
-        for c in ax.containers:
-            series.append({"kind": "bars", "label": str(c.get_label()), "points": len(c.patches)})
+        for container in ax.containers:
+            series.append({"kind": "bars", "label": str(container.get_label()), "points": len(container.patches)})
         for coll in ax.collections:
             series.append({"kind": "scatter", "label": str(coll.get_label()), "points": len(coll.get_offsets())})
         panels.append(
@@ -136,9 +136,9 @@ def _named_ticks(axis: Any) -> list[str]:
     return [t.get_text() for t in axis.get_ticklabels()]
 
 
-def _is_finite_number(v: Any) -> bool:
+def _is_finite_number(value: Any) -> bool:
     try:
-        return math.isfinite(float(v))
+        return math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
 

@@ -29,12 +29,12 @@ def canonical_json(obj: Any) -> str:
 
 
 def input_hash(primitive: str, inp: Any, feedback: Sequence[str] = (), version: str = "") -> str:
-    h = hashlib.sha256()
-    h.update(f"{primitive}\x00{version}\x00".encode())
-    h.update(canonical_json(inp).encode())
-    for f in feedback:
-        h.update(b"\x00" + f.encode())
-    return h.hexdigest()
+    digest = hashlib.sha256()
+    digest.update(f"{primitive}\x00{version}\x00".encode())
+    digest.update(canonical_json(inp).encode())
+    for item in feedback:
+        digest.update(b"\x00" + item.encode())
+    return digest.hexdigest()
 
 
 class RenderError(RuntimeError):
@@ -110,12 +110,12 @@ def default_parse(text: str) -> Any:
     code block around it."""
     from forethought.bounded import loads_json
 
-    s = text.strip()
-    if s.startswith("```"):
-        s = s.strip("`")
-        if s.startswith("json"):
-            s = s[4:]
-    return loads_json(s, "reply")
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`")
+        if body.startswith("json"):
+            body = body[4:]
+    return loads_json(body, "reply")
 
 
 class Primitive:
@@ -146,9 +146,9 @@ class Primitive:
             raise DesignError(f"{where}: a primitive needs a non-empty name")
         if kind not in ("symbolic", "slm"):
             raise DesignError(f"{where}: kind must be 'symbolic' or 'slm', got {kind!r}")
-        for label, t in (("input_type", input_type), ("output_type", output_type)):
-            if not (isinstance(t, type) and issubclass(t, BaseModel)):
-                raise DesignError(f"{where}: {label} must be a pydantic model class, got {t!r}")
+        for label, model_type in (("input_type", input_type), ("output_type", output_type)):
+            if not (isinstance(model_type, type) and issubclass(model_type, BaseModel)):
+                raise DesignError(f"{where}: {label} must be a pydantic model class, got {model_type!r}")
         if contract is None:
             raise DesignError(
                 f"{where} has no contract: every primitive needs an output contract "

@@ -67,10 +67,10 @@ def type_mismatches(out_type: type[BaseModel], in_type: type[BaseModel]) -> list
     return problems
 
 
-def _ann_name(a: Any) -> str:
-    if typing.get_origin(a) is not None or isinstance(a, types.GenericAlias):
-        return str(a).replace("typing.", "")  # list[int], not just "list"
-    return getattr(a, "__name__", None) or str(a).replace("typing.", "")
+def _ann_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is not None or isinstance(annotation, types.GenericAlias):
+        return str(annotation).replace("typing.", "")  # list[int], not just "list"
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
 
 
 # (output type, input type) -> whether fields can be passed through unvalidated
@@ -157,19 +157,19 @@ class Node:
 
     def walk(self):
         yield self
-        for c in self.children():
-            yield from c.walk()
+        for child in self.children():
+            yield from child.walk()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label!r})"
 
 
-def as_node(x: Node | Primitive) -> Node:
-    if isinstance(x, Node):
-        return x
-    if isinstance(x, Primitive):
-        return Step(x)
-    raise DesignError(f"expected a program node or a primitive, got {type(x).__name__}: {x!r}")
+def as_node(part: Node | Primitive) -> Node:
+    if isinstance(part, Node):
+        return part
+    if isinstance(part, Primitive):
+        return Step(part)
+    raise DesignError(f"expected a program node or a primitive, got {type(part).__name__}: {part!r}")
 
 
 class Step(Node):
@@ -216,9 +216,11 @@ class Sequence(Node):
         self.steps = [as_node(s) for s in steps]
         self.label = label
         for i in range(1, len(self.steps)):
-            a, b = self.steps[i - 1], self.steps[i]
+            previous, following = self.steps[i - 1], self.steps[i]
             _require_fit(
-                a.output_type, b.input_type, f"Sequence {label!r}: step {i} ({a.label}) -> step {i + 1} ({b.label})"
+                previous.output_type,
+                following.input_type,
+                f"Sequence {label!r}: step {i} ({previous.label}) -> step {i + 1} ({following.label})",
             )
         self.input_type = self.steps[0].input_type
         self.output_type = self.steps[-1].output_type
@@ -246,11 +248,11 @@ class Parallel(Node):
         self.label = label
         first = next(iter(self.branches.values()))
         self.input_type = first.input_type
-        for name, b in self.branches.items():
-            _require_fit(self.input_type, b.input_type, f"Parallel {label!r}: input -> branch {name!r}")
+        for name, branch in self.branches.items():
+            _require_fit(self.input_type, branch.input_type, f"Parallel {label!r}: input -> branch {name!r}")
         self.output_type = create_model(  # type: ignore[call-overload]
             f"{label.title().replace('_', '')}Output",
-            **{k: (b.output_type, ...) for k, b in self.branches.items()},
+            **{k: (branch.output_type, ...) for k, branch in self.branches.items()},
         )
 
     @property
@@ -358,13 +360,21 @@ class Fallback(Node):
             alternatives = tuple(alternatives[0])
         if not alternatives:
             raise DesignError(f"Fallback {label!r} needs at least one alternative")
-        self.alternatives = [as_node(a) for a in alternatives]
+        self.alternatives = [as_node(alternative) for alternative in alternatives]
         self.label = label
         self.input_type = self.alternatives[0].input_type
         self.output_type = self.alternatives[0].output_type
-        for i, a in enumerate(self.alternatives[1:], start=2):
-            _require_fit(self.input_type, a.input_type, f"Fallback {label!r}: input -> alternative {i} ({a.label})")
-            _require_fit(a.output_type, self.output_type, f"Fallback {label!r}: alternative {i} ({a.label}) output")
+        for i, alternative in enumerate(self.alternatives[1:], start=2):
+            _require_fit(
+                self.input_type,
+                alternative.input_type,
+                f"Fallback {label!r}: input -> alternative {i} ({alternative.label})",
+            )
+            _require_fit(
+                alternative.output_type,
+                self.output_type,
+                f"Fallback {label!r}: alternative {i} ({alternative.label}) output",
+            )
 
     @property
     def max_slm_calls(self) -> int:

@@ -34,8 +34,8 @@ class TraceRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TraceRecord:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+    def from_dict(cls, data: dict[str, Any]) -> TraceRecord:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
     @property
     def ok(self) -> bool:
@@ -51,12 +51,12 @@ def capped_rows(rows: list[dict[str, Any]], max_bytes: int) -> list[dict[str, An
     many records were left out (so a truncated trace never passes for a complete one)."""
     out: list[dict[str, Any]] = []
     size = 0
-    for i, r in enumerate(rows):
-        n = len(json.dumps(r, ensure_ascii=False, default=str).encode()) + 1
+    for i, row in enumerate(rows):
+        n = len(json.dumps(row, ensure_ascii=False, default=str).encode()) + 1
         if size + n > max_bytes:
             out.append({"truncated": True, "dropped_records": len(rows) - i, "max_bytes": max_bytes})
             break
-        out.append(r)
+        out.append(row)
         size += n
     return out
 
