@@ -25,13 +25,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-for k, v in (
+for variable, value in (
     ("HF_HUB_OFFLINE", "1"),
     ("HF_HUB_DISABLE_TELEMETRY", "1"),
     ("TOKENIZERS_PARALLELISM", "false"),
     ("HF_DATASETS_DISABLE_PROGRESS_BARS", "1"),
 ):
-    os.environ.setdefault(k, v)
+    os.environ.setdefault(variable, value)
 
 
 def settings(max_length: int) -> dict[str, dict]:
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--threads", type=int, nargs="+", default=[2], help="torch threads to measure (e.g. 1 2)")
     ap.add_argument("--json", help="also write the figures here")
-    a = ap.parse_args(argv)
+    options = ap.parse_args(argv)
 
     import datasets
     import torch
@@ -77,12 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     from forethought.training.train import config_from_overrides
 
     tmp = Path(tempfile.mkdtemp(prefix="ft-bench-cpu-"))
-    cfg = config_from_overrides([f"model={a.model}", f"dataset_dir={a.data}", f"output_dir={tmp}", "logging=none"])
+    cfg = config_from_overrides(
+        [f"model={options.model}", f"dataset_dir={options.data}", f"output_dir={tmp}", "logging=none"]
+    )
     init = pretrain._init(cfg, tmp)
     tok = load_tokenizer(init)
-    rows = pretrain.mixed_train_rows(cfg)[: a.steps * 16]  # enough rows for every setting's steps
+    rows = pretrain.mixed_train_rows(cfg)[: options.steps * 16]  # enough rows for every setting's steps
     results = []
-    for threads in a.threads:
+    for threads in options.threads:
         torch.set_num_threads(threads)
         for name, kw in settings(cfg.model.pretrain.max_length if cfg.model.pretrain else 1536).items():
             kw = dict(kw)
@@ -94,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
             tp = Throughput()
             args = SFTConfig(
                 output_dir=str(tmp / "ckpt"),
-                max_steps=a.steps,
+                max_steps=options.steps,
                 save_strategy="no",
                 report_to="none",
                 disable_tqdm=True,
-                logging_steps=a.steps,
+                logging_steps=options.steps,
                 include_num_input_tokens_seen="non_padding",
                 seed=0,
                 **kw,
@@ -112,30 +114,30 @@ def main(argv: list[str] | None = None) -> int:
             )
             t0 = time.perf_counter()
             trainer.train()
-            s = tp.summary()
+            summary = tp.summary()
             results.append(
                 {
                     "setting": name,
                     "threads": threads,
-                    "tokens_per_second": s["tokens_per_second"],
-                    "tokens": s["tokens_this_session"],
+                    "tokens_per_second": summary["tokens_per_second"],
+                    "tokens": summary["tokens_this_session"],
                     "seconds": round(time.perf_counter() - t0, 1),
                 }
             )
             print(json.dumps(results[-1]), flush=True)
-    for r in results:
-        ref = next(x for x in results if x["threads"] == r["threads"] and x["setting"] == "trl SFTConfig defaults")
-        r["ratio_to_trl_defaults"] = round(r["tokens_per_second"] / ref["tokens_per_second"], 2)
+    for result in results:
+        ref = next(x for x in results if x["threads"] == result["threads"] and x["setting"] == "trl SFTConfig defaults")
+        result["ratio_to_trl_defaults"] = round(result["tokens_per_second"] / ref["tokens_per_second"], 2)
     print(
-        f"\nmodel={a.model}, {a.steps} steps per setting, {platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}"
+        f"\nmodel={options.model}, {options.steps} steps per setting, {platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}"
     )
     print(f"{'setting':<28} {'threads':>7} {'tokens/s':>9} {'vs trl':>7}")
-    for r in results:
+    for row in results:
         print(
-            f"{r['setting']:<28} {r['threads']:>7} {r['tokens_per_second']:>9.0f} {r['ratio_to_trl_defaults']:>6.2f}x"
+            f"{row['setting']:<28} {row['threads']:>7} {row['tokens_per_second']:>9.0f} {row['ratio_to_trl_defaults']:>6.2f}x"
         )
-    if a.json:
-        Path(a.json).write_text(json.dumps(results, indent=1))
+    if options.json:
+        Path(options.json).write_text(json.dumps(results, indent=1))
     return 0
 
 

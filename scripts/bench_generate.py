@@ -25,18 +25,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--solutions", default="data_gen/solutions")
-    a = ap.parse_args()
+    options = ap.parse_args()
     times, n = [], 0
-    for _ in range(a.repeats):
-        with tempfile.TemporaryDirectory() as d:
-            cfg = DataConfig(solutions=[a.solutions], output_dir=d, workers=a.workers)
+    for _ in range(options.repeats):
+        with tempfile.TemporaryDirectory() as folder:
+            cfg = DataConfig(solutions=[options.solutions], output_dir=folder, workers=options.workers)
             t0 = time.perf_counter()
             stats = generate(cfg)
             times.append(time.perf_counter() - t0)
             n = stats["examples"]
             print(f"  run: {times[-1]:.1f} s, {n} examples, {stats['variants_replayed']} variants replayed")
     med = statistics.median(times)
-    print(f"examples: {n}, workers: {a.workers}, median {med:.1f} s -> {n / med:.0f} examples/s")
+    print(f"examples: {n}, workers: {options.workers}, median {med:.1f} s -> {n / med:.0f} examples/s")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=16)
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
-    a = ap.parse_args()
+    options = ap.parse_args()
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -37,33 +37,33 @@ def main() -> None:
     from forethought.data_gen.row import read_rows
     from forethought.kernel.backends.hf import generate
 
-    if a.base is None:
+    if options.base is None:
         from forethought.training.config import TinyShape
         from forethought.training.tiny import build_tiny_base
 
         tmp = tempfile.mkdtemp()
-        base = build_tiny_base(a.dataset_dir, TinyShape(), 0, Path(tmp) / "base")
+        base = build_tiny_base(options.dataset_dir, TinyShape(), 0, Path(tmp) / "base")
     else:
-        base = Path(a.base)
+        base = Path(options.base)
     model = AutoModelForCausalLM.from_pretrained(base).eval()
     tok = AutoTokenizer.from_pretrained(base)
     print(
         f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params, torch threads {torch.get_num_threads()}"
     )
-    for prim in a.primitives.split(","):
-        rows = read_rows(a.dataset_dir, prim, "validation", limit=a.examples)
+    for prim in options.primitives.split(","):
+        rows = read_rows(options.dataset_dir, prim, "validation", limit=options.examples)
         msgs = [r.prompt_messages() for r in rows]
-        for bs in [int(x) for x in a.batch_sizes.split(",")]:
+        for bs in [int(x) for x in options.batch_sizes.split(",")]:
             generate(model, tok, msgs[:bs], adapter=None, batch_size=bs, max_new_tokens=4)  # warm-up
             times = []
-            for _ in range(a.repeats):
+            for _ in range(options.repeats):
                 t0 = time.perf_counter()
-                generate(model, tok, msgs, adapter=None, batch_size=bs, max_new_tokens=a.max_new_tokens)
+                generate(model, tok, msgs, adapter=None, batch_size=bs, max_new_tokens=options.max_new_tokens)
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
             print(
-                f"{prim:<12} batch {bs:>3}: {len(msgs) / med:6.2f} examples/s, {len(msgs) * a.max_new_tokens / med:7.0f} new tokens/s "
-                f"(median of {a.repeats}, {len(msgs)} examples)"
+                f"{prim:<12} batch {bs:>3}: {len(msgs) / med:6.2f} examples/s, {len(msgs) * options.max_new_tokens / med:7.0f} new tokens/s "
+                f"(median of {options.repeats}, {len(msgs)} examples)"
             )
 
 

@@ -88,9 +88,13 @@ def lora_config():
 
     from forethought.training.config import LoraSettings
 
-    s = LoraSettings()
+    settings = LoraSettings()
     return LoraConfig(
-        r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules), task_type="CAUSAL_LM"
+        r=settings.r,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(settings.target_modules),
+        task_type="CAUSAL_LM",
     )
 
 
@@ -116,16 +120,16 @@ def flops_per_token(shape: dict[str, int], mean_ctx: float, completion_fraction:
     no logits elsewhere; computing them anyway is overhead, so it lowers MFU). LoRA's own FLOPs
     are < 1 % at r=16 and left out.
     """
-    h, i, L = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
+    hidden, intermediate, layers = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
     dq = shape["num_attention_heads"] * shape["head_dim"]
     dkv = shape["num_key_value_heads"] * shape["head_dim"]
-    p_layer = h * dq + 2 * h * dkv + dq * h + 3 * h * i
+    p_layer = hidden * dq + 2 * hidden * dkv + dq * hidden + 3 * hidden * intermediate
     # five of six layers attend within the sliding window
-    w = shape["sliding_window"]
-    ctx_local, ctx_global = min(mean_ctx, w), mean_ctx
-    attn = sum(4 * dq * (ctx_global if (k + 1) % 6 == 0 else ctx_local) for k in range(L))
-    head = 4 * shape["vocab_size"] * h * completion_fraction
-    return 4 * p_layer * L + 3 * attn + head
+    window = shape["sliding_window"]
+    ctx_local, ctx_global = min(mean_ctx, window), mean_ctx
+    attn = sum(4 * dq * (ctx_global if (k + 1) % 6 == 0 else ctx_local) for k in range(layers))
+    head = 4 * shape["vocab_size"] * hidden * completion_fraction
+    return 4 * p_layer * layers + 3 * attn + head
 
 
 def make_data(n: int, vocab: int, seed: int, max_prompt: int, max_completion: int):
@@ -136,9 +140,12 @@ def make_data(n: int, vocab: int, seed: int, max_prompt: int, max_completion: in
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
-        p, c = rng.randint(100, max_prompt), rng.randint(10, max_completion)
+        prompt_length, completion_length = rng.randint(100, max_prompt), rng.randint(10, max_completion)
         rows.append(
-            {"input_ids": [rng.randrange(10, vocab) for _ in range(p + c)], "completion_mask": [0] * p + [1] * c}
+            {
+                "input_ids": [rng.randrange(10, vocab) for _ in range(prompt_length + completion_length)],
+                "completion_mask": [0] * prompt_length + [1] * completion_length,
+            }
         )
     return Dataset.from_list(rows)
 
@@ -187,17 +194,17 @@ class StepTimer:
         self.steps = 0
 
 
-def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dict[str, Any]:
+def run_setting(name: str, options, shape, device: str, data, tok, peak: float) -> dict[str, Any]:
     import torch
     from trl import SFTConfig, SFTTrainer
 
-    smoke = a.smoke
+    smoke = options.smoke
     dtype = torch.float32 if smoke else torch.bfloat16
     attn = "sdpa"
     out_dir = tempfile.mkdtemp(prefix=f"bench-{name}-")
     common: dict[str, Any] = dict(
         output_dir=out_dir,
-        max_steps=a.warmup + a.steps,
+        max_steps=options.warmup + options.steps,
         report_to="none",
         save_strategy="no",
         logging_steps=1000,
@@ -246,7 +253,7 @@ def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dic
     try:
         model = build_model(shape, device, dtype, attn)
         row["build_s"] = round(time.perf_counter() - t_build, 1)
-        timer = StepTimer(a.warmup, device)
+        timer = StepTimer(options.warmup, device)
         args = SFTConfig(**kw)
         row.update(
             batch=args.per_device_train_batch_size,
@@ -276,7 +283,7 @@ def run_setting(name: str, a, shape, device: str, data, tok, peak: float) -> dic
         fpt = flops_per_token(shape, mean_ctx, comp)
         row.update(
             tokens_per_s=round(tps, 1),
-            s_per_step=round(seconds / max(1, a.steps), 3),
+            s_per_step=round(seconds / max(1, options.steps), 3),
             gflop_per_token=round(fpt / 1e9, 1),
             mfu=round(tps * fpt / peak, 4) if device == "cuda" else None,
             peak_mem_gib=round(torch.cuda.max_memory_allocated() / 2**30, 1) if device == "cuda" else None,
@@ -314,27 +321,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--time-budget", type=float, default=270.0, help="seconds; remaining settings are skipped past it")
     ap.add_argument("--json", help="write the results here too")
-    a = ap.parse_args(argv)
+    options = ap.parse_args(argv)
 
     import torch
 
-    if not a.smoke and not torch.cuda.is_available():
+    if not options.smoke and not torch.cuda.is_available():
         print(
             "bench_gpu_lora: no CUDA device. This benchmark needs a GPU; use --smoke for a tiny CPU check.",
             file=sys.stderr,
         )
         return 2
-    device = "cpu" if a.smoke else "cuda"
-    a.steps = a.steps or (1 if a.smoke else 6)
-    a.warmup = a.warmup if a.warmup is not None else (1 if a.smoke else 2)
-    n_examples = a.examples or (24 if a.smoke else 256)
-    shape = SMOKE if a.smoke else GEMMA3_12B
+    device = "cpu" if options.smoke else "cuda"
+    options.steps = options.steps or (1 if options.smoke else 6)
+    options.warmup = options.warmup if options.warmup is not None else (1 if options.smoke else 2)
+    n_examples = options.examples or (24 if options.smoke else 256)
+    shape = SMOKE if options.smoke else GEMMA3_12B
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
-    peak, peak_src = peak_flops(gpu, a.peak_tflops) if device == "cuda" else (float("nan"), "n/a")
-    data = make_data(n_examples, shape["vocab_size"], 0, 200 if a.smoke else 1500, 40 if a.smoke else 300)
+    peak, peak_src = peak_flops(gpu, options.peak_tflops) if device == "cuda" else (float("nan"), "n/a")
+    data = make_data(n_examples, shape["vocab_size"], 0, 200 if options.smoke else 1500, 40 if options.smoke else 300)
     tok = tokenizer_stub()
 
-    settings = [s.strip() for s in a.settings.split(",") if s.strip()]
+    settings = [s.strip() for s in options.settings.split(",") if s.strip()]
     if "ours_liger" in settings:
         import importlib.util
 
@@ -343,10 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     rows = []
     for name in settings:
-        if time.perf_counter() - t_start > a.time_budget:
+        if time.perf_counter() - t_start > options.time_budget:
             rows.append({"setting": name, "tokens_per_s": None, "note": "skipped: time budget"})
             continue
-        rows.append(run_setting(name, a, shape, device, data, tok, peak))
+        rows.append(run_setting(name, options, shape, device, data, tok, peak))
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
 
     import transformers
@@ -356,9 +363,9 @@ def main(argv: list[str] | None = None) -> int:
         "device": gpu,
         "peak_flops": peak if device == "cuda" else None,
         "peak_source": peak_src,
-        "shape": "smoke" if a.smoke else "gemma-3-12b text",
-        "steps": a.steps,
-        "warmup": a.warmup,
+        "shape": "smoke" if options.smoke else "gemma-3-12b text",
+        "steps": options.steps,
+        "warmup": options.warmup,
         "examples": n_examples,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
         "total_s": round(time.perf_counter() - t_start, 1),
@@ -381,19 +388,24 @@ def main(argv: list[str] | None = None) -> int:
         "peak_mem_gib",
         "note",
     ]
-    for c in cols:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*["-" if r.get(c) is None else (f"{r[c]:.1%}" if c == "mfu" else str(r[c])) for c in cols])
+    for column in cols:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            *[
+                "-" if row.get(column) is None else (f"{row[column]:.1%}" if column == "mfu" else str(row[column]))
+                for column in cols
+            ]
+        )
     Console(width=200).print(table)  # logs are piped: keep the columns readable
-    if a.json:
-        Path(a.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if options.json:
+        Path(options.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report))
-    ran = [r for r in rows if "skipped" not in (r.get("note") or "")]
-    if a.smoke:  # every setting must run on CPU
-        return 0 if all(r.get("tokens_per_s") for r in ran) else 1
+    ran = [row for row in rows if "skipped" not in (row.get("note") or "")]
+    if options.smoke:  # every setting must run on CPU
+        return 0 if all(row.get("tokens_per_s") for row in ran) else 1
     # on a GPU an OOM setting is a result, but none running at all is a failure
-    return 0 if any(r.get("tokens_per_s") for r in ran) else 1
+    return 0 if any(row.get("tokens_per_s") for row in ran) else 1
 
 
 if __name__ == "__main__":

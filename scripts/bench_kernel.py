@@ -35,25 +35,25 @@ def main() -> None:
     ap.add_argument("paths", nargs="*", default=["data_gen/solutions"])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--trace", default="steps", choices=["off", "steps", "full"])
-    a = ap.parse_args()
-    sols = [load_solution(f).rendered() for f in solution_files(a.paths)]
+    options = ap.parse_args()
+    sols = [load_solution(f).rendered() for f in solution_files(options.paths)]
     kernels = {
         "checked": Kernel(KernelConfig(cvc=True)),
         "unchecked": Kernel(KernelConfig(cvc=True, check_contracts=False)),
         "cvc_off": Kernel(KernelConfig(cvc=False)),
     }
     names = list(kernels)
-    times: dict[str, list[float]] = {k: [] for k in kernels}
+    times: dict[str, list[float]] = {kernel: [] for kernel in kernels}
     tasks = turns = 0
-    for rep in range(a.repeats + 1):
+    for rep in range(options.repeats + 1):
         for name in names[rep % 3 :] + names[: rep % 3]:  # rotate the order to spread drift
-            k = kernels[name]
+            kernel = kernels[name]
             gc.collect()
             gc.disable()  # as timeit does: collector pauses land on whichever run happens to trigger them
             t0 = time.perf_counter()
             n_tasks = n_turns = 0
-            for s in sols:
-                res = run_solution(s, k, oracle_factory(s), trace=a.trace)
+            for solution in sols:
+                res = run_solution(solution, kernel, oracle_factory(solution), trace=options.trace)
                 n_turns += len(res.turns)
                 n_tasks += sum(len(t.order) for t in res.turns)
             dt = time.perf_counter() - t0
@@ -63,7 +63,7 @@ def main() -> None:
             if name == "checked":
                 tasks, turns = n_tasks, n_turns
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"scenarios: {len(sols)}, turns: {turns}, tasks: {tasks}, repeats: {a.repeats}, trace: {a.trace}")
+    print(f"scenarios: {len(sols)}, turns: {turns}, tasks: {tasks}, repeats: {options.repeats}, trace: {options.trace}")
     print(
         f"checked (CVC on):            median {med['checked']:.3f} s -> {1e3 * med['checked'] / tasks:.3f} ms per task, "
         f"{1e3 * med['checked'] / turns:.3f} ms per turn"

@@ -25,13 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-for k, v in (
+for variable, value in (
     ("HF_HUB_OFFLINE", "1"),
     ("HF_HUB_DISABLE_TELEMETRY", "1"),
     ("WANDB_MODE", "offline"),
     ("TOKENIZERS_PARALLELISM", "false"),
 ):
-    os.environ.setdefault(k, v)
+    os.environ.setdefault(variable, value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="output folder (default: a temporary folder)")
     ap.add_argument("--override", action="append", default=[], help="extra key=value overrides")
     ap.add_argument("--json", help="also write the report here")
-    a = ap.parse_args(argv)
+    options = ap.parse_args(argv)
 
     import torch
 
@@ -55,41 +55,43 @@ def main(argv: list[str] | None = None) -> int:
 
     tmp = tempfile.mkdtemp(prefix="ft-bench-")
     data = (
-        Path(a.data)
-        if a.data
-        else write_dataset(Path(tmp) / "data", n_train=a.n_train, n_val=a.n_val, seed=0, scale="realistic")
+        Path(options.data)
+        if options.data
+        else write_dataset(Path(tmp) / "data", n_train=options.n_train, n_val=options.n_val, seed=0, scale="realistic")
     )
-    out = Path(a.out) if a.out else Path(tmp) / "out"
+    out = Path(options.out) if options.out else Path(tmp) / "out"
     ov = [
-        f"primitive={a.primitive}",
+        f"primitive={options.primitive}",
         "model=tiny",
-        f"train={a.preset}",
+        f"train={options.preset}",
         f"dataset_dir={data}",
         f"output_dir={out}",
         "logging=none",
         "train.device=cpu",
         "model.pretrain=null",  # adapter throughput only: the base stage is measured by scripts/bench_cpu_settings.py
     ]
-    if not a.epochs_run:
-        ov.append(f"train.max_steps={a.steps}")
-    ov += a.override
+    if not options.epochs_run:
+        ov.append(f"train.max_steps={options.steps}")
+    ov += options.override
     cfg = config_from_overrides(ov)
     t0 = time.perf_counter()
     results = run(cfg)
     wall = time.perf_counter() - t0
     rows = []
-    for p, r in results.items():
-        m = r.metrics
+    for primitive, result in results.items():
+        metrics = result.metrics
         rows.append(
             {
-                "primitive": p,
-                "steps": m["global_step"],
-                "tokens": m["tokens_this_session"],
-                "tokens_per_second": m["tokens_per_second"],
-                "seconds_per_step": round(m["train_seconds_this_session"] / max(1, m["steps_this_session"]), 3),
-                "train_seconds": m["train_seconds_this_session"],
-                "wall_seconds": m["wall_time_s"],
-                "eval_loss": m["eval_loss"],
+                "primitive": primitive,
+                "steps": metrics["global_step"],
+                "tokens": metrics["tokens_this_session"],
+                "tokens_per_second": metrics["tokens_per_second"],
+                "seconds_per_step": round(
+                    metrics["train_seconds_this_session"] / max(1, metrics["steps_this_session"]), 3
+                ),
+                "train_seconds": metrics["train_seconds_this_session"],
+                "wall_seconds": metrics["wall_time_s"],
+                "eval_loss": metrics["eval_loss"],
             }
         )
     report = {
@@ -100,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         "runs": rows,
     }
     print(json.dumps(report, indent=2))
-    if a.json:
-        Path(a.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if options.json:
+        Path(options.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     import shutil
 
     shutil.rmtree(tmp, ignore_errors=True)  # fabricated data and default output (not --data / --out)

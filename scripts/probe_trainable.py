@@ -89,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     tok = load_tokenizer(start)
     model = load_model(start, dtype=torch.float32, attn_implementation="sdpa", device="cpu")
     parts = set(args.trainable.split("+"))
-    for name, p in model.named_parameters():
-        p.requires_grad = trainable(name, parts)
-    n = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad = trainable(name, parts)
+    n = sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad)
     print(
-        f"trainable: {args.trainable} ({n:,} of {sum(p.numel() for p in model.parameters()):,} parameters)", flush=True
+        f"trainable: {args.trainable} ({n:,} of {sum(parameter.numel() for parameter in model.parameters()):,} parameters)",
+        flush=True,
     )
     sft = _sft_config(
         cfg,
