@@ -61,8 +61,8 @@ def _param_schema(rng: random.Random) -> dict[str, Any]:
 
 
 def random_case(rng: random.Random) -> FuzzCase:
-    n = rng.randint(1, 6)
-    names = rng.sample(TOOL_NAMES, n)
+    tool_count = rng.randint(1, 6)
+    names = rng.sample(TOOL_NAMES, tool_count)
     specs = []
     for name in names:
         ps = rng.sample(PARAMS, rng.randint(0, 3))
@@ -86,7 +86,9 @@ def random_case(rng: random.Random) -> FuzzCase:
                 side_effect=rng.random() < 0.5,
                 prerequisites=prereqs,
                 writes=writes,
-                alternatives=[a for a in rng.sample(names, min(2, n)) if a != name] if rng.random() < 0.3 else [],
+                alternatives=[a for a in rng.sample(names, min(2, tool_count)) if a != name]
+                if rng.random() < 0.3
+                else [],
             )
         )
     turns = []
@@ -154,9 +156,9 @@ def _grounded_values(*sources: Any) -> list[Any]:
         if isinstance(src, str):
             out += src.split()
         elif isinstance(src, dict):
-            for v in src.values():
-                if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-                    out.append(v)
+            for value in src.values():
+                if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                    out.append(value)
     return out
 
 
@@ -183,10 +185,10 @@ class AdversarialBackend:
         return [SLMReply(self._answer(r), {"backend": "adversarial"}) for r in requests]
 
     def _tool(self) -> str | None:
-        r = self.rng.random()
-        if r < 0.15:
+        draw = self.rng.random()
+        if draw < 0.15:
             return "no_such_tool"
-        if r < 0.25:
+        if draw < 0.25:
             return None
         return self.rng.choice(self.tools) if self.tools else None
 
@@ -194,17 +196,17 @@ class AdversarialBackend:
         return self.rng.choice(WORDS + [1, 2.5, True, None, "hallucinated-value", [1, 2], {"x": 1}])
 
     def _answer(self, req: SLMRequest) -> str:
-        r = self.rng.random()
-        if r < 0.08:
+        draw = self.rng.random()
+        if draw < 0.08:
             return self.rng.choice(["", "{", "not json", "null", "[]", "{}", '{"tasks": "x"}', "```json\n{}\n```"])
-        if r < 0.54:
+        if draw < 0.54:
             return self._plausible(req)
         inp = req.input
-        p = req.primitive
+        primitive = req.primitive
         extra = {"unexpected_key": 1} if self.rng.random() < 0.1 else {}
-        if p == "decompose":
-            n = self.rng.randint(0, 5)
-            ids = [f"t{i}" for i in range(n)] + (["t0"] if self.rng.random() < 0.05 else [])
+        if primitive == "decompose":
+            task_count = self.rng.randint(0, 5)
+            ids = [f"t{i}" for i in range(task_count)] + (["t0"] if self.rng.random() < 0.05 else [])
             tasks = []
             for tid in ids:
                 deps = [d for d in ids if d != tid and self.rng.random() < 0.3]
@@ -230,7 +232,7 @@ class AdversarialBackend:
                     }
                 tasks.append(task)
             return json.dumps({"tasks": tasks, **extra})
-        if p == "get_order":
+        if primitive == "get_order":
             ids = [t.id for t in inp.tasks]
             self.rng.shuffle(ids)
             if self.rng.random() < 0.15:
@@ -238,7 +240,7 @@ class AdversarialBackend:
             if self.rng.random() < 0.1:
                 ids = ids + ids[:1]
             return json.dumps({"ordered_task_ids": ids, **extra})
-        if p == "check_prerequisites":
+        if primitive == "check_prerequisites":
             if self.rng.random() < 0.3:
                 return json.dumps({"task": None})
             return json.dumps(
@@ -247,9 +249,9 @@ class AdversarialBackend:
                     **extra,
                 }
             )
-        if p == "match_func":
+        if primitive == "match_func":
             return json.dumps({"tool_name": self._tool(), **extra})
-        if p == "match_fill":
+        if primitive == "match_fill":
             keys = list(inp.missing)
             if self.rng.random() < 0.2 and keys:
                 keys = keys[:-1]
@@ -259,8 +261,8 @@ class AdversarialBackend:
         return "{}"
 
     def _plausible(self, req: SLMRequest) -> str:
-        rng, inp, p = self.rng, req.input, req.primitive
-        if p == "decompose":
+        rng, inp, primitive = self.rng, req.input, req.primitive
+        if primitive == "decompose":
             briefs = {t.name: t for t in inp.tools}
             grounded = _grounded_values(inp.user, inp.context, inp.state)
             tasks = []
@@ -269,9 +271,9 @@ class AdversarialBackend:
                 tool = rng.choice(list(briefs)) if briefs and rng.random() < 0.85 else None
                 params = {}
                 if tool is not None:
-                    for m in briefs[tool].params:
+                    for param_name in briefs[tool].params:
                         if rng.random() < 0.5:
-                            params[m] = rng.choice(grounded + [None]) if grounded else None
+                            params[param_name] = rng.choice(grounded + [None]) if grounded else None
                 deps = [f"t{j}" for j in range(k) if rng.random() < 0.35]
                 if k >= 2 and rng.random() < 0.3:  # the same tool again after another task's result (same-turn binding)
                     tool, params, deps = tasks[k - 2]["tool_name"], {}, [f"t{k - 1}"]
@@ -306,11 +308,11 @@ class AdversarialBackend:
                 tasks[0]["depends_on"].append(tasks[-1]["id"])
                 tasks[-1]["depends_on"].append(tasks[0]["id"])
             return json.dumps({"tasks": tasks})
-        if p == "get_order":
+        if primitive == "get_order":
             ids = [t.id for t in inp.tasks]
             rng.shuffle(ids)
             return json.dumps({"ordered_task_ids": ids})
-        if p == "check_prerequisites":
+        if primitive == "check_prerequisites":
             fits = [t for t in inp.tools if inp.key in t.writes]
             if not fits or rng.random() < 0.2:
                 return json.dumps({"task": None})
@@ -318,19 +320,19 @@ class AdversarialBackend:
             grounded = _grounded_values(inp.task.text, inp.context, inp.state)
             params = {m: rng.choice(grounded) for m in tool.params if grounded and rng.random() < 0.5}
             return json.dumps({"task": {"tool_name": tool.name, "parameters": params}})
-        if p == "match_func":
+        if primitive == "match_func":
             # Mostly the tool the decomposition named (registered or not), else any implemented tool.
             tool = self.decomposed_tools.get(inp.task.id) if rng.random() < 0.8 else rng.choice(self.tools + [None])
             return json.dumps({"tool_name": tool})
-        if p == "match_fill":
+        if primitive == "match_fill":
             grounded = _grounded_values(inp.task.text, inp.context, inp.state)
             return json.dumps({"values": {m: rng.choice(grounded + [None]) if grounded else None for m in inp.missing}})
         return "{}"
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(left: Any, right: Any) -> bool:
     """Equal as JSON values (so True != 1 and 1 != 1.0, unlike ==)."""
-    return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True, default=repr)
+    return json.dumps(left, sort_keys=True, default=repr) == json.dumps(right, sort_keys=True, default=repr)
 
 
 def _first_bound(*sources: dict[str, Any], name: str) -> tuple[bool, Any]:
@@ -341,8 +343,12 @@ def _first_bound(*sources: dict[str, Any], name: str) -> tuple[bool, Any]:
     return False, None
 
 
-def _request_key(r: SLMRequest) -> tuple[str, str, tuple[str, ...]]:
-    return r.primitive, json.dumps(r.input.model_dump(mode="json"), sort_keys=True, default=repr), tuple(r.feedback)
+def _request_key(request: SLMRequest) -> tuple[str, str, tuple[str, ...]]:
+    return (
+        request.primitive,
+        json.dumps(request.input.model_dump(mode="json"), sort_keys=True, default=repr),
+        tuple(request.feedback),
+    )
 
 
 class RecordingBackend:
@@ -381,18 +387,18 @@ class ReplayBackend:
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         out = []
-        for r in requests:
-            if r.primitive == "decompose":
+        for request in requests:
+            if request.primitive == "decompose":
                 text = json.dumps({"tasks": self.tasks})
-            elif r.primitive == "get_order":
-                ids = {t.id for t in r.input.tasks}
+            elif request.primitive == "get_order":
+                ids = {t.id for t in request.input.tasks}
                 text = json.dumps({"ordered_task_ids": [t for t in self.order if t in ids]})
             else:
-                q = self.replies.get(_request_key(r))
-                if q:
-                    text = q.popleft()
+                queued = self.replies.get(_request_key(request))
+                if queued:
+                    text = queued.popleft()
                 else:
-                    self.unmatched.append(f"{r.primitive} {_request_key(r)[1][:300]}")
+                    self.unmatched.append(f"{request.primitive} {_request_key(request)[1][:300]}")
                     text = ""
             out.append(SLMReply(text, {"backend": "replay"}))
         return out
@@ -408,8 +414,8 @@ def _dependents(tasks: dict[str, Any], root: str) -> set[str]:
     grew = True
     while grew:
         grew = False
-        for tid, t in tasks.items():
-            if tid not in out and any(d in out for d in t.depends_on):
+        for tid, task in tasks.items():
+            if tid not in out and any(d in out for d in task.depends_on):
                 out.add(tid)
                 grew = True
     return out
@@ -430,11 +436,11 @@ def _fresh_entries(
     deps: set[str] = set()
     todo = list(tasks[call.task_id].depends_on)
     while todo:
-        d = todo.pop()
-        if d in deps or d == call.task_id or d not in tasks:
+        dep = todo.pop()
+        if dep in deps or dep == call.task_id or dep not in tasks:
             continue
-        deps.add(d)
-        todo.extend(tasks[d].depends_on)
+        deps.add(dep)
+        todo.extend(tasks[dep].depends_on)
     before = res.calls[: next(k for k, c in enumerate(res.calls) if c is call)]
     return [
         (c.tool, toolgate.writes(registry[c.tool], c.arguments, toolgate.as_result_object(c.result)))
@@ -444,49 +450,49 @@ def _fresh_entries(
 
 
 def _same_turn_binding(
-    m: str,
+    param: str,
     task: Any,
     ctx: dict[str, Any],
     user: str,
     fresh: list[tuple[str, dict[str, Any]]],
-    S: dict[str, Any],
+    scratchpad: dict[str, Any],
     sources: dict[str, Any],
     tool: str,
     S_at_decompose: dict[str, Any],
 ) -> tuple[bool, Any]:
-    """docs/kernel.md "Same-turn binding", restated from the doc: (True, value) where Lookup binds ``m``,
+    """docs/kernel.md "Same-turn binding", restated from the doc: (True, value) where Lookup binds ``param``,
     (False, None) where it leaves it missing."""
     tau = {**ctx, **{k: v for k, v in task.parameters.items() if v is not None}}
-    stated = tau.get(m)
+    stated = tau.get(param)
     copied = (
         stated is not None
-        and m in task.parameters
-        and task.parameters[m] is not None
+        and param in task.parameters
+        and task.parameters[param] is not None
         and fresh
-        and not Haystack([user], [ctx]).contains(task.parameters[m])
-        and Haystack([], [S_at_decompose]).contains(task.parameters[m])
+        and not Haystack([user], [ctx]).contains(task.parameters[param])
+        and Haystack([], [S_at_decompose]).contains(task.parameters[param])
     )
     if stated is not None and not copied:
         return True, stated
     if fresh:
         for _, entries in fresh:
-            if entries.get(m) is not None:
-                return True, entries[m]
-        if any(entries.get(f"{g}.{m}") is not None for g, entries in fresh):
+            if entries.get(param) is not None:
+                return True, entries[param]
+        if any(entries.get(f"{g}.{param}") is not None for g, entries in fresh):
             return False, None
         if stated is not None:
             return True, stated
-    entry = S.get(
+    entry = scratchpad.get(
         f"unfinished.{tool}"
     )  # an earlier turn's unfinished task of this tool (docs/kernel.md, "Unfinished tasks")
     if isinstance(entry, dict) and entry.get("outcome") in ("blocked", "missing_param"):
-        kept = entry.get("arguments", {}).get(m)
+        kept = entry.get("arguments", {}).get(param)
         if kept is not None and not is_truncated(kept):
             return True, kept
-    if S.get(m) is not None and not is_truncated(S[m]):
-        if fresh and sources.get(m) == f"call:{tool}":
+    if scratchpad.get(param) is not None and not is_truncated(scratchpad[param]):
+        if fresh and sources.get(param) == f"call:{tool}":
             return False, None
-        return True, S[m]
+        return True, scratchpad[param]
     return False, None
 
 
@@ -514,51 +520,51 @@ def _check_bindings(
     }
     retrieval_calls = [c for c in res.calls if c.purpose == "retrieval"]
     proposed_for: dict[int, Any] = {}
-    for c in retrieval_calls:
-        q = retrievals.get(c.task_id)
-        proposed_for[id(c)] = q.popleft() if q else None
-    for c, inv in zip(staged, probe.invocations, strict=True):
-        where = f"turn {i}: {c.purpose} call {c.tool} of task {c.task_id}"
-        if inv["tool"] != c.tool or not _same(inv["args"], c.arguments):
-            problems.append(f"{where}: recorded {c.arguments} but the tool {inv['tool']} received {inv['args']}")
+    for call in retrieval_calls:
+        proposed = retrievals.get(call.task_id)
+        proposed_for[id(call)] = proposed.popleft() if proposed else None
+    for call, inv in zip(staged, probe.invocations, strict=True):
+        where = f"turn {i}: {call.purpose} call {call.tool} of task {call.task_id}"
+        if inv["tool"] != call.tool or not _same(inv["args"], call.arguments):
+            problems.append(f"{where}: recorded {call.arguments} but the tool {inv['tool']} received {inv['args']}")
             continue
-        task = tasks.get(c.task_id)
+        task = tasks.get(call.task_id)
         if task is None:
             problems.append(f"{where}: no such task in the decomposition")
             continue
         S_then = inv["S"]
-        if c.purpose == "task":
-            fresh = _fresh_entries(res, tasks, c, registry)
-            for m, v in c.arguments.items():
+        if call.purpose == "task":
+            fresh = _fresh_entries(res, tasks, call, registry)
+            for param, value in call.arguments.items():
                 found, want = _same_turn_binding(
-                    m, task, ctx, res.user, fresh, S_then, inv["sources"], c.tool, S_at_decompose
+                    param, task, ctx, res.user, fresh, S_then, inv["sources"], call.tool, S_at_decompose
                 )
                 if not found:  # missing after Lookup: only match_fill, which writes S before the call, can bind it
-                    if inv["sources"].get(m) == "fill" and _same(v, S_then.get(m)):
+                    if inv["sources"].get(param) == "fill" and _same(value, S_then.get(param)):
                         continue
                     problems.append(
-                        f"INV-L {where}: argument {m}={v!r} is bound in neither tau, the dependencies' "
+                        f"INV-L {where}: argument {param}={value!r} is bound in neither tau, the dependencies' "
                         f"entries nor S, and match_fill did not write it"
                     )
-                elif not _same(v, want):
+                elif not _same(value, want):
                     problems.append(
-                        f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                        f"INV-L {where}: argument {param}={value!r} but tau/S give {want!r} "
                         f"(task parameters {task.parameters}, context {ctx}, S {S_then})"
                     )
         else:
-            prop = proposed_for.get(id(c))
+            prop = proposed_for.get(id(call))
             if prop is None:
                 problems.append(f"{where}: a retrieval call with no recorded retrieval task")
                 continue
-            spec = registry[c.tool]
-            for m, v in c.arguments.items():
-                if m in spec.required:  # looked up: the proposed task's values are its tau, before the task's
-                    found, want = _first_bound(prop.parameters, task.parameters, ctx, S_then, name=m)
+            spec = registry[call.tool]
+            for param, value in call.arguments.items():
+                if param in spec.required:  # looked up: the proposed task's values are its tau, before the task's
+                    found, want = _first_bound(prop.parameters, task.parameters, ctx, S_then, name=param)
                 else:  # optional: only what the proposed task stated
-                    found, want = prop.parameters.get(m) is not None, prop.parameters.get(m)
-                if not found or not _same(v, want):
+                    found, want = prop.parameters.get(param) is not None, prop.parameters.get(param)
+                if not found or not _same(value, want):
                     problems.append(
-                        f"INV-L {where}: argument {m}={v!r} but tau/S give {want!r} "
+                        f"INV-L {where}: argument {param}={value!r} but tau/S give {want!r} "
                         f"(proposed {prop.parameters}, task parameters {task.parameters}, context {ctx}, S {S_then})"
                     )
     return problems
@@ -574,17 +580,19 @@ def _check_dependencies(i: int, res: TurnResult, cvc: bool) -> list[str]:
     position.update(
         {iid: position[o.task_id] for o in res.outcomes.values() for iid in o.instances if o.task_id in position}
     )  # an instance runs at its task's
-    for tid, o in res.outcomes.items():
-        t = tasks.get(tid)
-        deps = [d for d in (t.depends_on if t else []) if d in tasks and d != tid]
+    for tid, outcome in res.outcomes.items():
+        task = tasks.get(tid)
+        deps = [d for d in (task.depends_on if task else []) if d in tasks and d != tid]
         failed_deps = [d for d in deps if status.get(d) != "executed"]
-        if o.status == "skipped" and not failed_deps:
-            problems.append(f"turn {i}: INV-R task {tid} skipped but its dependencies {deps} all executed ({o.reason})")
-        if cvc and failed_deps and o.status != "skipped":
+        if outcome.status == "skipped" and not failed_deps:
             problems.append(
-                f"turn {i}: INV-R task {tid} is {o.status} although its dependencies {failed_deps} did not execute"
+                f"turn {i}: INV-R task {tid} skipped but its dependencies {deps} all executed ({outcome.reason})"
             )
-        if cvc and o.status == "executed":
+        if cvc and failed_deps and outcome.status != "skipped":
+            problems.append(
+                f"turn {i}: INV-R task {tid} is {outcome.status} although its dependencies {failed_deps} did not execute"
+            )
+        if cvc and outcome.status == "executed":
             late = [d for d in deps if position.get(d, len(res.order)) > position.get(tid, -1)]
             if late:
                 problems.append(f"turn {i}: task {tid} executed before its dependencies {late} (order {res.order})")
@@ -611,13 +619,13 @@ def _counterfactual(
     tasks = {t.id: t for t in res.tasks + res.instances}  # a fan-out's instances are tasks of their own
     by_task: dict[str, list[SLMRequest]] = defaultdict(list)
     for req, _ in log:
-        t = getattr(req.input, "task", None)
-        if t is not None and hasattr(t, "id"):
-            by_task[t.id].append(req)
+        task = getattr(req.input, "task", None)
+        if task is not None and hasattr(task, "id"):
+            by_task[task.id].append(req)
     victim = None
     for tid in dict.fromkeys(res.order):
-        o = res.outcomes.get(tid)
-        if o is None or o.status not in _NO_EFFECT_FAILURES:
+        outcome = res.outcomes.get(tid)
+        if outcome is None or outcome.status not in _NO_EFFECT_FAILURES:
             continue
         if any(
             r.primitive == "match_fill" or (r.primitive == "check_prerequisites" and r.input.outcome == "absent")
@@ -688,46 +696,53 @@ def run_case(
     dom = build_domain(case, probe)
     env = Environment([dom])
     registry = env.registry(exclude=case.unregistered)
-    S = Scratchpad(case.config)
-    probe.S = S
+    scratchpad = Scratchpad(case.config)
+    probe.S = scratchpad
     adversary = AdversarialBackend(seed, [s.name for s in case.registry_specs])
     backend = RecordingBackend(adversary)
     problems: list[str] = []
     stats: Counter = Counter()
     results = []
     for i, (text, ctx) in enumerate(case.turns):
-        keys_before = S.keys()
-        S_before = S.copy()
+        keys_before = scratchpad.keys()
+        S_before = scratchpad.copy()
         world_before = env.states["fuzz"].model_copy(deep=True)
         log_before = len(env.states["fuzz"].log)
         probe.invocations = []
         backend.log = []
         res, _ = kernel.run_turn(
-            user=text, env=env, scratchpad=S, registry=registry, backend=backend, turn_context=ctx, index=i, trace=trace
+            user=text,
+            env=env,
+            scratchpad=scratchpad,
+            registry=registry,
+            backend=backend,
+            turn_context=ctx,
+            index=i,
+            trace=trace,
         )
         results.append(res)
         problems += [f"turn {i}: {v}" for v in res.invariant_violations]
-        if not keys_before <= S.keys():  # INV-S across the whole turn
-            problems.append(f"turn {i}: INV-S scratchpad lost keys {sorted(keys_before - S.keys())}")
+        if not keys_before <= scratchpad.keys():  # INV-S across the whole turn
+            problems.append(f"turn {i}: INV-S scratchpad lost keys {sorted(keys_before - scratchpad.keys())}")
         if res.slm_calls > kernel.program.max_slm_calls:  # INV-T: bounded model calls
             problems.append(
                 f"turn {i}: {res.slm_calls} SLM calls exceed the static bound {kernel.program.max_slm_calls}"
             )
         executed = env.states["fuzz"].log[log_before:]
         staged = [c for c in res.calls if c.result is not None]
-        for c in res.calls:  # never an unregistered tool: not even attempted
-            if c.tool not in registry:
+        for call in res.calls:  # never an unregistered tool: not even attempted
+            if call.tool not in registry:
                 problems.append(
-                    f"turn {i}: call to unregistered tool {c.tool} ({'ran' if c.result is not None else 'rejected'})"
+                    f"turn {i}: call to unregistered tool {call.tool} ({'ran' if call.result is not None else 'rejected'})"
                 )
         for inv in probe.invocations:  # ... and no implementation outside the registry ever ran
             if inv["tool"] not in registry:
                 problems.append(f"turn {i}: the implementation of unregistered tool {inv['tool']} was invoked")
-        for c in staged:
-            if kernel.config.cvc and c.tool in registry:
-                missing = [m for m in registry[c.tool].required if m not in c.arguments]
+        for call in staged:
+            if kernel.config.cvc and call.tool in registry:
+                missing = [m for m in registry[call.tool].required if m not in call.arguments]
                 if missing:  # INV-E: no partial call
-                    problems.append(f"turn {i}: {c.tool} executed without {missing}")
+                    problems.append(f"turn {i}: {call.tool} executed without {missing}")
         committed = [c for c in res.calls if c.committed]
         if [c.tool for c in committed] != [e["tool"] for e in executed]:  # the world changed exactly by the commits
             problems.append(

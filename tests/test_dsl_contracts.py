@@ -69,10 +69,10 @@ def run_extract(reply: str, text: str = "flights from Paris to Rome", retries=0,
 def test_each_contract_level_is_detected_and_named(reply, level, constraint, fragment):
     run, _ = run_extract(reply)
     assert not run.ok
-    (v,) = run.error.violations
-    assert (v.primitive, v.level, v.constraint) == ("extract", level, constraint)
-    assert fragment in v.message
-    assert v.input == Query(text="flights from Paris to Rome")
+    (violation,) = run.error.violations
+    assert (violation.primitive, violation.level, violation.constraint) == ("extract", level, constraint)
+    assert fragment in violation.message
+    assert violation.input == Query(text="flights from Paris to Rome")
     rec = run.trace.records[-1]
     assert rec.action == "halt" and not rec.ok
     assert rec.contract["violations"][0]["level"] == level
@@ -86,14 +86,14 @@ def test_a_valid_reply_passes_all_levels():
 
 
 def test_runtime_exception_in_a_primitive_is_a_violation_not_a_crash():
-    def boom(x):
+    def boom(num):
         raise KeyError("missing config")
 
     run = Engine().run(symbolic("boom", boom, Num, Num, Contract()), {"v": 1})
     assert not run.ok
-    (v,) = run.error.violations
-    assert (v.level, v.constraint, v.primitive) == ("runtime", "raised", "boom")
-    assert "missing config" in v.message
+    (violation,) = run.error.violations
+    assert (violation.level, violation.constraint, violation.primitive) == ("runtime", "raised", "boom")
+    assert "missing config" in violation.message
 
 
 def test_backend_exception_is_a_backend_error_not_a_violation():
@@ -134,20 +134,20 @@ def test_a_backend_error_is_not_caught_by_a_fallback():
 
 
 def test_all_value_and_semantic_violations_are_reported_together():
-    c = Contract(
+    contract = Contract(
         value=[check("pos")(lambda i, o: o.v > 0 or "not positive"), check("even")(lambda i, o: o.v % 2 == 0 or "odd")],
         semantic=[check("small", "semantic")(lambda i, o: o.v < 10 or "too big")],
     )
-    run = Engine().run(symbolic("f", lambda x: Num(v=-3), Num, Num, c), {"v": 0})
+    run = Engine().run(symbolic("f", lambda x: Num(v=-3), Num, Num, contract), {"v": 0})
     assert [(v.level, v.constraint) for v in run.error.violations] == [("value", "pos"), ("value", "even")]
-    run = Engine().run(symbolic("f", lambda x: Num(v=11), Num, Num, c), {"v": 0})
+    run = Engine().run(symbolic("f", lambda x: Num(v=11), Num, Num, contract), {"v": 0})
     assert [(v.level, v.constraint) for v in run.error.violations] == [("value", "even"), ("semantic", "small")]
 
 
 def test_value_and_semantic_checks_do_not_run_on_an_ill_typed_output():
     ran = []
-    c = Contract(value=[lambda i, o: ran.append(o) or True])
-    run = Engine().run(symbolic("f", lambda x: {"v": "abc"}, Num, Num, c), {"v": 0})
+    contract = Contract(value=[lambda i, o: ran.append(o) or True])
+    run = Engine().run(symbolic("f", lambda x: {"v": "abc"}, Num, Num, contract), {"v": 0})
     assert run.error.violations[0].level == "type"
     assert ran == []
 
@@ -158,7 +158,7 @@ def test_output_is_coerced_into_its_type_from_a_dict():
 
 
 # ------------------------------------------------------------- fail closed
-def _bad_check(i, o):
+def _bad_check(inp, output):
     raise AttributeError("check bug")
 
 
@@ -173,18 +173,18 @@ def _bad_check(i, o):
     ],
 )
 def test_checks_fail_closed(fn, fragment):
-    c = Contract(semantic=[Check("guard", "semantic", fn)])
-    run = Engine().run(symbolic("f", lambda x: x, Num, Num, c), {"v": 1})
+    contract = Contract(semantic=[Check("guard", "semantic", fn)])
+    run = Engine().run(symbolic("f", lambda x: x, Num, Num, contract), {"v": 1})
     assert not run.ok
-    (v,) = run.error.violations
-    assert v.level == "semantic" and v.constraint == "guard"
-    assert fragment in v.message
+    (violation,) = run.error.violations
+    assert violation.level == "semantic" and violation.constraint == "guard"
+    assert fragment in violation.message
 
 
 def test_check_passes_on_none_and_true():
     for res in (None, True):
-        c = Contract(value=[lambda i, o, res=res: res])
-        assert Engine().run(symbolic("f", lambda x: x, Num, Num, c), {"v": 1}).ok
+        contract = Contract(value=[lambda i, o, res=res: res])
+        assert Engine().run(symbolic("f", lambda x: x, Num, Num, contract), {"v": 1}).ok
 
 
 def test_contract_rejects_a_non_callable_check():
@@ -193,11 +193,11 @@ def test_contract_rejects_a_non_callable_check():
 
 
 def test_a_plain_function_check_is_named_after_the_function():
-    def ids_unique(i, o):
+    def ids_unique(inp, output):
         return False
 
-    c = Contract(value=[ids_unique])
-    assert c.names == ["ids_unique"]
+    contract = Contract(value=[ids_unique])
+    assert contract.names == ["ids_unique"]
     # a Check given at another level is moved to the level it is listed under
     c2 = Contract(semantic=[Check("x", "value", ids_unique)])
     assert c2.checks[0].level == "semantic"
@@ -262,9 +262,9 @@ def test_repair_that_raises_halts_with_the_cause():
 def test_repair_returning_a_dict_is_validated_into_the_input_type():
     seen = []
 
-    def fn(x):
-        seen.append(type(x).__name__)
-        return Num(v=x.v)
+    def fn(num):
+        seen.append(type(num).__name__)
+        return Num(v=num.v)
 
     step = Step(
         symbolic("f", fn, Num, Num, Contract(value=[lambda i, o: o.v >= 0])), retries=1, repair=lambda i, vs: {"v": 4}
@@ -323,9 +323,9 @@ def test_halt_is_a_structured_error():
     assert [(v.level, v.constraint) for v in err.violations] == [("semantic", "covers_query")]
     msg = str(err)
     assert "halted at pipeline/keep_known" in msg and "keep_known" in msg and "covers_query" in msg
-    d = err.to_dict()
-    assert json.loads(json.dumps(d)) == d
-    assert d == {
+    as_dict = err.to_dict()
+    assert json.loads(json.dumps(as_dict)) == as_dict
+    assert as_dict == {
         "step": "pipeline/keep_known",
         "primitive": "keep_known",
         "reason": "[semantic] covers_query: no entity extracted",
@@ -351,10 +351,10 @@ def test_raise_for_error_returns_the_output_when_ok():
 
 
 def test_violation_round_trips_through_a_dict():
-    v = Violation("p", "value", "c", "msg", Num(v=1))
-    back = Violation.from_dict(v.to_dict())
+    violation = Violation("p", "value", "c", "msg", Num(v=1))
+    back = Violation.from_dict(violation.to_dict())
     assert back == Violation("p", "value", "c", "msg", {"v": 1})
-    assert str(v) == "p: [value] c: msg"
+    assert str(violation) == "p: [value] c: msg"
 
 
 # ------------------------------------------------------------- check_contracts=False (no-CVC ablation)
@@ -375,12 +375,12 @@ def test_ablation_still_needs_well_typed_outputs_and_does_not_retry():
 
 def test_ablation_runs_only_the_first_fallback_alternative():
     called = []
-    a = symbolic("a", lambda x: (called.append("a"), {"v": "bad"})[1], Num, Num, Contract())
-    b = symbolic("b", lambda x: (called.append("b"), Num(v=1))[1], Num, Num, Contract())
-    run = Engine(check_contracts=False).run(Fallback(a, b), {"v": 0})
+    first = symbolic("a", lambda x: (called.append("a"), {"v": "bad"})[1], Num, Num, Contract())
+    second = symbolic("b", lambda x: (called.append("b"), Num(v=1))[1], Num, Num, Contract())
+    run = Engine(check_contracts=False).run(Fallback(first, second), {"v": 0})
     assert not run.ok and called == ["a"]
     called.clear()
-    assert Engine().run(Fallback(a, b), {"v": 0}).ok and called == ["a", "b"]
+    assert Engine().run(Fallback(first, second), {"v": 0}).ok and called == ["a", "b"]
 
 
 def test_ablation_skips_repair_and_batch_retries():
@@ -413,9 +413,9 @@ def test_ablation_conditional_probe_passes_on_any_well_typed_output():
 def test_iterate_with_a_retrying_body():
     calls = []
 
-    def fn(x):
-        calls.append(x.v)
-        return Num(v=x.v + 1) if len(calls) % 2 == 0 else Num(v=-1)
+    def fn(num):
+        calls.append(num.v)
+        return Num(v=num.v + 1) if len(calls) % 2 == 0 else Num(v=-1)
 
     body = Step(symbolic("flaky", fn, Num, Num, Contract(value=[lambda i, o: o.v >= 0]), pure=False), retries=1)
     run = Engine().run(Iterate(body, until=lambda s: s.v >= 2, max_iters=5), {"v": 0})

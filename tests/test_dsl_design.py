@@ -60,12 +60,12 @@ def render(inp, fb):
     return [{"role": "user", "content": inp.model_dump_json()}]
 
 
-def sym(name, i, o):
-    return symbolic(name, lambda x: x, i, o, Contract())
+def sym(name, input_type, output_type):
+    return symbolic(name, lambda x: x, input_type, output_type, Contract())
 
 
-def model(name, i, o, retries=0):
-    return Step(slm(name, i, o, Contract(), render=render), retries=retries)
+def model(name, input_type, output_type, retries=0):
+    return Step(slm(name, input_type, output_type, Contract(), render=render), retries=retries)
 
 
 # ------------------------------------------------------------- Sequence
@@ -152,11 +152,11 @@ def test_conditional_probe_output_must_feed_then():
 
 
 def test_conditional_needs_exactly_one_of_when_or_probe():
-    a, b = sym("a", Text, Count), sym("b", Text, Count)
+    then_step, otherwise_step = sym("a", Text, Count), sym("b", Text, Count)
     with pytest.raises(DesignError, match="exactly one of when="):
-        Conditional(then=a, otherwise=b)
+        Conditional(then=then_step, otherwise=otherwise_step)
     with pytest.raises(DesignError, match="exactly one of when="):
-        Conditional(when=lambda x: True, probe=sym("p", Text, Text), then=a, otherwise=b)
+        Conditional(when=lambda x: True, probe=sym("p", Text, Text), then=then_step, otherwise=otherwise_step)
 
 
 def test_conditional_when_must_be_callable():
@@ -244,24 +244,24 @@ def test_primitive_construction_checks():
 
 # ------------------------------------------------------------- static bound and budget
 def test_static_slm_call_bound_per_operator():
-    a = model("a", Text, Text, retries=2)  # 3
-    b = model("b", Text, Text)  # 1
-    s = sym("s", Text, Text)  # 0
-    assert Sequence(a, b, s).max_slm_calls == 4
-    assert Parallel(x=a, y=b, z=s).max_slm_calls == 4
-    assert Fallback(a, b, s).max_slm_calls == 4
-    assert Conditional(when=lambda x: True, then=a, otherwise=b).max_slm_calls == 3
-    assert Conditional(probe=b, then=a, otherwise=s).max_slm_calls == 1 + 3
-    assert Iterate(Sequence(a, b), until=lambda x: True, max_iters=5).max_slm_calls == 20
-    assert ForEach(a, over="items", max_items=7).max_slm_calls == 21
-    nested = ForEach(Iterate(Fallback(a, b), until=lambda x: True, max_iters=2), over="items", max_items=3)
+    retried = model("a", Text, Text, retries=2)  # 3
+    single = model("b", Text, Text)  # 1
+    symbolic_step = sym("s", Text, Text)  # 0
+    assert Sequence(retried, single, symbolic_step).max_slm_calls == 4
+    assert Parallel(x=retried, y=single, z=symbolic_step).max_slm_calls == 4
+    assert Fallback(retried, single, symbolic_step).max_slm_calls == 4
+    assert Conditional(when=lambda x: True, then=retried, otherwise=single).max_slm_calls == 3
+    assert Conditional(probe=single, then=retried, otherwise=symbolic_step).max_slm_calls == 1 + 3
+    assert Iterate(Sequence(retried, single), until=lambda x: True, max_iters=5).max_slm_calls == 20
+    assert ForEach(retried, over="items", max_items=7).max_slm_calls == 21
+    nested = ForEach(Iterate(Fallback(retried, single), until=lambda x: True, max_iters=2), over="items", max_items=3)
     assert nested.max_slm_calls == 3 * 2 * 4
-    assert Program(Sequence(s, s)).max_slm_calls == 0
+    assert Program(Sequence(symbolic_step, symbolic_step)).max_slm_calls == 0
 
 
 def test_budget_exceeded_by_the_static_bound_is_rejected():
-    a = model("a", Text, Text, retries=2)
-    loop = Iterate(a, until=lambda x: True, max_iters=2, label="loop")
+    retried = model("a", Text, Text, retries=2)
+    loop = Iterate(retried, until=lambda x: True, max_iters=2, label="loop")
     prog = Program(loop, name="ok", max_slm_calls=6)
     assert prog.max_slm_calls == 6 and prog.budget == 6
     with pytest.raises(DesignError) as ei:

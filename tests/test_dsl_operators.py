@@ -48,17 +48,17 @@ NONNEG = Contract(value=[check("non_negative")(lambda i, o: o.v >= 0 or f"v={o.v
 def test_sequence_passes_each_output_forward_in_order():
     seen = []
 
-    def split(t):
-        seen.append(("split", t.text))
-        return Words(words=t.text.split(), source=t.text)
+    def split(text):
+        seen.append(("split", text.text))
+        return Words(words=text.text.split(), source=text.text)
 
-    def count(w):
-        seen.append(("count", list(w.words)))
-        return Count(n=len(w.words))
+    def count(words):
+        seen.append(("count", list(words.words)))
+        return Count(n=len(words.words))
 
-    def double(c):
-        seen.append(("double", c.n))
-        return Count(n=2 * c.n)
+    def double(counted):
+        seen.append(("double", counted.n))
+        return Count(n=2 * counted.n)
 
     prog = Sequence(
         symbolic("split", split, Text, Words, Contract()),
@@ -107,10 +107,10 @@ def test_parallel_branches_run_concurrently():
     threads = {}
 
     def branch(name, k):
-        def fn(x):
+        def fn(num):
             threads[name] = threading.get_ident()
             barrier.wait()
-            return Num(v=x.v * k)
+            return Num(v=num.v * k)
 
         return symbolic(name, fn, Num, Num, Contract())
 
@@ -128,9 +128,9 @@ def test_parallel_with_one_worker_is_sequential():
     # violation and halts.
     barrier = threading.Barrier(2, timeout=0.3)
 
-    def fn(x):
+    def fn(num):
         barrier.wait()
-        return x
+        return num
 
     prog = Parallel(a=symbolic("a", fn, Num, Num, Contract()), b=symbolic("b", fn, Num, Num, Contract()))
     run = Engine(max_workers=1).run(prog, {"v": 1})
@@ -205,8 +205,8 @@ def test_conditional_on_a_contract_outcome():
 
 
 def test_conditional_predicate_that_raises_halts_with_a_structured_error():
-    a = symbolic("a", lambda x: x, Num, Num, Contract())
-    run = Engine().run(Conditional(when=lambda x: 1 / 0, then=a, otherwise=a, label="c"), {"v": 1})
+    step = symbolic("a", lambda x: x, Num, Num, Contract())
+    run = Engine().run(Conditional(when=lambda x: 1 / 0, then=step, otherwise=step, label="c"), {"v": 1})
     assert not run.ok
     assert run.error.step == "c"
     assert "condition raised" in run.error.reason and "ZeroDivisionError" in run.error.reason
@@ -214,9 +214,9 @@ def test_conditional_predicate_that_raises_halts_with_a_structured_error():
 
 # ------------------------------------------------------------------- Iterate
 def _inc(calls):
-    def fn(x):
-        calls.append(x.v)
-        return Num(v=x.v + 1)
+    def fn(num):
+        calls.append(num.v)
+        return Num(v=num.v + 1)
 
     return symbolic("inc", fn, Num, Num, Contract(), pure=False)
 
@@ -265,8 +265,8 @@ def test_iterate_until_that_raises_halts():
 def test_fallback_tries_alternatives_in_order_and_first_success_wins():
     order = []
 
-    def alt(name, v):
-        return symbolic(name, lambda x: (order.append(name), Num(v=v))[1], Num, Num, NONNEG)
+    def alt(name, value):
+        return symbolic(name, lambda x: (order.append(name), Num(v=value))[1], Num, Num, NONNEG)
 
     fb = Fallback(alt("first", -1), alt("second", -2), alt("third", 3), alt("fourth", 4), label="fb")
     run = Engine().run(fb, {"v": 0})
@@ -277,14 +277,14 @@ def test_fallback_tries_alternatives_in_order_and_first_success_wins():
 
 
 def test_fallback_all_failing_halts_with_every_cause():
-    a = symbolic("a", lambda x: Num(v=-1), Num, Num, NONNEG)
-    b = symbolic("b", lambda x: {"v": "nope"}, Num, Num, Contract())
+    negative = symbolic("a", lambda x: Num(v=-1), Num, Num, NONNEG)
+    ill_typed = symbolic("b", lambda x: {"v": "nope"}, Num, Num, Contract())
 
-    def c_fn(x):
+    def c_fn(num):
         raise RuntimeError("tool down")
 
-    c = symbolic("c", c_fn, Num, Num, Contract())
-    run = Engine().run(Fallback(a, b, c, label="fb"), {"v": 0})
+    raising = symbolic("c", c_fn, Num, Num, Contract())
+    run = Engine().run(Fallback(negative, ill_typed, raising, label="fb"), {"v": 0})
     assert not run.ok
     err = run.error
     assert err.step == "fb"
@@ -336,11 +336,11 @@ def test_foreach_batch_retries_only_failed_items_together_with_their_feedback():
         render=render,
     )
 
-    def answer(r):
+    def answer(request):
         # items b and d first answer in upper case, and correct themselves on feedback
-        if r.input.name in "bd" and not r.feedback:
-            return json.dumps({"label": r.input.name.upper()})
-        return json.dumps({"label": r.input.name})
+        if request.input.name in "bd" and not request.feedback:
+            return json.dumps({"label": request.input.name.upper()})
+        return json.dumps({"label": request.input.name})
 
     backend = ScriptedBackend(answer)
     run = Engine(backend).run(

@@ -45,15 +45,15 @@ from forethought.primitives.trace import Action
 RUN_TIMEOUT_S = 300  # a hang guard, not a speed check: a run still going after 5 minutes never ends
 
 
-class S(BaseModel):
-    v: int
+class Item(BaseModel):
+    value: int
 
 
 class Batch(BaseModel):
-    items: list[S]
+    items: list[Item]
 
 
-def h(*parts: Any) -> int:
+def stable_hash(*parts: Any) -> int:
     """A deterministic hash, independent of thread scheduling and PYTHONHASHSEED."""
     return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "big")
 
@@ -63,14 +63,15 @@ def h(*parts: Any) -> int:
 VALUE_BAD, SEMANTIC_BAD, CHECK_RAISES = -1, 1000, 1013
 
 
-def _semantic(i, o):
-    if o.v == CHECK_RAISES:
+def _semantic(inp, output):
+    if output.value == CHECK_RAISES:
         raise ArithmeticError("check blew up")
-    return o.v != SEMANTIC_BAD or "semantic violation"
+    return output.value != SEMANTIC_BAD or "semantic violation"
 
 
 CONTRACT = Contract(
-    value=[check("non_negative")(lambda i, o: o.v >= 0 or "negative")], semantic=[check("sane", "semantic")(_semantic)]
+    value=[check("non_negative")(lambda i, o: o.value >= 0 or "negative")],
+    semantic=[check("sane", "semantic")(_semantic)],
 )
 
 SYM_BEHAVIOURS = ("ok", "ok", "ok", "value", "semantic", "check_raises", "type", "none", "raise")
@@ -78,21 +79,21 @@ SLM_REPLIES = ("ok", "ok", "ok", "value", "semantic", "check_raises", "type", "n
 
 
 def _symbolic_fn(name: str, seed: int):
-    def fn(x: S):
-        b = SYM_BEHAVIOURS[h(seed, name, x.v) % len(SYM_BEHAVIOURS)]
-        if b == "ok":
-            return S(v=(x.v + 1 + h(name) % 5) % 97)
-        if b == "value":
-            return S(v=VALUE_BAD)
-        if b == "semantic":
-            return S(v=SEMANTIC_BAD)
-        if b == "check_raises":
-            return S(v=CHECK_RAISES)
-        if b == "type":
-            return {"v": "not a number"}
-        if b == "none":
+    def fn(item: Item):
+        behaviour = SYM_BEHAVIOURS[stable_hash(seed, name, item.value) % len(SYM_BEHAVIOURS)]
+        if behaviour == "ok":
+            return Item(value=(item.value + 1 + stable_hash(name) % 5) % 97)
+        if behaviour == "value":
+            return Item(value=VALUE_BAD)
+        if behaviour == "semantic":
+            return Item(value=SEMANTIC_BAD)
+        if behaviour == "check_raises":
+            return Item(value=CHECK_RAISES)
+        if behaviour == "type":
+            return {"value": "not a number"}
+        if behaviour == "none":
             return None
-        raise ValueError(f"{name} failed on {x.v}")
+        raise ValueError(f"{name} failed on {item.value}")
 
     return fn
 
@@ -112,23 +113,28 @@ class AdversarialBackend:
             start = self.requests
             self.requests += len(requests)
         first = requests[0]
-        if self.fail_batches and h(self.seed, "batch", first.primitive, first.input.v, first.feedback) % 7 == 0:
+        if (
+            self.fail_batches
+            and stable_hash(self.seed, "batch", first.primitive, first.input.value, first.feedback) % 7 == 0
+        ):
             raise TimeoutError("backend timed out")
         return [SLMReply(self._answer(r, start + k), {"backend": self.name}) for k, r in enumerate(requests)]
 
-    def _answer(self, r, n: int) -> str:
-        salt = n if self.nondeterministic else 0
-        b = SLM_REPLIES[h(self.seed, r.primitive, r.input.v, r.feedback, salt) % len(SLM_REPLIES)]
-        ok = (r.input.v + 2) % 97
+    def _answer(self, request, position: int) -> str:
+        salt = position if self.nondeterministic else 0
+        reply = SLM_REPLIES[
+            stable_hash(self.seed, request.primitive, request.input.value, request.feedback, salt) % len(SLM_REPLIES)
+        ]
+        ok = (request.input.value + 2) % 97
         return {
-            "ok": f'{{"v": {ok}}}',
-            "fenced": f'```json\n{{"v": {ok}}}\n```',
-            "value": f'{{"v": {VALUE_BAD}}}',
-            "semantic": f'{{"v": {SEMANTIC_BAD}}}',
-            "check_raises": f'{{"v": {CHECK_RAISES}}}',
-            "type": '{"v": [1, 2]}',
+            "ok": f'{{"value": {ok}}}',
+            "fenced": f'```json\n{{"value": {ok}}}\n```',
+            "value": f'{{"value": {VALUE_BAD}}}',
+            "semantic": f'{{"value": {SEMANTIC_BAD}}}',
+            "check_raises": f'{{"value": {CHECK_RAISES}}}',
+            "type": '{"value": [1, 2]}',
             "not_json": "I think the answer is 3",
-        }[b]
+        }[reply]
 
 
 def _render(inp, feedback):
@@ -138,13 +144,13 @@ def _render(inp, feedback):
 def _pred(seed: int, tag: str):
     """A predicate that answers by hash and sometimes raises."""
 
-    def p(x: S) -> bool:
-        r = h(seed, tag, x.v) % 10
-        if r == 0:
+    def predicate(item: Item) -> bool:
+        draw = stable_hash(seed, tag, item.value) % 10
+        if draw == 0:
             raise LookupError(f"predicate {tag} failed")
-        return r % 2 == 0
+        return draw % 2 == 0
 
-    return p
+    return predicate
 
 
 # ------------------------------------------------------------- program specs
@@ -172,16 +178,16 @@ specs = st.recursive(leaf, _extend, max_leaves=10)
 
 
 class Builder:
-    """Turns a spec into a program over S -> S; every node keeps the S -> S interface."""
+    """Turns a spec into a program over Item -> Item; every node keeps the Item -> Item interface."""
 
     def __init__(self, seed: int):
         self.seed = seed
         self.n = 0
         self.prims = {
-            "sym_a": symbolic("sym_a", _symbolic_fn("sym_a", seed), S, S, CONTRACT),
-            "sym_b": symbolic("sym_b", _symbolic_fn("sym_b", seed), S, S, CONTRACT, pure=False),
-            "slm_a": slm("slm_a", S, S, CONTRACT, render=_render),
-            "slm_b": slm("slm_b", S, S, CONTRACT, render=_render),
+            "sym_a": symbolic("sym_a", _symbolic_fn("sym_a", seed), Item, Item, CONTRACT),
+            "sym_b": symbolic("sym_b", _symbolic_fn("sym_b", seed), Item, Item, CONTRACT, pure=False),
+            "slm_a": slm("slm_a", Item, Item, CONTRACT, render=_render),
+            "slm_b": slm("slm_b", Item, Item, CONTRACT, render=_render),
         }
 
     def _name(self, what: str) -> str:
@@ -192,7 +198,9 @@ class Builder:
         kind = spec[0]
         if kind == "step":
             _, prim, retries, repair = spec
-            return Step(self.prims[prim], retries=retries, repair=(lambda x, vs: S(v=x.v + 1)) if repair else None)
+            return Step(
+                self.prims[prim], retries=retries, repair=(lambda x, vs: Item(value=x.value + 1)) if repair else None
+            )
         if kind == "seq":
             return Sequence(*[self.build(c) for c in spec[1]], label=self._name("seq"))
         if kind == "fallback":
@@ -202,9 +210,9 @@ class Builder:
             par = Parallel(label=self._name("par"), **branches)
             merge = symbolic(
                 self._name("merge"),
-                lambda p: S(v=sum(getattr(p, k).v for k in branches) % 97),
+                lambda p: Item(value=sum(getattr(p, k).value for k in branches) % 97),
                 par.output_type,
-                S,
+                Item,
                 Contract(),
             )
             return Sequence(par, merge, label=self._name("par_seq"))
@@ -236,8 +244,8 @@ class Builder:
             # n_items may exceed max_items: the run must then halt, not overrun the bound
             fan = symbolic(
                 self._name("fan"),
-                lambda x, n=n_items: Batch(items=[S(v=(x.v + i) % 97) for i in range(n)]),
-                S,
+                lambda x, n=n_items: Batch(items=[Item(value=(x.value + i) % 97) for i in range(n)]),
+                Item,
                 Batch,
                 Contract(),
             )
@@ -246,9 +254,9 @@ class Builder:
             )
             gather = symbolic(
                 self._name("gather"),
-                lambda r: S(v=sum(x.v for x in r.results if x is not None) % 97),
+                lambda r: Item(value=sum(x.value for x in r.results if x is not None) % 97),
                 fe.output_type,
-                S,
+                Item,
                 Contract(),
             )
             return Sequence(fan, fe, gather, label=self._name("fe_seq"))
@@ -264,10 +272,10 @@ def run_with_timeout(engine: Engine, program, inp) -> Run:
         except BaseException as exc:  # surfaced below: anything but a Run is a failure
             box["exc"] = exc
 
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(RUN_TIMEOUT_S)
-    assert not t.is_alive(), "run did not terminate"
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(RUN_TIMEOUT_S)
+    assert not thread.is_alive(), "run did not terminate"
     if "exc" in box:
         raise AssertionError(f"run raised {type(box['exc']).__name__} instead of returning") from box["exc"]
     return box["run"]
@@ -284,17 +292,19 @@ engine_opts = st.fixed_dictionaries(
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=specs, seed=st.integers(0, 2**16), v=st.integers(0, 96), opts=engine_opts)
-def test_every_run_terminates_within_the_static_slm_bound(spec, seed, v, opts):
+@given(spec=specs, seed=st.integers(0, 2**16), start=st.integers(0, 96), opts=engine_opts)
+def test_every_run_terminates_within_the_static_slm_bound(spec, seed, start, opts):
     program = Program(Builder(seed).build(spec), name="random")
     bound = program.max_slm_calls
     backend = AdversarialBackend(seed)
-    run = run_with_timeout(Engine(backend, **(opts | {"cache": Cache() if opts["cache"] else None})), program, {"v": v})
+    run = run_with_timeout(
+        Engine(backend, **(opts | {"cache": Cache() if opts["cache"] else None})), program, {"value": start}
+    )
 
     assert isinstance(run, Run)
     if run.ok:
         assert run.output is not None
-        assert S.model_validate(run.output.model_dump())  # well-typed at the root
+        assert Item.model_validate(run.output.model_dump())  # well-typed at the root
     elif run.backend_error is not None:  # the backend raised: the run stopped, no verdict on an answer
         assert isinstance(run.backend_error, BackendError) and run.error is None
         assert run.output is None and run.backend_error.path and run.backend_error.primitive
@@ -328,33 +338,33 @@ def _failure(run: Run) -> tuple:
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=specs, seed=st.integers(0, 2**16), v=st.integers(0, 96))
-def test_runs_are_deterministic_for_deterministic_primitives(spec, seed, v):
+@given(spec=specs, seed=st.integers(0, 2**16), start=st.integers(0, 96))
+def test_runs_are_deterministic_for_deterministic_primitives(spec, seed, start):
     # Same program, same (hash-driven) primitives: the same outcome and the
     # same trace, whatever order the parallel branches finish in.
     program = Program(Builder(seed).build(spec))
-    a = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=4), program, {"v": v})
-    b = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=4), program, {"v": v})
+    first = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=4), program, {"value": start})
+    second = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=4), program, {"value": start})
     # Sequential branches (one worker) stop at the first halting branch, so only
     # the outcome, not the trace, is compared with them.
-    c = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=1), program, {"v": v})
-    for other in (b, c):
-        assert a.ok == other.ok
-        if a.ok:
-            assert a.output.model_dump() == other.output.model_dump()
+    sequential = run_with_timeout(Engine(AdversarialBackend(seed), max_workers=1), program, {"value": start})
+    for other in (second, sequential):
+        assert first.ok == other.ok
+        if first.ok:
+            assert first.output.model_dump() == other.output.model_dump()
         else:
-            assert _failure(a) == _failure(other)
-    assert a.slm_calls == b.slm_calls
+            assert _failure(first) == _failure(other)
+    assert first.slm_calls == second.slm_calls
 
-    def key(r):
-        return (r.path, r.attempt, r.action, repr(r.output))
+    def key(entry):
+        return (entry.path, entry.attempt, entry.action, repr(entry.output))
 
-    assert sorted(map(key, a.trace)) == sorted(map(key, b.trace))
+    assert sorted(map(key, first.trace)) == sorted(map(key, second.trace))
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=specs, seed=st.integers(0, 2**16), v=st.integers(0, 96))
-def test_strict_replay_reproduces_any_recorded_run(spec, seed, v):
+@given(spec=specs, seed=st.integers(0, 2**16), start=st.integers(0, 96))
+def test_strict_replay_reproduces_any_recorded_run(spec, seed, start):
     # Record with a nondeterministic adversarial backend (its answers depend on
     # the call count, so on retries and on thread scheduling), replay with a
     # backend that would answer differently: the replay must be the recorded
@@ -363,20 +373,22 @@ def test_strict_replay_reproduces_any_recorded_run(spec, seed, v):
     program = Program(Builder(seed).build(spec))
     rec = Recorder("record")
     recording = AdversarialBackend(seed, fail_batches=False, nondeterministic=True)
-    a = run_with_timeout(Engine(recording, recorder=rec, max_workers=4), program, {"v": v})
+    recorded = run_with_timeout(Engine(recording, recorder=rec, max_workers=4), program, {"value": start})
     other = AdversarialBackend(seed + 1, fail_batches=False)
-    b = run_with_timeout(Engine(other, recorder=Recorder("strict", rec.entries), max_workers=4), program, {"v": v})
-    assert other.requests == 0 and b.slm_calls == 0
-    assert a.ok == b.ok
-    if a.ok:
-        assert a.output.model_dump() == b.output.model_dump()
+    replayed = run_with_timeout(
+        Engine(other, recorder=Recorder("strict", rec.entries), max_workers=4), program, {"value": start}
+    )
+    assert other.requests == 0 and replayed.slm_calls == 0
+    assert recorded.ok == replayed.ok
+    if recorded.ok:
+        assert recorded.output.model_dump() == replayed.output.model_dump()
     else:
-        assert a.error.to_dict() == b.error.to_dict()
+        assert recorded.error.to_dict() == replayed.error.to_dict()
 
-    def key(r):
-        return (r.path, r.attempt, r.action, repr(r.input), repr(r.output), repr(r.contract))
+    def key(entry):
+        return (entry.path, entry.attempt, entry.action, repr(entry.input), repr(entry.output), repr(entry.contract))
 
-    assert sorted(map(key, a.trace)) == sorted(map(key, b.trace))
+    assert sorted(map(key, recorded.trace)) == sorted(map(key, replayed.trace))
 
 
 class _AlwaysWrong:
@@ -401,12 +413,12 @@ def test_the_adversary_exercises_every_failure_mode():
             Builder(seed).build(("seq", [spec, ("step", "slm_b", 1, False), ("step", "sym_b", 0, False)]))
         )
         backend = AdversarialBackend(seed)
-        run = Engine(backend).run(program, {"v": seed % 97})
+        run = Engine(backend).run(program, {"value": seed % 97})
         outcomes.add(run.ok)
         # A failed batch now stops the run (a backend error), so the full bound is
         # reached by a backend that answers, always wrongly.
         wrong = _AlwaysWrong()
-        Engine(wrong).run(program, {"v": seed % 97})
+        Engine(wrong).run(program, {"value": seed % 97})
         hit_bound |= wrong.requests == program.max_slm_calls
         for viol in run.trace.violations():
             seen_levels.add(viol["level"])

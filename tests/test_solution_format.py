@@ -27,46 +27,49 @@ TWO_ORDERS = CORPUS / "retail" / "cancel_two_pending_orders.json"
 OTHER_LINE = CORPUS / "telecom" / "read_suspended_then_refuel_other_line.json"
 
 
-def _prerequisite_lists(d: dict):
-    for turn in d.get("turns", []):
-        for t in turn.get("tasks") or []:
-            yield t.get("prerequisites") or []
-            for inst in t.get("instances") or []:
+def _prerequisite_lists(solution: dict):
+    for turn in solution.get("turns", []):
+        for task in turn.get("tasks") or []:
+            yield task.get("prerequisites") or []
+            for inst in task.get("instances") or []:
                 if inst.get("prerequisites") is not None:
                     yield inst["prerequisites"]
 
 
-def as_version_2(d: dict) -> dict:
+def as_version_2(solution: dict) -> dict:
     """The solution as it was written before the words: sources tau and S, fill_from tau:/S:, the tag tau_over_s."""
-    old = copy.deepcopy(d)
+    old = copy.deepcopy(solution)
     old["format_version"] = 2
     letters = {"request": "tau", "scratchpad": "S"}
     for turn in old.get("turns", []):
-        for t in turn.get("tasks") or []:
-            for bindings in [t.get("bindings") or {}, *[i.get("bindings") or {} for i in t.get("instances") or []]]:
-                for b in bindings.values():
-                    b["source"] = letters.get(b["source"], b["source"])
-                    ff = b.get("fill_from") or ""
+        for task in turn.get("tasks") or []:
+            for bindings in [
+                task.get("bindings") or {},
+                *[i.get("bindings") or {} for i in task.get("instances") or []],
+            ]:
+                for binding in bindings.values():
+                    binding["source"] = letters.get(binding["source"], binding["source"])
+                    ff = binding.get("fill_from") or ""
                     for word, letter in letters.items():
                         if ff.startswith(word + ":"):
-                            b["fill_from"] = letter + ":" + ff[len(word) + 1 :]
+                            binding["fill_from"] = letter + ":" + ff[len(word) + 1 :]
     old["tags"] = ["tau_over_s" if x == "request_over_scratchpad" else x for x in old.get("tags", [])]
     return old
 
 
-def as_version_1(d: dict) -> dict:
+def as_version_1(solution: dict) -> dict:
     """The solution as it was written before per-entity keys: no format_version, every key domain-wide (and the
     letters of version 2)."""
-    old = as_version_2(d)
+    old = as_version_2(solution)
     old.pop("format_version")
     for prereqs in _prerequisite_lists(old):
-        for p in prereqs:
-            p["key"] = fact_of(p["key"])
+        for prerequisite in prereqs:
+            prerequisite["key"] = fact_of(prerequisite["key"])
     return old
 
 
-def _keys(d: dict) -> list[str]:
-    return [p["key"] for prereqs in _prerequisite_lists(d) for p in prereqs]
+def _keys(solution: dict) -> list[str]:
+    return [p["key"] for prereqs in _prerequisite_lists(solution) for p in prereqs]
 
 
 def test_every_file_of_the_corpus_names_the_current_version():
@@ -78,14 +81,14 @@ def test_every_solution_of_the_corpus_written_as_version_1_migrates_back_to_itse
     """The migration, checked on the corpus itself: each file with a per-entity key, its keys made domain-wide (as
     the file was before), is read back with exactly the keys it has now, slots and all."""
     migrated = 0
-    for f in solution_files([CORPUS]):
-        d = json.loads(f.read_text())
-        old = as_version_1(d)
-        if _keys(old) == _keys(d):
+    for path in solution_files([CORPUS]):
+        solution = json.loads(path.read_text())
+        old = as_version_1(solution)
+        if _keys(old) == _keys(solution):
             continue
-        sol = parse_solution(old, str(f))
-        assert _keys(sol.model_dump(mode="json")) == _keys(d), f
-        assert sol.format_notes and "format_version 1 read as 3" in sol.format_notes[0], f
+        sol = parse_solution(old, str(path))
+        assert _keys(sol.model_dump(mode="json")) == _keys(solution), path
+        assert sol.format_notes and "format_version 1 read as 3" in sol.format_notes[0], path
         migrated += 1
     assert migrated >= 100
 
@@ -93,34 +96,36 @@ def test_every_solution_of_the_corpus_written_as_version_1_migrates_back_to_itse
 def test_every_file_of_the_corpus_written_as_version_2_migrates_back_to_itself():
     """Version 3 names the binding sources in words: every file, written with the letters (tau, S) as it was, is read
     back exactly as it is now, with a note naming the change."""
-    for f in solution_files([CORPUS, "tests/fixtures/solutions"]):
-        d = json.loads(f.read_text())
-        old = as_version_2(d)
-        sol = parse_solution(old, str(f))
-        assert sol.model_dump(mode="json", exclude_none=True) == parse_solution(d, str(f)).model_dump(
+    for path in solution_files([CORPUS, "tests/fixtures/solutions"]):
+        solution = json.loads(path.read_text())
+        old = as_version_2(solution)
+        sol = parse_solution(old, str(path))
+        assert sol.model_dump(mode="json", exclude_none=True) == parse_solution(solution, str(path)).model_dump(
             mode="json", exclude_none=True
-        ), f
-        if old != {**d, "format_version": 2}:
-            assert sol.format_notes and "format_version 2 read as 3 (binding sources in words" in sol.format_notes[0], f
+        ), path
+        if old != {**solution, "format_version": 2}:
+            assert sol.format_notes and "format_version 2 read as 3 (binding sources in words" in sol.format_notes[0], (
+                path
+            )
 
 
 def test_verify_reads_a_version_1_file_with_a_warning_naming_each_change(tmp_path, capsys):
     # Issue 25: this file failed with "expected met, got met" (the differing key was not shown).
-    p = tmp_path / "old.json"
-    p.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text())), indent=2))
-    assert main(["verify", str(p)]) == 0
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text())), indent=2))
+    assert main(["verify", str(path)]) == 0
     err = capsys.readouterr().err
-    assert f"WARN {p}: format_version 1 read as 3 (per-entity prerequisite keys" in err
+    assert f"WARN {path}: format_version 1 read as 3 (per-entity prerequisite keys" in err
     assert "turn 0, task t1, prerequisite 1: 'order_status' -> 'order_status[${o1}]'" in err
     assert "turn 0, task t3, prerequisite 1: 'order_status' -> 'order_status[${o2}]'" in err
-    assert f"rewrite the file with `forethought migrate {p}`" in err
+    assert f"rewrite the file with `forethought migrate {path}`" in err
 
 
 def test_a_version_newer_than_the_code_is_refused_naming_it(tmp_path, capsys):
-    d = json.loads(TWO_ORDERS.read_text())
-    p = tmp_path / "new.json"
-    p.write_text(json.dumps({**d, "format_version": FORMAT_VERSION + 1}))
-    assert main(["verify", str(p)]) == 2
+    solution = json.loads(TWO_ORDERS.read_text())
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps({**solution, "format_version": FORMAT_VERSION + 1}))
+    assert main(["verify", str(path)]) == 2
     assert (
         f"format_version {FORMAT_VERSION + 1} is newer than this forethought reads (up to {FORMAT_VERSION})"
         in capsys.readouterr().err
@@ -148,12 +153,14 @@ def test_migrate_rewrites_older_files_with_a_backup_and_leaves_current_ones(tmp_
 
 
 def test_migrate_refuses_before_writing_anything(tmp_path, capsys):
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text()))))
-    b.write_text(json.dumps(as_version_1(json.loads(OTHER_LINE.read_text()))))
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text()))))
+    second.write_text(json.dumps(as_version_1(json.loads(OTHER_LINE.read_text()))))
     (tmp_path / "b.json.v1.bak").write_text("an earlier original")
     before = tree(tmp_path)
-    assert main(["migrate", str(a), str(b)]) == 2  # b's backup would be overwritten: neither file is touched
+    assert (
+        main(["migrate", str(first), str(second)]) == 2
+    )  # b.json's backup would be overwritten: neither file is touched
     assert "a backup is already there" in capsys.readouterr().err
     assert tree(tmp_path) == before
 
@@ -174,24 +181,24 @@ def test_migrate_writes_nothing_when_an_annotation_cannot_be_migrated(tmp_path, 
         )
 
     monkeypatch.setattr(migrate_cli, "migrate", partly)
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text()))))
-    b.write_text(json.dumps(as_version_1(json.loads(OTHER_LINE.read_text()))))
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps(as_version_1(json.loads(TWO_ORDERS.read_text()))))
+    second.write_text(json.dumps(as_version_1(json.loads(OTHER_LINE.read_text()))))
     before = tree(tmp_path)
-    assert main(["migrate", str(a), str(b)]) == 2
+    assert main(["migrate", str(first), str(second)]) == 2
     err = capsys.readouterr().err
     assert "cannot be migrated automatically, so nothing was written" in err and "'line_status'" in err
     assert tree(tmp_path) == before
 
 
 def test_a_divergence_names_every_field_that_differs(tmp_path):
-    d = json.loads(OTHER_LINE.read_text())
-    prereq = d["turns"][1]["tasks"][0]["prerequisites"][1]
+    solution = json.loads(OTHER_LINE.read_text())
+    prereq = solution["turns"][1]["tasks"][0]["prerequisites"][1]
     assert prereq["key"] == "line_status[${good}]"
     prereq["key"] = "line_status[${bad}]"  # well formed, but another line's entry
-    p = tmp_path / "wrong.json"
-    p.write_text(json.dumps(d))
-    [result] = verify_paths([p])
+    path = tmp_path / "wrong.json"
+    path.write_text(json.dumps(solution))
+    [result] = verify_paths([path])
     assert not result.ok
     assert (
         "check_prerequisites/line_status[L-9009]: key: expected 'line_status[L-9009]', got 'line_status[L-4096]'"
@@ -211,13 +218,13 @@ def test_a_divergence_names_every_field_that_differs(tmp_path):
 ])  # fmt: skip
 def test_run_refuses_a_malformed_per_entity_key_and_writes_nothing(key, needle, tmp_path, capsys):
     # Issue 25: run accepted these (verify flagged them); with the oracle backend it even ran them.
-    d = json.loads(OTHER_LINE.read_text())
+    solution = json.loads(OTHER_LINE.read_text())
     index = 0 if key.startswith("customer") else 1
-    d["turns"][1]["tasks"][0]["prerequisites"][index]["key"] = key
-    p = tmp_path / "bad.json"
-    p.write_text(json.dumps(d))
+    solution["turns"][1]["tasks"][0]["prerequisites"][index]["key"] = key
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(solution))
     before = tree(tmp_path)
-    assert main(["run", str(p), f"output_dir={tmp_path / 'out'}"]) == 2
+    assert main(["run", str(path), f"output_dir={tmp_path / 'out'}"]) == 2
     err = capsys.readouterr().err
     assert needle in err.replace("${good}", "L-4096"), err
     assert tree(tmp_path) == before
@@ -236,8 +243,8 @@ def test_a_dataset_of_another_format_is_refused_naming_it(generated_data, tmp_pa
 
     data = tmp_path / "data"
     shutil.copytree(generated_data, data)
-    m = json.loads((data / "dataset.json").read_text())
-    (data / "dataset.json").write_text(json.dumps({**m, "format": version}))
+    manifest = json.loads((data / "dataset.json").read_text())
+    (data / "dataset.json").write_text(json.dumps({**manifest, "format": version}))
     assert (
         main(["train", "primitive=match_fill", "model=tiny", f"dataset_dir={data}", f"output_dir={tmp_path / 'out'}"])
         == 2
@@ -258,8 +265,8 @@ def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path
 
     bundle = tmp_path / "bundle"
     shutil.copytree(tiny_pipeline / "bundle", bundle)
-    m = json.loads((bundle / "manifest.json").read_text())
-    (bundle / "manifest.json").write_text(json.dumps({**m, "format_version": version}))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "format_version": version}))
     with pytest.raises(
         BundleError, match=f"format_version {version} is not the one this forethought reads \\(4\\): {remedy}"
     ):
@@ -274,11 +281,11 @@ def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path
     {"format_version": 1, "turns": ["x"]},
 ])  # fmt: skip
 def test_a_malformed_older_file_is_located_not_a_crash_in_its_migration(data, tmp_path, capsys):
-    p = tmp_path / "old.json"
-    p.write_text(json.dumps(data))
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
     before = tree(tmp_path)
     for command in ("verify", "migrate"):
-        assert main([command, str(p)]) == 2
+        assert main([command, str(path)]) == 2
         err = capsys.readouterr()
         assert "Traceback" not in err.err and "internal error" not in err.err
     assert tree(tmp_path) == before

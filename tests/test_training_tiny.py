@@ -43,8 +43,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def _copy_data(src: Path, dst: Path, primitives=PRIMITIVE_NAMES) -> Path:
     dst.mkdir(parents=True)
     shutil.copy(src / "stats.json", dst / "stats.json")
-    for p in primitives:
-        shutil.copytree(src / p, dst / p)
+    for primitive in primitives:
+        shutil.copytree(src / primitive, dst / primitive)
     seal(dst)  # a copy of part of a dataset is a new unit (issue 13: train checks the manifest)
     return dst
 
@@ -52,14 +52,14 @@ def _copy_data(src: Path, dst: Path, primitives=PRIMITIVE_NAMES) -> Path:
 @pytest.fixture(scope="module")
 def data_dir(generated_data, tmp_path_factory) -> Path:
     """A copy of the generated datasets whose stats.json records the spec hashes (as `forethought generate` does)."""
-    d = _copy_data(generated_data, tmp_path_factory.mktemp("data") / "d")
-    stats = json.loads((d / "stats.json").read_text())
+    data = _copy_data(generated_data, tmp_path_factory.mktemp("data") / "d")
+    stats = json.loads((data / "stats.json").read_text())
     stats.setdefault("spec_hashes", {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES})
-    (d / "stats.json").write_text(json.dumps(stats))
-    seal(d)
-    rows = [json.loads(x) for x in (d / PRIM / "train.jsonl").read_text().splitlines()]
+    (data / "stats.json").write_text(json.dumps(stats))
+    seal(data)
+    rows = [json.loads(x) for x in (data / PRIM / "train.jsonl").read_text().splitlines()]
     assert len(rows) >= 16 and {r["solution_id"] for r in rows} and all(r["primitive"] == PRIM for r in rows)
-    return d
+    return data
 
 
 def overrides(data_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -146,8 +146,8 @@ def test_tiny_base_reloads_with_auto_classes(run_a):
     model = AutoModelForCausalLM.from_pretrained(base)
     assert type(model).__name__ == "Gemma3ForCausalLM"
     assert model.config.head_dim >= 32
-    for t in ("<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>", "<unk>"):
-        assert tok.convert_tokens_to_ids(t) != tok.unk_token_id or t == "<unk>"
+    for token in ("<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>", "<unk>"):
+        assert tok.convert_tokens_to_ids(token) != tok.unk_token_id or token == "<unk>"
     assert tok.convert_tokens_to_ids("<end_of_turn>") in model.generation_config.eos_token_id
     text = tok.apply_chat_template(
         [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
@@ -170,11 +170,11 @@ def test_collated_batch_masks_prompt_and_trains_end_of_turn(run_a):
     batch = trainer.data_collator(examples)
     ids, labels = batch["input_ids"], batch["labels"]
     for row in range(3):
-        n = len(examples[row]["input_ids"])
-        seq, lab = ids[row, :n].tolist(), labels[row, :n].tolist()
+        length = len(examples[row]["input_ids"])
+        seq, lab = ids[row, :length].tolist(), labels[row, :length].tolist()
         assert seq[0] == bos and seq.count(bos) == 1, "exactly one <bos>, at the start"
         # the trained span starts right after the last '<start_of_turn>model\n'
-        k = max(i for i in range(n - len(start)) if seq[i : i + len(start)] == start) + len(start)
+        k = max(i for i in range(length - len(start)) if seq[i : i + len(start)] == start) + len(start)
         assert all(x == -100 for x in lab[:k]), "prompt tokens carry no loss"
         assert lab[k:] == seq[k:], "every completion token carries loss"
         trained = tok.decode(lab[k:])
@@ -183,7 +183,7 @@ def test_collated_batch_masks_prompt_and_trains_end_of_turn(run_a):
         assert trained.endswith("<end_of_turn>\n")
         json.loads(trained[: -len("<end_of_turn>\n")])  # the completion JSON itself
         del completion
-        assert (labels[row, n:] == -100).all(), "padding carries no loss"
+        assert (labels[row, length:] == -100).all(), "padding carries no loss"
 
 
 # ---------------------------------------------------------------- training
@@ -192,7 +192,7 @@ def test_collated_batch_masks_prompt_and_trains_end_of_turn(run_a):
 def test_run_folder_contents(run_a):
     out, res, _ = run_a
     rd = out / PRIM
-    for f in (
+    for name in (
         "config.yaml",
         "metrics.json",
         "loss.png",
@@ -200,14 +200,14 @@ def test_run_folder_contents(run_a):
         "adapter/adapter_model.safetensors",
         "adapter/adapter_config.json",
     ):
-        assert (rd / f).is_file(), f
+        assert (rd / name).is_file(), name
     assert (rd / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    m = json.loads((rd / "metrics.json").read_text())
-    assert m["completed"] and m["global_step"] == STEPS
-    assert len(m["train_loss_history"]) == STEPS and all(e["loss"] > 0 for e in m["train_loss_history"])
-    assert m["eval_loss"] is not None and m["eval_loss"] > 0
-    assert m["tokens_seen"] > 0 and m["tokens_per_second"] > 0 and m["wall_time_s"] > 0
-    assert m["adapter"]["lora_modules"] == 2 * 7
+    metrics = json.loads((rd / "metrics.json").read_text())
+    assert metrics["completed"] and metrics["global_step"] == STEPS
+    assert len(metrics["train_loss_history"]) == STEPS and all(e["loss"] > 0 for e in metrics["train_loss_history"])
+    assert metrics["eval_loss"] is not None and metrics["eval_loss"] > 0
+    assert metrics["tokens_seen"] > 0 and metrics["tokens_per_second"] > 0 and metrics["wall_time_s"] > 0
+    assert metrics["adapter"]["lora_modules"] == 2 * 7
     import yaml
 
     cfg = yaml.safe_load((rd / "config.yaml").read_text())
@@ -232,11 +232,11 @@ def test_dataset_spec_hash_is_read_from_stats_json(tmp_path):
 
 
 def test_training_on_data_rendered_by_another_spec_is_refused(data_dir, tmp_path):
-    d = _copy_data(data_dir, tmp_path / "stale", primitives=(PRIM,))
-    (d / "stats.json").write_text(json.dumps({"spec_hashes": {PRIM: "0" * 16}}))
-    seal(d)
+    stale = _copy_data(data_dir, tmp_path / "stale", primitives=(PRIM,))
+    (stale / "stats.json").write_text(json.dumps({"spec_hashes": {PRIM: "0" * 16}}))
+    seal(stale)
     with pytest.raises(UserError, match=f"{PRIM}: data 0000000000000000, code {SPECS[PRIM].spec_hash}"):
-        run(config_from_overrides(overrides(d, tmp_path / "o")))
+        run(config_from_overrides(overrides(stale, tmp_path / "o")))
     assert not (tmp_path / "o").exists(), "refused before anything was built"
 
 
@@ -264,20 +264,22 @@ def test_adapter_reloads_with_identical_logits(run_a):
 
     out, res, _ = run_a
     trained = res.trainer.model.eval()
-    x = torch.tensor([res.trainer.train_dataset[0]["input_ids"]])
+    input_ids = torch.tensor([res.trainer.train_dataset[0]["input_ids"]])
     with torch.no_grad():
-        want = trained(input_ids=x).logits
+        want = trained(input_ids=input_ids).logits
         base = AutoModelForCausalLM.from_pretrained(out / "base")
-        got = PeftModel.from_pretrained(base, out / PRIM / "adapter").eval()(input_ids=x).logits
-        plain = AutoModelForCausalLM.from_pretrained(out / "base").eval()(input_ids=x).logits
+        got = PeftModel.from_pretrained(base, out / PRIM / "adapter").eval()(input_ids=input_ids).logits
+        plain = AutoModelForCausalLM.from_pretrained(out / "base").eval()(input_ids=input_ids).logits
     assert torch.equal(want, got)
     assert not torch.allclose(want, plain), "the adapter changes the output"
 
 
 def test_same_seed_same_adapter(run_a, run_b):
-    a, b = _adapter(run_a[0]), _adapter(run_b[0])
-    assert a.keys() == b.keys()
-    assert all(torch.equal(a[k], b[k]) for k in a), "same seed + data on CPU must give bitwise-identical adapters"
+    adapter_a, adapter_b = _adapter(run_a[0]), _adapter(run_b[0])
+    assert adapter_a.keys() == adapter_b.keys()
+    assert all(torch.equal(adapter_a[k], adapter_b[k]) for k in adapter_a), (
+        "same seed + data on CPU must give bitwise-identical adapters"
+    )
     assert (
         load_file(str(run_a[0] / "base" / "model.safetensors")).keys()
         == load_file(str(run_b[0] / "base" / "model.safetensors")).keys()
@@ -290,13 +292,15 @@ def test_same_seed_same_adapter(run_a, run_b):
 def test_interrupted_run_resumes_to_the_same_adapter(run_a, run_c):
     out, res, ckpts = run_c
     assert ckpts == ["checkpoint-2"], "the interruption at step 3 left the step-2 checkpoint"
-    m = res.metrics
-    assert m["resumed_from"] == "checkpoint-2"
-    assert m["global_step"] == STEPS and m["steps_this_session"] == STEPS - 2
-    a, c = _adapter(run_a[0]), _adapter(out)
-    assert all(torch.equal(a[k], c[k]) for k in a), "resumed run must equal the uninterrupted one"
+    metrics = res.metrics
+    assert metrics["resumed_from"] == "checkpoint-2"
+    assert metrics["global_step"] == STEPS and metrics["steps_this_session"] == STEPS - 2
+    adapter_a, adapter_c = _adapter(run_a[0]), _adapter(out)
+    assert all(torch.equal(adapter_a[k], adapter_c[k]) for k in adapter_a), (
+        "resumed run must equal the uninterrupted one"
+    )
     # the loss history is carried over from the checkpoint
-    assert [e["step"] for e in m["train_loss_history"]] == list(range(1, STEPS + 1))
+    assert [e["step"] for e in metrics["train_loss_history"]] == list(range(1, STEPS + 1))
 
 
 def test_rerun_without_resume_is_refused_and_resume_of_complete_run_is_a_no_op(data_dir, run_a):
@@ -354,14 +358,14 @@ def test_cli_all_trains_five_adapters_on_one_base(data_dir, tmp_path, capsys):
     )
     model, tok = artifacts.load_adapters(out)
     assert set(model.peft_config) == set(PRIMITIVE_NAMES)
-    x = tok.apply_chat_template(
+    inputs = tok.apply_chat_template(
         [{"role": "user", "content": "refuel 3 GB"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
     outs = {}
     with torch.no_grad():
-        for p in PRIMITIVE_NAMES:
-            model.set_adapter(p)
-            outs[p] = model(**x).logits
+        for primitive in PRIMITIVE_NAMES:
+            model.set_adapter(primitive)
+            outs[primitive] = model(**inputs).logits
     assert all(not torch.equal(outs["decompose"], outs[p]) for p in PRIMITIVE_NAMES[1:]), "each adapter is its own"
     assert artifacts.stop_token_ids(tok) == [tok.convert_tokens_to_ids("<end_of_turn>"), tok.eos_token_id]
 
@@ -388,18 +392,18 @@ def test_cli_missing_dataset_is_a_user_error(tmp_path, capsys):
 
 def test_wandb_offline_writes_one_local_run_per_primitive(data_dir, tmp_path):
     out = tmp_path / "wb"
-    for p in ("get_order", "match_fill"):  # two runs in one process, like primitive=all
+    for primitive in ("get_order", "match_fill"):  # two runs in one process, like primitive=all
         run(
             config_from_overrides(
-                overrides(data_dir, out, f"primitive={p}", "logging=wandb_offline", "train.max_steps=1")
+                overrides(data_dir, out, f"primitive={primitive}", "logging=wandb_offline", "train.max_steps=1")
             )
         )
-    for p in ("get_order", "match_fill"):
-        run_id = (out / p / "wandb_run_id").read_text().strip()
-        assert run_id.startswith(p)
-        runs = list((out / p / "wandb").glob("offline-run-*"))
+    for primitive in ("get_order", "match_fill"):
+        run_id = (out / primitive / "wandb_run_id").read_text().strip()
+        assert run_id.startswith(primitive)
+        runs = list((out / primitive / "wandb").glob("offline-run-*"))
         assert len(runs) == 1 and runs[0].name.endswith(run_id), (
-            f"{p}: its own offline run, synced later with `wandb sync`"
+            f"{primitive}: its own offline run, synced later with `wandb sync`"
         )
 
 
@@ -520,19 +524,22 @@ def test_sdpa_keeps_packed_sequences_apart(run_a):
 
     out, _, _ = run_a
     model = AutoModelForCausalLM.from_pretrained(out / "base", attn_implementation="sdpa").eval()
-    _, b, la, lb, packed = _packed_vs_alone(model, vocab=500)
+    _, _, la, lb, packed = _packed_vs_alone(model, vocab=500)
     assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
 
 
 def _packed_vs_alone(model, vocab: int):
     """Two sequences (37 and 23 tokens) run alone and packed into one row with position_ids resets."""
-    g = torch.Generator().manual_seed(0)
-    a, b = torch.randint(10, vocab, (1, 37), generator=g), torch.randint(10, vocab, (1, 23), generator=g)
+    generator = torch.Generator().manual_seed(0)
+    first, second = (
+        torch.randint(10, vocab, (1, 37), generator=generator),
+        torch.randint(10, vocab, (1, 23), generator=generator),
+    )
     with torch.no_grad():
-        la, lb = model(input_ids=a).logits, model(input_ids=b).logits
+        la, lb = model(input_ids=first).logits, model(input_ids=second).logits
         pos = torch.cat([torch.arange(37), torch.arange(23)]).unsqueeze(0)
-        packed = model(input_ids=torch.cat([a, b], 1), position_ids=pos, use_cache=False).logits
-    return a, b, la, lb, packed
+        packed = model(input_ids=torch.cat([first, second], 1), position_ids=pos, use_cache=False).logits
+    return first, second, la, lb, packed
 
 
 def test_sdpa_keeps_packed_sequences_apart_within_the_sliding_window():
@@ -555,11 +562,11 @@ def test_sdpa_keeps_packed_sequences_apart_within_the_sliding_window():
     )
     cfg._attn_implementation = "sdpa"
     model = Gemma3ForCausalLM(cfg).eval()
-    a, b, la, lb, packed = _packed_vs_alone(model, vocab=290)
+    first, second, la, lb, packed = _packed_vs_alone(model, vocab=290)
     assert torch.allclose(packed[:, :37], la, atol=1e-5) and torch.allclose(packed[:, 37:], lb, atol=1e-5)
     # without the position_ids reset the second sequence would see the first: the check can fail
     with torch.no_grad():
-        contaminated = model(input_ids=torch.cat([a, b], 1), use_cache=False).logits
+        contaminated = model(input_ids=torch.cat([first, second], 1), use_cache=False).logits
     assert not torch.allclose(contaminated[:, 37:], lb, atol=1e-3)
 
 
@@ -569,10 +576,10 @@ def test_packing_run(data_dir, tmp_path):
         overrides(data_dir, tmp_path / "pk", "train.packing=true", "train.max_length=512", "train.max_steps=2")
     )
     res = run(cfg, keep_trainer=True)[PRIM]
-    m, ds = res.metrics, res.trainer.train_dataset
-    assert m["global_step"] == 2 and m["tokens_seen"] > 0 and m["train_loss_history"][0]["loss"] > 0
+    metrics, ds = res.metrics, res.trainer.train_dataset
+    assert metrics["global_step"] == 2 and metrics["tokens_seen"] > 0 and metrics["train_loss_history"][0]["loss"] > 0
     # BFD packing: rows of up to 512 tokens hold several examples (with their lengths for the attention mask)
-    assert len(ds) < m["train_examples"] and "seq_lengths" in ds.column_names
+    assert len(ds) < metrics["train_examples"] and "seq_lengths" in ds.column_names
     assert max(len(r) for r in ds["input_ids"]) <= 512 and any(len(s) > 1 for s in ds["seq_lengths"])
 
 

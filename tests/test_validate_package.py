@@ -50,11 +50,16 @@ def test_gate_scoring_on_controlled_outputs():
     rows, texts = _rows(
         spec, ['{"tool_name": "ls"}', '{"tool_name":"ls"}', '{"tool_name": "cd"}', '{"tool_name": "rm"}', "not json"]
     )
-    r = score(spec, rows, texts)
-    assert (r["n"], r["exact_match"], r["parse_rate"], r["contract_valid_rate"]) == (5, 0.4, 0.8, 0.6)
-    kinds = {f["kind"]: f["count"] for f in r["failures"]}
+    report = score(spec, rows, texts)
+    assert (report["n"], report["exact_match"], report["parse_rate"], report["contract_valid_rate"]) == (
+        5,
+        0.4,
+        0.8,
+        0.6,
+    )
+    kinds = {f["kind"]: f["count"] for f in report["failures"]}
     assert kinds == {"mismatch": 1, "contract:tool_registered": 1, "unparseable": 1}
-    assert r["failures"][0]["examples"][0]["target"] == '{"tool_name": "ls"}'
+    assert report["failures"][0]["examples"][0]["target"] == '{"tool_name": "ls"}'
 
 
 def test_failed_gates_exit_non_zero(tiny_run, tmp_path):
@@ -75,20 +80,20 @@ def test_failed_gates_exit_non_zero(tiny_run, tmp_path):
 def test_validate_writes_table5_report_and_gate_verdicts(tiny_run):
     gates = json.loads((tiny_run / "validate" / "gates.json").read_text())
     assert set(gates["primitives"]) == set(PRIMITIVE_NAMES) and gates["passed"] is False
-    for p, r in gates["primitives"].items():
-        assert r["n"] >= 1 and r["passed"] == (r["exact_match"] >= r["threshold"])
+    for primitive, gate in gates["primitives"].items():
+        assert gate["n"] >= 1 and gate["passed"] == (gate["exact_match"] >= gate["threshold"])
         assert {"exact_match", "contract_valid_rate", "parse_rate", "base_exact_match", "threshold", "failures"} <= set(
-            r
+            gate
         )
-        assert r["spec_hash"] == SPECS[p].spec_hash
+        assert gate["spec_hash"] == SPECS[primitive].spec_hash
         # the gate's decoding, the other decoding, and the rows with no near-duplicate in train
-        assert r["decoding"] == "constrained" and {
+        assert gate["decoding"] == "constrained" and {
             "exact_match_free",
             "exact_match_constrained",
             "exact_match_no_near_duplicate",
-        } <= set(r)
-        assert r["exact_match_constrained"] == r["exact_match"] and 0 <= r["n_no_near_duplicate"] <= r["n"]
-        assert 0 <= r["base_exact_match_free"] <= 1  # the base decoded the other way too, like for like
+        } <= set(gate)
+        assert gate["exact_match_constrained"] == gate["exact_match"] and 0 <= gate["n_no_near_duplicate"] <= gate["n"]
+        assert 0 <= gate["base_exact_match_free"] <= 1  # the base decoded the other way too, like for like
     assert gates["decoding"] == dict.fromkeys(PRIMITIVE_NAMES, "constrained") and gates["tool_rendering"] == "full"
     md = (tiny_run / "validate" / "gates.md").read_text()
     assert (
@@ -109,16 +114,23 @@ def perfect_decoder(generated_data, monkeypatch):
     import forethought.training.artifacts as artifacts
 
     answers = {}
-    for p in PRIMITIVE_NAMES:
-        rows = [json.loads(x) for x in (generated_data / p / "validation.jsonl").read_text().splitlines() if x.strip()]
-        for i, r in enumerate(rows):
-            answers[(p, json.dumps(r["prompt"], sort_keys=True))] = (i, SPECS[p].target_text(r["target"]))
+    for primitive in PRIMITIVE_NAMES:
+        rows = [
+            json.loads(x)
+            for x in (generated_data / primitive / "validation.jsonl").read_text().splitlines()
+            if x.strip()
+        ]
+        for i, row in enumerate(rows):
+            answers[(primitive, json.dumps(row["prompt"], sort_keys=True))] = (
+                i,
+                SPECS[primitive].target_text(row["target"]),
+            )
     wrong: set[tuple[str, int]] = set()
 
     def generate(model, tokenizer, msgs, *, adapter, on_batch=None, **kw):
         out = []
-        for m in msgs:
-            i, text = answers[(adapter, json.dumps(m, sort_keys=True))]
+        for message in msgs:
+            i, text = answers[(adapter, json.dumps(message, sort_keys=True))]
             out.append("{}" if (adapter, i) in wrong else text)
         return out
 
@@ -139,8 +151,14 @@ def test_gate_passes_at_threshold_one_when_every_prediction_is_its_target(genera
     assert main([*args, f"output_dir={tmp_path / 'ok'}"]) == 0
     gates = json.loads((tmp_path / "ok" / "gates.json").read_text())
     assert gates["passed"] is True
-    for r in gates["primitives"].values():
-        assert (r["exact_match"], r["contract_valid_rate"], r["parse_rate"], r["threshold"], r["passed"]) == (
+    for gate in gates["primitives"].values():
+        assert (
+            gate["exact_match"],
+            gate["contract_valid_rate"],
+            gate["parse_rate"],
+            gate["threshold"],
+            gate["passed"],
+        ) == (
             1.0,
             1.0,
             1.0,
@@ -152,8 +170,8 @@ def test_gate_passes_at_threshold_one_when_every_prediction_is_its_target(genera
     gates = json.loads((tmp_path / "one-wrong" / "gates.json").read_text())
     assert gates["passed"] is False
     assert [p for p, r in gates["primitives"].items() if not r["passed"]] == ["match_fill"]
-    r = gates["primitives"]["match_fill"]
-    assert r["exact_match"] == (r["n"] - 1) / r["n"] and r["failures"][0]["count"] == 1
+    gate = gates["primitives"]["match_fill"]
+    assert gate["exact_match"] == (gate["n"] - 1) / gate["n"] and gate["failures"][0]["count"] == 1
 
 
 def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, capsys):
@@ -173,23 +191,25 @@ def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, c
 def test_bundle_manifest_and_model_cards(tiny_run):
     from forethought.bundle.manifest import hash_files
 
-    m = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
-    assert m["smoke"] is True and m["base"]["config_sha256"] and m["tokenizer"]["files"]
-    assert m["base"]["attn_implementation"] == "sdpa" and m["code_version"].startswith("0.")
+    manifest = json.loads((tiny_run / "bundle" / "manifest.json").read_text())
+    assert manifest["smoke"] is True and manifest["base"]["config_sha256"] and manifest["tokenizer"]["files"]
+    assert manifest["base"]["attn_implementation"] == "sdpa" and manifest["code_version"].startswith("0.")
     # each gate's decoding; the hf backend decodes the same way by default, and renders prompts as they were trained
-    assert m["decoding"] == dict.fromkeys(PRIMITIVE_NAMES, "constrained") and m["tool_rendering"] == "full"
-    for p in PRIMITIVE_NAMES:
-        e = m["primitives"][p]
-        assert e["gate"]["decoding"] == "constrained" and "exact_match_no_near_duplicate" in e["gate"]
-        assert e["spec_hash"] == SPECS[p].spec_hash and "adapter_model.safetensors" in e["files"]
-        assert e["probe_delta"] > 0  # the adapter-applies check ran
-        adir = tiny_run / "bundle" / "adapters" / p
+    assert (
+        manifest["decoding"] == dict.fromkeys(PRIMITIVE_NAMES, "constrained") and manifest["tool_rendering"] == "full"
+    )
+    for primitive in PRIMITIVE_NAMES:
+        entry = manifest["primitives"][primitive]
+        assert entry["gate"]["decoding"] == "constrained" and "exact_match_no_near_duplicate" in entry["gate"]
+        assert entry["spec_hash"] == SPECS[primitive].spec_hash and "adapter_model.safetensors" in entry["files"]
+        assert entry["probe_delta"] > 0  # the adapter-applies check ran
+        adir = tiny_run / "bundle" / "adapters" / primitive
         card = (adir / "README.md").read_text()
         assert "SMOKE BUNDLE" in card and "library_name: peft" in card
-        assert e["files"] == hash_files(adir), "every file shipped is hashed, the model card included"
+        assert entry["files"] == hash_files(adir), "every file shipped is hashed, the model card included"
         # the trainer's pickled TrainingArguments is removed from the run's adapter folder and never shipped
         assert (
-            not (tiny_run / "train" / p / "adapter" / "training_args.bin").exists()
+            not (tiny_run / "train" / primitive / "adapter" / "training_args.bin").exists()
             and not (adir / "training_args.bin").exists()
         )
     for sub in ("adapters", "tokenizer", "base"):  # no pickles anywhere in the bundle
@@ -197,19 +217,19 @@ def test_bundle_manifest_and_model_cards(tiny_run):
 
 
 def test_tampered_model_card_is_refused(tiny_run, tmp_path):
-    b = _copy(tiny_run, tmp_path)
-    card = b / "adapters" / "decompose" / "README.md"
+    bundle = _copy(tiny_run, tmp_path)
+    card = bundle / "adapters" / "decompose" / "README.md"
     card.write_text(card.read_text().replace("FAILED", "passed"))
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, spec_hashes(), allow_smoke=True)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
     assert str(card) in str(ei.value) and "sha256 does not match" in str(ei.value)
 
 
 def test_unlisted_file_in_the_bundle_is_refused(tiny_run, tmp_path):
-    b = _copy(tiny_run, tmp_path)
-    (b / "adapters" / "match_func" / "notes.txt").write_text("added after packaging")
+    bundle = _copy(tiny_run, tmp_path)
+    (bundle / "adapters" / "match_func" / "notes.txt").write_text("added after packaging")
     with pytest.raises(BundleError, match="adapter file notes.txt is not listed in the manifest"):
-        load_bundle(b, spec_hashes(), allow_smoke=True)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
 
 
 def _train_copy(tiny_run, tmp_path) -> Path:
@@ -242,10 +262,10 @@ def test_adapter_that_does_not_change_the_output_is_refused(tiny_run):
 @pytest.mark.parametrize("record", ["run_state.json", "metrics.json"])
 def test_adapter_trained_under_another_spec_is_refused(tiny_run, tmp_path, capsys, record):
     train = _train_copy(tiny_run, tmp_path)
-    f = train / "decompose" / record
-    d = json.loads(f.read_text())
-    d["spec_hash"] = "0" * 16  # its prompts were rendered by an older spec
-    f.write_text(json.dumps(d))
+    record_file = train / "decompose" / record
+    state = json.loads(record_file.read_text())
+    state["spec_hash"] = "0" * 16  # its prompts were rendered by an older spec
+    record_file.write_text(json.dumps(state))
     want = (
         "adapter 'decompose' was trained on prompts rendered by spec hash 0000000000000000, "
         f"but the code's current spec hash of 'decompose' is {SPECS['decompose'].spec_hash}"
@@ -260,7 +280,7 @@ def test_adapter_trained_under_another_spec_is_refused(tiny_run, tmp_path, capsy
         ]
     )
     err = capsys.readouterr().err
-    assert rc == 2 and want in err and str(f) in err
+    assert rc == 2 and want in err and str(record_file) in err
     rc = main(
         [
             "package",
@@ -288,7 +308,7 @@ def test_validate_and_package_configs_are_typed():
         "decompose",
         "match_fill",
     ]
-    e = dict(
+    messages = dict(
         x.split(": ", 1)
         for x in errors(
             "validate",
@@ -299,10 +319,15 @@ def test_validate_and_package_configs_are_typed():
             "thresholds.get_order=1.5",
         )
     )
-    assert set(e) == {"primitives.0", "device", "thresholds.decompos.[key]", "thresholds.get_order"}
-    assert e["primitives.0"].startswith("Input should be 'decompose'") and "(got 'match_fun')" in e["primitives.0"]
-    assert "cuda:N" in e["device"] and e["thresholds.decompos.[key]"].startswith("Input should be 'decompose'")
-    assert e["thresholds.get_order"].startswith("Input should be less than or equal to 1")
+    assert set(messages) == {"primitives.0", "device", "thresholds.decompos.[key]", "thresholds.get_order"}
+    assert (
+        messages["primitives.0"].startswith("Input should be 'decompose'")
+        and "(got 'match_fun')" in messages["primitives.0"]
+    )
+    assert "cuda:N" in messages["device"] and messages["thresholds.decompos.[key]"].startswith(
+        "Input should be 'decompose'"
+    )
+    assert messages["thresholds.get_order"].startswith("Input should be less than or equal to 1")
     assert "expected 'all'" in errors("validate", ValidateConfig, "primitives=everything")[0]
     assert errors("package", PackageConfig, "copy_base=sometimes")[0].startswith(
         "copy_base: Input should be 'auto', 'always' or 'never'"
@@ -322,32 +347,32 @@ def test_smoke_bundle_is_refused_unless_allowed(tiny_run):
 
 
 def test_tampered_adapter_is_refused(tiny_run, tmp_path):
-    b = _copy(tiny_run, tmp_path)
-    f = b / "adapters" / "match_func" / "adapter_model.safetensors"
-    data = bytearray(f.read_bytes())
+    bundle = _copy(tiny_run, tmp_path)
+    adapter_file = bundle / "adapters" / "match_func" / "adapter_model.safetensors"
+    data = bytearray(adapter_file.read_bytes())
     data[-1] ^= 0xFF
-    f.write_bytes(bytes(data))
+    adapter_file.write_bytes(bytes(data))
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, spec_hashes(), allow_smoke=True)
-    assert str(f) in str(ei.value) and "sha256 does not match" in str(ei.value)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
+    assert str(adapter_file) in str(ei.value) and "sha256 does not match" in str(ei.value)
 
 
 def test_changed_spec_is_refused(tiny_run, tmp_path):
-    b = _copy(tiny_run, tmp_path)
-    m = json.loads((b / "manifest.json").read_text())
-    m["primitives"]["decompose"]["spec_hash"] = "0" * 16  # trained against another prompt/contract
-    (b / "manifest.json").write_text(json.dumps(m))
+    bundle = _copy(tiny_run, tmp_path)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["primitives"]["decompose"]["spec_hash"] = "0" * 16  # trained against another prompt/contract
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(BundleError, match="primitives.decompose: spec hash 0000000000000000 differs"):
-        load_bundle(b, spec_hashes(), allow_smoke=True)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
 
 
 def test_missing_adapter_is_refused(tiny_run, tmp_path):
-    b = _copy(tiny_run, tmp_path)
-    m = json.loads((b / "manifest.json").read_text())
-    del m["primitives"]["get_order"]
-    (b / "manifest.json").write_text(json.dumps(m))
+    bundle = _copy(tiny_run, tmp_path)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    del manifest["primitives"]["get_order"]
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(BundleError, match=r"primitives \['get_order'\] are missing"):
-        load_bundle(b, spec_hashes(), allow_smoke=True)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
 
 
 def test_kernel_runs_on_the_bundle_and_the_trace_names_it(tiny_run, tmp_path, capsys):
@@ -370,17 +395,17 @@ def test_kernel_runs_on_the_bundle_and_the_trace_names_it(tiny_run, tmp_path, ca
     slm = [r for r in rows if r["kind"] == "slm"]
     assert slm
     digest = json.loads((tiny_run / "bundle" / "manifest.json").read_text())["primitives"]
-    for r in slm:
-        assert r["model"]["backend"] == "hf" and r["model"]["bundle"] == str(tiny_run / "bundle")
-        assert r["model"]["adapter"] == r["primitive"]
-        assert r["model"]["adapter_sha256"] == digest[r["primitive"]]["files"]["adapter_model.safetensors"]
+    for row in slm:
+        assert row["model"]["backend"] == "hf" and row["model"]["bundle"] == str(tiny_run / "bundle")
+        assert row["model"]["adapter"] == row["primitive"]
+        assert row["model"]["adapter_sha256"] == digest[row["primitive"]]["files"]["adapter_model.safetensors"]
 
 
 # ------------------------------------------ the bundle is checked against itself (issue 13, findings 3 and 4)
-def _edit_manifest(b: Path, edit) -> None:
-    m = json.loads((b / "manifest.json").read_text())
-    edit(m)
-    (b / "manifest.json").write_text(json.dumps(m))
+def _edit_manifest(bundle: Path, edit) -> None:
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    edit(manifest)
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
 
 
 @pytest.mark.parametrize(
@@ -407,21 +432,21 @@ def _edit_manifest(b: Path, edit) -> None:
     ],
 )
 def test_a_one_field_manifest_edit_is_refused(tiny_run, tmp_path, edit, needle):
-    b = _copy(tiny_run, tmp_path)
-    _edit_manifest(b, edit)
+    bundle = _copy(tiny_run, tmp_path)
+    _edit_manifest(bundle, edit)
     with pytest.raises(BundleError) as ei:
-        load_bundle(b, spec_hashes(), allow_smoke=True)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
     assert needle in str(ei.value) and "manifest.json" in str(ei.value)
 
 
 def test_an_altered_base_weight_is_refused(tiny_run, tmp_path):
-    b = _copy(tiny_run, tmp_path)
-    w = b / "base" / "model.safetensors"
-    data = bytearray(w.read_bytes())
+    bundle = _copy(tiny_run, tmp_path)
+    weights = bundle / "base" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF
-    w.write_bytes(bytes(data))
+    weights.write_bytes(bytes(data))
     with pytest.raises(BundleError, match="sha256 does not match the manifest: the base model file was modified"):
-        load_bundle(b, spec_hashes(), allow_smoke=True)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
 
 
 def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
@@ -429,40 +454,40 @@ def test_a_pickle_renamed_safetensors_is_a_located_error(tiny_run, tmp_path):
 
     from forethought.bundle.manifest import sha256_file
 
-    b = _copy(tiny_run, tmp_path)
-    f = b / "adapters" / "match_fill" / "adapter_model.safetensors"
-    f.write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
+    bundle = _copy(tiny_run, tmp_path)
+    adapter_file = bundle / "adapters" / "match_fill" / "adapter_model.safetensors"
+    adapter_file.write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
     # Keep every digest consistent, so only the format check can catch it.
-    digest = sha256_file(f)
-    gates = json.loads((b / "gates.json").read_text())
+    digest = sha256_file(adapter_file)
+    gates = json.loads((bundle / "gates.json").read_text())
     gates["measured"]["adapters"]["match_fill"]["adapter_model.safetensors"] = digest
-    (b / "gates.json").write_text(json.dumps(gates))
+    (bundle / "gates.json").write_text(json.dumps(gates))
 
-    def edit(m):
-        m["primitives"]["match_fill"]["files"]["adapter_model.safetensors"] = digest
-        m["gates"]["sha256"] = sha256_file(b / "gates.json")
+    def edit(manifest):
+        manifest["primitives"]["match_fill"]["files"]["adapter_model.safetensors"] = digest
+        manifest["gates"]["sha256"] = sha256_file(bundle / "gates.json")
 
-    _edit_manifest(b, edit)
+    _edit_manifest(bundle, edit)
     with pytest.raises(BundleError, match="not a safetensors file") as ei:
-        load_bundle(b, spec_hashes(), allow_smoke=True)
-    assert ei.value.where == str(f)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
+    assert ei.value.where == str(adapter_file)
 
 
 def test_an_edited_gates_file_is_refused(tiny_run, tmp_path):
-    b = _copy(tiny_run, tmp_path)
-    g = json.loads((b / "gates.json").read_text())
-    g["primitives"]["decompose"]["passed"] = True
-    (b / "gates.json").write_text(json.dumps(g))
+    bundle = _copy(tiny_run, tmp_path)
+    gates = json.loads((bundle / "gates.json").read_text())
+    gates["primitives"]["decompose"]["passed"] = True
+    (bundle / "gates.json").write_text(json.dumps(gates))
     with pytest.raises(BundleError, match="the gates file was modified"):
-        load_bundle(b, spec_hashes(), allow_smoke=True)
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
 
 
 def test_package_refuses_gates_measured_on_other_adapter_files(tiny_run, tmp_path, capsys):
     # Finding 4: an adapter retrained after validate was packaged under the old numbers.
     train = tmp_path / "train"
     shutil.copytree(tiny_run / "train", train)
-    f = train / "get_order" / "adapter" / "adapter_model.safetensors"
-    f.write_bytes(f.read_bytes()[:-1] + bytes([f.read_bytes()[-1] ^ 1]))  # "retrained"
+    adapter_file = train / "get_order" / "adapter" / "adapter_model.safetensors"
+    adapter_file.write_bytes(adapter_file.read_bytes()[:-1] + bytes([adapter_file.read_bytes()[-1] ^ 1]))  # "retrained"
     args = [
         "package",
         f"train_dir={train}",

@@ -24,9 +24,9 @@ FIG1 = Path("data_gen/solutions/file_system/paper_figure1.json")
 
 
 def _write(tmp_path: Path, data: dict, name: str = "broken.json") -> Path:
-    p = tmp_path / name
-    p.write_text(json.dumps(data))
-    return p
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
 
 
 def _fig1() -> dict:
@@ -65,32 +65,34 @@ def test_coverage_minimums_default_to_the_requirement_for_the_default_corpus_onl
 
 
 def test_every_paraphrase_is_replayed(tmp_path):
-    d = _fig1()
-    d["turns"][0]["paraphrases"][1] = "Tell me a joke."
-    msg = _verify_one(_write(tmp_path, d))
+    solution = _fig1()
+    solution["turns"][0]["paraphrases"][1] = "Tell me a joke."
+    msg = _verify_one(_write(tmp_path, solution))
     assert msg.startswith("turn 0, paraphrases[1]: 'Tell me a joke.': kernel/decompose: "), msg
     assert "values_grounded" in msg and "dir_name='archive'" in msg
 
 
 def test_a_paraphrase_must_carry_the_requests_slots(tmp_path):
-    d = _fig1()
-    d["turns"][1]["paraphrases"][0] = (
+    solution = _fig1()
+    solution["turns"][1]["paraphrases"][0] = (
         "Look through the report I just moved for lines mentioning revenue."  # literal, not ${word}
     )
-    msg = _verify_one(_write(tmp_path, d))
+    msg = _verify_one(_write(tmp_path, solution))
     assert msg.startswith("turn 1, paraphrases[0]: ") and "lacks ${word}" in msg, msg
 
 
 def test_request_over_scratchpad_needs_the_request_overriding_a_different_value_in_the_scratchpad(tmp_path):
-    d = _fig1()  # tau and S are both used, but never for the same key
-    d["tags"].append("request_over_scratchpad")
+    solution = _fig1()  # tau and S are both used, but never for the same key
+    solution["tags"].append("request_over_scratchpad")
     assert (
         "tag 'request_over_scratchpad' needs a parameter bound from the request while the scratchpad already holds that key"
-        in _verify_one(_write(tmp_path, d))
+        in _verify_one(_write(tmp_path, solution))
     )
     sol = load_solution("data_gen/solutions/file_system/cd_request_over_scratchpad.json")
-    r = sol.rendered()
-    conflicts = request_over_scratchpad_conflicts(r, verify_solution(sol), build_registry(r, build_environment(r)))
+    rendered = sol.rendered()
+    conflicts = request_over_scratchpad_conflicts(
+        rendered, verify_solution(sol), build_registry(rendered, build_environment(rendered))
+    )
     assert conflicts and all(tau != s for _, _, _, tau, s in conflicts)
 
 
@@ -107,20 +109,20 @@ NO_SIDE = Path("data_gen/solutions/file_system/find_before_delete.json")
     ],
 )
 def test_no_side_effect_names_a_tempting_side_effecting_tool_that_is_not_called(tmp_path, turn, names, needle):
-    d = json.loads(NO_SIDE.read_text())
-    assert d["turns"][0]["must_not_call"] == ["rm"] and "no_side_effect" in d["tags"]
-    del d["turns"][0]["must_not_call"]
+    solution = json.loads(NO_SIDE.read_text())
+    assert solution["turns"][0]["must_not_call"] == ["rm"] and "no_side_effect" in solution["tags"]
+    del solution["turns"][0]["must_not_call"]
     if names is not None:
-        d["turns"][turn]["must_not_call"] = names
-    assert needle in _verify_one(_write(tmp_path, d))
+        solution["turns"][turn]["must_not_call"] = names
+    assert needle in _verify_one(_write(tmp_path, solution))
 
 
 def test_no_side_effect_needs_a_read_only_turn(tmp_path):
-    d = json.loads(NO_SIDE.read_text())
-    del d["turns"][0]["must_not_call"]
-    d["turns"][1]["must_not_call"] = ["mv"]  # not called, but the turn commits rm: not a read-only turn
+    solution = json.loads(NO_SIDE.read_text())
+    del solution["turns"][0]["must_not_call"]
+    solution["turns"][1]["must_not_call"] = ["mv"]  # not called, but the turn commits rm: not a read-only turn
     assert "tag 'no_side_effect' needs a turn whose committed calls are all read-only" in _verify_one(
-        _write(tmp_path, d)
+        _write(tmp_path, solution)
     )
 
 
@@ -138,9 +140,9 @@ def test_no_side_effect_needs_a_read_only_turn(tmp_path):
     ],
 )
 def test_extra_tool_schemas_are_validated(tmp_path, schema, needle):
-    d = _fig1()
-    d["registry"] = {"extra": [{"name": "upload", "description": "Upload a file.", "parameters": schema}]}
-    msg = _verify_one(_write(tmp_path, d))
+    solution = _fig1()
+    solution["registry"] = {"extra": [{"name": "upload", "description": "Upload a file.", "parameters": schema}]}
+    msg = _verify_one(_write(tmp_path, solution))
     assert needle in msg, msg
 
 
@@ -168,29 +170,29 @@ def test_shipped_schema_is_current_and_describes_every_field():
 
 
 def test_wrong_order(tmp_path):
-    d = _fig1()
-    d["turns"][0]["order"] = ["t2", "t1"]
-    assert _verify_one(_write(tmp_path, d)) == "turn 0, get_order: expected order ['t2', 't1'], got ['t1', 't2']"
+    solution = _fig1()
+    solution["turns"][0]["order"] = ["t2", "t1"]
+    assert _verify_one(_write(tmp_path, solution)) == "turn 0, get_order: expected order ['t2', 't1'], got ['t1', 't2']"
 
 
 def test_unbound_parameter(tmp_path):
-    d = _fig1()
-    del d["turns"][1]["tasks"][1]["parameters"]["pattern"]  # the search pattern is no longer grounded anywhere
-    msg = _verify_one(_write(tmp_path, d))
+    solution = _fig1()
+    del solution["turns"][1]["tasks"][1]["parameters"]["pattern"]  # the search pattern is no longer grounded anywhere
+    msg = _verify_one(_write(tmp_path, solution))
     assert msg.startswith("turn 1, ") and "pattern" in msg
 
 
 def test_wrong_source(tmp_path):
-    d = _fig1()
-    d["turns"][1]["tasks"][0]["bindings"]["folder"]["source"] = "request"
-    msg = _verify_one(_write(tmp_path, d))
+    solution = _fig1()
+    solution["turns"][1]["tasks"][0]["bindings"]["folder"]["source"] = "request"
+    msg = _verify_one(_write(tmp_path, solution))
     assert msg == "turn 1, task t1/parameter folder: expected source request, got scratchpad (value 'archive')"
 
 
 def test_wrong_call(tmp_path):
-    d = _fig1()
-    d["turns"][1]["calls"][1] = "grep(file_name='${file}', pattern='profit')"
-    msg = _verify_one(_write(tmp_path, d))
+    solution = _fig1()
+    solution["turns"][1]["calls"][1] = "grep(file_name='${file}', pattern='profit')"
+    msg = _verify_one(_write(tmp_path, solution))
     assert (
         msg
         == "turn 1, call 2: expected grep(file_name='report.txt', pattern='profit'), got grep(file_name='report.txt', pattern='revenue')"
@@ -198,17 +200,19 @@ def test_wrong_call(tmp_path):
 
 
 def test_annotation_that_violates_a_contract(tmp_path):
-    d = _fig1()
-    d["turns"][0]["tasks"][0]["parameters"]["dir_name"] = "attic"  # not in the request: decompose's grounding contract
-    d["turns"][0]["tasks"][0]["bindings"]["dir_name"]["value"] = "attic"
-    msg = _verify_one(_write(tmp_path, d))
+    solution = _fig1()
+    solution["turns"][0]["tasks"][0]["parameters"]["dir_name"] = (
+        "attic"  # not in the request: decompose's grounding contract
+    )
+    solution["turns"][0]["tasks"][0]["bindings"]["dir_name"]["value"] = "attic"
+    msg = _verify_one(_write(tmp_path, solution))
     assert "turn 0" in msg and "decompose" in msg and "values_grounded" in msg and "attic" in msg
 
 
 def test_unbacked_tag(tmp_path):
-    d = _fig1()
-    d["tags"].append("prereq_not_met_blocked")
-    assert "tag 'prereq_not_met_blocked' is not backed" in _verify_one(_write(tmp_path, d))
+    solution = _fig1()
+    solution["tags"].append("prereq_not_met_blocked")
+    assert "tag 'prereq_not_met_blocked' is not backed" in _verify_one(_write(tmp_path, solution))
 
 
 @pytest.mark.parametrize(
@@ -239,20 +243,20 @@ def test_unbacked_tag(tmp_path):
     ],
 )
 def test_malformed_files_name_the_field(tmp_path, mutate, needle):
-    d = copy.deepcopy(_fig1())
-    mutate(d)
-    path = _write(tmp_path, d)
+    solution = copy.deepcopy(_fig1())
+    mutate(solution)
+    path = _write(tmp_path, solution)
     msg = _verify_one(path)
     assert needle in msg, msg
 
 
 def test_not_json_names_line_and_column(tmp_path, capsys):
-    p = tmp_path / "bad.json"
-    p.write_text('{"id": "x",\n  "domains": [file_system]}')
-    rc = main(["verify", str(p)])
+    path = tmp_path / "bad.json"
+    path.write_text('{"id": "x",\n  "domains": [file_system]}')
+    rc = main(["verify", str(path)])
     out = capsys.readouterr().err
     assert rc == 2  # bad input (issue 13: one exit-code convention, messages on stderr)
-    assert f"FAIL {p}: not valid JSON" in out.replace("\n", "") and "line 2" in out
+    assert f"FAIL {path}: not valid JSON" in out.replace("\n", "") and "line 2" in out
 
 
 def test_missing_path_is_a_located_error(capsys):
@@ -265,10 +269,10 @@ def test_fixture_solutions_are_current_copies_of_the_corpus():
     # The fast pipeline fixtures are copies of corpus files; a corpus fix must reach them too.
     root = Path(__file__).resolve().parents[1]
     stale = []
-    for f in sorted((root / "tests" / "fixtures" / "solutions").glob("*.json")):
-        src = list((root / "data_gen" / "solutions").rglob(f.name))
-        if src and src[0].read_bytes() != f.read_bytes():
-            stale.append(f"{f.name} differs from {src[0].relative_to(root)}")
+    for fixture_file in sorted((root / "tests" / "fixtures" / "solutions").glob("*.json")):
+        src = list((root / "data_gen" / "solutions").rglob(fixture_file.name))
+        if src and src[0].read_bytes() != fixture_file.read_bytes():
+            stale.append(f"{fixture_file.name} differs from {src[0].relative_to(root)}")
     assert stale == []
 
 
@@ -278,14 +282,14 @@ def test_no_two_solutions_are_the_same_template_with_other_values():
     root = Path(__file__).resolve().parents[1] / "data_gen" / "solutions"
     seen: dict[tuple, str] = {}
     twins = []
-    for f in sorted(root.rglob("*.json")):
-        if f.name == "schema.json":
+    for solution_file in sorted(root.rglob("*.json")):
+        if solution_file.name == "schema.json":
             continue
-        d = json.loads(f.read_text())
-        key = tuple(t["user"] for t in d["turns"])
+        solution = json.loads(solution_file.read_text())
+        key = tuple(t["user"] for t in solution["turns"])
         if key in seen:
-            twins.append(f"{f.relative_to(root)} repeats {seen[key]}")
-        seen.setdefault(key, str(f.relative_to(root)))
+            twins.append(f"{solution_file.relative_to(root)} repeats {seen[key]}")
+        seen.setdefault(key, str(solution_file.relative_to(root)))
     assert twins == []
 
 
@@ -304,17 +308,17 @@ def test_a_yaml_alias_bomb_in_a_solution_is_refused_cheaply(tmp_path):
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
         for i in range(9)
     )
-    p = tmp_path / "bomb.yaml"
-    p.write_text(bomb)
+    path = tmp_path / "bomb.yaml"
+    path.write_text(bomb)
     # Refused at the first alias it meets (line 4), so nothing was expanded: a fact, not a time (issue 25).
-    msg = _verify_one(p)
+    msg = _verify_one(path)
     assert "YAML aliases (*a) are not accepted (line 4)" in msg
 
 
 def test_json_nested_too_deep_is_a_located_error(tmp_path):
-    p = tmp_path / "deep.json"
-    p.write_text('{"id": "x", "config": ' + "[" * 5000 + "]" * 5000 + "}")
-    assert "nested deeper than 64 levels" in _verify_one(p)
+    path = tmp_path / "deep.json"
+    path.write_text('{"id": "x", "config": ' + "[" * 5000 + "]" * 5000 + "}")
+    assert "nested deeper than 64 levels" in _verify_one(path)
 
 
 # ------------------------------------------------ issue 16 part 5: warnings and messages that catch silent mistakes
@@ -326,12 +330,12 @@ def _load(rel: str) -> dict:
 
 
 def test_prerequisite_divergence_shows_the_value_in_s_and_the_call_that_wrote_it(tmp_path):
-    d = _load("ticket/close_then_comment_blocked.json")
-    p = d["turns"][1]["tasks"][0]["prerequisites"][1]
-    p["outcome"] = "met"  # wrong: the close in turn 0 wrote ticket_status[57]=Closed (per ticket)
-    del p["remediation"]
-    d["tags"] = [t for t in d["tags"] if t != "prereq_not_met_blocked"]
-    msg = _verify_one(_write(tmp_path, d))
+    solution = _load("ticket/close_then_comment_blocked.json")
+    prerequisite = solution["turns"][1]["tasks"][0]["prerequisites"][1]
+    prerequisite["outcome"] = "met"  # wrong: the close in turn 0 wrote ticket_status[57]=Closed (per ticket)
+    del prerequisite["remediation"]
+    solution["tags"] = [t for t in solution["tags"] if t != "prereq_not_met_blocked"]
+    msg = _verify_one(_write(tmp_path, solution))
     assert msg == (
         "turn 1, task t1/check_prerequisites/ticket_status[57]: outcome: expected met, got not_met "
         "(S['ticket_status[57]'] = 'Closed', written by turn 0 call close_ticket(ticket_id=57))"
@@ -341,7 +345,7 @@ def test_prerequisite_divergence_shows_the_value_in_s_and_the_call_that_wrote_it
 def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_path):
     # Two touches that both follow the same mkdir+cd are ordered by get_order; the old check counted only tasks
     # that depend on nothing and refused the tag.
-    d = {
+    solution = {
         "id": "fs-two-touches-after-cd",
         "title": "t",
         "description": "d",
@@ -400,17 +404,17 @@ def test_parallel_tasks_counts_independent_tasks_below_a_shared_dependency(tmp_p
             }
         ],
     }
-    (res,) = verify_paths([_write(tmp_path, d)], warnings=False)
+    (res,) = verify_paths([_write(tmp_path, solution)], warnings=False)
     assert res.ok, res.error
-    d["turns"][0]["tasks"][3]["depends_on"] = ["t3"]  # now a chain: no layer of two tasks, so no evidence
-    assert "tag 'parallel_tasks' is not backed" in _verify_one(_write(tmp_path, d))
+    solution["turns"][0]["tasks"][3]["depends_on"] = ["t3"]  # now a chain: no layer of two tasks, so no evidence
+    assert "tag 'parallel_tasks' is not backed" in _verify_one(_write(tmp_path, solution))
 
 
 def test_verify_warns_about_a_literal_in_a_slot_pool(tmp_path):
-    d = _fig1()
+    solution = _fig1()
     # a second file whose name is in the file_name pool: a copy that draws it for ${file} has two files of one name
-    d["initial_state"]["file_system"]["root"]["children"]["budget.csv"] = {"type": "file", "content": "x"}
-    (res,) = verify_paths([_write(tmp_path, d)])
+    solution["initial_state"]["file_system"]["root"]["children"]["budget.csv"] = {"type": "file", "content": "x"}
+    (res,) = verify_paths([_write(tmp_path, solution)])
     assert res.ok, res.error
     assert any(
         "initial_state.file_system.root.children.budget.csv" in w
@@ -422,17 +426,17 @@ def test_verify_warns_about_a_literal_in_a_slot_pool(tmp_path):
 
 
 def test_verify_warns_about_an_asserted_number_derived_from_a_slot(tmp_path, capsys):
-    d = _load("telecom/paper_e4_refuel_data.json")
-    d["turns"][0]["state"][0]["equals"] = 3  # the refuelled amount written out instead of ${gb}
-    path = _write(tmp_path, d)
+    solution = _load("telecom/paper_e4_refuel_data.json")
+    solution["turns"][0]["state"][0]["equals"] = 3  # the refuelled amount written out instead of ${gb}
+    path = _write(tmp_path, solution)
     (res,) = verify_paths([path])
     assert res.ok, res.error  # right for its own values ...
-    (w,) = [w for w in res.warnings if "derived" in w]  # ... but not for the others generate draws
+    (warning,) = [w for w in res.warnings if "derived" in w]  # ... but not for the others generate draws
     assert (
-        w.startswith("an asserted number looks derived from a slot")
-        and "${gb}=" in w
-        and "turn 0, state: telecom/lines/" in w
-    ), w
+        warning.startswith("an asserted number looks derived from a slot")
+        and "${gb}=" in warning
+        and "turn 0, state: telecom/lines/" in warning
+    ), warning
     assert main(["verify", str(path)]) == 0  # a warning, not a failure
     err = capsys.readouterr().err
     assert "WARN" in err and "derived from a slot" in err
