@@ -60,8 +60,8 @@ def test_a_false_predicate_skips_the_task_and_is_not_a_failure():
 
 
 def test_a_predicate_on_an_absent_key_fails_closed():
-    def absent(d):
-        d["turns"][0]["tasks"][1]["when"]["key"] = "get_details_by_id.no_such_field"
+    def absent(solution):
+        solution["turns"][0]["tasks"][1]["when"]["key"] = "get_details_by_id.no_such_field"
 
     res, _ = _run(_edit(_load("telecom/resume_if_suspended.json"), absent))
     assert res.outcomes["t2"].status == "skipped_condition" and "S has no" in res.outcomes["t2"].reason
@@ -69,8 +69,8 @@ def test_a_predicate_on_an_absent_key_fails_closed():
 
 
 def test_a_conditional_task_whose_dependency_failed_is_skipped_for_the_dependency():
-    def unknown_line(d):  # the world has another line, so reading the requested one fails
-        lines = d["initial_state"]["telecom"]["lines"]
+    def unknown_line(solution):  # the world has another line, so reading the requested one fails
+        lines = solution["initial_state"]["telecom"]["lines"]
         lines["L-0000"] = lines.pop("${line}")
 
     res, _ = _run(_edit(_load("telecom/resume_if_suspended.json"), unknown_line))
@@ -79,27 +79,27 @@ def test_a_conditional_task_whose_dependency_failed_is_skipped_for_the_dependenc
 
 
 # ------------------------------------------------------------------- fan-out
-def _tmp_files(n: int):
-    def edit(d):
-        children = d["initial_state"]["file_system"]["root"]["children"]
+def _tmp_files(count: int):
+    def edit(solution):
+        children = solution["initial_state"]["file_system"]["root"]["children"]
         for k in [k for k in children if k.endswith(".tmp")]:
             del children[k]
-        for i in range(n):
+        for i in range(count):
             children[f"junk_{i:02d}.tmp"] = {"type": "file", "content": str(i)}
 
     return edit
 
 
-@pytest.mark.parametrize("n", [0, 1, 3])
-def test_fan_out_runs_one_instance_per_element(n):
-    res, world = _run(_edit(_load("file_system/delete_every_tmp_file.json"), _tmp_files(n)))
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_fan_out_runs_one_instance_per_element(count):
+    res, world = _run(_edit(_load("file_system/delete_every_tmp_file.json"), _tmp_files(count)))
     out = res.outcomes["t2"]
-    names = [f"junk_{i:02d}.tmp" for i in range(n)]
-    assert out.elements == names and out.instances == [f"t2[{k}]" for k in range(n)] and out.beyond_bound == []
-    assert out.status == ("executed" if n else "skipped_condition")
+    names = [f"junk_{i:02d}.tmp" for i in range(count)]
+    assert out.elements == names and out.instances == [f"t2[{k}]" for k in range(count)] and out.beyond_bound == []
+    assert out.status == ("executed" if count else "skipped_condition")
     rms = [c for c in res.committed_calls if c.tool == "rm"]
-    assert [(c.task_id, c.arguments) for c in rms] == [(f"t2[{k}]", {"file_name": names[k]}) for k in range(n)]
-    for k in range(n):  # each instance binds its element from tau (INV-L), and is recorded on its own
+    assert [(c.task_id, c.arguments) for c in rms] == [(f"t2[{k}]", {"file_name": names[k]}) for k in range(count)]
+    for k in range(count):  # each instance binds its element from tau (INV-L), and is recorded on its own
         assert res.bindings[f"t2[{k}]"]["file_name"].source == "request"
         assert res.outcomes[f"t2[{k}]"].status == "executed"
     assert not [k for k in world["file_system"]["root"]["children"] if k.endswith(".tmp")]
@@ -132,8 +132,8 @@ def test_a_failing_instance_abandons_only_itself():
 
 
 def test_a_failing_first_instance_does_not_stop_the_next():
-    def already_following_first(d):  # the first commenter is followed already: following them again fails
-        d["initial_state"]["social"]["posting"]["following"]["${me}"].append("${c1}")
+    def already_following_first(solution):  # the first commenter is followed already: following them again fails
+        solution["initial_state"]["social"]["posting"]["following"]["${me}"].append("${c1}")
 
     res, world = _run(_edit(_load("social/follow_each_commenter.json"), already_following_first))
     assert [res.outcomes[f"t2[{k}]"].status for k in range(2)] == ["tool_failed", "executed"]
@@ -185,17 +185,17 @@ def test_the_solutions_that_failed_before_verify_now():
 
 
 def test_fan_out_tag_needs_instances_with_their_calls():
-    def tag(d):
-        d["tags"].append("fan_out")
+    def tag(solution):
+        solution["tags"].append("fan_out")
 
     with pytest.raises(Divergence, match="tag 'fan_out' needs"):
         verify_solution(_edit(_load("telecom/payment_request_each_overdue_bill.json"), tag))
 
 
 def test_a_wrong_predicate_annotation_is_a_divergence():
-    def flip(d):  # says the predicate held and the task executed, on a line that is active
-        t = d["turns"][0]["tasks"][1]
-        t["when"]["value"] = "active"
+    def flip(solution):  # says the predicate held and the task executed, on a line that is active
+        task = solution["turns"][0]["tasks"][1]
+        task["when"]["value"] = "active"
 
     with pytest.raises(Divergence):
         verify_solution(_edit(_load("telecom/resume_if_suspended_line_active.json"), flip))

@@ -47,9 +47,9 @@ class CountingBackend:
     def complete(self, requests):
         out = []
         with self.lock:
-            for r in requests:
+            for request in requests:
                 self.n += 1
-                out.append(SLMReply(self.fn(r, self.n), {"backend": self.name, "n": self.n}))
+                out.append(SLMReply(self.fn(request, self.n), {"backend": self.name, "n": self.n}))
         return out
 
 
@@ -90,12 +90,12 @@ class _Items(BaseModel):
     items: list[Item]
 
 
-def noisy(req, n):
+def noisy(req, count):
     if req.primitive == "guess":
-        return json.dumps({"v": -n}) if n % 3 else json.dumps({"v": n})
+        return json.dumps({"v": -count}) if count % 3 else json.dumps({"v": count})
     if req.primitive == "tag":
-        return json.dumps({"label": f"{req.input.name}-{n}" if n % 2 else f"x{n}"})
-    return json.dumps({"v": req.input.v + n})
+        return json.dumps({"label": f"{req.input.name}-{count}" if count % 2 else f"x{count}"})
+    return json.dumps({"v": req.input.v + count})
 
 
 def comparable(trace: Trace):
@@ -107,14 +107,14 @@ def test_trace_records_every_invocation_with_identity_io_contract_time_and_model
     run = Engine(CountingBackend(noisy), trace="full").run(guess_program(), {"text": "q"})
     assert len(run.trace) > 5
     assert [r.seq for r in run.trace] == list(range(len(run.trace)))
-    for r in run.trace:
-        assert r.action in get_args(Action)
-        assert r.kind in ("symbolic", "slm")
-        assert r.input is not None and "ok" in r.contract and r.elapsed_ms >= 0
-        if r.kind == "slm":
-            assert r.model["backend"] == "counting"
+    for record in run.trace:
+        assert record.action in get_args(Action)
+        assert record.kind in ("symbolic", "slm")
+        assert record.input is not None and "ok" in record.contract and record.elapsed_ms >= 0
+        if record.kind == "slm":
+            assert record.model["backend"] == "counting"
         else:
-            assert r.model is None
+            assert record.model is None
     first = run.trace.records[0]
     assert (first.path, first.primitive, first.action, first.input) == ("prog/guess", "guess", "retry", {"text": "q"})
     assert first.contract["violations"][0]["constraint"] == "positive"
@@ -157,10 +157,10 @@ def test_trace_round_trip_of_a_halted_parallel_run(tmp_path):
 
 def test_trace_record_from_dict_ignores_unknown_keys_and_defaults_optional_ones():
     rec = TraceRecord(0, "p", "x", "symbolic", 0, "accept", {"v": 1}, {"v": 2}, {"ok": True, "violations": []}, 0.1)
-    d = rec.to_dict() | {"run_id": "r", "future_field": 1}
-    assert TraceRecord.from_dict(d) == rec
-    del d["meta"], d["source"], d["model"]
-    assert TraceRecord.from_dict(d) == rec
+    as_dict = rec.to_dict() | {"run_id": "r", "future_field": 1}
+    assert TraceRecord.from_dict(as_dict) == rec
+    del as_dict["meta"], as_dict["source"], as_dict["model"]
+    assert TraceRecord.from_dict(as_dict) == rec
 
 
 def test_trace_levels():
@@ -324,13 +324,13 @@ def test_cache_applies_within_a_run():
 def test_effectful_and_context_primitives_are_never_cached():
     calls = []
 
-    def tool(x):
+    def tool(num):
         calls.append("tool")
-        return Num(v=x.v)
+        return Num(v=num.v)
 
-    def ctx_fn(x, ctx):
+    def ctx_fn(num, ctx):
         calls.append("ctx")
-        return Num(v=x.v + ctx["offset"])
+        return Num(v=num.v + ctx["offset"])
 
     effect = symbolic("tool", tool, Num, Num, Contract(), pure=False)
     with_ctx = symbolic("ctx", ctx_fn, Num, Num, Contract(), uses_context=True)
@@ -358,22 +358,22 @@ def test_slm_replies_are_cached_by_input_and_feedback():
 
 
 def test_cache_is_bounded_lru():
-    c = Cache(max_entries=2)
-    c.put("a", 1)
-    c.put("b", 2)
-    assert c.get("a") == 1  # a is now most recent
-    c.put("c", 3)
-    assert c.get("b") is None and c.get("a") == 1 and c.get("c") == 3
-    assert len(c) == 2
+    cache = Cache(max_entries=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # a is now most recent
+    cache.put("c", 3)
+    assert cache.get("b") is None and cache.get("a") == 1 and cache.get("c") == 3
+    assert len(cache) == 2
 
 
 def test_input_hash_is_canonical_and_sensitive():
-    a = input_hash("p", {"x": 1, "y": [1, 2]})
-    assert a == input_hash("p", {"y": [1, 2], "x": 1})
-    assert a != input_hash("q", {"x": 1, "y": [1, 2]})
-    assert a != input_hash("p", {"x": 1, "y": [2, 1]})
-    assert a != input_hash("p", {"x": 1, "y": [1, 2]}, ("fb",))
-    assert a != input_hash("p", {"x": 1, "y": [1, 2]}, (), "2")
+    digest = input_hash("p", {"x": 1, "y": [1, 2]})
+    assert digest == input_hash("p", {"y": [1, 2], "x": 1})
+    assert digest != input_hash("q", {"x": 1, "y": [1, 2]})
+    assert digest != input_hash("p", {"x": 1, "y": [2, 1]})
+    assert digest != input_hash("p", {"x": 1, "y": [1, 2]}, ("fb",))
+    assert digest != input_hash("p", {"x": 1, "y": [1, 2]}, (), "2")
     assert input_hash("p", Num(v=1)) == input_hash("p", {"v": 1})
 
 
@@ -403,12 +403,12 @@ def test_atomic_writes_leave_no_temp_file_and_use_the_normal_file_mode(tmp_path)
 def test_a_shared_cache_never_serves_one_backends_answer_to_another():
     guess = slm("guess", Text, Num, Contract(), render=render)
     cache = Cache()
-    a = CountingBackend(lambda r, n: json.dumps({"v": 100 + n}))
-    b = CountingBackend(lambda r, n: json.dumps({"v": 200 + n}))
-    b.name = "other-model"
-    assert Engine(a, cache=cache).run(guess, {"text": "x"}).output == Num(v=101)
-    assert Engine(b, cache=cache).run(guess, {"text": "x"}).output == Num(v=201)
-    assert Engine(a, cache=cache).run(guess, {"text": "x"}).trace.records[0].source == "cache"
+    counting = CountingBackend(lambda r, n: json.dumps({"v": 100 + n}))
+    other = CountingBackend(lambda r, n: json.dumps({"v": 200 + n}))
+    other.name = "other-model"
+    assert Engine(counting, cache=cache).run(guess, {"text": "x"}).output == Num(v=101)
+    assert Engine(other, cache=cache).run(guess, {"text": "x"}).output == Num(v=201)
+    assert Engine(counting, cache=cache).run(guess, {"text": "x"}).trace.records[0].source == "cache"
 
 
 def test_a_cached_symbolic_output_is_not_changed_by_whoever_mutates_it():

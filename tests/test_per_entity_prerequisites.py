@@ -43,20 +43,26 @@ def test_the_key_syntax():
 
 def test_check_consults_the_entry_of_the_entity_not_the_plain_key():
     assert LINE_ACTIVE.entity == "line_id"
-    S = Scratchpad({"line_status": "suspended", "line_status[L-9009]": "suspended", "line_status[L-4096]": "active"})
+    scratchpad = Scratchpad(
+        {"line_status": "suspended", "line_status[L-9009]": "suspended", "line_status[L-4096]": "active"}
+    )
     key = toolgate.prerequisite_key
-    assert toolgate.check(LINE_ACTIVE, S, key(LINE_ACTIVE, "L-4096")) == "met"
-    assert toolgate.check(LINE_ACTIVE, S, key(LINE_ACTIVE, "L-9009")) == "not_met"
-    assert toolgate.check(LINE_ACTIVE, S, key(LINE_ACTIVE, "L-1212")) == "absent"  # another line's entries do not count
-    assert toolgate.check(LINE_ACTIVE, S, key(LINE_ACTIVE, None)) == "absent"  # no entity known
-    assert toolgate.check(LINE_ACTIVE, S) == "not_met"  # the plain key, which the kernel no longer consults for it
+    assert toolgate.check(LINE_ACTIVE, scratchpad, key(LINE_ACTIVE, "L-4096")) == "met"
+    assert toolgate.check(LINE_ACTIVE, scratchpad, key(LINE_ACTIVE, "L-9009")) == "not_met"
+    assert (
+        toolgate.check(LINE_ACTIVE, scratchpad, key(LINE_ACTIVE, "L-1212")) == "absent"
+    )  # another line's entries do not count
+    assert toolgate.check(LINE_ACTIVE, scratchpad, key(LINE_ACTIVE, None)) == "absent"  # no entity known
+    assert (
+        toolgate.check(LINE_ACTIVE, scratchpad) == "not_met"
+    )  # the plain key, which the kernel no longer consults for it
 
 
 def test_the_precondition_checks_the_entity_of_the_call_arguments():
     spec = TELECOM.tools["refuel_data"].spec
-    S = Scratchpad({"customer_identified": True, "line_status": "active", "line_status[L-4096]": "active"})
-    assert toolgate.precondition(spec, {"customer_id": "C1", "line_id": "L-4096", "gb_amount": 2}, S) == []
-    errors = toolgate.precondition(spec, {"customer_id": "C1", "line_id": "L-9009", "gb_amount": 2}, S)
+    scratchpad = Scratchpad({"customer_identified": True, "line_status": "active", "line_status[L-4096]": "active"})
+    assert toolgate.precondition(spec, {"customer_id": "C1", "line_id": "L-4096", "gb_amount": 2}, scratchpad) == []
+    errors = toolgate.precondition(spec, {"customer_id": "C1", "line_id": "L-9009", "gb_amount": 2}, scratchpad)
     assert errors == [
         "prerequisite 'line_status[L-9009]' is absent (needs the line is active (get_details_by_id shows its status))"
     ]
@@ -110,8 +116,8 @@ def test_an_entity_that_is_not_a_parameter_is_a_located_error():
 
 
 def test_a_solution_registry_extra_tool_with_a_wrong_entity_names_its_field(tmp_path):
-    d = json.loads(BLOCKED_BEFORE.read_text())
-    d["registry"] = {
+    solution = json.loads(BLOCKED_BEFORE.read_text())
+    solution["registry"] = {
         "extra": [
             {
                 "name": "top_up",
@@ -120,9 +126,9 @@ def test_a_solution_registry_extra_tool_with_a_wrong_entity_names_its_field(tmp_
             }
         ]
     }
-    p = tmp_path / "extra.json"
-    p.write_text(json.dumps(d))
-    [result] = verify_paths([p])
+    path = tmp_path / "extra.json"
+    path.write_text(json.dumps(solution))
+    [result] = verify_paths([path])
     assert not result.ok
     assert (
         "registry.extra.0: Value error, prerequisites[0] ('line_status'): entity 'lineid' is not a parameter of tool 'top_up'"
@@ -160,12 +166,12 @@ def test_with_a_domain_wide_key_the_same_request_is_blocked(tmp_path, monkeypatc
     for name in ("refuel_data", "enable_roaming", "change_plan"):
         spec = TELECOM.tools[name].spec
         monkeypatch.setattr(spec, "prerequisites", [plain if p.key == "line_status" else p for p in spec.prerequisites])
-    d = json.loads(BLOCKED_BEFORE.read_text())
-    for task in d["turns"][1]["tasks"]:  # the file as it would be written for that declaration: the plain key
-        for p in task["prerequisites"]:
-            p["key"] = fact_of(p["key"])
+    solution = json.loads(BLOCKED_BEFORE.read_text())
+    for task in solution["turns"][1]["tasks"]:  # the file as it would be written for that declaration: the plain key
+        for prerequisite in task["prerequisites"]:
+            prerequisite["key"] = fact_of(prerequisite["key"])
     path = tmp_path / "plain.json"
-    path.write_text(json.dumps(d))
+    path.write_text(json.dumps(solution))
     [result] = verify_paths([path])
     assert not result.ok
     assert (
@@ -176,10 +182,10 @@ def test_with_a_domain_wide_key_the_same_request_is_blocked(tmp_path, monkeypatc
 
 def _no_line_named() -> dict:
     """A request that names no line while S names none either."""
-    d = json.loads(BLOCKED_BEFORE.read_text())
-    d["id"], d["tags"] = "telecom-refuel-no-line-known", ["prereq_not_met_blocked"]
-    d["config"] = {"customer_identified": True, "customer_id": "${cid}"}
-    turn = copy.deepcopy(d["turns"][1])
+    solution = json.loads(BLOCKED_BEFORE.read_text())
+    solution["id"], solution["tags"] = "telecom-refuel-no-line-known", ["prereq_not_met_blocked"]
+    solution["config"] = {"customer_identified": True, "customer_id": "${cid}"}
+    turn = copy.deepcopy(solution["turns"][1])
     turn.update(user="Please add ${gb} GB of data.", paraphrases=[], calls=[], state=[], scratchpad={}, notes="")
     turn["tasks"] = [
         {
@@ -194,27 +200,27 @@ def _no_line_named() -> dict:
             "outcome": "blocked",
         }
     ]
-    d["turns"] = [turn]
-    return d
+    solution["turns"] = [turn]
+    return solution
 
 
 def test_no_entity_value_known_is_absent_then_not_met_and_writes_no_entry(tmp_path):
-    p = tmp_path / "no_line.json"
-    p.write_text(json.dumps(_no_line_named()))
-    [result] = verify_paths([p])
+    path = tmp_path / "no_line.json"
+    path.write_text(json.dumps(_no_line_named()))
+    [result] = verify_paths([path])
     assert result.ok, result.error
-    [turn] = verify_solution(load_solution(p))
+    [turn] = verify_solution(load_solution(path))
     assert "line_status[]" not in turn.scratchpad  # a key that names no entity is never written
     assert turn.outcomes["t1"].blocked_key == "line_status[]"
 
 
 def test_the_tag_needs_another_entitys_entry_that_is_judged_differently(tmp_path):
     # a per-entity check with no other line's entry in S is no evidence for the tag
-    d = json.loads(Path("data_gen/solutions/telecom/roaming_suspended_line_blocked.json").read_text())
-    d["tags"].append("per_entity_prerequisite")
-    p = tmp_path / "unbacked.json"
-    p.write_text(json.dumps(d))
-    [result] = verify_paths([p])
+    solution = json.loads(Path("data_gen/solutions/telecom/roaming_suspended_line_blocked.json").read_text())
+    solution["tags"].append("per_entity_prerequisite")
+    path = tmp_path / "unbacked.json"
+    path.write_text(json.dumps(solution))
+    [result] = verify_paths([path])
     assert (
         not result.ok
         and "tag 'per_entity_prerequisite' needs a prerequisite checked on one entity's key" in result.error

@@ -142,8 +142,8 @@ def test_mcp_unknown_tool_fields_are_noted_not_refused(capsys, tmp_path):
     ]
     # A recorded server's reply with a future field on every tool still imports, one note line for all.
     data = json.loads((RECORDED / "mcp_server_memory.json").read_text())
-    for t in data["result"]["tools"]:
-        t["costHint"] = {"usd": 0}
+    for tool_entry in data["result"]["tools"]:
+        tool_entry["costHint"] = {"usd": 0}
     path = tmp_path / "memory_next.json"
     path.write_text(json.dumps(data))
     assert cli(["check", str(path)]) == 0
@@ -183,8 +183,12 @@ def _bfcl_doc(name="f", **props):
 
 def _bfcl_forms():
     props = {}
-    for p, (t, d) in _FORMS.items():
-        props[p] = {"type": t, "description": d, **({"items": {"type": "string"}} if t == "array" else {})}
+    for param, (param_type, description) in _FORMS.items():
+        props[param] = {
+            "type": param_type,
+            "description": description,
+            **({"items": {"type": "string"}} if param_type == "array" else {}),
+        }
     (spec,) = parse_registry(_bfcl_doc("startEngine", **props), fmt="bfcl", source="v.json")
     return spec
 
@@ -198,8 +202,8 @@ def test_bfcl_prose_enum_forms():
     assert spec.param_schema("grant_type")["enum"] == ["read_write", "read", "write"]
     assert "enum" not in spec.param_schema("door")
     assert spec.param_schema("door")["items"]["enum"] == ["driver", "passenger", "rear_left", "rear_right"]
-    for p, (_, text) in _FORMS.items():
-        assert spec.param_schema(p)["description"] == text  # the prose stays
+    for param, (_, text) in _FORMS.items():
+        assert spec.param_schema(param)["description"] == text  # the prose stays
     assert validate_args(spec, {"ignitionMode": "FLY"}) == [
         "parameter 'ignitionMode': 'FLY' is not one of ['START', 'STOP']"
     ]
@@ -352,8 +356,8 @@ def bfcl():
 
 def _params(reg):
     for tool in reg:
-        for p, schema in tool.parameters["properties"].items():
-            yield tool, p, schema
+        for param, schema in tool.parameters["properties"].items():
+            yield tool, param, schema
 
 
 def test_real_bfcl_docs_import_with_registry_check(bfcl, capsys):
@@ -385,8 +389,8 @@ def test_real_bfcl_none_defaults_are_null(bfcl):
     nulls = {f"{t.name}.{p}" for t, p, s in _params(bfcl["registry"]) if "default" in s and s["default"] is None}
     assert nulls == BFCL_NONE_DEFAULTS
     for key in BFCL_NONE_DEFAULTS:
-        tool, p = key.split(".")
-        assert "null" in bfcl["registry"][tool].param_schema(p)["type"]
+        tool, param = key.split(".")
+        assert "null" in bfcl["registry"][tool].param_schema(param)["type"]
     assert not [s for _, _, s in _params(bfcl["registry"]) if s.get("default") == "None"]
 
 

@@ -55,17 +55,19 @@ def overrides(data: Path, out: Path, *extra: str, epochs: int = 3) -> list[str]:
 def test_the_dev_split_is_carved_from_train_solutions_only(generated_data):
     held_out = set(load_manifest(generated_data)["validation_solutions"])
     dev_by_primitive = {}
-    for p in PRIMITIVE_NAMES:
-        train, dev = train_and_dev_rows(generated_data, p, 0.3, seed=0)
+    for primitive in PRIMITIVE_NAMES:
+        train, dev = train_and_dev_rows(generated_data, primitive, 0.3, seed=0)
         train_ids, dev_ids = {r.solution_id for r in train}, {r.solution_id for r in dev}
         assert not (train_ids | dev_ids) & held_out, "a validation solution reached training or selection"
         assert not train_ids & dev_ids, "a solution is all dev or all train"
-        assert {r.id for r in train} | {r.id for r in dev} == {r.id for r in read_rows(generated_data, p, "train")}
-        dev_by_primitive[p] = dev_ids
+        assert {r.id for r in train} | {r.id for r in dev} == {
+            r.id for r in read_rows(generated_data, primitive, "train")
+        }
+        dev_by_primitive[primitive] = dev_ids
     # one rule for every primitive (and the base stage): a solution that is dev for one is dev for all
     every = set().union(*dev_by_primitive.values())
-    for p in PRIMITIVE_NAMES:
-        train_ids = {r.solution_id for r in train_and_dev_rows(generated_data, p, 0.3, seed=0)[0]}
+    for primitive in PRIMITIVE_NAMES:
+        train_ids = {r.solution_id for r in train_and_dev_rows(generated_data, primitive, 0.3, seed=0)[0]}
         assert not train_ids & {s for s in every if is_dev_solution(s, 0.3, 0)}
     assert dev_by_primitive[PRIM], "the fixture's match_func rows must yield a dev split"
 
@@ -108,15 +110,15 @@ def selected_run(generated_data, tmp_path_factory):
 
 
 def test_the_adapter_kept_is_the_epoch_of_best_dev_exact_match(selected_run):
-    out, m = selected_run
-    sel = m["selection"]
+    out, metrics = selected_run
+    sel = metrics["selection"]
     assert (
         sel["rule"] == "dev_exact_match"
         and sel["dev_rows"] >= 1
         and sel["dev_solutions"] >= 1
         and sel["decoding"] == "constrained"
     )
-    evals = [e for e in m["eval_history"] if "eval_exact_match" in e]
+    evals = [e for e in metrics["eval_history"] if "eval_exact_match" in e]
     assert [round(e["epoch"]) for e in evals] == [1, 2, 3]  # one evaluation per epoch
     score = {e["step"]: e["eval_exact_match"] - e["eval_loss"] / 1000 for e in evals}
     assert sel["best_global_step"] == max(score, key=lambda s: (score[s], -s))  # the first of the best
@@ -130,12 +132,17 @@ def test_an_interrupted_converge_run_resumes_to_the_same_selection(generated_dat
     with pytest.raises(KeyboardInterrupt):
         run(config_from_overrides(overrides(generated_data, out)), callbacks=[StopAfterFirstSave()])
     assert not (out / PRIM / "metrics.json").exists()
-    m = run(config_from_overrides(overrides(generated_data, out, "train.resume=true")))[PRIM].metrics
-    assert m["resumed_from"] == "checkpoint-" + str(selected_run[1]["eval_history"][0]["step"])
-    assert m["selection"] == selected_run[1]["selection"] and m["eval_history"] == selected_run[1]["eval_history"]
-    a = weights(selected_run[0] / PRIM / "adapter")
-    b = weights(out / PRIM / "adapter")
-    assert all(torch.equal(a[k], b[k]) for k in a), "the resumed run keeps the same adapter as the uninterrupted one"
+    metrics = run(config_from_overrides(overrides(generated_data, out, "train.resume=true")))[PRIM].metrics
+    assert metrics["resumed_from"] == "checkpoint-" + str(selected_run[1]["eval_history"][0]["step"])
+    assert (
+        metrics["selection"] == selected_run[1]["selection"]
+        and metrics["eval_history"] == selected_run[1]["eval_history"]
+    )
+    adapter_a = weights(selected_run[0] / PRIM / "adapter")
+    adapter_b = weights(out / PRIM / "adapter")
+    assert all(torch.equal(adapter_a[k], adapter_b[k]) for k in adapter_a), (
+        "the resumed run keeps the same adapter as the uninterrupted one"
+    )
 
 
 def test_early_stopping_ends_a_flat_curve_and_per_primitive_budgets_apply(generated_data, tmp_path):
@@ -158,8 +165,8 @@ def test_early_stopping_ends_a_flat_curve_and_per_primitive_budgets_apply(genera
         cfg.train.for_primitive(PRIM).early_stopping_patience == 1
         and cfg.train.for_primitive("decompose").early_stopping_patience is None
     )
-    m = run(cfg)[PRIM].metrics
-    assert m["selection"]["stopped_early"] and round(m["epochs_completed"]) < 6
+    metrics = run(cfg)[PRIM].metrics
+    assert metrics["selection"]["stopped_early"] and round(metrics["epochs_completed"]) < 6
 
 
 def test_selection_needs_a_dev_split_and_patience_needs_selection(generated_data, tmp_path):
@@ -183,7 +190,7 @@ def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    out, m = selected_run
+    out, metrics = selected_run
     assert (
         mod.main(
             [
@@ -209,6 +216,6 @@ def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run
     _, dev = train_and_dev_rows(generated_data, PRIM, 0.3, seed=3)
     assert summary.startswith(f"{PRIM}: {len(dev)} dev rows from {len({r.solution_id for r in dev})} solutions; ")
     counted = sum(int(part.rsplit(" (", 1)[0].rsplit(" ", 1)[1]) for part in summary.split("; ", 1)[1].split(", "))
-    assert counted == len(dev) == m["selection"]["dev_rows"]
+    assert counted == len(dev) == metrics["selection"]["dev_rows"]
     validation = {r.solution_id for r in read_rows(generated_data, PRIM, "validation")}
     assert not validation & {r.solution_id for r in dev}

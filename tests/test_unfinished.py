@@ -76,11 +76,11 @@ KERNEL = Kernel(KernelConfig(strict_invariants=True))
 
 def run_turns(turns: list[dict[str, Any]], config: dict[str, Any] | None = None, kernel: Kernel = KERNEL):
     env = Environment([SHOP], {"unfinished_test": {}})
-    S = Scratchpad(config)
+    scratchpad = Scratchpad(config)
     results, requests = [], []
     for i, raw in enumerate(turns):
-        t = Turn.model_validate({"calls": [], **raw})
-        backend = OracleBackend(t, "test")
+        turn = Turn.model_validate({"calls": [], **raw})
+        backend = OracleBackend(turn, "test")
         inner = backend.complete
 
         def complete(reqs, inner=inner):
@@ -89,21 +89,21 @@ def run_turns(turns: list[dict[str, Any]], config: dict[str, Any] | None = None,
 
         backend.complete = complete  # type: ignore[method-assign]
         res, _ = kernel.run_turn(
-            user=t.user,
+            user=turn.user,
             env=env,
-            scratchpad=S,
+            scratchpad=scratchpad,
             registry=env.registry(),
             backend=backend,
-            turn_context=t.context,
+            turn_context=turn.context,
             index=i,
         )
         assert not res.invariant_violations and res.halted is None, (res.invariant_violations, res.halted)
         results.append(res)
-    return results, env.states["unfinished_test"], S, requests
+    return results, env.states["unfinished_test"], scratchpad, requests
 
 
-def tau(v: Any) -> dict[str, Any]:
-    return {"source": "request", "value": v}
+def tau(value: Any) -> dict[str, Any]:
+    return {"source": "request", "value": value}
 
 
 ORDER_NO_QUANTITY = {
@@ -146,9 +146,9 @@ QUANTITY_GIVEN = {
 
 
 def test_a_missing_param_task_leaves_its_bound_arguments_but_never_a_secret():
-    (res,), world, S, _ = run_turns([ORDER_NO_QUANTITY])
+    (res,), world, scratchpad, _ = run_turns([ORDER_NO_QUANTITY])
     assert world.orders == []
-    entry = S.get("unfinished.order")
+    entry = scratchpad.get("unfinished.order")
     assert entry == {
         "tool": "order",
         "task": "Order gift-wrapped mugs",
@@ -158,8 +158,8 @@ def test_a_missing_param_task_leaves_its_bound_arguments_but_never_a_secret():
         "arguments": {"item": "mugs", "gift_wrap": True},
         "missing": ["quantity"],
     }
-    assert "4321" not in repr(S.snapshot())  # the PIN reached no entry of S
-    assert S.last_source("unfinished.order") == "unfinished"
+    assert "4321" not in repr(scratchpad.snapshot())  # the PIN reached no entry of S
+    assert scratchpad.last_source("unfinished.order") == "unfinished"
 
 
 def test_a_blocked_task_leaves_what_decompose_stated_for_its_tool():
@@ -177,9 +177,9 @@ def test_a_blocked_task_leaves_what_decompose_stated_for_its_tool():
         ],
         "order": ["t1"],
     }
-    (res,), world, S, _ = run_turns([turn], config={"order_open": False})
+    (res,), world, scratchpad, _ = run_turns([turn], config={"order_open": False})
     assert world.notes == [] and res.outcomes["t1"].status == "blocked"
-    entry = S.get("unfinished.annotate")
+    entry = scratchpad.get("unfinished.annotate")
     assert (entry["outcome"], entry["arguments"], entry["missing"]) == (
         "blocked",
         {"order_id": 7, "note": "fragile"},
@@ -212,7 +212,7 @@ def test_a_blocked_task_leaves_what_decompose_stated_for_its_tool():
         ],
         "order": ["t1", "t2"],
     }
-    (_, res2), world, S, _ = run_turns([turn, again], config={"order_open": False})
+    (_, res2), world, scratchpad, _ = run_turns([turn, again], config={"order_open": False})
     note = res2.bindings["t2"]["note"]
     assert (note.value, note.entry, note.consulted) == (
         "fragile",
@@ -220,18 +220,18 @@ def test_a_blocked_task_leaves_what_decompose_stated_for_its_tool():
         ["request", "dependencies", "unfinished"],
     )
     assert res2.bindings["t2"]["order_id"].entry is None  # bound from the reopen's argument, before the entry
-    assert world.notes == ["fragile"] and S.get("unfinished.annotate")["outcome"] == "executed"
+    assert world.notes == ["fragile"] and scratchpad.get("unfinished.annotate")["outcome"] == "executed"
 
 
 def test_a_later_turn_completes_it_and_the_entry_is_overwritten_not_removed():
-    (_, res), world, S, _ = run_turns([ORDER_NO_QUANTITY, QUANTITY_GIVEN])
+    (_, res), world, scratchpad, _ = run_turns([ORDER_NO_QUANTITY, QUANTITY_GIVEN])
     assert world.orders == [{"item": "mugs", "quantity": 3, "gift_wrap": True}]
     item = res.bindings["t1"]["item"]
     assert (item.source, item.entry, item.consulted) == ("scratchpad", "unfinished.order", ["request", "unfinished"])
     # the optional gift_wrap the unfinished task had bound is a parameter of the resumed call too
     assert res.bindings["t1"]["gift_wrap"].entry == "unfinished.order"
-    assert "unfinished.order" in S  # INV-S: overwritten, never deleted
-    assert S.get("unfinished.order") == {
+    assert "unfinished.order" in scratchpad  # INV-S: overwritten, never deleted
+    assert scratchpad.get("unfinished.order") == {
         "tool": "order",
         "task": "Order 3 of the earlier item",
         "turn": 1,
@@ -240,7 +240,7 @@ def test_a_later_turn_completes_it_and_the_entry_is_overwritten_not_removed():
         "arguments": {},
         "missing": [],
     }
-    assert open_arguments(S, "order") == {}
+    assert open_arguments(scratchpad, "order") == {}
     # a completed entry binds nothing: a third order restates the item, and a missing one stays missing
     third = {
         "user": "Order 2 more, PIN 4321",
@@ -310,9 +310,9 @@ def test_tasks_of_one_turn_do_not_bind_from_each_others_entries():
         ],
         "order": ["t1", "t2"],
     }
-    (res,), world, S, _ = run_turns([turn])
+    (res,), world, scratchpad, _ = run_turns([turn])
     assert res.bindings["t2"]["item"].source == "missing" and world.orders == []
-    assert S.get("unfinished.order")["arguments"] == {"quantity": 2}  # the later task of the tool wrote last
+    assert scratchpad.get("unfinished.order")["arguments"] == {"quantity": 2}  # the later task of the tool wrote last
 
 
 def test_an_over_long_argument_is_kept_as_a_marker_that_is_never_bound():
@@ -328,10 +328,10 @@ def test_an_over_long_argument_is_kept_as_a_marker_that_is_never_bound():
             }
         ],
     }
-    (_,), _, S, _ = run_turns([turn])
-    kept = S.get("unfinished.order")["arguments"]["item"]
+    (_,), _, scratchpad, _ = run_turns([turn])
+    kept = scratchpad.get("unfinished.order")["arguments"]["item"]
     assert is_truncated(kept) and kept["$truncated"] == 702
-    assert "item" not in bindable(S.snapshot())["unfinished.order"]["arguments"]  # no grounding from a preview
+    assert "item" not in bindable(scratchpad.snapshot())["unfinished.order"]["arguments"]  # no grounding from a preview
     again = {
         "user": "Make it 3, PIN 4321",
         "tasks": [
@@ -349,10 +349,10 @@ def test_an_over_long_argument_is_kept_as_a_marker_that_is_never_bound():
     (_, res), _, _, _ = run_turns([turn, again])
     assert res.bindings["t1"]["item"].source == "missing"
     # the cap is the result entries' one (KernelConfig.result_entry_max_chars)
-    (_,), _, S, _ = run_turns(
+    (_,), _, scratchpad, _ = run_turns(
         [turn], kernel=Kernel(KernelConfig(strict_invariants=True, result_entry_max_chars=10_000))
     )
-    assert S.get("unfinished.order")["arguments"]["item"] == long_item
+    assert scratchpad.get("unfinished.order")["arguments"]["item"] == long_item
 
 
 SOLUTION = DEFAULT_SOLUTIONS / "airline" / "booking_missing_dob_then_given.json"
