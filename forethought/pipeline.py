@@ -43,7 +43,7 @@ StageName = Literal["verify", "generate", "base", "train", "validate", "package"
 TRAIN_LIBS = ("torch", "transformers", "peft", "trl")
 MODEL_LIBS = ("torch", "transformers", "peft")
 # The code a model stage's output depends on (its fingerprint covers these files).
-MODEL_CODE = ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs.py"]
+MODEL_CODE = ["training", "forethought/bundle", "data_gen/row.py", "kernel/specs"]
 
 
 class PipelineConfig(BaseModel):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import forethought.kernel.specs as specs
-from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
+from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS, shared
 
 SNAP = Path(__file__).parent / "snapshots" / "prompts"
 
@@ -48,8 +48,9 @@ def test_changing_render_tools_changes_every_affected_spec_hash(monkeypatch):
     # yet all five spec hashes stayed identical (only a few functions' source was hashed).
     before = {n: SPECS[n].compute_spec_hash() for n in PRIMITIVE_NAMES}
     assert before == {n: SPECS[n].spec_hash for n in PRIMITIVE_NAMES}
-    original = specs.render_tools
-    monkeypatch.setattr(specs, "render_tools", lambda tools: original(tools).replace("): ", ") -- "))
+    original = shared.render_tools
+    # the adapter and every spec render tool lists through kernel/specs/shared.py's render_tools
+    monkeypatch.setattr(shared, "render_tools", lambda tools: original(tools).replace("): ", ") -- "))
     after = {n: SPECS[n].compute_spec_hash() for n in PRIMITIVE_NAMES}
     changed = {n for n in PRIMITIVE_NAMES if after[n] != before[n]}
     assert changed == {"decompose", "check_prerequisites", "match_func", "match_fill"}  # every primitive shown tools

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.kernel.specs import (
     MAX_TASKS,
     PRIMITIVE_NAMES,
     SPECS,
     Derivation,
+    Label,
     PrimitiveSpec,
     registered,
 )
@@ -38,12 +40,12 @@ FIX = Path(__file__).parent / "fixtures" / "solutions"
 
 class CountTasksInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    user: str
+    user: Annotated[str, Label("Request")]
 
 
 class CountTasksOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    count: int
+    count: int = Field(description="Count one task per tool call.")
 
 
 def _within_fan_out(inp: CountTasksInput, out: CountTasksOutput) -> str | None:
@@ -57,13 +59,12 @@ def _corrupt(ans: dict, rng, tools: list[str]) -> str:
 
 COUNT_TASKS = PrimitiveSpec(
     name="count_tasks",
-    system='Count the unit tasks the request asks for (one tool call each). Answer with JSON: {"count": n}.',
+    instructions="Count the unit tasks the request asks for.",
     input_type=CountTasksInput,
     output_type=CountTasksOutput,
-    render_user=lambda x: f"Request: {x.user}",
     checks=(Check("within_fan_out", "value", _within_fan_out),),
     canonical_fn=lambda out: out.count,
-    decoding=lambda inp, max_tasks: {
+    decoding_schema=lambda inp, max_tasks=MAX_TASKS: {
         "type": "object",
         "properties": {"count": {"type": "integer", "minimum": 0, "maximum": max_tasks}},
         "required": ["count"],

@@ -40,4 +40,4 @@ class OracleBackend:
 
     def answer(self, primitive: str, inp: Any) -> dict[str, Any]:
         """What the primitive would be trained to output here (an unknown primitive is a KeyError naming the registered ones)."""
-        return get_spec(primitive).oracle_answer(inp, self.annotation)
+        return get_spec(primitive).oracle(inp, self.annotation)

@@ -1,0 +1,90 @@
+"""match_func: the one listed tool that performs a unit task, or null (the paper's SP5, Match)."""
+
+from __future__ import annotations
+
+import random
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from forethought.primitives import Check
+
+from ..decoding import with_format
+from .adapter import Label
+from .base import Annotation, GenerationRules, PrimitiveSpec
+from .shared import MAX_TASKS, TaskRef, ToolBrief, _tool_enum, _tool_map
+
+
+class MatchFuncInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    task: TaskRef
+    tools: list[ToolBrief]
+
+
+class MatchFuncOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_name: Annotated[str | None, Label("function")]  # the trace views' name for the decision
+
+
+def _match_without_target(inp: MatchFuncInput, raw: Any, names: frozenset[str]) -> tuple[Any, Any] | None:
+    """The task with its tool (and the tool's alternatives) taken off the list: no listed tool performs it, so the
+    answer is null. Near-miss look-alikes stay: telling them apart from the missing tool is the point."""
+    if not isinstance(raw, dict) or raw.get("tool_name") is None:
+        return None
+    tools = [t for t in inp.tools if t.name not in names]
+    if len(tools) == len(inp.tools) or not tools:
+        return None
+    return inp.model_copy(update={"tools": tools}), {"tool_name": None}
+
+
+def _match_registered(inp: MatchFuncInput, out: MatchFuncOutput) -> str | None:
+    if out.tool_name is not None and out.tool_name not in _tool_map(inp.tools):
+        return f"tool {out.tool_name!r} is not in the registry"
+    return None
+
+
+def _match_schema(inp: MatchFuncInput, max_tasks: int = MAX_TASKS) -> dict[str, Any]:
+    return with_format(
+        {
+            "type": "object",
+            "properties": {"tool_name": _tool_enum(inp.tools, True)},
+            "required": ["tool_name"],
+            "additionalProperties": False,
+        }
+    )
+
+
+def _match_oracle(inp: MatchFuncInput, ann: Annotation) -> dict[str, Any]:
+    t = ann.tasks.get(inp.task.id)
+    return {"tool_name": t.match if t is not None else None}
+
+
+def _match_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> str:
+    kind = rng.choice(["wrong_tool", "unregistered_tool", "null"])
+    cur = ans.get("tool_name")
+    ans["tool_name"] = {
+        "wrong_tool": rng.choice([x for x in tools if x != cur] or [None]),
+        "unregistered_tool": (cur or "tool") + "_v2",
+        "null": None,
+    }[kind]
+    return kind
+
+
+MATCH_FUNC = PrimitiveSpec(
+    name="match_func",
+    instructions=(
+        "Given one unit task and a tool list, choose the one tool that performs it, spelled exactly as listed; "
+        "null if none applies."
+    ),
+    input_type=MatchFuncInput,
+    output_type=MatchFuncOutput,
+    checks=(Check("tool_registered", "value", _match_registered),),
+    canonical_fn=lambda out: out.tool_name,
+    decoding_schema=_match_schema,
+    oracle=_match_oracle,
+    default_size=1600,
+    gate_threshold=0.95,  # Table 5: 96.9
+    noise_kinds=("wrong_tool", "unregistered_tool", "null"),
+    corrupt=_match_corrupt,
+    generation=GenerationRules(without_target=_match_without_target),
+)
