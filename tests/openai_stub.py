@@ -26,8 +26,8 @@ class StubServer:
         self.requests: list[tuple[str, Any, str | None]] = []
         outer = self
 
-        class H(BaseHTTPRequestHandler):
-            def log_message(self, *a):  # keep test output clean
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
                 pass
 
             def do_POST(self):
@@ -40,7 +40,7 @@ class StubServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -73,11 +73,11 @@ def test_unconstrained_random_model_does_not_parse(model_and_tokenizer):
 
 def test_decompose_schema_is_valid_and_bounded():
     spec = SPECS["decompose"]
-    s = spec.decoding_schema(DecomposeInput(user="u", tools=TOOLS))
+    schema = spec.decoding_schema(DecomposeInput(user="u", tools=TOOLS))
     import jsonschema
 
-    jsonschema.Draft202012Validator.check_schema(s)
-    variants = s["properties"]["tasks"]["items"]["anyOf"]  # one per registered tool, and one for "no listed tool"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    variants = schema["properties"]["tasks"]["items"]["anyOf"]  # one per registered tool, and one for "no listed tool"
     assert [v["properties"]["tool_name"]["const"] for v in variants] == ["cd", "ls", "mkdir", "grep", None]
     assert [list(v["properties"]["parameters"]["properties"]) for v in variants] == [["x"]] * 4 + [[]]
-    assert s["properties"]["tasks"]["maxItems"] == 12  # the kernel's declared fan-out
+    assert schema["properties"]["tasks"]["maxItems"] == 12  # the kernel's declared fan-out

@@ -29,8 +29,8 @@ class _Recording:
 
     def complete(self, reqs):
         out = self.inner.complete(reqs)
-        for r, rep in zip(reqs, out, strict=False):
-            self.table[json.dumps(r.messages, sort_keys=True)] = (r.adapter, rep.text)
+        for request, rep in zip(reqs, out, strict=False):
+            self.table[json.dumps(request.messages, sort_keys=True)] = (request.adapter, rep.text)
         return out
 
 
@@ -86,13 +86,13 @@ def test_kernel_over_http_makes_the_oracle_calls(recorded):
 def test_model_names_map_and_structured_outputs(recorded):
     sol, table, _ = recorded
     with Server(table) as srv:
-        b = OpenAIBackend(
+        backend = OpenAIBackend(
             srv.url, models={"decompose": "ft-decompose"}, json_schema=True, extra_body={"stop_token_ids": [106]}
         )
         req = SLMRequest(
             "decompose", None, [{"role": "user", "content": "x"}], json_schema={"type": "object"}, adapter="decompose"
         )  # type: ignore[arg-type]
-        b.complete([req])
+        backend.complete([req])
     body = srv.requests[0][1]
     assert body["model"] == "ft-decompose"
     assert body["response_format"]["type"] == "json_schema" and body["stop_token_ids"] == [106]
@@ -107,8 +107,8 @@ def test_the_server_gets_the_same_contract_compiled_schema_the_hf_backend_decode
 
     sol, table, _ = recorded
     with Server(table) as srv:
-        b = OpenAIBackend(srv.url, json_schema=True)
-        run_solution(sol, Kernel(), lambda i, t: b)
+        backend = OpenAIBackend(srv.url, json_schema=True)
+        run_solution(sol, Kernel(), lambda i, t: backend)
     sent = [(body["model"], body["response_format"]["json_schema"], body["messages"]) for _, body, _ in srv.requests]
     assert sent and all(
         schema["name"] == model and schema["schema"]["x-guidance"] == JSON_FORMAT for model, schema, _ in sent
@@ -123,8 +123,8 @@ def test_each_primitive_may_have_its_own_server(recorded):
     """A full-weight bundle is served one model per server: backend.urls routes a served name to its URL."""
     sol, table, oracle_res = recorded
     with Server(table) as main, Server(table) as own:
-        b = OpenAIBackend(main.url, urls={"match_func": own.url})
-        res = run_solution(sol, Kernel(), lambda i, t: b)
+        backend = OpenAIBackend(main.url, urls={"match_func": own.url})
+        res = run_solution(sol, Kernel(), lambda i, t: backend)
     assert _calls(res) == _calls(oracle_res)
     assert {body["model"] for _, body, _ in own.requests} == {"match_func"}
     assert "match_func" not in {body["model"] for _, body, _ in main.requests} and main.requests
@@ -142,15 +142,15 @@ def test_each_primitive_may_have_its_own_server(recorded):
 def test_bad_server_replies_give_located_errors(recorded, mode, needle):
     sol, table, _ = recorded
     with Server(table, mode) as srv:
-        b = OpenAIBackend(srv.url)
+        backend = OpenAIBackend(srv.url)
         req = SLMRequest("match_func", None, [{"role": "user", "content": "x"}], adapter="match_func")  # type: ignore[arg-type]
         with pytest.raises(BackendError) as ei:
-            b.complete([req])
+            backend.complete([req])
         assert srv.url in str(ei.value) and "'match_func'" in str(ei.value) and needle in str(ei.value)
         # Inside the kernel the failure is a backend error of that turn: never a contract
         # violation (a model answer), a crash or an execution.
         res = run_solution(
-            sol, Kernel(KernelConfig(retries=1, backend_retries=1, backend_retry_wait_s=0)), lambda i, t: b
+            sol, Kernel(KernelConfig(retries=1, backend_retries=1, backend_retry_wait_s=0)), lambda i, t: backend
         )
     assert all(t.backend_error is not None and t.halted is None and t.calls == [] for t in res.turns)
     assert needle in res.turns[0].backend_error["message"] and res.turns[0].backend_error["attempts"] == 2
@@ -158,6 +158,6 @@ def test_bad_server_replies_give_located_errors(recorded, mode, needle):
 
 
 def test_unreachable_server():
-    b = OpenAIBackend("http://127.0.0.1:9/v1", timeout_s=2)
+    backend = OpenAIBackend("http://127.0.0.1:9/v1", timeout_s=2)
     with pytest.raises(BackendError, match="cannot reach the server"):
-        b.complete([SLMRequest("get_order", None, [], adapter="get_order")])  # type: ignore[arg-type]
+        backend.complete([SLMRequest("get_order", None, [], adapter="get_order")])  # type: ignore[arg-type]

@@ -36,15 +36,15 @@ def _deletion_steps(tmp_path: Path) -> int:
     count = 0
     real_unlink, real_rmdir = os.unlink, os.rmdir
 
-    def unlink(*a, **k):
+    def unlink(*args, **kwargs):
         nonlocal count
         count += 1
-        return real_unlink(*a, **k)
+        return real_unlink(*args, **kwargs)
 
-    def rmdir(*a, **k):
+    def rmdir(*args, **kwargs):
         nonlocal count
         count += 1
-        return real_rmdir(*a, **k)
+        return real_rmdir(*args, **kwargs)
 
     out = _bundle(tmp_path / "count" / "out", 1)
     staged = _bundle(tmp_path / "count" / "staged", 2)
@@ -59,11 +59,11 @@ def _deletion_steps(tmp_path: Path) -> int:
 def _dying_at(k: int, calls: list[int], real):
     """``real``, except that the ``k``-th call counted in ``calls`` crashes instead."""
 
-    def call(*a, **kw):
+    def call(*args, **kw):
         calls[0] += 1
         if calls[0] == k:
             raise _Crash
-        return real(*a, **kw)
+        return real(*args, **kw)
 
     return call
 

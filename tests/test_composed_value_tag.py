@@ -23,9 +23,9 @@ def _load(rel: str) -> dict:
 
 
 def _verify(tmp_path: Path, data: dict) -> tuple[bool, str | None]:
-    p = tmp_path / "solution.json"
-    p.write_text(json.dumps(data))
-    (res,) = verify_paths([p], warnings=False)
+    path = tmp_path / "solution.json"
+    path.write_text(json.dumps(data))
+    (res,) = verify_paths([path], warnings=False)
     return res.ok, res.error
 
 
@@ -58,35 +58,35 @@ def test_composed_only_reads_parts_from_state_values():
 
 
 def test_the_tag_is_accepted_on_a_solution_with_a_composed_argument(tmp_path):
-    d = _load("social/comment_two_file_names.json")
-    assert "composed_value" in d["tags"]
-    assert _verify(tmp_path, d) == (True, "")
+    solution = _load("social/comment_two_file_names.json")
+    assert "composed_value" in solution["tags"]
+    assert _verify(tmp_path, solution) == (True, "")
 
 
 def test_the_tag_is_refused_when_the_same_string_is_grounded_whole(tmp_path):
     # The same comment, but the request now quotes it verbatim: the value is grounded whole, so nothing is composed.
-    d = _load("social/comment_two_file_names.json")
-    t = d["turns"][0]
-    t["user"] = 'Comment on tweet 4 with the text "${f1}, ${f2}".'
-    t["paraphrases"] = []
-    ok, err = _verify(tmp_path, d)
+    solution = _load("social/comment_two_file_names.json")
+    turn = solution["turns"][0]
+    turn["user"] = 'Comment on tweet 4 with the text "${f1}, ${f2}".'
+    turn["paraphrases"] = []
+    ok, err = _verify(tmp_path, solution)
     assert not ok and NEEDS in err
-    d["tags"].remove("composed_value")  # the solution itself is right: only the tag lacks evidence
-    assert _verify(tmp_path, d) == (True, "")
+    solution["tags"].remove("composed_value")  # the solution itself is right: only the tag lacks evidence
+    assert _verify(tmp_path, solution) == (True, "")
 
 
 def test_the_tag_is_refused_on_a_solution_whose_strings_are_all_grounded_whole(tmp_path):
-    d = _load("file_system/paper_figure1.json")
-    d["tags"].append("composed_value")
-    ok, err = _verify(tmp_path, d)
+    solution = _load("file_system/paper_figure1.json")
+    solution["tags"].append("composed_value")
+    ok, err = _verify(tmp_path, solution)
     assert not ok and NEEDS in err
 
 
 def test_an_enum_value_is_not_evidence(tmp_path):
     # "ordered by mistake" is an enum value of cancel_pending_order's reason; the request says "I ordered it by
     # mistake", so the grounding rule alone would read the value as a composition of "ordered" and "mistake".
-    d = _load("retail/cancel_pending_inline_identification.json")
-    assert Haystack([d["turns"][0]["user"]]).composed_only("ordered by mistake")
-    d["tags"].append("composed_value")
-    ok, err = _verify(tmp_path, d)
+    solution = _load("retail/cancel_pending_inline_identification.json")
+    assert Haystack([solution["turns"][0]["user"]]).composed_only("ordered by mistake")
+    solution["tags"].append("composed_value")
+    ok, err = _verify(tmp_path, solution)
     assert not ok and NEEDS in err

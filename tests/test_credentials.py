@@ -32,10 +32,12 @@ def test_key_from_the_default_variable_a_named_one_or_a_file(tmp_path, monkeypat
     assert resolve_api_key(_cfg(), "backend") == KEY
     monkeypatch.setenv("FT_OTHER_KEY", "sk-other")
     assert resolve_api_key(_cfg(api_key_env="FT_OTHER_KEY"), "backend") == "sk-other"
-    f = tmp_path / "key"
-    f.write_text(f"\n  {KEY}-file  \n# a comment line after the key is ignored\n")
-    assert resolve_api_key(_cfg(api_key_file=str(f)), "backend") == f"{KEY}-file"  # the file wins over the variable
-    assert make_model_backend(_cfg(api_key_file=str(f))).api_key == f"{KEY}-file"
+    key_file = tmp_path / "key"
+    key_file.write_text(f"\n  {KEY}-file  \n# a comment line after the key is ignored\n")
+    assert (
+        resolve_api_key(_cfg(api_key_file=str(key_file)), "backend") == f"{KEY}-file"
+    )  # the file wins over the variable
+    assert make_model_backend(_cfg(api_key_file=str(key_file))).api_key == f"{KEY}-file"
 
 
 def test_a_missing_or_empty_key_file_is_a_located_error(tmp_path):

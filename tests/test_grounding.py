@@ -31,8 +31,8 @@ def test_values_sharing_only_a_substring_are_not_grounded():
     assert not Haystack(["I flew to Berlin"]).contains("Berlinale")
     # a name is one word: its stem, its extension or another name with the same parts is not grounded
     hay = Haystack(["copy report.txt and notes.md"])
-    for v in ["report", "txt", "report.md", "notes.txt", "notes.md.bak"]:
-        assert not hay.contains(v), v
+    for value in ["report", "txt", "report.md", "notes.txt", "notes.md.bak"]:
+        assert not hay.contains(value), value
     assert not Haystack([], [{"id": "HAT001"}]).contains("HAT")
     assert not Haystack(["write to john.doe@example.com"]).contains("john")
 
@@ -58,8 +58,8 @@ def test_connectives_alone_or_invented_parts_do_not_ground():
 def test_numbers_come_only_from_number_tokens():
     # The issue's case: ids and dates in S used to supply 1, -6 and -3, so "seven bags" with 7 passed.
     hay = Haystack(["Add seven checked bags"], [{"reservation_id": "HAT001", "date": "2024-06-03", "flight": "HAT170"}])
-    for n in [1, 7, 170, -6, -3, 6, 3, 2024]:
-        assert not hay.contains(n), n
+    for number in [1, 7, 170, -6, -3, 6, 3, 2024]:
+        assert not hay.contains(number), number
     assert number_tokens("HAT001 2024-06-03 10:30 v1.2.3 1.2.3 L-9009 +1-555-0100 12/05") == []
     assert number_tokens("-5 and 7. 3,4 1,200 $100 3.5 50% a 12-share buy ticket 48's") == [
         -5,
@@ -149,8 +149,8 @@ _connective = st.one_of(
 
 def _compose(parts: list[str], joins: list[str]) -> str:
     out = parts[0]
-    for j, p in zip(joins, parts[1:], strict=False):
-        out += j + p
+    for joiner, part in zip(joins, parts[1:], strict=False):
+        out += joiner + part
     return out
 
 
@@ -206,8 +206,8 @@ def test_connective_text_alone_is_not_grounded(pieces, word):
 
 @settings(max_examples=300, deadline=None)
 @given(st.from_regex(r"[A-Z]{2,4}[0-9]{1,4}", fullmatch=True), st.dates(), st.times(), st.integers(1, 99))
-def test_identifiers_dates_and_times_yield_no_numbers(ident, date, time, n):
-    text = f"{ident} on {date.isoformat()} at {time.strftime('%H:%M')} v{n}.{n}.{n}"
+def test_identifiers_dates_and_times_yield_no_numbers(ident, date, time, part):
+    text = f"{ident} on {date.isoformat()} at {time.strftime('%H:%M')} v{part}.{part}.{part}"
     assert number_tokens(text) == []
     hay = Haystack([], [{"id": ident, "date": date.isoformat(), "time": time.strftime("%H:%M")}])
     assert hay.numbers == set()
@@ -215,5 +215,5 @@ def test_identifiers_dates_and_times_yield_no_numbers(ident, date, time, n):
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(-10_000, 10_000), st.sampled_from(["", ".", ",", "!", " bags", "'s", "-share"]))
-def test_a_number_standing_alone_is_a_number_token(n, after):
-    assert Haystack([f"add {n}{after} please"]).contains(n)
+def test_a_number_standing_alone_is_a_number_token(number, after):
+    assert Haystack([f"add {number}{after} please"]).contains(number)

@@ -115,9 +115,9 @@ def test_a_server_that_does_not_answer_in_time_stops_the_turn_with_nothing_commi
 def _free_port() -> int:
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def test_turns_over_streamable_http(tmp_path):

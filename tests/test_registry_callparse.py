@@ -216,15 +216,15 @@ _name = st.lists(_ident, min_size=1, max_size=3).map(".".join) | st.from_regex(
 ).filter(lambda s: not keyword.iskeyword(s))
 
 
-def _same(a, b) -> bool:
+def _same(left, right) -> bool:
     """Equal with equal types all the way down (so True is not 1 and 1.0 is not 1)."""
-    if type(a) is not type(b):
+    if type(left) is not type(right):
         return False
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    return a == b
+    if isinstance(left, list):
+        return len(left) == len(right) and all(_same(x, y) for x, y in zip(left, right, strict=True))
+    if isinstance(left, dict):
+        return list(left) == list(right) and all(_same(left[k], right[k]) for k in left)
+    return left == right
 
 
 @settings(max_examples=300, deadline=None)

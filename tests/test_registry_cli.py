@@ -97,11 +97,11 @@ def test_check_help_is_help_not_a_file(capsys):
 
 def test_json_nested_too_deep_is_a_located_error(tmp_path, capsys):
     # Finding 8: ~97 levels or deeper gave a RecursionError traceback.
-    p = tmp_path / "deep.json"
-    p.write_text("[" * 100000 + "]" * 100000)
-    assert cli(["check", str(p)]) == 1
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100000 + "]" * 100000)
+    assert cli(["check", str(path)]) == 1
     err = capsys.readouterr().err
-    assert f"{p}" in err and "nested deeper than 64 levels" in err
+    assert f"{path}" in err and "nested deeper than 64 levels" in err
 
 
 def test_check_applies_an_annotations_sidecar_and_refuses_unknown_flags(tmp_path, capsys):

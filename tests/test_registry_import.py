@@ -69,12 +69,12 @@ def test_fixture_files_import(name, fmt, names):
 
 def test_openai_fixture_details():
     reg = load_registry(FIX / "openai_tools.json")
-    w = reg["get_weather"]
-    assert w.description == "Get the current weather for a city."
-    assert w.required == ["city"]
-    assert w.param_schema("unit") == {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}
-    assert w.param_schema("days")["type"] == ["integer", "null"]
-    assert w.parameters["additionalProperties"] is False
+    weather = reg["get_weather"]
+    assert weather.description == "Get the current weather for a city."
+    assert weather.required == ["city"]
+    assert weather.param_schema("unit") == {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}
+    assert weather.param_schema("days")["type"] == ["integer", "null"]
+    assert weather.parameters["additionalProperties"] is False
     flights = reg["search_flights"]
     assert flights.param_schema("passengers")["required"] == ["adults"]
     assert flights.param_schema("cabins")["items"]["enum"] == ["economy", "premium", "business", "first"]
@@ -196,9 +196,9 @@ def test_mcp_fixture_details():
     # A recursive $ref stays a reference into $defs, and still validates.
     out = reg["list_directory"].output_schema
     assert out["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
-    v = Draft202012Validator(out)
-    assert v.is_valid({"root": {"name": "a", "children": [{"name": "b", "children": []}]}})
-    assert not v.is_valid({"root": {"name": "a", "children": [{"children": []}]}})
+    validator = Draft202012Validator(out)
+    assert validator.is_valid({"root": {"name": "a", "children": [{"name": "b", "children": []}]}})
+    assert not validator.is_valid({"root": {"name": "a", "children": [{"children": []}]}})
 
 
 def _mcp(tool: dict, envelope=True):

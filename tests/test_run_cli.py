@@ -85,10 +85,10 @@ def test_record_then_strict_replay_reproduces_the_run_without_the_backend(tmp_pa
         )
         == 0
     )
-    a, b = (tmp_path / d / "fs-paper-figure1" for d in "ab")
-    assert (a / "calls.jsonl").read_text() == (b / "calls.jsonl").read_text()
-    assert (a / "final_state.json").read_text() == (b / "final_state.json").read_text()
-    replayed = [json.loads(x) for x in (b / "trace.jsonl").read_text().splitlines()]
+    recorded, strict = (tmp_path / d / "fs-paper-figure1" for d in "ab")
+    assert (recorded / "calls.jsonl").read_text() == (strict / "calls.jsonl").read_text()
+    assert (recorded / "final_state.json").read_text() == (strict / "final_state.json").read_text()
+    replayed = [json.loads(x) for x in (strict / "trace.jsonl").read_text().splitlines()]
     assert {r["source"] for r in replayed if r["kind"] == "slm"} == {"replay"}
     # a recording with an entry missing: strict replay is a located error, not a crash
     short = tmp_path / "short.jsonl"

@@ -170,8 +170,8 @@ def test_accelerate_configs_parse_into_launch_environments(name, monkeypatch):
         env = prepare_multi_gpu_env(args)
         assert env["ACCELERATE_USE_FSDP"] == "true" and env["FSDP_VERSION"] == "2"
         assert env["FSDP_STATE_DICT_TYPE"] == "FULL_STATE_DICT" and env["FSDP_ACTIVATION_CHECKPOINTING"] == "false"
-        for k, v in env.items():
-            monkeypatch.setenv(k, v)
+        for var_name, value in env.items():
+            monkeypatch.setenv(var_name, value)
         from accelerate.utils import FullyShardedDataParallelPlugin
 
         plugin = FullyShardedDataParallelPlugin()
@@ -201,10 +201,13 @@ def test_unknown_flag_and_positional_are_user_errors():
 
 
 def test_conf_files_are_documented_yaml():
-    for f in Path(CONF_DIR).rglob("*.yaml"):
-        if f.parent.name in ("model", "lora", "train", "logging", "launcher", "accelerate") or f.name == "train.yaml":
-            text = f.read_text()
-            assert text.lstrip().startswith("#"), f"{f} starts with a comment saying what it is for"
+    for path in Path(CONF_DIR).rglob("*.yaml"):
+        if (
+            path.parent.name in ("model", "lora", "train", "logging", "launcher", "accelerate")
+            or path.name == "train.yaml"
+        ):
+            text = path.read_text()
+            assert text.lstrip().startswith("#"), f"{path} starts with a comment saying what it is for"
             yaml.safe_load(text)
 
 

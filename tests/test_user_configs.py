@@ -57,14 +57,14 @@ def test_the_documented_configs_compose_and_run(confs, capsys):
     for cmd in commands[1:]:
         capsys.readouterr()
         assert main([*cmd[1:], "--cfg"]) == 0, capsys.readouterr().err
-    rest, d, n = config_flags(commands[1][2:])
-    with user_configs("train", d, n):
+    rest, config_dir, config_name = config_flags(commands[1][2:])
+    with user_configs("train", config_dir, config_name):
         cfg = compose_and_validate("train", rest, TrainConfig)[1]
     assert (cfg.dataset_dir, cfg.output_dir, cfg.primitive) == ("runs/mine/data", "runs/mine/train", "match_fill")
     assert (cfg.train.preset, cfg.train.max_steps, cfg.train.learning_rate) == ("quick", 40, 3e-3)
     assert cfg.model.profile == "tiny"  # everything else: the shipped conf/train.yaml
-    rest, d, n = config_flags(commands[2][2:])
-    with user_configs("pipeline", d, n):
+    rest, config_dir, config_name = config_flags(commands[2][2:])
+    with user_configs("pipeline", config_dir, config_name):
         pcfg = compose_and_validate("pipeline", rest, PipelineConfig)[1]
         run = build(pcfg)  # every stage's config composed and validated, with confs/ on their search path
     assert pcfg.run_dir == "runs/mine" and pcfg.profile == "tiny"
