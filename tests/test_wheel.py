@@ -89,6 +89,7 @@ def test_the_wheel_installs_and_runs_outside_the_repository(tmp_path):
     assert len(list((shipped / "data_gen" / "solutions").rglob("*.json"))) >= 445
     assert (shipped / "data_gen" / "slot_values" / "airline.json").is_file()
     assert (shipped / "kernel" / "spec_golden.json").is_file()
+    assert len(list((shipped / "kernel" / "domains").glob("*/data.json"))) >= 9  # each domain's reference data
 
     empty = tmp_path / "empty"
     empty.mkdir()

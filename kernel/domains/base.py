@@ -9,7 +9,9 @@ no real file system, network or clock.
 
 What several domains share lives here too: :func:`find` (an entity by id, or
 the "not found" ToolError), :func:`status_is` (a status postcondition) and
-:class:`MergedOverReferenceData` (entity tables merged over reference data).
+:class:`ReferenceData` (a state whose values come from the domain's reference
+data, the file ``data.json`` beside its state model, an initial state merged
+over them).
 A new folder is picked up by tests/test_domains_together.py, which also asks
 for worked solutions in data_gen/solutions/<name>/ and a
 tests/test_domain_<name>.py that replays them.
@@ -25,8 +27,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ValidationError, create_model, model_validator
+from pydantic import BaseModel, ValidationError, ValidationInfo, create_model, model_validator
 
+from forethought.errors import UserError
+
+from ..domain_data import data_file_of, read_data_file, refused
 from ..registry.model import Prerequisite, Sat, ToolSpec
 from ..registry.registry import Registry
 
@@ -168,32 +173,75 @@ def status_is(table: str, id_param: str, status: str, what: str, *, name: str, q
     return check
 
 
-class MergedOverReferenceData(BaseModel):
-    """A domain state whose entity tables, the fields named in ``merged_tables``, start from the domain's
-    reference data (those fields' default factories): a table given in the input is merged over that data,
-    so an initial state lists only what it adds or changes."""
+# The validation context that checks a data file as written: nothing is filled in from the file while it is checked.
+_AS_WRITTEN = "reference_data_as_written"
+_REFERENCE: dict[type, dict[str, Any]] = {}
+_REFERENCE_PICKLED: dict[type, bytes] = {}
 
+
+class ReferenceData(BaseModel):
+    """A domain state, or one record of it, whose values start from the domain's reference data: the JSON file
+    ``data.json`` beside the module that defines the model (read by kernel/domain_data.py, once). The model holds
+    structure only, the file the values.
+
+    A field the input leaves out takes the file's value. A table named in ``merged_tables`` that the input gives is
+    merged over the file's (an entry under the same key replaced), so an initial state lists only what it adds or
+    changes; any other field the input gives replaces the file's. ``data_section`` is where the model's values sit in
+    the file: ``()`` for the domain's state, which checks the whole file against itself when its domain is made, a
+    field name for a record of it (``("account",)``)."""
+
+    data_section: ClassVar[tuple[str, ...]] = ()
     merged_tables: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        bad = [k for k in cls.merged_tables if k not in cls.model_fields or cls.model_fields[k].default_factory is None]
-        if bad:
-            raise TypeError(
-                f"{cls.__name__}.merged_tables names {bad}: not fields with reference data (a default_factory)"
-            )
+        unknown = [name for name in cls.merged_tables if name not in cls.model_fields]
+        if unknown:
+            raise TypeError(f"{cls.__name__}.merged_tables names {unknown}: not fields of the model")
+
+    @classmethod
+    def reference_data(cls) -> dict[str, Any]:
+        """The model's values in its data file, checked against the model where the model is the whole file
+        (a :class:`~forethought.errors.UserError` naming the file and the field it refuses)."""
+        cached = _REFERENCE.get(cls)
+        if cached is not None:
+            return cached
+        path = data_file_of(cls.__module__)
+        values: Any = read_data_file(path)
+        for key in cls.data_section:
+            values = values.get(key) if isinstance(values, dict) else None
+        if not isinstance(values, dict):
+            section = ".".join(cls.data_section)
+            raise UserError(f"{section}: missing or not an object (the fields of {cls.__name__})", str(path))
+        if not cls.data_section:
+            try:
+                cls.model_validate(values, context={_AS_WRITTEN: True})
+            except ValidationError as exc:
+                raise refused(path, exc) from None
+        _REFERENCE[cls] = values
+        _REFERENCE_PICKLED[cls] = pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)
+        return values
+
+    @classmethod
+    def reference_data_copy(cls) -> dict[str, Any]:
+        """A fresh copy of :meth:`reference_data`, for a state to own (a pickle round trip: faster than a deep copy)."""
+        if cls not in _REFERENCE_PICKLED:
+            cls.reference_data()
+        return pickle.loads(_REFERENCE_PICKLED[cls])
 
     @model_validator(mode="before")
     @classmethod
-    def _merge_over_reference_data(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
+    def _start_from_reference_data(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict) or (info.context or {}).get(_AS_WRITTEN):
             return data
-        out = dict(data)
-        for key in cls.merged_tables:
-            if key in out and isinstance(out[key], dict):
-                out[key] = {**cls.model_fields[key].default_factory(), **out[key]}
-        return out
+        filled = dict(data)
+        for key, value in cls.reference_data_copy().items():
+            if key not in filled:
+                filled[key] = value
+            elif key in cls.merged_tables and isinstance(filled[key], dict) and isinstance(value, dict):
+                filled[key] = {**value, **filled[key]}
+        return filled
 
 
 class Domain:
@@ -202,6 +250,8 @@ class Domain:
         self.state_model = state_model
         self.description = description
         self.tools: dict[str, DomainTool] = {}
+        if issubclass(state_model, ReferenceData):  # read and checked now: a domain reads no file while it runs
+            state_model.reference_data()
 
     def tool(
         self,

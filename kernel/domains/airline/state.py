@@ -6,10 +6,10 @@ methods and reservations) and reservations (passengers, flight segments,
 cabin, baggage, insurance, payment history). There is no clock: the current
 time is part of the state.
 
-Reference data lives in the state defaults; a scenario's ``initial_state``
-only names what it adds or overrides: every entity dictionary given there is
-merged over the defaults (a key given in the scenario replaces the default
-entry with that key). A reservation is listed on its user automatically, and
+Reference data lives in ``data.json`` beside this module (the model holds
+structure only); a scenario's ``initial_state`` only names what it adds or
+overrides: every entity dictionary given there is merged over the reference
+data (a key given in the scenario replaces the entry with that key). A reservation is listed on its user automatically, and
 one without a payment history was paid in full with its user's first
 payment method. Flight dates default to bookable, with default prices and
 seats per cabin.
@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..base import MergedOverReferenceData
+from ..base import ReferenceData
 
 Cabin = Literal["basic_economy", "economy", "business"]
 CABINS: tuple[str, ...] = ("basic_economy", "economy", "business")
@@ -114,95 +114,15 @@ class Reservation(_M):
     status: Literal["active", "cancelled"] = "active"
 
 
-# ------------------------------------------------------------ reference data
-def default_airports() -> dict[str, Airport]:
-    rows = {
-        "ATL": ("Atlanta", "Hartsfield-Jackson Atlanta International Airport"),
-        "BOS": ("Boston", "Logan International Airport"),
-        "DEN": ("Denver", "Denver International Airport"),
-        "DFW": ("Dallas", "Dallas/Fort Worth International Airport"),
-        "EWR": ("Newark", "Newark Liberty International Airport"),
-        "IAH": ("Houston", "George Bush Intercontinental Airport"),
-        "JFK": ("New York", "John F. Kennedy International Airport"),
-        "LAS": ("Las Vegas", "Harry Reid International Airport"),
-        "LAX": ("Los Angeles", "Los Angeles International Airport"),
-        "MCO": ("Orlando", "Orlando International Airport"),
-        "MIA": ("Miami", "Miami International Airport"),
-        "MSP": ("Minneapolis", "Minneapolis-Saint Paul International Airport"),
-        "ORD": ("Chicago", "O'Hare International Airport"),
-        "PHL": ("Philadelphia", "Philadelphia International Airport"),
-        "PHX": ("Phoenix", "Phoenix Sky Harbor International Airport"),
-        "SEA": ("Seattle", "Seattle-Tacoma International Airport"),
-        "SFO": ("San Francisco", "San Francisco International Airport"),
-    }
-    return {k: Airport(city=c, name=n) for k, (c, n) in rows.items()}
-
-
-def default_flights() -> dict[str, Flight]:
-    def f(o: str, d: str, dep: str, arr: str, dates: dict[str, str]) -> Flight:
-        return Flight(
-            origin=o,
-            destination=d,
-            departure_time=dep,
-            arrival_time=arr,
-            dates={k: FlightDate(status=v) for k, v in dates.items()},
-        )  # type: ignore[arg-type]
-
-    # Bookable dates are in June; the 2024-05-14/15 dates carry the day's operational status.
-    return {
-        "HAT001": f("JFK", "SFO", "07:00", "10:30", {"2024-05-14": "landed", "2024-06-03": "available"}),
-        "HAT002": f("SFO", "JFK", "12:00", "20:30", {"2024-06-10": "available"}),
-        "HAT045": f("ORD", "BOS", "09:15", "12:30", {"2024-05-15": "delayed", "2024-06-05": "available"}),
-        "HAT046": f("BOS", "ORD", "14:00", "16:10", {"2024-06-07": "available"}),
-        "HAT110": f("LAX", "SEA", "06:30", "09:20", {"2024-05-15": "cancelled", "2024-06-04": "available"}),
-        "HAT111": f("SEA", "LAX", "18:00", "20:45", {"2024-06-08": "available"}),
-        "HAT207": f("MIA", "ATL", "10:00", "12:00", {"2024-05-15": "on_time", "2024-06-06": "available"}),
-        "HAT208": f("ATL", "MIA", "15:00", "17:00", {"2024-06-09": "available"}),
-    }
-
-
-def default_users() -> dict[str, User]:
-    return {
-        "olivia_gray_2034": User(
-            name=Name(first_name="Olivia", last_name="Gray"),
-            email="olivia.gray2034@example.com",
-            dob="1986-02-11",
-            membership="gold",
-            payment_methods={"credit_card_3180": PaymentMethod(source="credit_card", brand="visa", last_four="3180")},
-            reservations=["OG7K2P"],
-        ),
-        "raj_patel_5120": User(
-            name=Name(first_name="Raj", last_name="Patel"),
-            email="raj.patel5120@example.com",
-            dob="1979-09-30",
-            payment_methods={"gift_card_6611": PaymentMethod(source="gift_card", amount=120.0)},
-        ),
-    }
-
-
-def default_reservations() -> dict[str, Reservation]:
-    return {
-        "OG7K2P": Reservation(
-            user_id="olivia_gray_2034",
-            origin="ORD",
-            destination="BOS",
-            cabin="business",
-            flights=[Segment(flight_number="HAT045", date="2024-06-05", price=400)],
-            passengers=[Passenger(first_name="Olivia", last_name="Gray", dob="1986-02-11")],
-            payment_history=[Payment(payment_id="credit_card_3180", amount=400)],
-        ),
-    }
-
-
-class AirlineState(_M, MergedOverReferenceData):
+class AirlineState(_M, ReferenceData):
     merged_tables = ("airports", "flights", "users", "reservations")
-    current_time: str = "2024-05-15T15:00:00"
-    airports: dict[str, Airport] = Field(default_factory=default_airports)
-    flights: dict[str, Flight] = Field(default_factory=default_flights)
-    users: dict[str, User] = Field(default_factory=default_users)
-    reservations: dict[str, Reservation] = Field(default_factory=default_reservations)
-    certificates_issued: int = 0  # numbers the certificate payment methods
-    bookings_made: int = 0  # numbers new reservations
+    current_time: str
+    airports: dict[str, Airport]
+    flights: dict[str, Flight]
+    users: dict[str, User]
+    reservations: dict[str, Reservation]
+    certificates_issued: int  # numbers the certificate payment methods
+    bookings_made: int  # numbers new reservations
 
     @model_validator(mode="after")
     def _references(self) -> AirlineState:

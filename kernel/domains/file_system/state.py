@@ -1,10 +1,15 @@
-"""State of the simulated file system: a tree of directories and text files, and a cwd."""
+"""State of the simulated file system: a tree of directories and text files, and a cwd.
+
+The tree and the cwd a scenario starts from when it gives none are ``data.json`` beside this module (an empty root).
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..base import ReferenceData
 
 
 class File(BaseModel):
@@ -22,7 +27,7 @@ class Directory(BaseModel):
 Directory.model_rebuild()
 
 
-class FileSystemState(BaseModel):
+class FileSystemState(ReferenceData):
     model_config = ConfigDict(extra="forbid")
-    root: Directory = Field(default_factory=Directory)
-    cwd: list[str] = Field(default_factory=list)  # path components below the root
+    root: Directory
+    cwd: list[str]  # path components below the root

@@ -6,9 +6,9 @@ options, price and availability). Users have an address, payment methods
 the items bought, its status (pending, processed, delivered, cancelled,
 return requested, exchange requested) and its payment history.
 
-Reference data (a catalog, a background user) lives in the state defaults;
-every entity dictionary a scenario's ``initial_state`` gives is merged over
-the defaults. Order items only need their ``item_id`` (name, product and
+Reference data (a catalog, a background user) lives in ``data.json`` beside
+this module (the model holds structure only); every entity dictionary a
+scenario's ``initial_state`` gives is merged over it. Order items only need their ``item_id`` (name, product and
 options are filled in from the catalog; the price too when omitted), an
 order without an address ships to its user's address, and an order without
 a payment history was paid in full with its user's first payment method.
@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..base import MergedOverReferenceData
+from ..base import ReferenceData
 
 OrderStatus = Literal["pending", "processed", "delivered", "cancelled", "return requested", "exchange requested"]
 
@@ -95,67 +95,11 @@ class Order(_M):
     exchange_new_items: list[str] = Field(default_factory=list)
 
 
-# ------------------------------------------------------------ reference data
-def default_products() -> dict[str, Product]:
-    def p(name: str, variants: dict[str, tuple[dict[str, str], float, bool]]) -> Product:
-        return Product(
-            name=name, variants={k: Variant(options=o, price=pr, available=a) for k, (o, pr, a) in variants.items()}
-        )
-
-    return {
-        "P-7001": p(
-            "Water Bottle",
-            {
-                "I-7011": ({"capacity": "500ml", "color": "blue"}, 19.0, True),
-                "I-7012": ({"capacity": "750ml", "color": "blue"}, 24.0, True),
-                "I-7013": ({"capacity": "750ml", "color": "black"}, 24.0, False),
-            },
-        ),
-        "P-7002": p(
-            "Yoga Mat",
-            {
-                "I-7021": ({"thickness": "4mm", "color": "purple"}, 35.0, True),
-                "I-7022": ({"thickness": "6mm", "color": "green"}, 42.0, True),
-            },
-        ),
-        "P-7003": p(
-            "Bluetooth Speaker",
-            {
-                "I-7031": ({"color": "red", "battery": "10h"}, 60.0, True),
-                "I-7032": ({"color": "black", "battery": "20h"}, 85.0, True),
-            },
-        ),
-    }
-
-
-def default_users() -> dict[str, User]:
-    return {
-        "noah_brown_6181": User(
-            name=Name(first_name="Noah", last_name="Brown"),
-            email="noah.brown7922@example.com",
-            address=Address(address1="986 Sunset Drive", address2="Suite 259", city="Denver", state="CO", zip="80279"),
-            payment_methods={"paypal_5727330": PaymentMethod(source="paypal")},
-            orders=["#W7678072"],
-        ),
-    }
-
-
-def default_orders() -> dict[str, Order]:
-    return {
-        "#W7678072": Order(
-            user_id="noah_brown_6181",
-            items=[OrderItem(item_id="I-7031")],
-            status="delivered",
-            payment_history=[Transaction(transaction_type="payment", amount=60.0, payment_method_id="paypal_5727330")],
-        ),
-    }
-
-
-class RetailState(_M, MergedOverReferenceData):
+class RetailState(_M, ReferenceData):
     merged_tables = ("products", "users", "orders")
-    products: dict[str, Product] = Field(default_factory=default_products)
-    users: dict[str, User] = Field(default_factory=default_users)
-    orders: dict[str, Order] = Field(default_factory=default_orders)
+    products: dict[str, Product]
+    users: dict[str, User]
+    orders: dict[str, Order]
 
     @model_validator(mode="after")
     def _complete(self) -> RetailState:

@@ -5,9 +5,10 @@ roaming, and the customer's device on it (airplane mode, mobile data,
 signal, whether it is abroad). Bills belong to customers. There is no
 clock: the current date is part of the state.
 
-Reference data (plans, a few background customers) lives in the state
-defaults; every entity dictionary a scenario's ``initial_state`` gives is
-merged over the defaults (a key given there replaces the default entry).
+Reference data (plans, a few background customers) lives in ``data.json``
+beside this module (the model holds structure only); every entity dictionary
+a scenario's ``initial_state`` gives is merged over it (a key given there
+replaces the entry with that key).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..base import MergedOverReferenceData
+from ..base import ReferenceData
 
 
 class _M(BaseModel):
@@ -82,76 +83,15 @@ class Charge(_M):
     amount: float
 
 
-# ------------------------------------------------------------ reference data
-def default_plans() -> dict[str, Plan]:
-    return {
-        "P-BASIC": Plan(name="Basic 5GB", data_limit_gb=5, price_per_month=30, data_refuel_price_per_gb=4),
-        "P-PLUS": Plan(name="Plus 15GB", data_limit_gb=15, price_per_month=45, data_refuel_price_per_gb=3),
-        "P-MAX": Plan(
-            name="Max 50GB", data_limit_gb=50, price_per_month=70, data_refuel_price_per_gb=2, roaming_included=True
-        ),
-        "P-TRAVEL": Plan(
-            name="Travel 20GB",
-            data_limit_gb=20,
-            price_per_month=55,
-            data_refuel_price_per_gb=2.5,
-            roaming_included=True,
-        ),
-    }
-
-
-def default_customers() -> dict[str, Customer]:
-    return {
-        "C1001": Customer(
-            full_name="John Smith",
-            phone_number="555-123-2002",
-            email="john.smith@example.com",
-            date_of_birth="1985-06-15",
-            payment_methods={"PM-1001": PaymentMethod(last_four="1234")},
-            line_ids=["L-1001"],
-            bill_ids=["B-1001"],
-        ),
-        "C1002": Customer(
-            full_name="Maria Garcia",
-            phone_number="555-987-6543",
-            email="maria.garcia@example.com",
-            date_of_birth="1990-11-02",
-            payment_methods={"PM-1002": PaymentMethod(method_type="paypal")},
-            line_ids=["L-1002"],
-            bill_ids=[],
-        ),
-    }
-
-
-def default_lines() -> dict[str, Line]:
-    return {
-        "L-1001": Line(phone_number="555-123-2002", customer_id="C1001", plan_id="P-PLUS", data_used_gb=6.5),
-        "L-1002": Line(phone_number="555-987-6543", customer_id="C1002", plan_id="P-BASIC", data_used_gb=1.0),
-    }
-
-
-def default_bills() -> dict[str, Bill]:
-    return {
-        "B-1001": Bill(
-            customer_id="C1001",
-            period="2025-01",
-            amount_due=45,
-            due_date="2025-02-01",
-            status="paid",
-            paid_with="PM-1001",
-        ),
-    }
-
-
-class TelecomState(_M, MergedOverReferenceData):
+class TelecomState(_M, ReferenceData):
     merged_tables = ("plans", "customers", "lines", "bills")
-    current_date: str = "2025-02-15"
-    plans: dict[str, Plan] = Field(default_factory=default_plans)
-    customers: dict[str, Customer] = Field(default_factory=default_customers)
-    lines: dict[str, Line] = Field(default_factory=default_lines)
-    bills: dict[str, Bill] = Field(default_factory=default_bills)
-    charges: list[Charge] = Field(default_factory=list)
-    payment_requests: list[str] = Field(default_factory=list)  # bill ids, in the order they were requested
+    current_date: str
+    plans: dict[str, Plan]
+    customers: dict[str, Customer]
+    lines: dict[str, Line]
+    bills: dict[str, Bill]
+    charges: list[Charge]
+    payment_requests: list[str]  # bill ids, in the order they were requested
 
     @model_validator(mode="after")
     def _references(self) -> TelecomState:
