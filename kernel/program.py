@@ -75,6 +75,7 @@ from .specs import (
     MatchFillInput,
     MatchFillOutput,
     PrimitiveSpec,
+    recording_decisions,
     tool_brief,
 )
 
@@ -324,9 +325,11 @@ class Kernel:
             backend_retries=self.config.backend_retries,
             backend_retry_wait_s=self.config.backend_retry_wait_s,
         )
-        run = engine.run(
-            self.program, TurnIn(user=user, config=dict(config or {})), context=turn, run_id=f"turn{index}"
-        )
+        # every SLM step built from a spec hands the answers it accepts to turn.decide (TurnResult.decisions)
+        with recording_decisions(turn.decide):
+            run = engine.run(
+                self.program, TurnIn(user=user, config=dict(config or {})), context=turn, run_id=f"turn{index}"
+            )
         halted = run.error.to_dict() if run.error is not None else None
         backend_error = run.backend_error.to_dict() if run.backend_error is not None else None
         if halted is not None or backend_error is not None:
@@ -348,5 +351,6 @@ class Kernel:
             slm_calls=run.slm_calls,
             backend_error=backend_error,
             backend_retries=run.backend_retries,
+            decisions=turn.decisions,
         )
         return result, run.trace

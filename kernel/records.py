@@ -4,7 +4,9 @@ and the turn context the symbolic steps share.
 Three kinds of models live here:
 
 - **Records** (``PrereqRecord``, ``BindingRecord``, ``CallRecord``, ``TaskOutcome``, ``TurnResult``):
-  what a turn decided and did. They are what callers, the trace view and the tests read.
+  what a turn decided and did. They are what callers, the trace view and the tests read. Every answer an SLM
+  primitive gave is also in ``TurnResult.decisions``, per primitive: the map the trace views show any
+  registered primitive's decisions from.
 - **Step values** (``TurnIn`` … ``TurnSummary``): the typed inputs and outputs of the program's
   symbolic steps (``kernel/plan_steps.py``, ``kernel/task_steps.py``), checked at every composition
   edge by the DSL and recorded in the trace.
@@ -28,8 +30,23 @@ from forethought.primitives import Trace
 from .environment import Environment
 from .registry import Registry
 from .scratchpad import Scratchpad
-from .specs import MAX_TASKS, GetOrderInput, MatchFuncInput, ProposedTask, TaskRef, ToolBrief, UnitTask
+from .specs import (
+    MAX_TASKS,
+    GetOrderInput,
+    MatchFuncInput,
+    PrimitiveSpec,
+    ProposedTask,
+    TaskRef,
+    ToolBrief,
+    UnitTask,
+)
 from .toolgate import RESULT_ENTRY_MAX_CHARS
+
+# The primitives whose decisions the trace views (kernel/trace_html.py, the bench's responder) show from TurnResult's
+# own records of them, which say more than the answers: decompose's task graph (tasks), get_order's order,
+# check_prerequisites' outcome and recheck per key (prerequisites), match_fill's source of every parameter
+# (bindings). Every other primitive's decisions, a new primitive's included, are shown from TurnResult.decisions.
+DETAILED_VIEWS = ("decompose", "get_order", "check_prerequisites", "match_fill")
 
 Status = Literal[
     "pending",
@@ -161,6 +178,12 @@ class TurnResult(_Model):
     scratchpad: dict[str, Any] = Field(default_factory=dict)
     invariant_violations: list[str] = Field(default_factory=list)
     slm_calls: int = 0
+    # Every answer an SLM primitive's step accepted this turn: primitive -> decision key -> the output as JSON, in the
+    # order they were made. The key is the task the decision is about (the input's task id; check_prerequisites adds
+    # the key and outcome: "t2 ticket_status[3] absent"; get_order the batch's ids), else "turn"; a key asked twice
+    # (a task's second candidate tool) keeps both, the later as "<key> #2". Filled for any registered primitive
+    # whose step runs (kernel/specs/decisions.py); the fields above are the kernel's own records of the five.
+    decisions: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
 
     @property
     def committed_calls(self) -> list[CallRecord]:
@@ -292,6 +315,8 @@ class TurnState:
     current_fan_out: TaskCursor | None = None
     # a conditional task whose predicate held, until its outcome exists: task id -> (verdict, S's value)
     pending_condition: dict[str, tuple[bool, Any]] = field(default_factory=dict)
+    # every answer an SLM primitive's step accepted (TurnResult.decisions)
+    decisions: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # INV-S monitor
     keys_seen: set[str] = field(default_factory=set)
     # The S entries each committed call of this turn wrote, in commit order: (task id, tool, entries).
@@ -357,6 +382,16 @@ class TurnState:
 
     def outcome(self, task_id: str, status: Status, **details: Any) -> None:
         self.outcomes[task_id] = TaskOutcome(task_id=task_id, status=status, **details)
+
+    def decide(self, spec: PrimitiveSpec, inp: BaseModel, output: BaseModel) -> None:
+        """Record an answer ``spec``'s step accepted (the recorder Kernel.run_turn installs; kernel/specs/decisions.py)."""
+        mine = self.decisions.setdefault(spec.name, {})
+        key = base = spec.decision_key(inp)
+        repeat = 1
+        while key in mine:  # the same question again (another candidate tool): both answers are kept
+            repeat += 1
+            key = f"{base} #{repeat}"
+        mine[key] = output.model_dump(mode="json")
 
     def record_bindings(self, cursor: TaskCursor) -> None:
         """Record the bindings of the tool being tried (the last candidate's are what the turn reports)."""

@@ -1,9 +1,10 @@
 """A self-contained HTML view of kernel turns, laid out like the paper's Figure 1.
 
 For each turn: the input, the scratchpad carried in, then each sub-process
-with its decision (decompose, get-order, check-prerequisites, match with the
-source of every parameter), the calls, and the contract results of every
-step (attempts, violations, model identity). A step its contract rejected (retried, halted, fallen back) is marked
+with its decision (decompose, get-order, check-prerequisites, the source of
+every parameter, and every other primitive's decisions from
+TurnResult.decisions: match-func's, a new primitive's), the calls, and the
+contract results of every step (attempts, violations, model identity). A step its contract rejected (retried, halted, fallen back) is marked
 in the main view with the violation text, on the sub-process it belongs to and in a box at the top of its turn; the
 scratchpad is shown as a table.
 """
@@ -16,7 +17,8 @@ from typing import Any
 
 from forethought.primitives import Trace
 
-from .records import TurnResult
+from .records import DETAILED_VIEWS, TurnResult
+from .specs import PRIMITIVE_NAMES, ShownDecision, primitive_title, shown_decisions
 
 CSS = """
 body{font-family:system-ui,-apple-system,sans-serif;margin:2em;color:#222;max-width:1100px}
@@ -104,6 +106,18 @@ def _mark(rejected: list[dict[str, Any]], *primitives: str) -> str:
     return f"<span class='mark' title='{_e(why)}'>rejected ×{len(mine)} — {_e(then)}</span> <span class='bad'>{_e(why)}</span>"
 
 
+def _heading(primitive: str) -> str:
+    """A sub-process's heading, numbered by the primitive's place in the registry: "1. Decompose"."""
+    number = PRIMITIVE_NAMES.index(primitive) + 1 if primitive in PRIMITIVE_NAMES else "?"
+    return f"{number}. {primitive_title(primitive)}"
+
+
+def _decision(d: ShownDecision, about: str | None = None) -> str:
+    """A decision's value, named by its label ("function = ls"); its key when that says more than the task."""
+    value = f"{_e(d.label)} = <code>{_e(d.value)}</code>" if d.label else f"<code>{_e(d.value)}</code>"
+    return value if d.key == about else f"<span class='muted'>{_e(d.key)}:</span> {value}"
+
+
 def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | None = None) -> str:
     rejected = rejected_steps(trace)
     out = [f"<h2>Turn {t.index + 1}</h2>", f"<div class='box'><b>Input (ι):</b> {_e(t.user)}</div>"]
@@ -121,7 +135,7 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
             )
             + "</ul></div>"
         )
-    out.append(f"<div class='box'><span class='sp'>1. Decompose</span>{_mark(rejected, 'decompose')}<ul>")
+    out.append(f"<div class='box'><span class='sp'>{_heading('decompose')}</span>{_mark(rejected, 'decompose')}<ul>")
     for task in t.tasks:
         deps = f" <span class='muted'>after {', '.join(task.depends_on)}</span>" if task.depends_on else ""
         if task.when is not None:
@@ -134,13 +148,21 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
     out.append("</ul></div>")
     if t.order:
         out.append(
-            f"<div class='box'><span class='sp'>2. Get-Order:</span> {' ≺ '.join(_e(x) for x in t.order)}"
+            f"<div class='box'><span class='sp'>{_heading('get_order')}:</span> {' ≺ '.join(_e(x) for x in t.order)}"
             f"{_mark(rejected, 'get_order')}</div>"
         )
     # a fan-out task's instances follow it, each with its own checks, bindings and outcome
     shown = [
         x for tid in dict.fromkeys(t.order) for x in [tid, *(t.outcomes[tid].instances if tid in t.outcomes else [])]
     ]
+    # every other primitive's decisions, from the generic map: those about a task shown below in its box, the rest here
+    decided = [d for d in shown_decisions(t.decisions) if d.primitive not in DETAILED_VIEWS]
+    for d in decided:
+        if not any(d.about(tid) for tid in shown):
+            out.append(
+                f"<div class='box'><span class='sp'>{_heading(d.primitive)}:</span> {_decision(d, 'turn')}"
+                f"{_mark(rejected, d.primitive)}</div>"
+            )
     for tid in shown:
         o = t.outcomes.get(tid)
         out.append(f"<div class='box'><span class='sp'>Task {_e(tid)}</span>")
@@ -159,8 +181,9 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
                     )
                 out.append(f"<li>Check({_e(p.key)}, S) = <b>{_e(p.outcome)}</b>{extra}</li>")
             out.append("</ul></div>")
-        if tid in t.matches:
-            out.append(f"<div><b>4. Match:</b> f = <code>{_e(t.matches[tid] or '⊥')}</code></div>")
+        for d in decided:
+            if d.about(tid):
+                out.append(f"<div><b>{_heading(d.primitive)}:</b> {_decision(d, tid)}</div>")
         b = t.bindings.get(tid, {})
         if b:
             out.append("<table><tr><th>parameter</th><th>source</th><th>value</th><th>consulted</th></tr>")

@@ -31,14 +31,18 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from forethought.kernel.backends.factory import ServerURL
 from forethought.kernel.backends.openai_backend import BackendError, OpenAIBackend, resolve_api_key
-from forethought.kernel.records import TurnResult
+from forethought.kernel.records import DETAILED_VIEWS, TurnResult
 from forethought.kernel.registry import CallParseError, Registry, format_call, parse_calls
 from forethought.kernel.registry.model import TOOL_NAME, provider_name
+from forethought.kernel.specs import SPECS, ShownDecision, decision_label, shown_decisions
 from forethought.primitives import Trace
 
 # The rendering's version: bump it whenever a section, a label or the order changes (docs/responder.md
 # keeps the format; a recorded responder reply is only comparable with replies to the same version).
-RENDER_VERSION = "2"  # 2: a binding says where it came from in words (from request, from scratchpad; were tau, S)
+# 2: a binding says where it came from in words (from request, from scratchpad; were tau, S). 3: every primitive's
+# decisions from TurnResult.decisions: per task "label (primitive): value" (match_func's "none" where no tool
+# matches, was "none in the registry"), any not about a listed task under "## Decisions (other primitives)".
+RENDER_VERSION = "3"
 MAX_RESULT_CHARS = 2_000  # a call result shown to the responder (a long_context `ls` is megabytes)
 MAX_STATE_ENTRIES = 24  # the scratchpad entries shown (the most recent), as the primitives see them
 
@@ -84,6 +88,24 @@ def _call(tool: str, args: dict[str, Any]) -> str:
         return f"{tool}({_json(args)})"
 
 
+def _decision_line(decision: ShownDecision, about: str) -> str:
+    """``function (match_func): ls``; the key in brackets when it says more than the task (or the turn)."""
+    qualifier = f" [{decision.key}]" if decision.key != about else ""
+    name = f"{decision.label} ({decision.primitive})" if decision.label else decision.primitive
+    return f"{name}{qualifier}: {decision.value}"
+
+
+def _asked_per_task() -> dict[str, str]:
+    """primitive -> its label, for the registered primitives shown from the decision map that are asked per task
+    (their input has a ``task``): a task without a decision of one says so ("no decision": the task did not get to
+    it, or no answer passed its contract; the contract-check section tells which)."""
+    return {
+        name: decision_label(spec.output_type) or name
+        for name, spec in SPECS.items()
+        if name not in DETAILED_VIEWS and "task" in spec.input_type.model_fields
+    }
+
+
 def render_turn(
     request: str, result: TurnResult, trace: Trace | None = None, *, state: dict[str, Any] | None = None
 ) -> str:
@@ -99,15 +121,20 @@ def render_turn(
         params = f"; values {_json(t.parameters)}" if t.parameters else ""
         lines.append(f"- {t.id}: {t.text}{deps}{params}")
     lines += ["", "## Order (get_order)", ", ".join(result.order) if result.order else "none", ""]
+    # every other primitive's decisions, from the generic map: those about a listed task under it, the rest here
+    decided = [d for d in shown_decisions(result.decisions) if d.primitive not in DETAILED_VIEWS]
+    unplaced = [d for d in decided if not any(d.about(t.id) for t in result.tasks)]
+    if unplaced:
+        lines += ["## Decisions (other primitives)", *(f"- {_decision_line(d, 'turn')}" for d in unplaced), ""]
+    asked = _asked_per_task()
     lines += ["## Per task"]
     for t in result.tasks:
         o = result.outcomes.get(t.id)
         lines.append(f"### {t.id}: {t.text}")
-        if t.id in result.matches:
-            matched = result.matches[t.id]
-            lines.append(f"function (match_func): {matched if matched is not None else 'none in the registry'}")
-        else:
-            lines.append("function (match_func): not asked")
+        mine = [d for d in decided if d.about(t.id)]
+        for name in dict.fromkeys([*asked, *(d.primitive for d in mine)]):
+            theirs = [d for d in mine if d.primitive == name]
+            lines += [_decision_line(d, t.id) for d in theirs] or [f"{asked[name]} ({name}): no decision"]
         for p in result.prerequisites.get(t.id, []):
             extra = ""
             if p.remediation is not None:

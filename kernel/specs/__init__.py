@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Sequence as SequenceABC
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel
@@ -31,7 +33,7 @@ from .base import _SPEC_HASHES, Annotation, Derivation, GenerationRules, Primiti
 
 # Re-exported where the code has always imported them from (forethought.kernel.specs).
 from .check_prerequisites import CHECK_PREREQUISITES, CheckPrereqInput, CheckPrereqOutput, establishes
-from .decisions import decision_belongs_to, recording_decisions
+from .decisions import decision_belongs_to, decision_label, recording_decisions
 from .decompose import DECOMPOSE, DecomposeInput, DecomposeOutput, task_ids_problem
 from .get_order import GET_ORDER, GetOrderInput, GetOrderOutput, permutation_problem
 from .match_fill import MATCH_FILL, MatchFillInput, MatchFillOutput
@@ -65,6 +67,7 @@ __all__ = [
     "PRIMITIVE_NAMES",
     "RESERVED_NAMES",
     "SPECS",
+    "ShownDecision",
     "TOOL_RENDERINGS",
     "Annotation",
     "CheckPrereqInput",
@@ -93,6 +96,7 @@ __all__ = [
     "UnitTask",
     "active_tool_rendering",
     "decision_belongs_to",
+    "decision_label",
     "default_sizes",
     "default_thresholds",
     "derived_specs",
@@ -100,12 +104,14 @@ __all__ = [
     "get_spec",
     "name_validator",
     "per_primitive",
+    "primitive_title",
     "permutation_problem",
     "recording_decisions",
     "register_spec",
     "registered",
     "render_tools",
     "set_tool_rendering",
+    "shown_decisions",
     "spec_hashes",
     "task_ids_problem",
     "tool_brief",
@@ -313,6 +319,49 @@ def default_sizes() -> dict[str, int]:
 def default_thresholds() -> dict[str, float]:
     """Exact-match gates per primitive when validate's thresholds name none."""
     return {n: s.gate_threshold for n, s in SPECS.items()}
+
+
+# ------------------------------------------------------- decisions, for the trace views
+@dataclass(frozen=True)
+class ShownDecision:
+    """One decision of TurnResult.decisions as the trace views show it (kernel/trace_html.py, the bench's responder)."""
+
+    primitive: str
+    number: int | None  # the primitive's place in the registry, from 1 (None: not registered in this process)
+    title: str  # "Match-Func"
+    key: str  # the task it is about ("t1"), with a qualifier ("t2 ticket_status[3] absent"), or "turn"
+    label: str | None  # what a one-field output's value is ("function"), else None
+    value: str  # the decision in a line ("ls", "none", "count: 2; ...")
+    per_task: bool  # the primitive's input is about one task (it has a ``task`` field): asked per task
+
+    def about(self, task_id: str) -> bool:
+        return decision_belongs_to(self.key, task_id)
+
+
+def primitive_title(name: str) -> str:
+    """A primitive's name as a heading: ``check_prerequisites`` -> ``Check-Prerequisites``."""
+    return "-".join(word.capitalize() for word in name.split("_"))
+
+
+def shown_decisions(decisions: Mapping[str, Mapping[str, Any]]) -> list[ShownDecision]:
+    """Every decision of a TurnResult.decisions map, the primitives in registry order (any it does not know last)."""
+    names = [n for n in SPECS if n in decisions] + [n for n in decisions if n not in SPECS]
+    out = []
+    for name in names:
+        spec = SPECS.get(name)
+        for key, decision in decisions[name].items():
+            out.append(
+                ShownDecision(
+                    primitive=name,
+                    number=PRIMITIVE_NAMES.index(name) + 1 if spec is not None else None,
+                    title=primitive_title(name),
+                    key=key,
+                    label=decision_label(spec.output_type) if spec is not None else None,
+                    value=spec.decision_text(decision) if spec is not None else json.dumps(decision, default=str),
+                    per_task=spec is not None and "task" in spec.input_type.model_fields,
+                )
+            )
+    return out
 
 
 def spec_hashes() -> dict[str, str]:

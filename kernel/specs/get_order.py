@@ -100,8 +100,8 @@ GET_ORDER = PrimitiveSpec(
     noise_kinds=("swapped", "dropped_id"),
     corrupt=_order_corrupt,
     generation=GenerationRules(shuffle_input=_order_shuffle),
-    # a batch's order is about the batch: keyed by its ids
-    keyed_by=lambda inp: " ".join(t.id for t in inp.tasks),
+    # a batch's order is about the batch, not about its first task: keyed "batch t1, t2"
+    keyed_by=lambda inp: "batch " + ", ".join(t.id for t in inp.tasks),
 )
 
 
