@@ -12,7 +12,7 @@ from forethought.primitives import SLMReply
 
 
 class Num(BaseModel):
-    v: int
+    value: int
 
 
 class Text(BaseModel):

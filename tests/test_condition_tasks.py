@@ -82,8 +82,8 @@ def test_a_conditional_task_whose_dependency_failed_is_skipped_for_the_dependenc
 def _tmp_files(count: int):
     def edit(solution):
         children = solution["initial_state"]["file_system"]["root"]["children"]
-        for k in [k for k in children if k.endswith(".tmp")]:
-            del children[k]
+        for name in [k for k in children if k.endswith(".tmp")]:
+            del children[name]
         for i in range(count):
             children[f"junk_{i:02d}.tmp"] = {"type": "file", "content": str(i)}
 

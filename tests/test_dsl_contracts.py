@@ -89,7 +89,7 @@ def test_runtime_exception_in_a_primitive_is_a_violation_not_a_crash():
     def boom(num):
         raise KeyError("missing config")
 
-    run = Engine().run(symbolic("boom", boom, Num, Num, Contract()), {"v": 1})
+    run = Engine().run(symbolic("boom", boom, Num, Num, Contract()), {"value": 1})
     assert not run.ok
     (violation,) = run.error.violations
     assert (violation.level, violation.constraint, violation.primitive) == ("runtime", "raised", "boom")
@@ -135,26 +135,29 @@ def test_a_backend_error_is_not_caught_by_a_fallback():
 
 def test_all_value_and_semantic_violations_are_reported_together():
     contract = Contract(
-        value=[check("pos")(lambda i, o: o.v > 0 or "not positive"), check("even")(lambda i, o: o.v % 2 == 0 or "odd")],
-        semantic=[check("small", "semantic")(lambda i, o: o.v < 10 or "too big")],
+        value=[
+            check("pos")(lambda i, o: o.value > 0 or "not positive"),
+            check("even")(lambda i, o: o.value % 2 == 0 or "odd"),
+        ],
+        semantic=[check("small", "semantic")(lambda i, o: o.value < 10 or "too big")],
     )
-    run = Engine().run(symbolic("f", lambda x: Num(v=-3), Num, Num, contract), {"v": 0})
+    run = Engine().run(symbolic("f", lambda x: Num(value=-3), Num, Num, contract), {"value": 0})
     assert [(v.level, v.constraint) for v in run.error.violations] == [("value", "pos"), ("value", "even")]
-    run = Engine().run(symbolic("f", lambda x: Num(v=11), Num, Num, contract), {"v": 0})
+    run = Engine().run(symbolic("f", lambda x: Num(value=11), Num, Num, contract), {"value": 0})
     assert [(v.level, v.constraint) for v in run.error.violations] == [("value", "even"), ("semantic", "small")]
 
 
 def test_value_and_semantic_checks_do_not_run_on_an_ill_typed_output():
     ran = []
     contract = Contract(value=[lambda i, o: ran.append(o) or True])
-    run = Engine().run(symbolic("f", lambda x: {"v": "abc"}, Num, Num, contract), {"v": 0})
+    run = Engine().run(symbolic("f", lambda x: {"value": "abc"}, Num, Num, contract), {"value": 0})
     assert run.error.violations[0].level == "type"
     assert ran == []
 
 
 def test_output_is_coerced_into_its_type_from_a_dict():
-    run = Engine().run(symbolic("f", lambda x: {"v": x.v + 1}, Num, Num, Contract()), {"v": 1})
-    assert run.output == Num(v=2) and isinstance(run.output, Num)
+    run = Engine().run(symbolic("f", lambda x: {"value": x.value + 1}, Num, Num, Contract()), {"value": 1})
+    assert run.output == Num(value=2) and isinstance(run.output, Num)
 
 
 # ------------------------------------------------------------- fail closed
@@ -174,7 +177,7 @@ def _bad_check(inp, output):
 )
 def test_checks_fail_closed(fn, fragment):
     contract = Contract(semantic=[Check("guard", "semantic", fn)])
-    run = Engine().run(symbolic("f", lambda x: x, Num, Num, contract), {"v": 1})
+    run = Engine().run(symbolic("f", lambda x: x, Num, Num, contract), {"value": 1})
     assert not run.ok
     (violation,) = run.error.violations
     assert violation.level == "semantic" and violation.constraint == "guard"
@@ -184,12 +187,12 @@ def test_checks_fail_closed(fn, fragment):
 def test_check_passes_on_none_and_true():
     for res in (None, True):
         contract = Contract(value=[lambda i, o, res=res: res])
-        assert Engine().run(symbolic("f", lambda x: x, Num, Num, contract), {"v": 1}).ok
+        assert Engine().run(symbolic("f", lambda x: x, Num, Num, contract), {"value": 1}).ok
 
 
 def test_contract_rejects_a_non_callable_check():
     with pytest.raises(TypeError, match="not callable"):
-        Contract(value=["v > 0"])
+        Contract(value=["value > 0"])
 
 
 def test_a_plain_function_check_is_named_after_the_function():
@@ -235,17 +238,23 @@ def test_symbolic_repair_feeds_violations_into_a_modified_input():
 
     def repair(inp, violations):
         seen.append([v.constraint for v in violations])
-        return Num(v=inp.v + 10)
+        return Num(value=inp.value + 10)
 
     step = Step(
-        symbolic("sub5", lambda x: Num(v=x.v - 5), Num, Num, Contract(value=[check("nonneg")(lambda i, o: o.v >= 0)])),
+        symbolic(
+            "sub5",
+            lambda x: Num(value=x.value - 5),
+            Num,
+            Num,
+            Contract(value=[check("nonneg")(lambda i, o: o.value >= 0)]),
+        ),
         retries=2,
         repair=repair,
     )
-    run = Engine().run(step, {"v": -12})
-    assert run.ok and run.output == Num(v=3)
+    run = Engine().run(step, {"value": -12})
+    assert run.ok and run.output == Num(value=3)
     assert seen == [["nonneg"], ["nonneg"]]
-    assert [r.input["v"] for r in run.trace] == [-12, -2, 8]
+    assert [r.input["value"] for r in run.trace] == [-12, -2, 8]
 
 
 def test_repair_that_raises_halts_with_the_cause():
@@ -253,9 +262,11 @@ def test_repair_that_raises_halts_with_the_cause():
         raise ValueError("cannot repair")
 
     step = Step(
-        symbolic("f", lambda x: Num(v=-1), Num, Num, Contract(value=[lambda i, o: o.v >= 0])), retries=1, repair=repair
+        symbolic("f", lambda x: Num(value=-1), Num, Num, Contract(value=[lambda i, o: o.value >= 0])),
+        retries=1,
+        repair=repair,
     )
-    run = Engine().run(step, {"v": 0})
+    run = Engine().run(step, {"value": 0})
     assert not run.ok and "repair raised" in run.error.reason and "cannot repair" in run.error.reason
 
 
@@ -264,23 +275,25 @@ def test_repair_returning_a_dict_is_validated_into_the_input_type():
 
     def fn(num):
         seen.append(type(num).__name__)
-        return Num(v=num.v)
+        return Num(value=num.value)
 
     step = Step(
-        symbolic("f", fn, Num, Num, Contract(value=[lambda i, o: o.v >= 0])), retries=1, repair=lambda i, vs: {"v": 4}
+        symbolic("f", fn, Num, Num, Contract(value=[lambda i, o: o.value >= 0])),
+        retries=1,
+        repair=lambda i, vs: {"value": 4},
     )
-    run = Engine().run(step, {"v": -1})
-    assert run.ok and run.output == Num(v=4)
+    run = Engine().run(step, {"value": -1})
+    assert run.ok and run.output == Num(value=4)
     assert seen == ["Num", "Num"]
 
 
 def test_repair_returning_garbage_halts_with_a_clear_reason():
     step = Step(
-        symbolic("f", lambda x: Num(v=-1), Num, Num, Contract(value=[lambda i, o: o.v >= 0])),
+        symbolic("f", lambda x: Num(value=-1), Num, Num, Contract(value=[lambda i, o: o.value >= 0])),
         retries=1,
         repair=lambda i, vs: {"w": "?"},
     )
-    run = Engine().run(step, {"v": 0})
+    run = Engine().run(step, {"value": 0})
     assert not run.ok
     assert "repair" in run.error.reason and "Num" in run.error.reason
 
@@ -346,14 +359,14 @@ def test_halt_is_a_structured_error():
 
 
 def test_raise_for_error_returns_the_output_when_ok():
-    run = Engine().run(symbolic("id", lambda x: x, Num, Num, Contract()), {"v": 7})
-    assert run.raise_for_error() == Num(v=7)
+    run = Engine().run(symbolic("id", lambda x: x, Num, Num, Contract()), {"value": 7})
+    assert run.raise_for_error() == Num(value=7)
 
 
 def test_violation_round_trips_through_a_dict():
-    violation = Violation("p", "value", "c", "msg", Num(v=1))
+    violation = Violation("p", "value", "c", "msg", Num(value=1))
     back = Violation.from_dict(violation.to_dict())
-    assert back == Violation("p", "value", "c", "msg", {"v": 1})
+    assert back == Violation("p", "value", "c", "msg", {"value": 1})
     assert str(violation) == "p: [value] c: msg"
 
 
@@ -375,23 +388,23 @@ def test_ablation_still_needs_well_typed_outputs_and_does_not_retry():
 
 def test_ablation_runs_only_the_first_fallback_alternative():
     called = []
-    first = symbolic("a", lambda x: (called.append("a"), {"v": "bad"})[1], Num, Num, Contract())
-    second = symbolic("b", lambda x: (called.append("b"), Num(v=1))[1], Num, Num, Contract())
-    run = Engine(check_contracts=False).run(Fallback(first, second), {"v": 0})
+    first = symbolic("a", lambda x: (called.append("a"), {"value": "bad"})[1], Num, Num, Contract())
+    second = symbolic("b", lambda x: (called.append("b"), Num(value=1))[1], Num, Num, Contract())
+    run = Engine(check_contracts=False).run(Fallback(first, second), {"value": 0})
     assert not run.ok and called == ["a"]
     called.clear()
-    assert Engine().run(Fallback(first, second), {"v": 0}).ok and called == ["a", "b"]
+    assert Engine().run(Fallback(first, second), {"value": 0}).ok and called == ["a", "b"]
 
 
 def test_ablation_skips_repair_and_batch_retries():
     repaired = []
     step = Step(
-        symbolic("f", lambda x: Num(v=-1), Num, Num, Contract(value=[lambda i, o: o.v >= 0])),
+        symbolic("f", lambda x: Num(value=-1), Num, Num, Contract(value=[lambda i, o: o.value >= 0])),
         retries=2,
         repair=lambda i, v: repaired.append(1) or i,
     )
-    run = Engine(check_contracts=False).run(step, {"v": 0})
-    assert run.ok and run.output == Num(v=-1) and repaired == []
+    run = Engine(check_contracts=False).run(step, {"value": 0})
+    assert run.ok and run.output == Num(value=-1) and repaired == []
 
     tag = slm("tag", Item, Entities, Contract(semantic=[covers]), render=render)
     backend = ScriptedBackend(lambda r: '{"entities": []}')
@@ -402,22 +415,22 @@ def test_ablation_skips_repair_and_batch_retries():
 
 
 def test_ablation_conditional_probe_passes_on_any_well_typed_output():
-    probe = symbolic("probe", lambda x: Num(v=-1), Num, Num, Contract(value=[lambda i, o: o.v >= 0]))
-    then = symbolic("then", lambda x: Num(v=100), Num, Num, Contract())
-    other = symbolic("other", lambda x: Num(v=200), Num, Num, Contract())
+    probe = symbolic("probe", lambda x: Num(value=-1), Num, Num, Contract(value=[lambda i, o: o.value >= 0]))
+    then = symbolic("then", lambda x: Num(value=100), Num, Num, Contract())
+    other = symbolic("other", lambda x: Num(value=200), Num, Num, Contract())
     cond = Conditional(probe=probe, then=then, otherwise=other)
-    assert Engine().run(cond, {"v": 0}).output == Num(v=200)
-    assert Engine(check_contracts=False).run(cond, {"v": 0}).output == Num(v=100)
+    assert Engine().run(cond, {"value": 0}).output == Num(value=200)
+    assert Engine(check_contracts=False).run(cond, {"value": 0}).output == Num(value=100)
 
 
 def test_iterate_with_a_retrying_body():
     calls = []
 
     def fn(num):
-        calls.append(num.v)
-        return Num(v=num.v + 1) if len(calls) % 2 == 0 else Num(v=-1)
+        calls.append(num.value)
+        return Num(value=num.value + 1) if len(calls) % 2 == 0 else Num(value=-1)
 
-    body = Step(symbolic("flaky", fn, Num, Num, Contract(value=[lambda i, o: o.v >= 0]), pure=False), retries=1)
-    run = Engine().run(Iterate(body, until=lambda s: s.v >= 2, max_iters=5), {"v": 0})
-    assert run.ok and run.output == Num(v=2)
+    body = Step(symbolic("flaky", fn, Num, Num, Contract(value=[lambda i, o: o.value >= 0]), pure=False), retries=1)
+    run = Engine().run(Iterate(body, until=lambda s: s.value >= 2, max_iters=5), {"value": 0})
+    assert run.ok and run.output == Num(value=2)
     assert [r.action for r in run.trace] == ["retry", "accept", "retry", "accept"]

@@ -36,20 +36,20 @@ class Words(BaseModel):
 
 
 class Count(BaseModel):
-    n: int
+    total: int
 
 
 class NamedCount(BaseModel):
-    n: int
+    total: int
     name: str
 
 
 class StrCount(BaseModel):
-    n: str
+    total: str
 
 
 class MaybeCount(BaseModel):
-    n: Optional[int] = None
+    total: Optional[int] = None
 
 
 class Item(BaseModel):
@@ -79,7 +79,7 @@ def test_sequence_rejects_an_incompatible_edge():
 
 
 def test_sequence_rejects_a_field_of_the_wrong_type():
-    with pytest.raises(DesignError, match=r"field 'n' is str, expected int"):
+    with pytest.raises(DesignError, match=r"field 'total' is str, expected int"):
         Sequence(sym("a", Text, StrCount), sym("b", Count, Count))
 
 
@@ -94,7 +94,7 @@ def test_structurally_compatible_edges_are_accepted():
     Sequence(sym("a", Text, Words), sym("b", MaybeCount, Count))
     # int fits Optional[int], but Optional[int] does not fit int
     Sequence(sym("a", Text, Count), sym("b", MaybeCount, Count))
-    with pytest.raises(DesignError, match="field 'n' is Optional"):
+    with pytest.raises(DesignError, match="field 'total' is Optional"):
         Sequence(sym("a", Text, MaybeCount), sym("b", Count, Count))
     assert type_mismatches(NamedCount, Count) == []
     assert type_mismatches(Count, NamedCount) == ["missing field 'name' (str)"]
@@ -120,14 +120,14 @@ def test_parallel_rejects_a_branch_that_cannot_take_the_input():
     with pytest.raises(DesignError) as ei:
         Parallel(label="fan", a=sym("a", Text, Words), b=sym("b", Count, Count))
     assert "Parallel 'fan': input -> branch 'b'" in str(ei.value)
-    assert "missing field 'n'" in str(ei.value)
+    assert "missing field 'total'" in str(ei.value)
 
 
 def test_fallback_rejects_alternatives_with_another_input_or_output():
     with pytest.raises(DesignError) as ei:
         Fallback(sym("a", Text, Count), sym("b", Text, Words), label="fb")
     assert "Fallback 'fb': alternative 2 (b) output" in str(ei.value)
-    assert "missing field 'n'" in str(ei.value)
+    assert "missing field 'total'" in str(ei.value)
     with pytest.raises(DesignError, match=re.escape("Fallback 'fb': input -> alternative 2 (b)")):
         Fallback(sym("a", Text, Count), sym("b", Words, Count), label="fb")
 

@@ -34,14 +34,14 @@ class Words(BaseModel):
 
 
 class Count(BaseModel):
-    n: int
+    total: int
 
 
 class Items(BaseModel):
     items: list[Item]
 
 
-NONNEG = Contract(value=[check("non_negative")(lambda i, o: o.v >= 0 or f"v={o.v} is negative")])
+NONNEG = Contract(value=[check("non_negative")(lambda i, o: o.value >= 0 or f"value={o.value} is negative")])
 
 
 # ------------------------------------------------------------------ Sequence
@@ -54,11 +54,11 @@ def test_sequence_passes_each_output_forward_in_order():
 
     def count(words):
         seen.append(("count", list(words.words)))
-        return Count(n=len(words.words))
+        return Count(total=len(words.words))
 
     def double(counted):
-        seen.append(("double", counted.n))
-        return Count(n=2 * counted.n)
+        seen.append(("double", counted.total))
+        return Count(total=2 * counted.total)
 
     prog = Sequence(
         symbolic("split", split, Text, Words, Contract()),
@@ -67,7 +67,7 @@ def test_sequence_passes_each_output_forward_in_order():
     )
     run = Engine().run(prog, {"text": "a b c"})
     assert run.ok, run.error
-    assert run.output == Count(n=6)
+    assert run.output == Count(total=6)
     assert seen == [("split", "a b c"), ("count", ["a", "b", "c"]), ("double", 3)]
     assert [r.path for r in run.trace] == ["sequence/split", "sequence/count", "sequence/double"]
     assert [r.primitive for r in run.trace] == ["split", "count", "double"]
@@ -81,20 +81,20 @@ def test_sequence_adapts_a_wider_output_to_the_next_input():
     got = []
     prog = Sequence(
         symbolic("split", lambda t: Words(words=t.text.split(), source=t.text), Text, Words, Contract()),
-        symbolic("n", lambda w: (got.append(type(w)), Count(n=len(w.words)))[1], OnlyWords, Count, Contract()),
+        symbolic("n", lambda w: (got.append(type(w)), Count(total=len(w.words)))[1], OnlyWords, Count, Contract()),
     )
     run = Engine().run(prog, Text(text="x y"))
-    assert run.output == Count(n=2)
+    assert run.output == Count(total=2)
     assert got == [OnlyWords]
 
 
 def test_sequence_stops_at_the_first_halting_step():
     called = []
     prog = Sequence(
-        symbolic("neg", lambda x: Num(v=-1), Num, Num, NONNEG),
+        symbolic("neg", lambda x: Num(value=-1), Num, Num, NONNEG),
         symbolic("after", lambda x: called.append(x) or x, Num, Num, Contract()),
     )
-    run = Engine().run(prog, {"v": 1})
+    run = Engine().run(prog, {"value": 1})
     assert not run.ok and run.error.step == "sequence/neg"
     assert called == []
 
@@ -106,18 +106,18 @@ def test_parallel_branches_run_concurrently():
     barrier = threading.Barrier(3, timeout=120)  # a hang guard: sequential branches never all arrive
     threads = {}
 
-    def branch(name, k):
+    def branch(name, factor):
         def fn(num):
             threads[name] = threading.get_ident()
             barrier.wait()
-            return Num(v=num.v * k)
+            return Num(value=num.value * factor)
 
         return symbolic(name, fn, Num, Num, Contract())
 
     prog = Parallel(a=branch("a", 1), b=branch("b", 10), c=branch("c", 100))
-    run = Engine(max_workers=4).run(prog, {"v": 2})
+    run = Engine(max_workers=4).run(prog, {"value": 2})
     assert run.ok, run.error
-    assert (run.output.a, run.output.b, run.output.c) == (Num(v=2), Num(v=20), Num(v=200))
+    assert (run.output.a, run.output.b, run.output.c) == (Num(value=2), Num(value=20), Num(value=200))
     assert len(set(threads.values())) == 3
     assert not barrier.broken
 
@@ -133,42 +133,42 @@ def test_parallel_with_one_worker_is_sequential():
         return num
 
     prog = Parallel(a=symbolic("a", fn, Num, Num, Contract()), b=symbolic("b", fn, Num, Num, Contract()))
-    run = Engine(max_workers=1).run(prog, {"v": 1})
+    run = Engine(max_workers=1).run(prog, {"value": 1})
     assert not run.ok
     assert run.error.violations[0].level == "runtime"
     assert "BrokenBarrierError" in run.error.violations[0].message
 
 
 def test_parallel_output_has_one_field_per_branch_and_halts_on_a_failing_branch():
-    ok = symbolic("ok", lambda x: Num(v=x.v + 1), Num, Num, Contract())
-    bad = symbolic("bad", lambda x: Num(v=-5), Num, Num, NONNEG)
+    ok = symbolic("ok", lambda x: Num(value=x.value + 1), Num, Num, Contract())
+    bad = symbolic("bad", lambda x: Num(value=-5), Num, Num, NONNEG)
     prog = Parallel(label="pair", left=ok, right=ok)
     assert set(prog.output_type.model_fields) == {"left", "right"}
-    run = Engine().run(prog, {"v": 1})
-    assert run.output.left == Num(v=2) and run.output.right == Num(v=2)
+    run = Engine().run(prog, {"value": 1})
+    assert run.output.left == Num(value=2) and run.output.right == Num(value=2)
 
-    run = Engine().run(Parallel(label="pair", left=ok, right=bad), {"v": 1})
+    run = Engine().run(Parallel(label="pair", left=ok, right=bad), {"value": 1})
     assert not run.ok
     assert run.error.step == "pair/right"
     assert run.error.violations[0].constraint == "non_negative"
 
 
 def test_parallel_branch_output_feeds_a_sequence():
-    inc = symbolic("inc", lambda x: Num(v=x.v + 1), Num, Num, Contract())
-    dbl = symbolic("dbl", lambda x: Num(v=x.v * 2), Num, Num, Contract())
+    inc = symbolic("inc", lambda x: Num(value=x.value + 1), Num, Num, Contract())
+    dbl = symbolic("dbl", lambda x: Num(value=x.value * 2), Num, Num, Contract())
     par = Parallel(label="both", i=inc, d=dbl)
-    total = symbolic("total", lambda p: Num(v=p.i.v + p.d.v), par.output_type, Num, Contract())
-    run = Engine().run(Sequence(par, total), {"v": 5})
-    assert run.output == Num(v=16)
+    total = symbolic("total", lambda p: Num(value=p.i.value + p.d.value), par.output_type, Num, Contract())
+    run = Engine().run(Sequence(par, total), {"value": 5})
+    assert run.output == Num(value=16)
 
 
 # --------------------------------------------------------------- Conditional
 def test_conditional_on_a_value():
     small = symbolic("small", lambda x: Label(label="small"), Num, Label, Contract())
     big = symbolic("big", lambda x: Label(label="big"), Num, Label, Contract())
-    cond = Conditional(when=lambda x: x.v >= 10, then=big, otherwise=small, label="size")
+    cond = Conditional(when=lambda x: x.value >= 10, then=big, otherwise=small, label="size")
     eng = Engine()
-    r1, r2 = eng.run(cond, {"v": 3}), eng.run(cond, {"v": 30})
+    r1, r2 = eng.run(cond, {"value": 3}), eng.run(cond, {"value": 30})
     assert r1.output.label == "small" and r2.output.label == "big"
     assert [r.path for r in r1.trace] == ["size/else"]
     assert [r.path for r in r2.trace] == ["size/then"]
@@ -206,7 +206,7 @@ def test_conditional_on_a_contract_outcome():
 
 def test_conditional_predicate_that_raises_halts_with_a_structured_error():
     step = symbolic("a", lambda x: x, Num, Num, Contract())
-    run = Engine().run(Conditional(when=lambda x: 1 / 0, then=step, otherwise=step, label="c"), {"v": 1})
+    run = Engine().run(Conditional(when=lambda x: 1 / 0, then=step, otherwise=step, label="c"), {"value": 1})
     assert not run.ok
     assert run.error.step == "c"
     assert "condition raised" in run.error.reason and "ZeroDivisionError" in run.error.reason
@@ -215,49 +215,49 @@ def test_conditional_predicate_that_raises_halts_with_a_structured_error():
 # ------------------------------------------------------------------- Iterate
 def _inc(calls):
     def fn(num):
-        calls.append(num.v)
-        return Num(v=num.v + 1)
+        calls.append(num.value)
+        return Num(value=num.value + 1)
 
     return symbolic("inc", fn, Num, Num, Contract(), pure=False)
 
 
 def test_iterate_until_condition():
     calls = []
-    loop = Iterate(_inc(calls), until=lambda s: s.v >= 3, max_iters=10, label="loop")
-    run = Engine().run(loop, {"v": 0})
-    assert run.output == Num(v=3)
+    loop = Iterate(_inc(calls), until=lambda s: s.value >= 3, max_iters=10, label="loop")
+    run = Engine().run(loop, {"value": 0})
+    assert run.output == Num(value=3)
     assert calls == [0, 1, 2]
     assert [r.path for r in run.trace] == ["loop[0]", "loop[1]", "loop[2]"]
 
 
 def test_iterate_budget_exhausted_returns_last_state():
     calls = []
-    loop = Iterate(_inc(calls), until=lambda s: s.v >= 100, max_iters=4, on_exhausted="return")
-    run = Engine().run(loop, {"v": 0})
-    assert run.ok and run.output == Num(v=4)
+    loop = Iterate(_inc(calls), until=lambda s: s.value >= 100, max_iters=4, on_exhausted="return")
+    run = Engine().run(loop, {"value": 0})
+    assert run.ok and run.output == Num(value=4)
     assert len(calls) == 4
 
 
 def test_iterate_budget_exhausted_halts():
     calls = []
-    loop = Iterate(_inc(calls), until=lambda s: s.v >= 100, max_iters=4, on_exhausted="halt", label="loop")
-    run = Engine().run(loop, {"v": 0})
+    loop = Iterate(_inc(calls), until=lambda s: s.value >= 100, max_iters=4, on_exhausted="halt", label="loop")
+    run = Engine().run(loop, {"value": 0})
     assert not run.ok and len(calls) == 4
     assert run.error.step == "loop"
     assert "iteration budget of 4 exhausted" in run.error.reason
-    assert run.error.input == Num(v=4)  # the last state is reported
+    assert run.error.input == Num(value=4)  # the last state is reported
 
 
 def test_iterate_body_halting_halts_the_loop():
-    step = symbolic("dec", lambda x: Num(v=x.v - 1), Num, Num, NONNEG)
-    run = Engine().run(Iterate(step, until=lambda s: False, max_iters=10, label="loop"), {"v": 2})
+    step = symbolic("dec", lambda x: Num(value=x.value - 1), Num, Num, NONNEG)
+    run = Engine().run(Iterate(step, until=lambda s: False, max_iters=10, label="loop"), {"value": 2})
     assert not run.ok
     assert run.error.step == "loop[2]"
     assert [r.action for r in run.trace] == ["accept", "accept", "halt"]
 
 
 def test_iterate_until_that_raises_halts():
-    run = Engine().run(Iterate(_inc([]), until=lambda s: s.missing, max_iters=3, label="loop"), {"v": 0})
+    run = Engine().run(Iterate(_inc([]), until=lambda s: s.missing, max_iters=3, label="loop"), {"value": 0})
     assert not run.ok and "until-condition raised" in run.error.reason
 
 
@@ -266,25 +266,25 @@ def test_fallback_tries_alternatives_in_order_and_first_success_wins():
     order = []
 
     def alt(name, value):
-        return symbolic(name, lambda x: (order.append(name), Num(v=value))[1], Num, Num, NONNEG)
+        return symbolic(name, lambda x: (order.append(name), Num(value=value))[1], Num, Num, NONNEG)
 
     fb = Fallback(alt("first", -1), alt("second", -2), alt("third", 3), alt("fourth", 4), label="fb")
-    run = Engine().run(fb, {"v": 0})
-    assert run.ok and run.output == Num(v=3)
+    run = Engine().run(fb, {"value": 0})
+    assert run.ok and run.output == Num(value=3)
     assert order == ["first", "second", "third"]
     assert [r.action for r in run.trace] == ["fallback", "fallback", "accept"]
     assert [r.path for r in run.trace] == ["fb/first", "fb/second", "fb/third"]
 
 
 def test_fallback_all_failing_halts_with_every_cause():
-    negative = symbolic("a", lambda x: Num(v=-1), Num, Num, NONNEG)
-    ill_typed = symbolic("b", lambda x: {"v": "nope"}, Num, Num, Contract())
+    negative = symbolic("a", lambda x: Num(value=-1), Num, Num, NONNEG)
+    ill_typed = symbolic("b", lambda x: {"value": "nope"}, Num, Num, Contract())
 
     def c_fn(num):
         raise RuntimeError("tool down")
 
     raising = symbolic("c", c_fn, Num, Num, Contract())
-    run = Engine().run(Fallback(negative, ill_typed, raising, label="fb"), {"v": 0})
+    run = Engine().run(Fallback(negative, ill_typed, raising, label="fb"), {"value": 0})
     assert not run.ok
     err = run.error
     assert err.step == "fb"
@@ -395,8 +395,8 @@ def test_foreach_inside_a_program_counts_against_the_static_bound():
 def test_iterate_runs_its_body_before_the_first_check():
     # Iterate is "repeat ... until": the condition is checked after each pass.
     calls = []
-    run = Engine().run(Iterate(_inc(calls), until=lambda s: True, max_iters=5), {"v": 10})
-    assert run.output == Num(v=11) and calls == [10]
+    run = Engine().run(Iterate(_inc(calls), until=lambda s: True, max_iters=5), {"value": 10})
+    assert run.output == Num(value=11) and calls == [10]
 
 
 def test_foreach_batch_whose_backend_fails_stops_the_run_with_a_backend_error():

@@ -231,11 +231,11 @@ class Builder:
                 label=self._name("probe"),
             )
         if kind == "iterate":
-            _, body, k, on_exhausted = spec
+            _, body, max_iters, on_exhausted = spec
             return Iterate(
                 self.build(body),
                 until=_pred(self.seed, self._name("until")),
-                max_iters=k,
+                max_iters=max_iters,
                 on_exhausted=on_exhausted,
                 label=self._name("loop"),
             )

@@ -53,7 +53,7 @@ class CountingBackend:
         return out
 
 
-POSITIVE = Contract(value=[check("positive")(lambda i, o: o.v > 0 or "v must be positive")])
+POSITIVE = Contract(value=[check("positive")(lambda i, o: o.value > 0 or "value must be positive")])
 
 
 def guess_program():
@@ -62,7 +62,7 @@ def guess_program():
     guess = Step(slm("guess", Text, Num, POSITIVE, render=render), retries=3)
     to_items = symbolic(
         "to_items",
-        lambda n: {"items": [{"name": f"i{k}"} for k in range(n.v % 3 + 2)] + [{"name": "i0"}]},
+        lambda n: {"items": [{"name": f"i{k}"} for k in range(n.value % 3 + 2)] + [{"name": "i0"}]},
         Num,
         _Items,
         Contract(),
@@ -79,10 +79,10 @@ def guess_program():
     )
     fe = ForEach(tag, over="items", max_items=8, on_item_error="skip")
     count = symbolic(
-        "count", lambda r: Num(v=sum(1 for x in r.results if x is not None)), fe.output_type, Num, Contract()
+        "count", lambda r: Num(value=sum(1 for x in r.results if x is not None)), fe.output_type, Num, Contract()
     )
     bump = Step(slm("bump", Num, Num, POSITIVE, render=render), retries=1)
-    loop = Iterate(bump, until=lambda s: s.v >= 10, max_iters=4)
+    loop = Iterate(bump, until=lambda s: s.value >= 10, max_iters=4)
     return Sequence(guess, to_items, fe, count, loop, label="prog")
 
 
@@ -92,10 +92,10 @@ class _Items(BaseModel):
 
 def noisy(req, count):
     if req.primitive == "guess":
-        return json.dumps({"v": -count}) if count % 3 else json.dumps({"v": count})
+        return json.dumps({"value": -count}) if count % 3 else json.dumps({"value": count})
     if req.primitive == "tag":
         return json.dumps({"label": f"{req.input.name}-{count}" if count % 2 else f"x{count}"})
-    return json.dumps({"v": req.input.v + count})
+    return json.dumps({"value": req.input.value + count})
 
 
 def comparable(trace: Trace):
@@ -137,16 +137,16 @@ def test_trace_jsonl_round_trip(tmp_path):
 def test_trace_round_trip_with_a_failed_raw_output_that_is_not_json(tmp_path):
     # a primitive that returns something that is not JSON (a set) violates its
     # type; the trace must still round-trip exactly
-    run = Engine().run(symbolic("weird", lambda x: {1, 2}, Num, Num, Contract()), {"v": 1})
+    run = Engine().run(symbolic("weird", lambda x: {1, 2}, Num, Num, Contract()), {"value": 1})
     assert not run.ok
     run.trace.write_jsonl(tmp_path / "t.jsonl")
     assert Trace.load(tmp_path / "t.jsonl").records == run.trace.records
 
 
 def test_trace_round_trip_of_a_halted_parallel_run(tmp_path):
-    ok = symbolic("ok", lambda x: Num(v=1), Num, Num, Contract())
-    bad = symbolic("bad", lambda x: Num(v=-1), Num, Num, POSITIVE)
-    run = Engine().run(Parallel(a=ok, b=bad), {"v": 0})
+    ok = symbolic("ok", lambda x: Num(value=1), Num, Num, Contract())
+    bad = symbolic("bad", lambda x: Num(value=-1), Num, Num, POSITIVE)
+    run = Engine().run(Parallel(a=ok, b=bad), {"value": 0})
     assert not run.ok
     run.trace.write_jsonl(tmp_path / "t.jsonl")
     back = Trace.load(tmp_path / "t.jsonl")
@@ -156,7 +156,9 @@ def test_trace_round_trip_of_a_halted_parallel_run(tmp_path):
 
 
 def test_trace_record_from_dict_ignores_unknown_keys_and_defaults_optional_ones():
-    rec = TraceRecord(0, "p", "x", "symbolic", 0, "accept", {"v": 1}, {"v": 2}, {"ok": True, "violations": []}, 0.1)
+    rec = TraceRecord(
+        0, "p", "x", "symbolic", 0, "accept", {"value": 1}, {"value": 2}, {"ok": True, "violations": []}, 0.1
+    )
     as_dict = rec.to_dict() | {"run_id": "r", "future_field": 1}
     assert TraceRecord.from_dict(as_dict) == rec
     del as_dict["meta"], as_dict["source"], as_dict["model"]
@@ -217,11 +219,11 @@ def test_replay_reproduces_a_nondeterministic_run(tmp_path):
 def test_replay_of_a_halted_run_halts_identically():
     guess = Step(slm("guess", Text, Num, POSITIVE, render=render), retries=2)
     rec = Recorder("record")
-    recorded = Engine(CountingBackend(lambda r, n: json.dumps({"v": -n})), recorder=rec).run(guess, {"text": "q"})
+    recorded = Engine(CountingBackend(lambda r, n: json.dumps({"value": -n})), recorder=rec).run(guess, {"text": "q"})
     assert not recorded.ok
-    replayed = Engine(CountingBackend(lambda r, n: json.dumps({"v": n})), recorder=Recorder("strict", rec.entries)).run(
-        guess, {"text": "q"}
-    )
+    replayed = Engine(
+        CountingBackend(lambda r, n: json.dumps({"value": n})), recorder=Recorder("strict", rec.entries)
+    ).run(guess, {"text": "q"})
     assert not replayed.ok
     assert replayed.error.to_dict() == recorded.error.to_dict()
     assert comparable(replayed.trace) == comparable(recorded.trace)
@@ -247,9 +249,9 @@ def test_identical_requests_in_one_recorded_run_get_one_answer():
 def test_strict_replay_raises_on_a_missing_recording():
     guess = slm("guess", Text, Num, Contract(), render=render)
     rec = Recorder("record")
-    Engine(CountingBackend(lambda r, n: json.dumps({"v": n})), recorder=rec).run(guess, {"text": "seen"})
-    eng = Engine(CountingBackend(lambda r, n: json.dumps({"v": 99})), recorder=Recorder("strict", rec.entries))
-    assert eng.run(guess, {"text": "seen"}).output == Num(v=1)
+    Engine(CountingBackend(lambda r, n: json.dumps({"value": n})), recorder=rec).run(guess, {"text": "seen"})
+    eng = Engine(CountingBackend(lambda r, n: json.dumps({"value": 99})), recorder=Recorder("strict", rec.entries))
+    assert eng.run(guess, {"text": "seen"}).output == Num(value=1)
     with pytest.raises(ReplayMissError) as ei:
         eng.run(guess, {"text": "unseen"})
     assert ei.value.primitive == "guess"
@@ -259,7 +261,7 @@ def test_strict_replay_raises_on_a_missing_recording():
 
 def test_strict_replay_miss_is_not_swallowed_by_a_fallback_or_a_batch():
     guess = slm("guess", Text, Num, Contract(), render=render)
-    sym = symbolic("const", lambda t: Num(v=0), Text, Num, Contract())
+    sym = symbolic("const", lambda t: Num(value=0), Text, Num, Contract())
     eng = Engine(CountingBackend(lambda r, n: "{}"), recorder=Recorder("strict"))
     with pytest.raises(ReplayMissError):
         eng.run(Fallback(guess, sym), {"text": "x"})
@@ -272,7 +274,7 @@ def test_a_new_primitive_version_misses_the_old_recording():
     v1 = slm("guess", Text, Num, Contract(), render=render, version="1")
     v2 = slm("guess", Text, Num, Contract(), render=render, version="2")
     rec = Recorder("record")
-    Engine(CountingBackend(lambda r, n: json.dumps({"v": n})), recorder=rec).run(v1, {"text": "x"})
+    Engine(CountingBackend(lambda r, n: json.dumps({"value": n})), recorder=rec).run(v1, {"text": "x"})
     with pytest.raises(ReplayMissError):
         Engine(CountingBackend(lambda r, n: "{}"), recorder=Recorder("strict", rec.entries)).run(v2, {"text": "x"})
 
@@ -280,13 +282,13 @@ def test_a_new_primitive_version_misses_the_old_recording():
 def test_non_strict_replay_falls_back_to_the_backend():
     guess = slm("guess", Text, Num, Contract(), render=render)
     rec = Recorder("record")
-    Engine(CountingBackend(lambda r, n: json.dumps({"v": 1})), recorder=rec).run(guess, {"text": "seen"})
-    live = CountingBackend(lambda r, n: json.dumps({"v": 42}))
+    Engine(CountingBackend(lambda r, n: json.dumps({"value": 1})), recorder=rec).run(guess, {"text": "seen"})
+    live = CountingBackend(lambda r, n: json.dumps({"value": 42}))
     eng = Engine(live, recorder=Recorder("replay", rec.entries))
     hit = eng.run(guess, {"text": "seen"})
     miss = eng.run(guess, {"text": "unseen"})
-    assert hit.output == Num(v=1) and hit.trace.records[0].source == "replay" and hit.slm_calls == 0
-    assert miss.output == Num(v=42) and miss.trace.records[0].source == "call" and miss.slm_calls == 1
+    assert hit.output == Num(value=1) and hit.trace.records[0].source == "replay" and hit.slm_calls == 0
+    assert miss.output == Num(value=42) and miss.trace.records[0].source == "call" and miss.slm_calls == 1
     assert live.n == 1
 
 
@@ -326,34 +328,34 @@ def test_effectful_and_context_primitives_are_never_cached():
 
     def tool(num):
         calls.append("tool")
-        return Num(v=num.v)
+        return Num(value=num.value)
 
     def ctx_fn(num, ctx):
         calls.append("ctx")
-        return Num(v=num.v + ctx["offset"])
+        return Num(value=num.value + ctx["offset"])
 
     effect = symbolic("tool", tool, Num, Num, Contract(), pure=False)
     with_ctx = symbolic("ctx", ctx_fn, Num, Num, Contract(), uses_context=True)
     cache = Cache()
     eng = Engine(cache=cache)
     for _ in range(3):
-        eng.run(effect, {"v": 1})
+        eng.run(effect, {"value": 1})
     assert calls == ["tool"] * 3
     calls.clear()
-    assert eng.run(with_ctx, {"v": 1}, context={"offset": 1}).output == Num(v=2)
-    assert eng.run(with_ctx, {"v": 1}, context={"offset": 5}).output == Num(v=6)
+    assert eng.run(with_ctx, {"value": 1}, context={"offset": 1}).output == Num(value=2)
+    assert eng.run(with_ctx, {"value": 1}, context={"offset": 5}).output == Num(value=6)
     assert calls == ["ctx", "ctx"]
     assert len(cache) == 0
 
 
 def test_slm_replies_are_cached_by_input_and_feedback():
     guess = slm("guess", Text, Num, Contract(), render=render)
-    backend = CountingBackend(lambda r, n: json.dumps({"v": n}))
+    backend = CountingBackend(lambda r, n: json.dumps({"value": n}))
     eng = Engine(backend, cache=Cache())
-    assert eng.run(guess, {"text": "x"}).output == Num(v=1)
+    assert eng.run(guess, {"text": "x"}).output == Num(value=1)
     again = eng.run(guess, {"text": "x"})
-    assert again.output == Num(v=1) and again.slm_calls == 0 and again.trace.records[0].source == "cache"
-    assert eng.run(guess, {"text": "y"}).output == Num(v=2)
+    assert again.output == Num(value=1) and again.slm_calls == 0 and again.trace.records[0].source == "cache"
+    assert eng.run(guess, {"text": "y"}).output == Num(value=2)
     assert backend.n == 2
 
 
@@ -374,13 +376,13 @@ def test_input_hash_is_canonical_and_sensitive():
     assert digest != input_hash("p", {"x": 1, "y": [2, 1]})
     assert digest != input_hash("p", {"x": 1, "y": [1, 2]}, ("fb",))
     assert digest != input_hash("p", {"x": 1, "y": [1, 2]}, (), "2")
-    assert input_hash("p", Num(v=1)) == input_hash("p", {"v": 1})
+    assert input_hash("p", Num(value=1)) == input_hash("p", {"value": 1})
 
 
 def test_halt_inside_a_replayed_run_is_still_a_halt_error():
     guess = Step(slm("guess", Text, Num, POSITIVE, render=render), retries=1)
     rec = Recorder("record")
-    Engine(CountingBackend(lambda r, n: json.dumps({"v": -1})), recorder=rec).run(guess, {"text": "q"})
+    Engine(CountingBackend(lambda r, n: json.dumps({"value": -1})), recorder=rec).run(guess, {"text": "q"})
     run = Engine(CountingBackend(lambda r, n: "{}"), recorder=Recorder("strict", rec.entries)).run(guess, {"text": "q"})
     with pytest.raises(HaltError):
         run.raise_for_error()
@@ -403,11 +405,11 @@ def test_atomic_writes_leave_no_temp_file_and_use_the_normal_file_mode(tmp_path)
 def test_a_shared_cache_never_serves_one_backends_answer_to_another():
     guess = slm("guess", Text, Num, Contract(), render=render)
     cache = Cache()
-    counting = CountingBackend(lambda r, n: json.dumps({"v": 100 + n}))
-    other = CountingBackend(lambda r, n: json.dumps({"v": 200 + n}))
+    counting = CountingBackend(lambda r, n: json.dumps({"value": 100 + n}))
+    other = CountingBackend(lambda r, n: json.dumps({"value": 200 + n}))
     other.name = "other-model"
-    assert Engine(counting, cache=cache).run(guess, {"text": "x"}).output == Num(v=101)
-    assert Engine(other, cache=cache).run(guess, {"text": "x"}).output == Num(v=201)
+    assert Engine(counting, cache=cache).run(guess, {"text": "x"}).output == Num(value=101)
+    assert Engine(other, cache=cache).run(guess, {"text": "x"}).output == Num(value=201)
     assert Engine(counting, cache=cache).run(guess, {"text": "x"}).trace.records[0].source == "cache"
 
 
@@ -432,8 +434,8 @@ def test_a_trace_file_is_cut_at_its_size_cap_and_says_so(tmp_path):
     assert cut[-1] == {"truncated": True, "dropped_records": 100 - (len(cut) - 1), "max_bytes": 2000}
     assert sum(len(json.dumps(r)) + 1 for r in cut[:-1]) <= 2000 and len(cut) > 2
     assert capped_rows(rows, 10**9) == rows  # under the cap: untouched, no marker
-    length = symbolic("length", lambda t: Num(v=len(t.text)), Text, Num, Contract())
-    double = symbolic("double", lambda n: Num(v=2 * n.v), Num, Num, Contract())
+    length = symbolic("length", lambda t: Num(value=len(t.text)), Text, Num, Contract())
+    double = symbolic("double", lambda n: Num(value=2 * n.value), Num, Num, Contract())
     run = Engine().run(Program(Sequence(length, double)), {"text": "a b c"})
     path = tmp_path / "t.jsonl"
     run.trace.write_jsonl(path, max_bytes=len(json.dumps(run.trace.to_rows()[0])) + 1)

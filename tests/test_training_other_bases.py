@@ -180,14 +180,14 @@ def test_causal_lm_profile_trains_and_the_bundle_loader_loads_it(arch, trained, 
         },
     )
     served, served_tok = bundle.load_model()
-    x = tok.apply_chat_template(
+    inputs = tok.apply_chat_template(
         [{"role": "user", "content": "refuel data"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
     with torch.no_grad():
-        tuned = model(**x).logits
-        assert torch.allclose(served(**x).logits, tuned)
+        tuned = model(**inputs).logits
+        assert torch.allclose(served(**inputs).logits, tuned)
         with model.disable_adapter():
-            assert not torch.equal(model(**x).logits, tuned)
+            assert not torch.equal(model(**inputs).logits, tuned)
     end = "<|im_end|>" if arch == "qwen3" else "<end_of_turn>"  # the template's own end-of-turn token
     assert stop_ids(served_tok)[0] == served_tok.convert_tokens_to_ids(end)
 
@@ -265,13 +265,19 @@ def test_the_4bit_load_asks_for_nf4_double_quantisation_in_bf16(monkeypatch, tmp
         return Fake(), {"missing_keys": [], "mismatched_keys": []}
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "bitsandbytes" else real(n, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *args: object() if name == "bitsandbytes" else real(name, *args)
+    )
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", staticmethod(from_pretrained))
     monkeypatch.delenv("ACCELERATE_USE_FSDP", raising=False)
     load_model(tmp_path, dtype=torch.bfloat16, attn_implementation="sdpa", device="cuda", quantization="4bit")
-    q = calls["quantization_config"]
-    assert q.load_in_4bit and q.bnb_4bit_quant_type == "nf4" and q.bnb_4bit_use_double_quant
-    assert q.bnb_4bit_compute_dtype == torch.bfloat16
+    quant_config = calls["quantization_config"]
+    assert (
+        quant_config.load_in_4bit
+        and quant_config.bnb_4bit_quant_type == "nf4"
+        and quant_config.bnb_4bit_use_double_quant
+    )
+    assert quant_config.bnb_4bit_compute_dtype == torch.bfloat16
 
 
 @pytest.mark.skipif(

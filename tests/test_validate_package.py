@@ -135,7 +135,7 @@ def perfect_decoder(generated_data, monkeypatch):
         return out
 
     monkeypatch.setattr(hf, "generate", generate)
-    monkeypatch.setattr(artifacts, "load_adapters", lambda *a, **k: (object(), object()))
+    monkeypatch.setattr(artifacts, "load_adapters", lambda *args, **kwargs: (object(), object()))
     return wrong
 
 
