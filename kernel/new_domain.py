@@ -9,7 +9,8 @@ writes ``DIR/NAME/``:
 - ``tools.py``: one ``@DOMAIN.tool`` function per tool, typed from its JSON schema, side effect, prerequisites and
   writes as imported (an OpenAI tool is side-effecting unless annotated otherwise); each body logs the call in the
   state and returns ``{"ok": true}``, marked TODO: replace it with the tool's behaviour on the state;
-- ``state.py``: the domain's pydantic state (a log of calls to begin with);
+- ``state.py``: the domain's pydantic state (a log of calls to begin with), structure only, and ``data.json``: the
+  state its tools start from (no calls yet), read and checked when the domain loads;
 - ``slot_values.json``: the values your solutions' slots vary over (empty: generate warns until you fill it);
 - ``annotations.yaml``: the sidecar (kernel/registry/annotations.py) saying per tool what tools.py declares (side
   effect, prerequisites, writes): what ``forethought agent tools=mcp:... annotations=...`` needs to run the trained
@@ -364,15 +365,20 @@ def write_domain(name: str, source: str, target_dir: str | Path = ".", annotatio
         + "".join(_tool_source(s) for s in specs)
     )
     state_py = (
-        f'"""The {name} domain\'s state: what its tools read and change (replace the call log with your model)."""\n\n'
-        "from __future__ import annotations\n\nfrom typing import Any\n\nfrom pydantic import BaseModel, Field\n\n\n"
-        "class State(BaseModel):\n"
-        "    calls: list[dict[str, Any]] = Field(default_factory=list)\n"
+        f'"""The {name} domain\'s state: what its tools read and change (replace the call log with your model).\n\n'
+        "The model holds structure only: the state the tools start from, your reference data, is data.json beside this\n"
+        "file, read and checked when the domain loads. A scenario's initial_state is laid over it (a field given replaces\n"
+        'the file\'s; a table named in merged_tables is merged entry by entry)."""\n\n'
+        "from __future__ import annotations\n\nfrom typing import Any\n\n"
+        "from forethought.kernel.domains.base import ReferenceData\n\n\n"
+        "class State(ReferenceData):\n"
+        "    calls: list[dict[str, Any]]\n"
     )
     readme = f"""# Domain `{name}`
 
 Written by `forethought new-domain {name} --from {source}`. Make it yours: the tools' bodies in `tools.py` (TODO),
-the state in `state.py`, the slot values in `slot_values.json`, and worked solutions in `solutions/`.
+the state in `state.py` and the data its tools start from in `data.json`, the slot values in `slot_values.json`,
+and worked solutions in `solutions/`.
 
 ```bash
 export FORETHOUGHT_DOMAINS={parent.resolve()}
@@ -403,6 +409,7 @@ tools.
             f'"""The {name} domain."""\n\nfrom .tools import DOMAIN\n\n__all__ = ["DOMAIN"]\n'
         )
         (tmp / "state.py").write_text(state_py)
+        (tmp / "data.json").write_text(json.dumps({"calls": []}) + "\n")
         (tmp / "tools.py").write_text(tools_py)
         (tmp / "slot_values.json").write_text("{}\n")
         (tmp / "annotations.yaml").write_text(
@@ -443,7 +450,7 @@ def cli(args: list[str]) -> int:
         return 0
     folder = write_domain(opts["name"], opts["from"], opts.get("dir", "."), opts.get("annotations"))
     print(
-        f"wrote {folder}/ (tools.py, state.py, slot_values.json, annotations.yaml, "
+        f"wrote {folder}/ (tools.py, state.py, data.json, slot_values.json, annotations.yaml, "
         f"solutions/{opts['name']}-example.json, tests/test_{opts['name']}.py, README.md)"
     )
     print(f"next: export FORETHOUGHT_DOMAINS={folder.parent.resolve()} && forethought verify {folder / 'solutions'}")

@@ -28,7 +28,8 @@ def test_a_new_domain_from_a_registry_file_verifies_outside_the_package(registry
     assert main(["new-domain", "mine", "--from", str(REGISTRIES / registry), "--dir", str(tmp_path)]) == 0
     folder = tmp_path / "mine"
     assert {p.name for p in folder.iterdir()} == {
-        "__init__.py", "state.py", "tools.py", "slot_values.json", "annotations.yaml", "solutions", "tests", "README.md"
+        "__init__.py", "state.py", "data.json", "tools.py", "slot_values.json", "annotations.yaml", "solutions",
+        "tests", "README.md",
     }  # fmt: skip
     assert "FORETHOUGHT_DOMAINS" in capsys.readouterr().out
     listed = _fresh("verify", str(folder / "solutions"), domains=tmp_path)
