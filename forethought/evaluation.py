@@ -81,10 +81,10 @@ class EvaluateConfig(BaseModel):
 
     @field_validator("settings")
     @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
+    def _unique(cls, settings: list[str]) -> list[str]:
         from forethought.config import reject_duplicates
 
-        return reject_duplicates(v, "settings")
+        return reject_duplicates(settings, "settings")
 
 
 def held_out(cfg: EvaluateConfig) -> list[Solution]:
@@ -109,10 +109,10 @@ def held_out(cfg: EvaluateConfig) -> list[Solution]:
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise UserError("field validation_solutions must be a list of solution ids", str(stats))
     by_id = {}
-    for f in solution_files(cfg.solutions):
-        s = load_solution(f)
-        warn_format_notes(s)
-        by_id[s.id] = s
+    for path in solution_files(cfg.solutions):
+        solution = load_solution(path)
+        warn_format_notes(solution)
+        by_id[solution.id] = solution
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise UserError(f"held-out solutions not found: {missing[:5]}", ", ".join(cfg.solutions))
@@ -182,34 +182,34 @@ def run_setting(
     slm_calls = backend_retries = 0
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    for s in sols:
+    for solution in sols:
         noisy: list[NoisyOracle] = []
         if setting == "oracle":
-            factory = lambda i, t, s=s: OracleBackend(t, s.id)  # noqa: E731
+            factory = lambda i, turn, solution=solution: OracleBackend(turn, solution.id)  # noqa: E731
         elif setting.startswith("noise"):
 
-            def factory(i, t, s=s, noisy=noisy):
-                b = NoisyOracle(OracleBackend(t, s.id), rates, rng)
-                noisy.append(b)
-                return b
+            def factory(i, turn, solution=solution, noisy=noisy):
+                backend = NoisyOracle(OracleBackend(turn, solution.id), rates, rng)
+                noisy.append(backend)
+                return backend
         else:
-            factory = lambda i, t: model_backend  # noqa: E731
+            factory = lambda i, turn: model_backend  # noqa: E731
         tap = _StateTap()
-        res = run_solution(s, kernel, factory, trace="steps", on_turn=tap)
+        res = run_solution(solution, kernel, factory, trace="steps", on_turn=tap)
         res.states = tap.states  # type: ignore[attr-defined]
-        r = score_run(s, refs[s.id], res)
-        for row in r:
+        turn_rows = score_run(solution, refs[solution.id], res)
+        for row in turn_rows:
             row["setting"] = setting
-        failed = [row for row in r if row["backend_error"]]
+        failed = [row for row in turn_rows if row["backend_error"]]
         if failed and cfg.backend_errors == "fail":
             row = failed[0]
             raise RunFailed(
-                f"setting {setting}, scenario {s.id}, turn {row['turn']}: {row['backend_error']}. "
+                f"setting {setting}, scenario {solution.id}, turn {row['turn']}: {row['backend_error']}. "
                 "The evaluation stopped and wrote no figures (a backend failure is not a model answer); "
                 "backend_errors=count counts such turns as failed and lists them",
                 str(getattr(cfg.backend, "base_url", None) or getattr(cfg.backend, "bundle", None) or cfg.backend.name),
             )
-        rows += r
+        rows += turn_rows
         backend_retries += sum(t.backend_retries for t in res.turns)
         for tr in res.traces:
             for rec in tr:
@@ -221,10 +221,10 @@ def run_setting(
                     elif rec.attempt > 0:
                         recovered[rec.primitive] += 1
         slm_calls += sum(t.slm_calls for t in res.turns)
-        for b in noisy:
-            injected.update(b.injected)
+        for backend in noisy:
+            injected.update(backend.injected)
         if progress:
-            progress(setting, s.id)
+            progress(setting, solution.id)
     by_sol: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_sol.setdefault(row["solution_id"], []).append(row)
@@ -266,9 +266,9 @@ def noise_sweep(sols: list[Solution], refs: dict[str, Any], cfg: EvaluateConfig)
         for setting in ("noise_cvc", "noise_no_cvc"):
             turn, scen = [], []
             for k in range(cfg.noise.sweep_seeds):
-                r, _ = run_setting(setting, sols, refs, cfg, rates=rates, seed=cfg.noise.seed + 1000 + k)
-                turn.append(r["turn_call_match"])
-                scen.append(r["scenario_call_match"])
+                result, _ = run_setting(setting, sols, refs, cfg, rates=rates, seed=cfg.noise.seed + 1000 + k)
+                turn.append(result["turn_call_match"])
+                scen.append(result["scenario_call_match"])
             row[setting] = {"turn_call_match": sum(turn) / len(turn), "scenario_call_match": sum(scen) / len(scen)}
         table.append(row)
     return table
@@ -278,15 +278,17 @@ def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = 
     from forethought.errors import check_output_dir
 
     check_output_dir(cfg.output_dir, "output_dir")  # checked up front, created only when there are figures to write
-    sols = [s.rendered() for s in held_out(cfg)]
+    sols = [solution.rendered() for solution in held_out(cfg)]
     if not sols:
         raise UserError("no held-out scenarios to evaluate", cfg.dataset_dir)
     refs = {}
-    for s in sols:
+    for solution in sols:
         try:
-            refs[s.id] = reference_states(s)
-        except Divergence as d:
-            raise UserError(f"reference calls do not replay: {d.describe()}", s.source_file or s.id) from None
+            refs[solution.id] = reference_states(solution)
+        except Divergence as divergence:
+            raise UserError(
+                f"reference calls do not replay: {divergence.describe()}", solution.source_file or solution.id
+            ) from None
     needs_model = any(x.startswith("bundle") for x in cfg.settings)
     if needs_model and model_backend is None:
         model_backend = make_model_backend(cfg.backend)
@@ -320,22 +322,22 @@ def evaluate(cfg: EvaluateConfig, *, progress: Any = None, model_backend: Any = 
     return summary
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
 
 
 def evaluation_markdown(summary: dict[str, Any]) -> str:
-    s = summary["settings"]
+    settings = summary["settings"]
     lines = [
         f"Held-out scenarios: {len(summary['scenarios'])} (solutions in no training split).",
         "",
         "| Setting | Turns | Call-sequence match (turn) | State match (turn) | Scenario: all calls | Scenario: all states | Halted turns |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for r in s.values():
+    for result in settings.values():
         lines.append(
-            f"| {r['label']} | {r['turns']} | {_pct(r['turn_call_match'])} | {_pct(r['turn_state_match'])} | "
-            f"{_pct(r['scenario_call_match'])} | {_pct(r['scenario_state_match'])} | {r['halted_turns']} |"
+            f"| {result['label']} | {result['turns']} | {_pct(result['turn_call_match'])} | {_pct(result['turn_state_match'])} | "
+            f"{_pct(result['scenario_call_match'])} | {_pct(result['scenario_state_match'])} | {result['halted_turns']} |"
         )
     lines += [
         "",
@@ -344,10 +346,10 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
     ]
     lines.append("| Setting | " + " | ".join(PRIMITIVE_NAMES) + " |")
     lines.append("| --- |" + " ---: |" * len(PRIMITIVE_NAMES))
-    for r in s.values():
-        cells = [f"{r['contract_violations'][p]} ({r['recovered_by_retry'][p]})" for p in PRIMITIVE_NAMES]
-        lines.append(f"| {r['label']} | " + " | ".join(cells) + " |")
-    failed = {k: r for k, r in s.items() if r.get("backend_error_turns")}
+    for result in settings.values():
+        cells = [f"{result['contract_violations'][p]} ({result['recovered_by_retry'][p]})" for p in PRIMITIVE_NAMES]
+        lines.append(f"| {result['label']} | " + " | ".join(cells) + " |")
+    failed = {k: result for k, result in settings.items() if result.get("backend_error_turns")}
     if failed:
         lines += [
             "",
@@ -355,15 +357,15 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
             "counted as failed turns above, and say nothing about the model:",
             "",
         ]
-        for k, r in failed.items():
+        for k, result in failed.items():
             lines.append(
-                f"- {k}: {r['backend_error_turns']} of {r['turns']} turns ({r['backend_retries']} backend retries)"
+                f"- {k}: {result['backend_error_turns']} of {result['turns']} turns ({result['backend_retries']} backend retries)"
             )
-            for e in r["backend_errors"][:10]:
-                lines.append(f"  - {e['solution_id']} turn {e['turn']}: {e['message']}")
-            if len(r["backend_errors"]) > 10:
-                lines.append(f"  - ... {len(r['backend_errors']) - 10} more in results.json")
-    if any(r["simulation"] for r in s.values()):
+            for error in result["backend_errors"][:10]:
+                lines.append(f"  - {error['solution_id']} turn {error['turn']}: {error['message']}")
+            if len(result["backend_errors"]) > 10:
+                lines.append(f"  - ... {len(result['backend_errors']) - 10} more in results.json")
+    if any(result["simulation"] for result in settings.values()):
         rates = ", ".join(f"{p} {100 * v:.0f}%" for p, v in summary["noise"]["rates"].items())
         lines += [
             "",
@@ -372,11 +374,11 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
             "Some injected errors are detectable by the primitive's contract (truncated JSON, unregistered tools, "
             "ungrounded values, non-permutations); others are not (a wrong but registered tool, swapped independent tasks).",
         ]
-        for k, r in s.items():
-            if r["simulation"]:
+        for k, result in settings.items():
+            if result["simulation"]:
                 lines.append(
-                    f"- {k}: injected {sum(r['injected_errors'].values())} errors: "
-                    + ", ".join(f"{a} {b}" for a, b in r["injected_errors"].items())
+                    f"- {k}: injected {sum(result['injected_errors'].values())} errors: "
+                    + ", ".join(f"{a} {b}" for a, b in result["injected_errors"].items())
                 )
     if summary.get("noise_sweep"):
         n = summary["noise"]["sweep_seeds"]
@@ -391,10 +393,10 @@ def evaluation_markdown(summary: dict[str, Any]) -> str:
             "| ---: | ---: | ---: | ---: | ---: |",
         ]
         for row in summary["noise_sweep"]:
-            c, nc = row["noise_cvc"], row["noise_no_cvc"]
+            with_cvc, without_cvc = row["noise_cvc"], row["noise_no_cvc"]
             lines.append(
-                f"| {100 * row['rate']:.0f}% | {_pct(c['turn_call_match'])} | {_pct(nc['turn_call_match'])} | "
-                f"{_pct(c['scenario_call_match'])} | {_pct(nc['scenario_call_match'])} |"
+                f"| {100 * row['rate']:.0f}% | {_pct(with_cvc['turn_call_match'])} | {_pct(without_cvc['turn_call_match'])} | "
+                f"{_pct(with_cvc['scenario_call_match'])} | {_pct(without_cvc['scenario_call_match'])} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -405,28 +407,28 @@ def plot_evaluation(summary: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    s = summary["settings"]
+    settings = summary["settings"]
     sweep = summary.get("noise_sweep") or []
     fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(13 if sweep else 8.5, 3.8), squeeze=False)
     ax = axes[0][0]
-    names = list(s)
-    x = range(len(names))
+    names = list(settings)
+    positions = range(len(names))
     ax.bar(
-        [i - 0.2 for i in x],
-        [100 * s[n]["turn_call_match"] for n in names],
+        [i - 0.2 for i in positions],
+        [100 * settings[n]["turn_call_match"] for n in names],
         width=0.4,
         label="call sequence (turn)",
         color="#1a73e8",
     )
     ax.bar(
-        [i + 0.2 for i in x],
-        [100 * s[n]["turn_state_match"] for n in names],
+        [i + 0.2 for i in positions],
+        [100 * settings[n]["turn_state_match"] for n in names],
         width=0.4,
         label="end state (turn)",
         color="#34a853",
     )
     # the settings named as the tables name them (their label, wrapped; "\n" is the only difference)
-    ax.set_xticks(list(x), [textwrap.fill(s[n]["label"], 17) for n in names], fontsize=7)
+    ax.set_xticks(list(positions), [textwrap.fill(settings[n]["label"], 17) for n in names], fontsize=7)
     ax.set_ylabel("match (%)")
     ax.set_ylim(0, 105)
     ax.legend(fontsize=8)
