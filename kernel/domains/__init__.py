@@ -2,7 +2,8 @@
 
 The simulated domains live here. Your own live in folders you own: each folder named in ``FORETHOUGHT_DOMAINS``
 (paths separated by ``os.pathsep``, as ``PYTHONPATH``) holds domain folders (``<folder>/<name>/__init__.py``
-defining ``DOMAIN = Domain(...)``, with ``synonyms.json`` and ``slot_values.json`` beside it if it has them), and
+defining ``DOMAIN = Domain(...)``, with ``data.json`` beside its state model where that model is a ``ReferenceData``
+(the state its tools start from), and ``synonyms.json`` and ``slot_values.json`` if it has them), and
 an installed package may register one under the entry-point group ``forethought.domains`` (``name = "module"``).
 An environment variable, not a config key, because every process of a run (generate's replay workers, a test's
 subprocess) must see the same domains. ``forethought new-domain`` writes such a folder.

@@ -4,8 +4,10 @@ A domain is a folder ``kernel/domains/<name>/`` whose ``__init__.py`` exposes
 ``DOMAIN``: a :class:`Domain` with a pydantic state model, tools registered
 with :meth:`Domain.tool` (schema from the signature and docstring, ToolGate
 prerequisites, scratchpad writes, semantic postconditions), an initial-state
-loader and a JSON snapshot for state comparison. Domains are deterministic:
-no real file system, network or clock.
+loader and a JSON snapshot for state comparison; its reference data, the state
+its tools start from, is ``data.json`` in the folder. Domains are
+deterministic: no real file system, network or clock (the data file is read
+once, when the domain is made).
 
 What several domains share lives here too: :func:`find` (an entity by id, or
 the "not found" ToolError), :func:`status_is` (a status postcondition) and
