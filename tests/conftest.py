@@ -82,7 +82,7 @@ def one_torch_thread():
     spinning threads make a step 5-10x slower; restore the setting after the module."""
     import torch
 
-    n = torch.get_num_threads()
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
-    torch.set_num_threads(n)
+    torch.set_num_threads(threads)

@@ -92,32 +92,38 @@ def _msgs(*users: str) -> list[list[dict[str, str]]]:
 
 # ------------------------------------------------------------------ stop tokens (derived from the template)
 def test_stop_ids_come_from_the_chat_template():
-    g = gemma_tokenizer()
-    eot = g.convert_tokens_to_ids("<end_of_turn>")
-    assert hf.template_stop_ids(g) == [eot]
-    assert hf.stop_ids(g) == [eot, g.eos_token_id]  # end of turn first: constrained decoding uses it as EOS
+    gemma_tok = gemma_tokenizer()
+    eot = gemma_tok.convert_tokens_to_ids("<end_of_turn>")
+    assert hf.template_stop_ids(gemma_tok) == [eot]
+    assert hf.stop_ids(gemma_tok) == [
+        eot,
+        gemma_tok.eos_token_id,
+    ]  # end of turn first: constrained decoding uses it as EOS
 
-    c = chatml_tokenizer()
-    im_end = c.convert_tokens_to_ids("<|im_end|>")
-    assert hf.template_stop_ids(c) == [im_end]
-    assert hf.stop_ids(c) == [im_end, c.eos_token_id]  # the hard-coded <end_of_turn> would have missed <|im_end|>
+    chatml_tok = chatml_tokenizer()
+    im_end = chatml_tok.convert_tokens_to_ids("<|im_end|>")
+    assert hf.template_stop_ids(chatml_tok) == [im_end]
+    assert hf.stop_ids(chatml_tok) == [
+        im_end,
+        chatml_tok.eos_token_id,
+    ]  # the hard-coded <end_of_turn> would have missed <|im_end|>
 
 
 def test_stop_ids_fall_back_to_end_of_turn_and_add_the_model_eos():
-    g = gemma_tokenizer()
-    eot, eos = g.convert_tokens_to_ids("<end_of_turn>"), g.eos_token_id
-    g.chat_template = None  # no template: nothing to derive
-    assert hf.template_stop_ids(g) == [] and hf.stop_ids(g) == [eot, eos]
-    g.chat_template = PLAIN  # turns end in plain text: nothing to derive either
-    assert hf.template_stop_ids(g) == [] and hf.stop_ids(g) == [eot, eos]
-    c = chatml_tokenizer(PLAIN)  # no template token and no <end_of_turn>: eos only
-    assert hf.stop_ids(c) == [c.eos_token_id]
+    gemma_tok = gemma_tokenizer()
+    eot, eos = gemma_tok.convert_tokens_to_ids("<end_of_turn>"), gemma_tok.eos_token_id
+    gemma_tok.chat_template = None  # no template: nothing to derive
+    assert hf.template_stop_ids(gemma_tok) == [] and hf.stop_ids(gemma_tok) == [eot, eos]
+    gemma_tok.chat_template = PLAIN  # turns end in plain text: nothing to derive either
+    assert hf.template_stop_ids(gemma_tok) == [] and hf.stop_ids(gemma_tok) == [eot, eos]
+    chatml_tok = chatml_tokenizer(PLAIN)  # no template token and no <end_of_turn>: eos only
+    assert hf.stop_ids(chatml_tok) == [chatml_tok.eos_token_id]
 
     class Model:
         class generation_config:
             eos_token_id = [eos, 7]
 
-    assert hf.stop_ids(g, Model()) == [eot, eos, 7]
+    assert hf.stop_ids(gemma_tok, Model()) == [eot, eos, 7]
 
 
 class _Scripted:
@@ -140,10 +146,10 @@ class _Scripted:
             self.step += 1
         self.forwards += 1
         logits = output.logits
-        for r, k in enumerate(self.k):
+        for row_index, k in enumerate(self.k):
             target = self.a if self.step < k else self.eot if self.step == k else self.b
-            logits[r, -1, :] = -1e4
-            logits[r, -1, target] = 1e4
+            logits[row_index, -1, :] = -1e4
+            logits[row_index, -1, target] = 1e4
         return output
 
 
@@ -184,7 +190,7 @@ def test_batched_greedy_outputs_equal_per_example_outputs(gemma):
 
 # ------------------------------------------------------------------ adapters
 class _In(BaseModel):
-    x: int = 0
+    value: int = 0
 
 
 @pytest.fixture(scope="module")

@@ -190,18 +190,18 @@ def test_ceiling_candidates_are_the_ground_truth_and_the_checker_is_not_vacuous(
     entries = {e.id: e for e in bfcl_data.load_category("multi_turn_base")}
     name = bfcl_score.checker_model_name("negative")
     try:
-        for r in results[:40]:
-            if not r.let_through:
+        for result in results[:40]:
+            if not result.let_through:
                 continue
-            entry = entries[r.id]
+            entry = entries[result.id]
             signatures = bfcl_data.entry_registry(entry, len(entry.turns)).signatures
-            assert [[parse_call(c, signatures) for c in t] for t in r.candidate] == [
+            assert [[parse_call(c, signatures) for c in t] for t in result.candidate] == [
                 [parse_call(c, signatures) for c in t] for t in entry.ground_truth
             ]
-            dropped = copy.deepcopy(r.candidate)
+            dropped = copy.deepcopy(result.candidate)
             last = max(i for i, t in enumerate(dropped) if t)
             dropped[last] = dropped[last][:-1]
-            assert bfcl_score.score(entry, dropped, name)["valid"] is False, r.id
+            assert bfcl_score.score(entry, dropped, name)["valid"] is False, result.id
     finally:
         bfcl_score.release(name)
 
@@ -261,12 +261,12 @@ def test_ceiling_command_writes_its_report_and_the_readme_quotes_it(tmp_path, ca
     ]
     # The README's ceiling table is this run's figures.
     readme = (ROOT / "README.md").read_text()
-    for category, s in json.loads((out / "summary.json").read_text())["categories"].items():
-        a = s["availability"]
-        total, available = sum(a.values()), sum(a.get(k, 0) for k in bfcl_ceiling.AVAILABLE)
+    for category, stats in json.loads((out / "summary.json").read_text())["categories"].items():
+        availability = stats["availability"]
+        total, available = sum(availability.values()), sum(availability.get(k, 0) for k in bfcl_ceiling.AVAILABLE)
         row = (
-            f"| {category} | {s['let_through']}/{s['entries']} | {s['checker_pass_let_through']}/{s['let_through']} | "
-            f"{s['let_through_all_available']}/{s['entries']} | {available:,}/{total:,} ({100 * available / total:.1f} %) |"
+            f"| {category} | {stats['let_through']}/{stats['entries']} | {stats['checker_pass_let_through']}/{stats['let_through']} | "
+            f"{stats['let_through_all_available']}/{stats['entries']} | {available:,}/{total:,} ({100 * available / total:.1f} %) |"
         )
         assert row in readme, row
 
@@ -284,9 +284,9 @@ class GroundTruthBackend(ScriptedPrimitives):
         super().__init__()
         self.signatures = {t.name: t.param_names for tools in bfcl_data.class_tools().values() for t in tools}
         self.answers: dict[str, list[list[str]]] = {}
-        for e in entries:
+        for entry in entries:
             pending = None
-            for text, calls in zip(e.turns, e.ground_truth, strict=True):
+            for text, calls in zip(entry.turns, entry.ground_truth, strict=True):
                 request = bfcl_data.request_text(pending, text)
                 self.answers.setdefault(request, []).append(calls)
                 pending = request if not calls else None

@@ -36,10 +36,10 @@ def _task(i: int) -> tau2_data.Task:
 
 def _replay_gold(task, actions=None) -> Tau2Environment:
     env = Tau2Environment(DOMAIN, task)
-    for a in task.gold_actions if actions is None else actions:
-        result, staged = env.stage(a.name, a.arguments)
-        assert staged is not None, (task.id, a.name, result)
-        env.commit(a.name, staged)
+    for action in task.gold_actions if actions is None else actions:
+        result, staged = env.stage(action.name, action.arguments)
+        assert staged is not None, (task.id, action.name, result)
+        env.commit(action.name, staged)
     return env
 
 
@@ -65,10 +65,10 @@ def test_the_evaluator_is_not_vacuous():
     """Dropping the last gold action fails every base task that has one; a run tau2 would not have
     recorded as stopped scores 0 whatever its calls."""
     failed = 0
-    for t in _tasks():
-        env = _replay_gold(t, t.gold_actions[:-1])
-        v = tau2_score.evaluate(DOMAIN, t, env.trajectory())
-        failed += not v["passed"]
+    for task in _tasks():
+        env = _replay_gold(task, task.gold_actions[:-1])
+        verdict = tau2_score.evaluate(DOMAIN, task, env.trajectory())
+        failed += not verdict["passed"]
     assert failed == 114
     full = _replay_gold(_task(0))
     assert tau2_score.evaluate(DOMAIN, _task(0), full.trajectory(), "max_steps")["reward"] == 0.0
@@ -100,8 +100,10 @@ def test_committed_calls_are_the_pairs_tau2_replays_with_matching_ids_and_the_en
     # a changed response is refused by tau2's replay (and so scores 0, with the reason kept)
     forged = [m.model_copy() for m in msgs]
     forged[1] = forged[1].model_copy(update={"content": forged[1].content.replace("2.0", "3.0")})
-    v = tau2_score.evaluate(DOMAIN, task, forged)
-    assert v["passed"] is False and "Tool call" in v["replay_error"] and "Expected" in v["replay_error"]
+    verdict = tau2_score.evaluate(DOMAIN, task, forged)
+    assert (
+        verdict["passed"] is False and "Tool call" in verdict["replay_error"] and "Expected" in verdict["replay_error"]
+    )
 
 
 def test_stage_runs_on_a_copy_and_commit_swaps_it_in():
@@ -216,8 +218,12 @@ class GoldModel:
         }
 
     @staticmethod
-    def _call(k, a):
-        return {"id": f"c{k}", "type": "function", "function": {"name": a.name, "arguments": json.dumps(a.arguments)}}
+    def _call(index, action):
+        return {
+            "id": f"c{index}",
+            "type": "function",
+            "function": {"name": action.name, "arguments": json.dumps(action.arguments)},
+        }
 
 
 def _ids(indices):

@@ -53,10 +53,10 @@ def test_a_bundle_whose_external_base_holds_a_pickle_is_refused_before_loading(
     bundle = tmp_path / "bundle"
     assert main(_package(tiny_pipeline, train, bundle)) == 0
     _as_pickle(base)
-    m = json.loads((bundle / "manifest.json").read_text())  # the manifest pins the pickle: its digests all match
-    files = {k: v for k, v in m["base"]["files"].items() if k != "model.safetensors"}
-    m["base"]["files"] = {**files, "pytorch_model.bin": sha256_file(base / "pytorch_model.bin")}
-    (bundle / "manifest.json").write_text(json.dumps(m))
+    manifest = json.loads((bundle / "manifest.json").read_text())  # the manifest pins the pickle: its digests all match
+    files = {k: v for k, v in manifest["base"]["files"].items() if k != "model.safetensors"}
+    manifest["base"]["files"] = {**files, "pytorch_model.bin": sha256_file(base / "pytorch_model.bin")}
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
     capsys.readouterr()
     rc = main(
         [

@@ -45,20 +45,20 @@ def test_export_writes_a_hub_layout_folder_with_cards(tiny_pipeline, served, tmp
     assert top.startswith("---\nbase_model:") and "SMOKE EXPORT" in top and "[`match_func`](match_func/)" in top
     model, tok = served
     for name in model.peft_config:
-        d = out / name
+        folder = out / name
         assert {"adapter_config.json", "adapter_model.safetensors", "README.md", "tokenizer.json"} <= {
-            f.name for f in d.iterdir()
+            f.name for f in folder.iterdir()
         }
-        card = (d / "README.md").read_text()
+        card = (folder / "README.md").read_text()
         assert "library_name: peft" in card and f'subfolder="{name}"' in card and "me/prims" in card
     # one primitive, loaded the way a hub user would (base + subfolder), answers as the bundle does
     base_dir = json.loads((tiny_pipeline / "bundle" / "manifest.json").read_text())["base"]["path"]
     base = load_model(tiny_pipeline / "bundle" / base_dir, dtype=torch.float32, attn_implementation="sdpa")
     user = PeftModel.from_pretrained(base, str(out / "match_func")).eval()
-    x = _probe(load_tokenizer(out / "match_func"))
+    inputs = _probe(load_tokenizer(out / "match_func"))
     model.set_adapter("match_func")
     with torch.no_grad():
-        assert torch.allclose(user(**x).logits, model(**x).logits)
+        assert torch.allclose(user(**inputs).logits, model(**inputs).logits)
     # an export is replaced by the next one; a folder of yours is not
     assert main(args) == 0
     mine = tmp_path / "mine"
@@ -77,18 +77,18 @@ def test_export_merge_gives_the_logits_of_base_plus_adapter(tiny_pipeline, serve
     )
     model, _ = served
     for name in ("match_func", "get_order"):
-        d = out / name
-        assert (d / "model.safetensors").is_file() and not (d / "adapter_config.json").exists()
-        assert "base_model_relation: merge" in (d / "README.md").read_text()
-        merged = load_model(d, dtype=torch.float32, attn_implementation="sdpa").eval()  # no LoRA key left over
+        folder = out / name
+        assert (folder / "model.safetensors").is_file() and not (folder / "adapter_config.json").exists()
+        assert "base_model_relation: merge" in (folder / "README.md").read_text()
+        merged = load_model(folder, dtype=torch.float32, attn_implementation="sdpa").eval()  # no LoRA key left over
         assert not any("lora_" in n for n, _ in merged.named_parameters())
-        x = _probe(load_tokenizer(d))
+        inputs = _probe(load_tokenizer(folder))
         model.set_adapter(name)
         with torch.no_grad():
-            want = model(**x).logits
+            want = model(**inputs).logits
             with model.disable_adapter():
-                base = model(**x).logits
-            got = merged(**x).logits
+                base = model(**inputs).logits
+            got = merged(**inputs).logits
         assert torch.allclose(got, want, atol=1e-5) and not torch.allclose(base, want, atol=1e-5)
 
 

@@ -44,13 +44,13 @@ def raw_server(handle: Callable[[socket.socket], None]):
                 continue
             threading.Thread(target=_serve_one, args=(conn, handle), daemon=True).start()
 
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
     try:
         yield f"http://127.0.0.1:{srv.getsockname()[1]}/v1"
     finally:
         stop.set()
-        t.join(2)
+        thread.join(2)
         srv.close()
 
 
@@ -323,8 +323,8 @@ def _kill_when(proc, ready: Callable[[], bool]) -> bool:
     return False
 
 
-def _dataset_files(d: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+def _dataset_files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_sigkill_during_generate_never_leaves_a_dataset_train_accepts(tmp_path, capsys):
@@ -340,9 +340,9 @@ def test_sigkill_during_generate_never_leaves_a_dataset_train_accepts(tmp_path, 
     assert _kill_when(proc, staged), proc.stderr.read().decode()[-2000:]
     # The old dataset is untouched and still one unit; the half-written one is not in its place.
     assert _dataset_files(data) == before
-    for p in ("decompose", "match_func"):
-        read_split(data, p, "train")
-        _read_rows(str(data), p, None)
+    for primitive in ("decompose", "match_func"):
+        read_split(data, primitive, "train")
+        _read_rows(str(data), primitive, None)
     # The rerun cleans up after the killed one and replaces the dataset as a whole.
     assert main(["generate", *GEN_ARGS, f"data.output_dir={data}", "data.seed=1"]) == 0
     assert _dataset_files(data) != before
@@ -432,13 +432,13 @@ def test_an_output_path_that_cannot_be_written_is_bad_input_reported_first(tmp_p
     # Finding 7: run_dir or data.output_dir being a file, or an unwritable output folder, was reported as
     # "a bug in forethought, not in your input", after all the work was done. Issue 25: "up front" is a fact, not a
     # time (a timed assertion failed on a loaded machine): nothing was written, and the pipeline ran no stage.
-    f = tmp_path / "a-file"
-    f.write_text("not a folder")
+    file_path = tmp_path / "a-file"
+    file_path.write_text("not a folder")
     before = tree(tmp_path)
-    rc = main([a.replace("{f}", str(f)) for a in command])
+    rc = main([a.replace("{f}", str(file_path)) for a in command])
     err = capsys.readouterr().err
     assert rc == 2, err
-    assert str(f) in err and "bug in forethought" not in err and "Traceback" not in err
+    assert str(file_path) in err and "bug in forethought" not in err and "Traceback" not in err
     assert tree(tmp_path) == before
     if command[0] == "pipeline":
         assert "error: run_dir:" in err and "verify" not in err  # no stage began
@@ -474,9 +474,9 @@ def test_the_base_stage_resumes_after_a_kill_and_is_then_reused(tmp_path):
     assert not (out / "base").exists(), "no half-trained base is published"
     assert main(args) == 2  # the stage already started: resume or overwrite, never a silent restart
     assert main([*args, "train.resume=true"]) == 0
-    m = json.loads((out / "base_run" / "metrics.json").read_text())
-    assert m["global_step"] == 30 and m["resumed_from"].startswith("checkpoint-")
+    metrics = json.loads((out / "base_run" / "metrics.json").read_text())
+    assert metrics["global_step"] == 30 and metrics["resumed_from"].startswith("checkpoint-")
     assert (out / "base" / "forethought_base.json").is_file()
     # an adapter run reuses the current base (no second base stage) and trains on it
     assert main([*args[:1], "primitive=match_fill", *args[2:], "train=quick", "train.max_steps=2"]) == 0
-    assert json.loads((out / "base_run" / "metrics.json").read_text()) == m
+    assert json.loads((out / "base_run" / "metrics.json").read_text()) == metrics

@@ -50,14 +50,18 @@ def test_full_finetuning_trains_every_weight_and_saves_the_whole_model(full_run)
 
     out, results = full_run
     base = load_file(str(out / "train" / "base" / "model.safetensors"))
-    for p in PRIMITIVE_NAMES:
-        m = results[p].metrics
-        assert m["adapter"]["kind"] == "full" and m["adapter"]["parameters"] == sum(t.numel() for t in base.values())
-        assert adapter_kind(out / "train" / p / "adapter") == "full"
-        tuned = load_file(str(out / "train" / p / "adapter" / "model.safetensors"))
+    for primitive in PRIMITIVE_NAMES:
+        metrics = results[primitive].metrics
+        assert metrics["adapter"]["kind"] == "full" and metrics["adapter"]["parameters"] == sum(
+            t.numel() for t in base.values()
+        )
+        assert adapter_kind(out / "train" / primitive / "adapter") == "full"
+        tuned = load_file(str(out / "train" / primitive / "adapter" / "model.safetensors"))
         assert tuned.keys() == base.keys()
         changed = [k for k in base if not torch.equal(base[k], tuned[k])]
-        assert len(changed) == len(base), f"{p}: weights that did not train: {sorted(set(base) - set(changed))[:5]}"
+        assert len(changed) == len(base), (
+            f"{primitive}: weights that did not train: {sorted(set(base) - set(changed))[:5]}"
+        )
 
 
 def test_validate_package_and_the_kernel_backend_load_full_weights(full_run, generated_data):

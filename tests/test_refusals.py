@@ -80,12 +80,12 @@ def test_train_without_overwrite_or_resume_refuses_before_writing(run_copy, caps
 @pytest.mark.parametrize("run_dir", ["{f}", "{f}/sub"])
 def test_pipeline_with_a_file_for_run_dir_is_refused_before_any_stage(run_dir, tmp_path, capsys):
     # Issue 25: the refusal came after verify ran, and named no field (a test timed it instead: tests/test_fault_injection.py).
-    f = tmp_path / "a-file"
-    f.write_text("not a folder")
+    file_path = tmp_path / "a-file"
+    file_path.write_text("not a folder")
     before = tree(tmp_path)
-    assert main(["pipeline", f"run_dir={run_dir.format(f=f)}"]) == 2
+    assert main(["pipeline", f"run_dir={run_dir.format(f=file_path)}"]) == 2
     err = capsys.readouterr().err
-    assert "error: run_dir:" in err and str(f) in err and "is a file, not a folder" in err
+    assert "error: run_dir:" in err and str(file_path) in err and "is a file, not a folder" in err
     assert "verify" not in err  # no stage began (each stage prints its name as it starts)
     assert tree(tmp_path) == before
 
@@ -229,19 +229,19 @@ def test_train_base_checks_every_train_split_before_it_writes(generated_data, tm
 
 def _break_every_varied_copy(monkeypatch):
     """Every varied copy of the Figure 1 solution gets a wrong order, so it does not verify and is dropped."""
-    import forethought.data_gen.generate as G
+    import forethought.data_gen.generate as generate_module
 
-    real = G.make_variant
+    real = generate_module.make_variant
 
     def breaking(sol, rng, vcfg):
-        v = real(sol, rng, vcfg)
+        variant = real(sol, rng, vcfg)
         if sol.id == "fs-paper-figure1":
-            t0 = v.solution.turns[0]
-            turns = [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]
-            v.solution = v.solution.model_copy(update={"turns": turns})
-        return v
+            t0 = variant.solution.turns[0]
+            turns = [t0.model_copy(update={"order": list(reversed(t0.order))}), *variant.solution.turns[1:]]
+            variant.solution = variant.solution.model_copy(update={"turns": turns})
+        return variant
 
-    monkeypatch.setattr(G, "make_variant", breaking)
+    monkeypatch.setattr(generate_module, "make_variant", breaking)
 
 
 @pytest.mark.parametrize("why", ["undersized", "dropped"])

@@ -52,9 +52,9 @@ def test_decoded_data_is_held_to_the_same_rules():
 
 # ------------------------------------------------------------- every reader
 def _solution(tmp_path: Path, text: str) -> Path:
-    p = tmp_path / "sol.json"
-    p.write_text(text)
-    return p
+    path = tmp_path / "sol.json"
+    path.write_text(text)
+    return path
 
 
 @pytest.mark.parametrize(("edit", "needle"), [
@@ -63,28 +63,29 @@ def _solution(tmp_path: Path, text: str) -> Path:
      "NaN is not a JSON number at config.ratio"),
 ])  # fmt: skip
 def test_a_solution(edit, needle, tmp_path, capsys):
-    p = _solution(tmp_path, edit(FIG1.read_text()))
-    assert main(["verify", str(p)]) == 2
+    path = _solution(tmp_path, edit(FIG1.read_text()))
+    assert main(["verify", str(path)]) == 2
     assert needle in capsys.readouterr().err
 
 
 def test_a_yaml_solution_with_a_key_twice(tmp_path, capsys):
-    p = tmp_path / "sol.yaml"
-    p.write_text("id: x\ntitle: a\ntitle: b\ndomains: [file_system]\nturns: []\n")
-    assert main(["verify", str(p)]) == 2
+    path = tmp_path / "sol.yaml"
+    path.write_text("id: x\ntitle: a\ntitle: b\ndomains: [file_system]\nturns: []\n")
+    assert main(["verify", str(path)]) == 2
     assert "duplicate key 'title' (line 3)" in capsys.readouterr().err
 
 
 def test_a_registry_file(tmp_path, capsys):
-    p = tmp_path / "tools.json"
-    p.write_text(
+    path = tmp_path / "tools.json"
+    path.write_text(
         '{"tools": [{"name": "ok", "inputSchema": {"type": "object"}},\n'
         ' {"name": "f", "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "maximum": Infinity}}}}]}'
     )
-    assert main(["registry", "check", str(p)]) == 1
+    assert main(["registry", "check", str(path)]) == 1
     assert "FAIL" in (err := capsys.readouterr().err)
     assert (
-        f"{p}: line 2, column 100: tool #1 'f': inputSchema.properties.n.maximum: Infinity is not a JSON number" in err
+        f"{path}: line 2, column 100: tool #1 'f': inputSchema.properties.n.maximum: Infinity is not a JSON number"
+        in err
     )
 
 
@@ -288,8 +289,8 @@ def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_pa
         *(run / "train").rglob("config.yaml"),
     ]:  # the copy names its own base
         moved.write_text(moved.read_text().replace(str(tiny_pipeline), str(run)))
-    f = run / relpath
-    f.write_text(edit(f.read_text()))
+    target = run / relpath
+    target.write_text(edit(target.read_text()))
     before = tree(run)
     if relpath.startswith(".stages"):
         assert main(tiny_pipeline_args(run)) == 2
@@ -315,7 +316,7 @@ def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_pa
             )
             == 2
         )
-    assert f"{f}: {needle}" in capsys.readouterr().err
+    assert f"{target}: {needle}" in capsys.readouterr().err
     assert tree(run) == before
 
 
@@ -325,10 +326,10 @@ def test_a_pipeline_run_folder_file(relpath, edit, needle, tiny_pipeline, tmp_pa
     ("verify", b"\xff\xfe{}", "not UTF-8 text (byte 0)"),
 ])  # fmt: skip
 def test_files_python_cannot_read_are_located_refusals(command, content, needle, tmp_path, capsys):
-    f = tmp_path / "f.json"
-    f.write_bytes(content if isinstance(content, bytes) else content.encode())
+    path = tmp_path / "f.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
     # registry check reports each file and exits 1 when one fails (its checker's convention); verify refuses input: 2
-    assert main(["registry", "check", str(f)] if command == "registry" else ["verify", str(f)]) == (
+    assert main(["registry", "check", str(path)] if command == "registry" else ["verify", str(path)]) == (
         1 if command == "registry" else 2
     )
     err = capsys.readouterr()
@@ -388,8 +389,8 @@ def test_the_tokenizer_corpus_reader_locates_a_bad_line(tmp_path):
     from forethought.errors import UserError
     from forethought.training.tiny import corpus_texts
 
-    f = tmp_path / "train.jsonl"
-    f.write_text('{"prompt": [{"role": "user", "content": "hi"}]}\n{"prompt": NaN}\n')
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"prompt": [{"role": "user", "content": "hi"}]}\n{"prompt": NaN}\n')
     with pytest.raises(UserError) as err:
-        list(corpus_texts([f]))
-    assert str(f) in str(err.value) and "2" in str(err.value)
+        list(corpus_texts([path]))
+    assert str(path) in str(err.value) and "2" in str(err.value)

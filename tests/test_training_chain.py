@@ -32,17 +32,17 @@ def memo_data(generated_data, tmp_path_factory) -> Path:
     solution (a leak in a real dataset), and here the overlap is the point of the test."""
     from forethought.data_gen.unit import seal
 
-    d = tmp_path_factory.mktemp("chain") / "data"
-    (d / PRIM).mkdir(parents=True)
+    data = tmp_path_factory.mktemp("chain") / "data"
+    (data / PRIM).mkdir(parents=True)
     rows = [
         json.loads(line) for line in (generated_data / PRIM / "train.jsonl").read_text().splitlines() if line.strip()
     ][:ROWS]
     copies = [{**r, "solution_id": f"{r['solution_id']}-memorised-copy"} for r in rows]
     for split, rs in (("train", rows), ("validation", copies)):
-        (d / PRIM / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
-    shutil.copy(generated_data / "stats.json", d / "stats.json")
-    seal(d)
-    return d
+        (data / PRIM / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
+    shutil.copy(generated_data / "stats.json", data / "stats.json")
+    seal(data)
+    return data
 
 
 def _train_and_validate(data: Path, out: Path, *extra: str) -> dict:
@@ -129,10 +129,10 @@ def no_stop_tokens(monkeypatch):
 
 
 def test_memorised_rows_score_100_percent_through_validate(memo_data, tmp_path, one_torch_thread):
-    r = _train_and_validate(memo_data, tmp_path / "run")
-    assert r["n"] == ROWS
-    assert r["parse_rate"] == 1.0
-    assert r["exact_match"] == 1.0, r["failures"]
+    report = _train_and_validate(memo_data, tmp_path / "run")
+    assert report["n"] == ROWS
+    assert report["parse_rate"] == 1.0
+    assert report["exact_match"] == 1.0, report["failures"]
     metrics = json.loads((tmp_path / "run" / "base_run" / "metrics.json").read_text())
     assert metrics["global_step"] == STEPS and metrics["loss"] == "completion"
 
@@ -146,5 +146,5 @@ def test_a_broken_link_fails_the_chain(broken, memo_data, tmp_path, request, one
         extra = ["model.pretrain.loss=full"]
     else:
         request.getfixturevalue("no_stop_tokens")
-    r = _train_and_validate(memo_data, tmp_path / "run", *extra)
-    assert r["exact_match"] < 1.0, f"{broken}: the chain check did not notice the broken link"
+    report = _train_and_validate(memo_data, tmp_path / "run", *extra)
+    assert report["exact_match"] < 1.0, f"{broken}: the chain check did not notice the broken link"

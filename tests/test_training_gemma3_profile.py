@@ -49,9 +49,9 @@ def mm_ckpt(data_dir, tmp_path_factory) -> Path:
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3TextConfig, SiglipVisionConfig
 
     tok = build_tokenizer(corpus_texts(corpus_files(data_dir)), 600)
-    v = len(tok)
+    vocab_size = len(tok)
     text = Gemma3TextConfig(
-        vocab_size=v + 3,
+        vocab_size=vocab_size + 3,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
@@ -72,9 +72,9 @@ def mm_ckpt(data_dir, tmp_path_factory) -> Path:
         text_config=text,
         vision_config=vision,
         mm_tokens_per_image=4,
-        boi_token_index=v,
-        eoi_token_index=v + 1,
-        image_token_index=v + 2,
+        boi_token_index=vocab_size,
+        eoi_token_index=vocab_size + 1,
+        image_token_index=vocab_size + 2,
     )
     torch.manual_seed(0)
     model = Gemma3ForConditionalGeneration(cfg)
@@ -158,11 +158,11 @@ def test_gemma3_profile_trains_and_saves_a_text_only_adapter(mm_ckpt, data_dir, 
         ]
     )
     res = run(cfg)["match_func"]
-    m = res.metrics
+    metrics = res.metrics
     assert (
-        m["dtype"] == "bfloat16"
-        and m["global_step"] == 2
-        and m["adapter"]["text_model_prefix"] == "model.language_model"
+        metrics["dtype"] == "bfloat16"
+        and metrics["global_step"] == 2
+        and metrics["adapter"]["text_model_prefix"] == "model.language_model"
     )
     keys = load_file(str(out / "match_func" / "adapter" / "adapter_model.safetensors")).keys()
     assert keys and all(k.startswith("base_model.model.model.language_model.layers.") for k in keys)
@@ -170,13 +170,13 @@ def test_gemma3_profile_trains_and_saves_a_text_only_adapter(mm_ckpt, data_dir, 
     assert not (out / "base").exists(), "the 12B profile keeps its base where it is"
     # reload base + named adapter through the artifacts API; the adapter changes the output
     model, tok = artifacts.load_adapters(out, ["match_func"])
-    x = tok.apply_chat_template(
+    inputs = tok.apply_chat_template(
         [{"role": "user", "content": "refuel data"}], add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
     with torch.no_grad():
-        with_adapter = model(**x).logits
+        with_adapter = model(**inputs).logits
         with model.disable_adapter():
-            without = model(**x).logits
+            without = model(**inputs).logits
     assert not torch.equal(with_adapter, without)
 
 
@@ -272,8 +272,8 @@ def test_fsdp_config_wraps_every_decoder_layer_of_the_multimodal_and_text_models
     from forethought.config import CONF_DIR
 
     args = launch_command_parser().parse_args(["--config_file", str(CONF_DIR / "accelerate" / "fsdp.yaml"), "-m", "x"])
-    for k, v in prepare_multi_gpu_env(_validate_launch_command(args)[0]).items():
-        monkeypatch.setenv(k, v)
+    for name, value in prepare_multi_gpu_env(_validate_launch_command(args)[0]).items():
+        monkeypatch.setenv(name, value)
     plugin = FullyShardedDataParallelPlugin()
     mm = Gemma3ForConditionalGeneration.from_pretrained(mm_ckpt)
     text = mm.model.language_model

@@ -77,17 +77,17 @@ def test_bench_gpu_lora_refuses_without_cuda(capsys):
 
 def test_bench_gpu_lora_flop_model_matches_the_12b_arithmetic():
     bench = _script("bench_gpu_lora")
-    f = bench.flops_per_token(bench.GEMMA3_12B, mean_ctx=500, completion_fraction=0.1)
+    flops = bench.flops_per_token(bench.GEMMA3_12B, mean_ctx=500, completion_fraction=0.1)
     # 4 x ~10.8 B decoder matmul parameters plus attention and a tenth of the LM head: 44-60 GFLOP/token
-    assert 44e9 < f < 60e9
+    assert 44e9 < flops < 60e9
 
 
 def test_bench_gpu_lora_builds_the_12b_text_shape_on_meta():
     """The GPU shape itself (not only the smoke one) builds: Gemma-3-12B's language model has ~11.77 B parameters."""
     bench = _script("bench_gpu_lora")
     model = bench.build_model(bench.GEMMA3_12B, "meta", torch.bfloat16, "sdpa")
-    n = sum(p.numel() for p in model.parameters())
-    assert 11.7e9 < n < 11.8e9, n
+    param_count = sum(p.numel() for p in model.parameters())
+    assert 11.7e9 < param_count < 11.8e9, param_count
     assert model.config.layer_types.count("full_attention") == 8 and model.config.sliding_window == 1024
 
 
@@ -140,10 +140,10 @@ def test_two_process_training_with_accelerate_on_cpu(tmp_path):
     ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    m = json.loads((out / "match_func" / "metrics.json").read_text())
-    assert m["global_step"] == 2
+    metrics = json.loads((out / "match_func" / "metrics.json").read_text())
+    assert metrics["global_step"] == 2
     # two ranks x batch 4 x 2 steps: both processes fed the model
-    assert m["tokens_seen"] > 0 and (out / "match_func" / "adapter" / "adapter_model.safetensors").is_file()
+    assert metrics["tokens_seen"] > 0 and (out / "match_func" / "adapter" / "adapter_model.safetensors").is_file()
     assert proc.stderr.count("forethought train") <= 1, "the summary table is printed by rank 0 only"
     assert (
         json.loads((out / "base_run" / "metrics.json").read_text())["global_step"] == 2
@@ -170,9 +170,9 @@ def test_tiny_profile_trains_in_bf16_on_gpu(tmp_path):
             "logging=none",
         ]
     )
-    m = run(cfg)["match_func"].metrics
-    assert m["device"] == "cuda" and m["dtype"] == "bfloat16" and m["global_step"] == 3
-    assert all(e["loss"] == e["loss"] for e in m["train_loss_history"]), "no NaN loss in bf16"
+    metrics = run(cfg)["match_func"].metrics
+    assert metrics["device"] == "cuda" and metrics["dtype"] == "bfloat16" and metrics["global_step"] == 3
+    assert all(e["loss"] == e["loss"] for e in metrics["train_loss_history"]), "no NaN loss in bf16"
 
 
 @pytest.mark.gpu

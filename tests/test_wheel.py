@@ -65,8 +65,8 @@ def test_the_wheel_installs_and_runs_outside_the_repository(tmp_path):
     src.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
     for name in SOURCES:
-        p = ROOT / name
-        (shutil.copytree(p, src / name, ignore=ignore) if p.is_dir() else shutil.copy(p, src / name))
+        path = ROOT / name
+        (shutil.copytree(path, src / name, ignore=ignore) if path.is_dir() else shutil.copy(path, src / name))
     py = sys.executable
     wheels = tmp_path / "wheels"
     build = subprocess.run(
