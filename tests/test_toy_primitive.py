@@ -9,6 +9,11 @@ package and the hf backend are untouched. The kernel step that calls it
 is placed in the real kernel program (before decompose) and the turn runs
 through Kernel.run_turn with the packaged bundle's hf backend. Everything is tiny
 (random base, two training steps per adapter: the first, in warmup, has learning rate 0).
+
+Its prompt is written by the rendering adapter from its types (no render function: the spec states only its
+instructions; the label, the field description and the answer format come from CountTasksInput and
+CountTasksOutput), and its decisions reach TurnResult.decisions, the HTML trace and the responder's rendering
+with no code of theirs naming it (issue 26).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 
 FIX = Path(__file__).parent / "fixtures" / "solutions"
+SOLUTIONS = Path(__file__).resolve().parents[1] / "data_gen" / "solutions"
 
 
 class CountTasksInput(BaseModel):
@@ -202,6 +208,60 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
     assert len(toy_calls) == 1 and toy_calls[0].contract["ok"] and 0 <= toy_calls[0].output["count"] <= MAX_TASKS
     # the turn went on from the toy's step into decompose (what the random adapters answer there is not the point)
     assert any(r.primitive == "decompose" for r in trace)
+    # the answer it accepted is the toy's decision in the turn's generic map, and the trace views show it
+    assert result.decisions["count_tasks"] == {"turn": toy_calls[0].output}
+    _assert_shown(result, trace, toy_calls[0].output["count"])
+
+
+def test_the_toy_prompt_is_written_by_the_adapter_from_its_types(toy):
+    """No render function: the instructions are the spec's, the rest is derived from the two types."""
+    from forethought.kernel.specs.adapter import answer_format
+
+    assert not hasattr(toy, "render_user")
+    assert answer_format(CountTasksOutput) == 'Answer with JSON: {"count": n}.'
+    assert toy.messages(CountTasksInput(user="Go to the archive folder and list it")) == [
+        {
+            "role": "system",
+            # the instructions, the output field's Field(description=...), the answer format written from the type
+            "content": "Count the unit tasks the request asks for. Count one task per tool call. "
+            'Answer with JSON: {"count": n}.',
+        },
+        # one "Label: value" line per input field, the label from the field's Label metadata
+        {"role": "user", "content": "Request: Go to the archive folder and list it"},
+    ]
+
+
+def test_the_toy_decisions_reach_the_turn_result_the_html_trace_and_the_responder(toy):
+    """The toy's step in the kernel program, answered by the oracle from a worked solution's annotation (no model):
+    its decision is in TurnResult.decisions and both trace views show it, though no code of theirs names it."""
+    from forethought.kernel.program import Kernel
+    from forethought.kernel.records import KernelConfig
+    from forethought.kernel.runner import oracle_factory, run_solution
+    from forethought.kernel.solution_file import load_solution
+    from forethought.primitives import Program
+
+    kernel = Kernel(KernelConfig(retries=0, strict_invariants=True))
+    root = kernel.program.root
+    kernel.program = Program(
+        Sequence(*root.steps[:2], count_tasks_step(toy, kernel.config), *root.steps[2:], label="kernel"),
+        name=kernel.program.name,
+    )
+    sol = load_solution(SOLUTIONS / "file_system" / "paper_figure1.json").rendered()
+    run = run_solution(sol, kernel, oracle_factory(sol), trace="off")  # recorded at every trace level
+    for turn, annotated in zip(run.turns, sol.turns, strict=True):
+        assert turn.decisions["count_tasks"] == {"turn": {"count": len(annotated.tasks or [])}}
+    _assert_shown(run.turns[0], run.traces[0], len(sol.turns[0].tasks or []))
+
+
+def _assert_shown(result, trace, count: int) -> None:
+    from forethought.bench import responder
+    from forethought.kernel.trace_html import render_html
+
+    page = render_html("toy", [result], [trace])
+    # numbered by its place in the registry (the sixth), titled from its name, its value under its field's name
+    assert f"<span class='sp'>6. Count-Tasks:</span> count = <code>{count}</code>" in page
+    text = responder.render_turn(result.user, result, trace)
+    assert f"## Decisions (other primitives)\n- count (count_tasks): {count}\n" in text
 
 
 def count_tasks_step(spec, config):
