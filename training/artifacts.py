@@ -44,12 +44,12 @@ if TYPE_CHECKING:
 
 
 def read_base_ref(output_dir: str | Path) -> dict[str, Any]:
-    f = Path(output_dir) / "base.json"
-    if not f.is_file():
+    path = Path(output_dir) / "base.json"
+    if not path.is_file():
         raise UserError(
             "no base.json: not a `forethought train` output folder (or training has not started)", str(output_dir)
         )
-    return read_json_object(f)
+    return read_json_object(path)
 
 
 def base_path(output_dir: str | Path) -> Path:
@@ -61,8 +61,8 @@ def adapter_dir(output_dir: str | Path, primitive: str) -> Path:
 
 
 def run_metrics(output_dir: str | Path, primitive: str) -> dict[str, Any] | None:
-    f = Path(output_dir) / primitive / "metrics.json"
-    return read_json_object(f) if f.is_file() else None
+    path = Path(output_dir) / primitive / "metrics.json"
+    return read_json_object(path) if path.is_file() else None
 
 
 def recorded_spec_hashes(output_dir: str | Path, primitive: str) -> dict[Path, str | None]:
@@ -74,9 +74,9 @@ def recorded_spec_hashes(output_dir: str | Path, primitive: str) -> dict[Path, s
     run = Path(output_dir) / primitive
     out: dict[Path, str | None] = {}
     for name in ("run_state.json", "metrics.json"):
-        f = run / name
-        if f.is_file():
-            out[f] = read_json_object(f).get("spec_hash")
+        path = run / name
+        if path.is_file():
+            out[path] = read_json_object(path).get("spec_hash")
     return out
 
 
@@ -86,19 +86,19 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
     Returns primitive -> recorded hash (None: not recorded, so provenance is unknown; a warning is printed).
     """
     out: dict[str, str | None] = {}
-    for p in primitives:
-        current = SPECS[p].spec_hash
-        out[p] = None
-        for where, h in recorded_spec_hashes(output_dir, p).items():
-            if h is not None and h != current:
+    for primitive in primitives:
+        current = SPECS[primitive].spec_hash
+        out[primitive] = None
+        for where, spec_hash in recorded_spec_hashes(output_dir, primitive).items():
+            if spec_hash is not None and spec_hash != current:
                 raise UserError(
-                    f"adapter {p!r} was trained on prompts rendered by spec hash {h}, but the code's current spec hash of "
-                    f"{p!r} is {current}: its prompt, schema or contract changed since training; regenerate the data "
+                    f"adapter {primitive!r} was trained on prompts rendered by spec hash {spec_hash}, but the code's current spec hash of "
+                    f"{primitive!r} is {current}: its prompt, schema or contract changed since training; regenerate the data "
                     "and retrain",
                     str(where),
                 )
-            out[p] = out[p] or h
-    unknown = [p for p, h in out.items() if h is None]
+            out[primitive] = out[primitive] or spec_hash
+    unknown = [primitive for primitive, spec_hash in out.items() if spec_hash is None]
     if unknown:
         print(
             f"warning: no spec hash recorded for {unknown} in {output_dir} (their dataset's stats.json has no spec_hashes): "
@@ -111,10 +111,10 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
 def trained_primitives(output_dir: str | Path) -> list[str]:
     """Primitives whose run completed and whose adapter is on disk, in the canonical order."""
     out = []
-    for p in PRIMITIVE_NAMES:
-        m = run_metrics(output_dir, p)
-        if m and m.get("completed") and adapter_kind(adapter_dir(output_dir, p)) is not None:
-            out.append(p)
+    for primitive in PRIMITIVE_NAMES:
+        metrics = run_metrics(output_dir, primitive)
+        if metrics and metrics.get("completed") and adapter_kind(adapter_dir(output_dir, primitive)) is not None:
+            out.append(primitive)
     return out
 
 
@@ -166,10 +166,10 @@ def load_adapters(
     names = primitives or trained_primitives(output_dir)
     if not names:
         raise UserError("no trained adapters found", str(output_dir))
-    kinds = {p: adapter_kind(adapter_dir(output_dir, p)) for p in names}
-    for p, kind in kinds.items():
+    kinds = {primitive: adapter_kind(adapter_dir(output_dir, primitive)) for primitive in names}
+    for primitive, kind in kinds.items():
         if kind is None:
-            raise UserError(f"no adapter for primitive {p!r}", str(adapter_dir(output_dir, p)))
+            raise UserError(f"no adapter for primitive {primitive!r}", str(adapter_dir(output_dir, primitive)))
     if len(set(kinds.values())) > 1:
         raise UserError(
             f"the adapters mix LoRA and full weights ({kinds}); one bundle holds one kind: retrain with one "
@@ -185,19 +185,19 @@ def load_adapters(
         return load_full_adapters(
             model,
             base_path(output_dir),
-            {p: adapter_dir(output_dir, p) for p in names},
+            {primitive: adapter_dir(output_dir, primitive) for primitive in names},
             dtype=model.dtype,
             attn_implementation=model.config._attn_implementation or "sdpa",
             device=str(model.device),
         ), tokenizer
     prefix = text_model_prefix(model)
-    for p in names:
-        check_saved_adapter(adapter_dir(output_dir, p), prefix)
+    for primitive in names:
+        check_saved_adapter(adapter_dir(output_dir, primitive), prefix)
     peft_model = PeftModel.from_pretrained(
         model, str(adapter_dir(output_dir, names[0])), adapter_name=names[0], is_trainable=False
     )
-    for p in names[1:]:
-        peft_model.load_adapter(str(adapter_dir(output_dir, p)), adapter_name=p, is_trainable=False)
+    for primitive in names[1:]:
+        peft_model.load_adapter(str(adapter_dir(output_dir, primitive)), adapter_name=primitive, is_trainable=False)
     peft_model.set_adapter(names[0])
     peft_model.eval()
     return peft_model, tokenizer

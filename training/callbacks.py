@@ -159,8 +159,8 @@ def exact_match_now(
     model.eval()
     try:
         ems = {}
-        for p, prows in rows.items():
-            spec = SPECS[p]
+        for primitive, prows in rows.items():
+            spec = SPECS[primitive]
             schemas = (
                 [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in prows]
                 if constrained
@@ -175,7 +175,7 @@ def exact_match_now(
                 max_new_tokens=max_new_tokens,
                 schemas=schemas,
             )
-            ems[p] = score(spec, prows, texts, 0)["exact_match"]
+            ems[primitive] = score(spec, prows, texts, 0)["exact_match"]
     finally:
         tokenizer.padding_side = side  # generate() pads on the left; training pads on the right
         if was_training:

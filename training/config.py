@@ -73,8 +73,8 @@ def _value_errors(messages: list[str], data: Any) -> list[Any]:
 
 
 def _sub(data: dict[str, Any], key: str) -> dict[str, Any]:
-    v = data.get(key)
-    return v if isinstance(v, dict) else {}
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 class TinyShape(_Strict):
@@ -165,10 +165,10 @@ class ModelConfig(_Strict):
 
     @field_validator("dtype", mode="before")
     @classmethod
-    def _no_fp16(cls, v: object) -> object:
-        if isinstance(v, str) and v.lower() in ("float16", "fp16", "half"):
+    def _no_fp16(cls, value: object) -> object:
+        if isinstance(value, str) and value.lower() in ("float16", "fp16", "half"):
             raise ValueError(_FP16_REFUSED)
-        return v
+        return value
 
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
@@ -203,7 +203,7 @@ class ModelConfig(_Strict):
 
 
 class LoraSettings(_Strict):
-    r: int = Field(16, ge=1)
+    r: int = Field(16, ge=1)  # names: math (LoRA's rank, the paper's letter and PEFT's key)
     alpha: int = Field(32, ge=1)
     dropout: float = Field(0.05, ge=0.0, lt=1.0)
     # Module names inside each decoder layer of the *language model*; they are
@@ -219,10 +219,10 @@ class LoraSettings(_Strict):
 
     @field_validator("target_modules")
     @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
+    def _unique(cls, value: list[str]) -> list[str]:
         from forethought.config import reject_duplicates
 
-        return reject_duplicates(v, "LoRA target modules")
+        return reject_duplicates(value, "LoRA target modules")
 
 
 Decoding = Literal["constrained", "free"]

@@ -33,11 +33,11 @@ def _stats(dataset_dir: str | Path) -> Any:
     """The dataset's stats.json (its bytes vouched for by the manifest), strictly parsed."""
     from forethought.bounded import loads_json
 
-    f = Path(dataset_dir) / "stats.json"
+    path = Path(dataset_dir) / "stats.json"
     try:
-        return loads_json(checked_bytes(dataset_dir, "stats.json"), str(f))
+        return loads_json(checked_bytes(dataset_dir, "stats.json"), str(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"stats.json is not valid JSON: {exc}", str(f)) from None
+        raise UserError(f"stats.json is not valid JSON: {exc}", str(path)) from None
 
 
 def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
@@ -46,28 +46,28 @@ def dataset_spec_hash(dataset_dir: str | Path, primitive: str) -> str | None:
     ``forethought generate`` records ``forethought.kernel.specs.SPECS[name].spec_hash`` per primitive; training copies it
     into the run folder so validate and package can refuse an adapter trained under another spec.
     """
-    f = Path(dataset_dir) / "stats.json"
-    if not f.is_file():
+    path = Path(dataset_dir) / "stats.json"
+    if not path.is_file():
         return None
     stats = _stats(dataset_dir)
     hashes = stats.get("spec_hashes") if isinstance(stats, dict) else None
     value = hashes.get(primitive) if isinstance(hashes, dict) else None
     if value is not None and not isinstance(value, str):
-        raise UserError(f"spec_hashes.{primitive} must be a string, got {value!r}", str(f))
+        raise UserError(f"spec_hashes.{primitive} must be a string, got {value!r}", str(path))
     return value
 
 
 def dataset_tool_rendering(dataset_dir: str | Path) -> str:
     """How the dataset's prompts show tool lists (``stats.json`` ``tool_rendering``; ``full`` when not recorded)."""
-    f = Path(dataset_dir) / "stats.json"
-    if not f.is_file():
+    path = Path(dataset_dir) / "stats.json"
+    if not path.is_file():
         return "full"
     stats = _stats(dataset_dir)
     style = stats.get("tool_rendering", "full") if isinstance(stats, dict) else "full"
     from forethought.kernel.specs import TOOL_RENDERINGS
 
     if style not in TOOL_RENDERINGS:
-        raise UserError(f"tool_rendering must be one of {', '.join(TOOL_RENDERINGS)}, got {style!r}", str(f))
+        raise UserError(f"tool_rendering must be one of {', '.join(TOOL_RENDERINGS)}, got {style!r}", str(path))
     return style
 
 
@@ -156,11 +156,11 @@ def load_splits(
 
 
 def file_sha256(path: str | Path) -> str | None:
-    p = Path(path)
-    if not p.is_file():
+    file_path = Path(path)
+    if not file_path.is_file():
         return None
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    digest = hashlib.sha256()
+    with open(file_path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

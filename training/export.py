@@ -101,8 +101,8 @@ def export(cfg: ExportConfig) -> Path:
     _check_output(out)
     set_tool_rendering(bundle_tool_rendering(cfg.bundle))  # spec hashes as the adapters were trained
     bundle = load_bundle(cfg.bundle, spec_hashes(), allow_smoke=cfg.allow_smoke)
-    m = bundle.manifest
-    base = m["base"]
+    manifest = bundle.manifest
+    base = manifest["base"]
     base_name = str(base.get("name") or "base")
     repo_id = cfg.repo_id or f"<you>/{out.name}"
     kinds = {p["kind"] for p in bundle.primitives.values()}
@@ -115,7 +115,7 @@ def export(cfg: ExportConfig) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        tok_dir = bundle.path / m["tokenizer"]["path"]
+        tok_dir = bundle.path / manifest["tokenizer"]["path"]
         for name in bundle.primitives:
             dest = tmp / name
             src = bundle.adapter_path(name)
@@ -123,12 +123,16 @@ def export(cfg: ExportConfig) -> Path:
                 _merge_one(bundle, name, dest)
             else:
                 dest.mkdir()
-                for f in sorted(src.iterdir()):
-                    if f.is_file() and f.name != "README.md" and not f.name.startswith("tokenizer"):
-                        shutil.copy2(f, dest / f.name)
-            for f in sorted(tok_dir.iterdir()):
-                if f.is_file():
-                    shutil.copy2(f, dest / f.name)
+                for source_file in sorted(src.iterdir()):
+                    if (
+                        source_file.is_file()
+                        and source_file.name != "README.md"
+                        and not source_file.name.startswith("tokenizer")
+                    ):
+                        shutil.copy2(source_file, dest / source_file.name)
+            for tokenizer_file in sorted(tok_dir.iterdir()):
+                if tokenizer_file.is_file():
+                    shutil.copy2(tokenizer_file, dest / tokenizer_file.name)
             bundle_card = (src / "README.md").read_text(encoding="utf-8")
             (dest / "README.md").write_text(
                 card(name, bundle_card, merged=cfg.merge, base_name=base_name, repo_id=repo_id), encoding="utf-8"
@@ -139,7 +143,7 @@ def export(cfg: ExportConfig) -> Path:
             {
                 "bundle": str(Path(cfg.bundle).resolve()),
                 "merged": cfg.merge,
-                "smoke": bool(m.get("smoke")),
+                "smoke": bool(manifest.get("smoke")),
                 "base": {k: base.get(k) for k in ("name", "model_type", "config_sha256")},
                 "primitives": {n: {"spec_hash": p.get("spec_hash")} for n, p in bundle.primitives.items()},
             },
@@ -160,15 +164,15 @@ def _merge_one(bundle: Any, name: str, dest: Path) -> None:
 
     from forethought.bundle.models import load_model
 
-    b = bundle.manifest["base"]
-    dtype = torch.bfloat16 if b.get("dtype") == "bfloat16" else torch.float32
-    base = load_model(bundle.base_dir, dtype=dtype, attn_implementation=b.get("attn_implementation", "sdpa"))
+    base_info = bundle.manifest["base"]
+    dtype = torch.bfloat16 if base_info.get("dtype") == "bfloat16" else torch.float32
+    base = load_model(bundle.base_dir, dtype=dtype, attn_implementation=base_info.get("attn_implementation", "sdpa"))
     merged = PeftModel.from_pretrained(base, str(bundle.adapter_path(name)), is_trainable=False).merge_and_unload()
     merged.save_pretrained(dest)
 
 
 def _collection_card(bundle: Any, cfg: ExportConfig, base_name: str, repo_id: str) -> str:
-    m = bundle.manifest
+    manifest = bundle.manifest
     rows = "\n".join(
         f"| [`{n}`]({n}/) | {100 * (p.get('gate', {}).get('exact_match') or 0):.1f}% | "
         f"{'pass' if p.get('gate', {}).get('passed') else 'FAIL'} | `{p.get('spec_hash')}` |"
@@ -177,7 +181,7 @@ def _collection_card(bundle: Any, cfg: ExportConfig, base_name: str, repo_id: st
     kind = "merged models (base + adapter, one per primitive)" if cfg.merge else "LoRA adapters, one per primitive"
     smoke = (
         "\n> **SMOKE EXPORT — NOT FOR USE.** Some validation gates failed (exported with `allow_smoke=true`).\n"
-        if m.get("smoke")
+        if manifest.get("smoke")
         else ""
     )
     return (

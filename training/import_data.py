@@ -124,15 +124,15 @@ def import_dataset(source: str, output_dir: str | Path) -> dict[str, dict[str, i
                 f"no split found: expected <primitive>/train*.jsonl|parquet for one of {', '.join(PRIMITIVE_NAMES)}",
                 source,
             )
-        missing_train = [p for p, c in counts.items() if "train" not in c]
+        missing_train = [p for p, split_counts in counts.items() if "train" not in split_counts]
         if missing_train:
             raise UserError(f"{missing_train}: a validation split without a train split", source)
         stats = Path(source).expanduser() / "stats.json"
         if stats.is_file():
             shutil.copy2(stats, tmp / "stats.json")
         seal(tmp)  # train and validation share no solution, every file's digest
-        for prim, c in counts.items():
-            for split in c:
+        for prim, split_counts in counts.items():
+            for split in split_counts:
                 read_rows(tmp, prim, split)  # the reader train and validate use: the same checks
         tmp.rename(out)
     finally:
@@ -152,13 +152,13 @@ def cli(args: list[str]) -> int:
         print("usage: forethought import-data SOURCE [output_dir=DIR]", file=sys.stdout if ok else sys.stderr)
         return 0 if ok else 2
     output_dir = "runs/pipeline/data"
-    for o in parsed.overrides:
-        key, _, value = o.partition("=")
+    for override in parsed.overrides:
+        key, _, value = override.partition("=")
         if key != "output_dir":
-            raise UserError(f"unknown setting {key!r} (import-data takes output_dir=DIR)", o)
+            raise UserError(f"unknown setting {key!r} (import-data takes output_dir=DIR)", override)
         output_dir = value
     counts = import_dataset(parsed.positional[0], output_dir)
     print(f"wrote {output_dir} (sealed; train with `forethought train dataset_dir={output_dir}`)")
-    for prim, c in counts.items():
-        print(f"  {prim:<20} " + "  ".join(f"{s} {n}" for s, n in c.items()))
+    for prim, split_counts in counts.items():
+        print(f"  {prim:<20} " + "  ".join(f"{s} {n}" for s, n in split_counts.items()))
     return 0

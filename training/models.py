@@ -142,25 +142,25 @@ def require_local_path(model_cfg: ModelConfig) -> Path:
             "(nothing is downloaded from a hub)",
             "model.path",
         )
-    p = Path(model_cfg.path).expanduser()
-    if not p.is_dir():
+    path = Path(model_cfg.path).expanduser()
+    if not path.is_dir():
         raise UserError(
             "no such folder (model.path must be a local checkpoint folder; nothing is downloaded)",
             f"model.path={model_cfg.path}",
         )
-    mt = checkpoint_model_type(p)
+    mt = checkpoint_model_type(path)
     if model_cfg.profile == "gemma3_12b" and mt not in ("gemma3", "gemma3_text"):
         raise UserError(
             f"model_type is {mt!r}, expected a Gemma 3 checkpoint ('gemma3' or 'gemma3_text'); "
             "model=causal_lm takes any causal LM",
-            str(p / "config.json"),
+            str(path / "config.json"),
         )
     if model_cfg.profile != "gemma3_12b" and mt not in causal_lm_model_types():
         raise UserError(
             f"model_type {mt!r} is not a causal LM this transformers can load (AutoModelForCausalLM has no class for it)",
-            str(p / "config.json"),
+            str(path / "config.json"),
         )
-    return p
+    return path
 
 
 def _decoder_layers(model: Any) -> Any:

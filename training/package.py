@@ -60,10 +60,10 @@ def _trained_attn_implementation(train_dir: str | Path) -> str:
     from forethought.training.run_support import read_run_config
 
     impls = set()
-    for p in PRIMITIVE_NAMES:
-        f = Path(train_dir) / p / "config.yaml"
-        if f.is_file():
-            impl = (read_run_config(f).get("model") or {}).get("attn_implementation")
+    for primitive in PRIMITIVE_NAMES:
+        config_path = Path(train_dir) / primitive / "config.yaml"
+        if config_path.is_file():
+            impl = (read_run_config(config_path).get("model") or {}).get("attn_implementation")
             if impl:
                 impls.add(impl)
     return impls.pop() if len(impls) == 1 else "sdpa"
@@ -73,9 +73,9 @@ def _version() -> str:
     try:
         from importlib.metadata import version
 
-        v = version("forethought")
+        version_text = version("forethought")
     except Exception:
-        v = "0+unknown"
+        version_text = "0+unknown"
     try:
         import subprocess
 
@@ -84,7 +84,7 @@ def _version() -> str:
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, cwd=here
         ).stdout.strip()
         if sha:
-            v += f"+g{sha}"
+            version_text += f"+g{sha}"
             # Uncommitted changes to the code mean the commit alone does not say what built the bundle.
             code = ["primitives", "kernel", "training", "data_gen", "forethought"]
             dirty = subprocess.run(
@@ -95,10 +95,10 @@ def _version() -> str:
                 cwd=here.parent,
             ).stdout.strip()
             if dirty:
-                v += ".dirty"
+                version_text += ".dirty"
     except Exception:
         pass
-    return v
+    return version_text
 
 
 def adapter_applies(model: Any, tokenizer: Any, names: list[str], min_delta: float) -> dict[str, float]:
@@ -187,29 +187,32 @@ def package(cfg: PackageConfig) -> Path:
 
     # The prompts the gates were measured with are the bundle's: its spec hashes are under that rendering.
     set_tool_rendering(gates_doc.get("tool_rendering", "full"))
-    missing = [p for p in PRIMITIVE_NAMES if p not in gates]
+    missing = [primitive for primitive in PRIMITIVE_NAMES if primitive not in gates]
     if missing:
         raise UserError(f"gates.json has no result for {missing}", str(gates_path))
-    stale = [p for p in PRIMITIVE_NAMES if gates[p].get("spec_hash") != SPECS[p].spec_hash]
+    stale = [
+        primitive for primitive in PRIMITIVE_NAMES if gates[primitive].get("spec_hash") != SPECS[primitive].spec_hash
+    ]
     if stale:
         raise UserError(
             f"gates for {stale} were measured with another version of their spec; re-run forethought validate",
             str(gates_path),
         )
-    failed = [p for p in PRIMITIVE_NAMES if not gates[p]["passed"]]
+    failed = [primitive for primitive in PRIMITIVE_NAMES if not gates[primitive]["passed"]]
     if failed and not cfg.allow_failed_gates:
         raise UserError(
             f"refusing to package: the gates of {failed} failed "
             + ", ".join(
-                f"{p} {100 * gates[p]['exact_match']:.1f}% < {100 * gates[p]['threshold']:.1f}%" for p in failed
+                f"{primitive} {100 * gates[primitive]['exact_match']:.1f}% < {100 * gates[primitive]['threshold']:.1f}%"
+                for primitive in failed
             )
             + "; retrain, or pass allow_failed_gates=true to write a bundle marked smoke",
             str(gates_path),
         )
-    for p in PRIMITIVE_NAMES:
-        m = run_metrics(cfg.train_dir, p)
-        if not m or not m.get("completed"):
-            raise UserError(f"the training run of {p!r} did not complete", str(Path(cfg.train_dir) / p))
+    for primitive in PRIMITIVE_NAMES:
+        metrics = run_metrics(cfg.train_dir, primitive)
+        if not metrics or not metrics.get("completed"):
+            raise UserError(f"the training run of {primitive!r} did not complete", str(Path(cfg.train_dir) / primitive))
     trained_hashes = check_spec_hashes(cfg.train_dir, list(PRIMITIVE_NAMES))
     check_measured(gates_doc, cfg.train_dir, list(PRIMITIVE_NAMES), str(gates_path))  # no stale numbers on new files
     ref = read_base_ref(cfg.train_dir)
@@ -246,21 +249,21 @@ def package(cfg: PackageConfig) -> Path:
         stats_path = Path(cfg.dataset_dir) / "stats.json"
         stats = read_json_object(stats_path) if stats_path.is_file() else None
         prims: dict[str, Any] = {}
-        for p in PRIMITIVE_NAMES:
-            dst = tmp / "adapters" / p
-            shutil.copytree(adapter_dir(cfg.train_dir, p), dst, ignore=shutil.ignore_patterns(*NOT_SHIPPED))
-            g = gates[p]
+        for primitive in PRIMITIVE_NAMES:
+            dst = tmp / "adapters" / primitive
+            shutil.copytree(adapter_dir(cfg.train_dir, primitive), dst, ignore=shutil.ignore_patterns(*NOT_SHIPPED))
+            gate = gates[primitive]
             entry = {
-                "adapter_path": f"adapters/{p}",
+                "adapter_path": f"adapters/{primitive}",
                 "kind": adapter_kind(dst),  # lora, or full weights of the base's architecture
-                "spec_hash": SPECS[p].spec_hash,
-                "trained_spec_hash": trained_hashes[p],
-                "gate": {k: g.get(k) for k in GATE_KEYS},
-                "probe_delta": deltas[p],
+                "spec_hash": SPECS[primitive].spec_hash,
+                "trained_spec_hash": trained_hashes[primitive],
+                "gate": {k: gate.get(k) for k in GATE_KEYS},
+                "probe_delta": deltas[primitive],
             }
-            atomic_write_text(dst / "README.md", model_card(p, entry, base_info, stats, smoke))
+            atomic_write_text(dst / "README.md", model_card(primitive, entry, base_info, stats, smoke))
             entry["files"] = hash_files(dst)  # every file, the model card included
-            prims[p] = entry
+            prims[primitive] = entry
         manifest = {
             "format_version": FORMAT_VERSION,
             "smoke": smoke,
@@ -270,7 +273,7 @@ def package(cfg: PackageConfig) -> Path:
             "tokenizer": {"path": "tokenizer", "files": hash_files(tok_dir)},
             "gates": {"path": "gates.json", "sha256": sha256_file(tmp / "gates.json")},
             # Per primitive, the decoding its gate was measured with; the kernel's hf backend decodes the same way by default.
-            "decoding": {p: gates[p]["decoding"] for p in PRIMITIVE_NAMES},
+            "decoding": {primitive: gates[primitive]["decoding"] for primitive in PRIMITIVE_NAMES},
             # How the prompts show tool lists (kernel/specs.py): the kernel renders as the adapters were trained.
             "tool_rendering": gates_doc.get("tool_rendering", "full"),
             "primitives": prims,
@@ -290,10 +293,10 @@ def cli(args: list[str]) -> int:
     if cfg is None:
         return 0
     out = package(cfg)
-    m = read_json_object(out / MANIFEST)
-    print(f"wrote bundle {out} ({'SMOKE: failed gates allowed' if m['smoke'] else 'all gates passed'})")
-    for p, e in m["primitives"].items():
+    manifest = read_json_object(out / MANIFEST)
+    print(f"wrote bundle {out} ({'SMOKE: failed gates allowed' if manifest['smoke'] else 'all gates passed'})")
+    for primitive, entry in manifest["primitives"].items():
         print(
-            f"  {p:<20} EM {100 * (e['gate']['exact_match'] or 0):5.1f}%  gate {'pass' if e['gate']['passed'] else 'FAIL'}  Δlogit {e['probe_delta']:.3g}"
+            f"  {primitive:<20} EM {100 * (entry['gate']['exact_match'] or 0):5.1f}%  gate {'pass' if entry['gate']['passed'] else 'FAIL'}  Δlogit {entry['probe_delta']:.3g}"
         )
     return 0

@@ -63,13 +63,13 @@ def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def stored_fingerprint(cfg: TrainConfig) -> dict[str, Any] | None:
-    f = base_dir(cfg) / BASE_MANIFEST
-    if not f.is_file():
+    path = base_dir(cfg) / BASE_MANIFEST
+    if not path.is_file():
         return None
     try:
-        return read_json_object(f).get("fingerprint")
+        return read_json_object(path).get("fingerprint")
     except (json.JSONDecodeError, AttributeError):
-        raise UserError("not a valid base manifest (JSON object with 'fingerprint')", str(f)) from None
+        raise UserError("not a valid base manifest (JSON object with 'fingerprint')", str(path)) from None
 
 
 def is_current(cfg: TrainConfig) -> bool:
@@ -87,10 +87,10 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
     cap = cfg.model.pretrain.max_examples_per_primitive
     rng = random.Random(cfg.seed)
     rows: list[dict[str, Any]] = []
-    for p in PRIMITIVE_NAMES:
-        if not split_path(cfg.dataset_dir, p, "train").is_file():
+    for primitive in PRIMITIVE_NAMES:
+        if not split_path(cfg.dataset_dir, primitive, "train").is_file():
             continue
-        got = trainer_rows(train_and_dev_rows(cfg.dataset_dir, p, cfg.train.dev_fraction, cfg.seed)[0])
+        got = trainer_rows(train_and_dev_rows(cfg.dataset_dir, primitive, cfg.train.dev_fraction, cfg.seed)[0])
         rng.shuffle(got)  # a cap takes a random subset, not the first solutions of the file
         rows += got[:cap] if cap else got
     if not rows:
@@ -111,18 +111,18 @@ def em_rows(
     from forethought.training.data import train_and_dev_rows
 
     out = {}
-    for p in primitives:
+    for primitive in primitives:
         split = "train" if dev_fraction > 0 else "validation"
-        if not (Path(dataset_dir) / p / f"{split}.jsonl").is_file():
+        if not (Path(dataset_dir) / primitive / f"{split}.jsonl").is_file():
             continue
         # checked as validate checks them: the curve scores what validate would
         rows = (
-            train_and_dev_rows(dataset_dir, p, dev_fraction, seed)[1]
+            train_and_dev_rows(dataset_dir, primitive, dev_fraction, seed)[1]
             if dev_fraction > 0
-            else read_rows(dataset_dir, p, "validation")
+            else read_rows(dataset_dir, primitive, "validation")
         )
-        random.Random(f"{seed}:{p}").shuffle(rows)
-        out[p] = rows[:n]
+        random.Random(f"{seed}:{primitive}").shuffle(rows)
+        out[primitive] = rows[:n]
     return out
 
 
@@ -209,25 +209,25 @@ def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
 
     from forethought.training.run_support import checkpointing_kwargs
 
-    s = cfg.model.pretrain
-    assert s is not None
+    settings = cfg.model.pretrain
+    assert settings is not None
     return SFTConfig(
         output_dir=str(ckpt_dir),
         run_name="base",
         seed=cfg.seed,
         data_seed=cfg.seed,
-        num_train_epochs=s.epochs,
-        max_steps=s.max_steps,
-        learning_rate=s.learning_rate,
-        lr_scheduler_type=s.lr_scheduler,
-        warmup_steps=s.warmup_ratio,
-        weight_decay=s.weight_decay,
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type=settings.lr_scheduler,
+        warmup_steps=settings.warmup_ratio,
+        weight_decay=settings.weight_decay,
         max_grad_norm=1.0,
         optim="adamw_torch",
-        per_device_train_batch_size=s.per_device_batch_size,
-        max_length=s.max_length,
-        packing=s.packing,
-        completion_only_loss=s.loss == "completion",
+        per_device_train_batch_size=settings.per_device_batch_size,
+        max_length=settings.max_length,
+        packing=settings.packing,
+        completion_only_loss=settings.loss == "completion",
         assistant_only_loss=False,
         shuffle_dataset=False,  # rows are shuffled with the seed; the trainer's sampler shuffles again
         bf16=False,
@@ -235,11 +235,11 @@ def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
         use_cpu=device == "cpu",
         dataloader_pin_memory=device == "cuda",
         **checkpointing_kwargs(False),  # ~40 % slower on CPU and not needed at these sizes
-        logging_steps=s.logging_steps,
+        logging_steps=settings.logging_steps,
         logging_first_step=True,
         eval_strategy="no",
         save_strategy="steps",
-        save_steps=s.save_steps,
+        save_steps=settings.save_steps,
         save_total_limit=1,
         include_num_input_tokens_seen="non_padding",
         report_to=["wandb"] if cfg.logging.backend == "wandb" else "none",
@@ -270,8 +270,8 @@ def pretrain(cfg: TrainConfig) -> Path:
         wandb_environ,
     )
 
-    s = cfg.model.pretrain
-    assert s is not None
+    settings = cfg.model.pretrain
+    assert settings is not None
     t0 = time.perf_counter()
     run = run_dir(cfg)
     ckpt_dir = run / "checkpoints"
@@ -313,11 +313,13 @@ def pretrain(cfg: TrainConfig) -> Path:
     if cfg.logging.progress:
         callbacks.append(RichProgress("base"))
     curve = None
-    if s.em_eval_steps:
+    if settings.em_eval_steps:
         curve = ExactMatchCurve(
             tokenizer,
-            em_rows(cfg.dataset_dir, list(PRIMITIVE_NAMES), s.em_eval_examples, cfg.seed, cfg.train.dev_fraction),
-            s.em_eval_steps,
+            em_rows(
+                cfg.dataset_dir, list(PRIMITIVE_NAMES), settings.em_eval_examples, cfg.seed, cfg.train.dev_fraction
+            ),
+            settings.em_eval_steps,
             constrained=cfg.train.decoding == "constrained",
         )
         callbacks.append(curve)
@@ -383,16 +385,16 @@ def pretrain(cfg: TrainConfig) -> Path:
             {k: e[k] for k in ("step", "epoch", "loss", "learning_rate") if k in e} for e in history if "loss" in e
         ],
         "exact_match_history": curve.history if curve else [],
-        "loss": s.loss,
+        "loss": settings.loss,
         "resumed_from": resume_from.name if resume_from else None,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    tokens = {"completion": "completion tokens", "prompt": "prompt tokens", "full": "all tokens"}[s.loss]
+    tokens = {"completion": "completion tokens", "prompt": "prompt tokens", "full": "all tokens"}[settings.loss]
     plot_loss(
         history,
         run / "loss.png",
-        f"base ({cfg.model.profile}, full-parameter, {s.loss} loss)",
+        f"base ({cfg.model.profile}, full-parameter, {settings.loss} loss)",
         ylabel=f"loss ({tokens})",
     )
     if curve and curve.history:

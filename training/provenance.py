@@ -21,8 +21,8 @@ MAX_GATES_BYTES = 64 * 1024 * 1024
 
 
 def adapter_digests(train_dir: str | Path, primitive: str) -> dict[str, str | None]:
-    d = adapter_dir(train_dir, primitive)
-    return {f: sha256_file(d / f) for f in MEASURED_FILES if (d / f).is_file()}
+    folder = adapter_dir(train_dir, primitive)
+    return {f: sha256_file(folder / f) for f in MEASURED_FILES if (folder / f).is_file()}
 
 
 def measured(train_dir: str | Path, primitives: list[str], dataset_dir: str | Path) -> dict[str, Any]:
@@ -30,9 +30,9 @@ def measured(train_dir: str | Path, primitives: list[str], dataset_dir: str | Pa
     from forethought.data_gen.unit import MANIFEST
 
     run_id = None
-    f = Path(dataset_dir) / MANIFEST
-    if f.is_file():
-        run_id = read_json_object(f).get("run_id")
+    manifest_path = Path(dataset_dir) / MANIFEST
+    if manifest_path.is_file():
+        run_id = read_json_object(manifest_path).get("run_id")
     return {"adapters": {p: adapter_digests(train_dir, p) for p in primitives}, "dataset_run_id": run_id}
 
 
@@ -44,18 +44,21 @@ def read_gates(path: str | Path) -> dict[str, Any]:
         raise UserError("no gates.json: run forethought validate first", where)
     from forethought.bounded import read_json_object
 
-    g = read_json_object(path, max_bytes=MAX_GATES_BYTES, hint="; re-run forethought validate")
-    if not isinstance(g, dict) or not isinstance(g.get("primitives"), dict):
+    gates = read_json_object(path, max_bytes=MAX_GATES_BYTES, hint="; re-run forethought validate")
+    if not isinstance(gates, dict) or not isinstance(gates.get("primitives"), dict):
         raise UserError("field 'primitives' is missing or not an object; re-run forethought validate", where)
-    for p, r in g["primitives"].items():
-        if not isinstance(r, dict):
-            raise UserError(f"field primitives.{p} is not an object", where)
-        for k, t in (("passed", bool), ("exact_match", (int, float)), ("threshold", (int, float))):
-            if not isinstance(r.get(k), t) or (k != "passed" and isinstance(r.get(k), bool)):
+    for primitive, entry in gates["primitives"].items():
+        if not isinstance(entry, dict):
+            raise UserError(f"field primitives.{primitive} is not an object", where)
+        for field, expected_type in (("passed", bool), ("exact_match", (int, float)), ("threshold", (int, float))):
+            if not isinstance(entry.get(field), expected_type) or (
+                field != "passed" and isinstance(entry.get(field), bool)
+            ):
                 raise UserError(
-                    f"field primitives.{p}.{k} is missing or not a {'boolean' if t is bool else 'number'}", where
+                    f"field primitives.{primitive}.{field} is missing or not a {'boolean' if expected_type is bool else 'number'}",
+                    where,
                 )
-    return g
+    return gates
 
 
 def check_measured(gates: dict[str, Any], train_dir: str | Path, primitives: list[str], where: str) -> None:

@@ -48,20 +48,20 @@ def read_run_config(path: Path) -> dict[str, Any]:
 
 
 def resolved_config(cfg: TrainConfig, primitive: str) -> dict[str, Any]:
-    d = cfg.model_dump(mode="json")
-    d["primitive"] = primitive
-    return d
+    resolved = cfg.model_dump(mode="json")
+    resolved["primitive"] = primitive
+    return resolved
 
 
-def config_diff(a: Any, b: Any, path: tuple[str, ...] = ()) -> list[str]:
-    if any(path[: len(k)] == k for k in RESUME_FREE_KEYS):
+def config_diff(old: Any, new: Any, path: tuple[str, ...] = ()) -> list[str]:
+    if any(path[: len(key)] == key for key in RESUME_FREE_KEYS):
         return []
-    if isinstance(a, dict) and isinstance(b, dict):
+    if isinstance(old, dict) and isinstance(new, dict):
         out = []
-        for k in sorted(set(a) | set(b)):
-            out.extend(config_diff(a.get(k), b.get(k), (*path, k)))
+        for key in sorted(set(old) | set(new)):
+            out.extend(config_diff(old.get(key), new.get(key), (*path, key)))
         return out
-    return [] if a == b else [f"{'.'.join(path)}: {a!r} -> {b!r}"]
+    return [] if old == new else [f"{'.'.join(path)}: {old!r} -> {new!r}"]
 
 
 def last_checkpoint(ckpt_dir: Path) -> Path | None:
@@ -70,24 +70,24 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
     if not ckpt_dir.is_dir():
         return None
     found = []
-    for d in ckpt_dir.iterdir():
+    for folder in ckpt_dir.iterdir():
         if (
-            d.is_dir()
-            and d.name.startswith("checkpoint-")
-            and d.name[len("checkpoint-") :].isdigit()
-            and complete_trainer_state(d / "trainer_state.json")
+            folder.is_dir()
+            and folder.name.startswith("checkpoint-")
+            and folder.name[len("checkpoint-") :].isdigit()
+            and complete_trainer_state(folder / "trainer_state.json")
         ):
-            found.append((int(d.name[len("checkpoint-") :]), d))
+            found.append((int(folder.name[len("checkpoint-") :]), folder))
     return max(found)[1] if found else None
 
 
-def complete_trainer_state(f: Path) -> bool:
+def complete_trainer_state(path: Path) -> bool:
     # transformers writes this file with Python's json, which writes a diverged loss as NaN: read it as its writer
     # does (not with the project's strict reader), or a run whose loss went NaN once could never resume
     import json
 
     try:
-        return f.is_file() and isinstance(json.loads(f.read_text(encoding="utf-8")), dict)
+        return path.is_file() and isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
     except (OSError, UnicodeDecodeError, ValueError):  # a torn or hand-edited state: not complete
         return False
 

@@ -118,10 +118,13 @@ def write_dataset(
 ) -> Path:
     """Write ``<root>/<primitive>/{train,validation}.jsonl`` for each primitive (default: every registered one) and return ``root``."""
     root = Path(root)
-    for p in primitives if primitives is not None else tuple(PRIMITIVE_NAMES):
-        atomic_write_jsonl(root / p / "train.jsonl", make_rows(p, n_train, seed=seed, scale=scale, split="train"))
+    for primitive in primitives if primitives is not None else tuple(PRIMITIVE_NAMES):
         atomic_write_jsonl(
-            root / p / "validation.jsonl", make_rows(p, n_val, seed=seed, scale=scale, split="validation")
+            root / primitive / "train.jsonl", make_rows(primitive, n_train, seed=seed, scale=scale, split="train")
+        )
+        atomic_write_jsonl(
+            root / primitive / "validation.jsonl",
+            make_rows(primitive, n_val, seed=seed, scale=scale, split="validation"),
         )
     from forethought.data_gen.unit import seal
 
@@ -138,5 +141,7 @@ if __name__ == "__main__":  # pragma: no cover
     ap.add_argument("--n-val", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", choices=["small", "realistic"], default="small")
-    a = ap.parse_args()
-    print(write_dataset(a.out, n_train=a.n_train, n_val=a.n_val, seed=a.seed, scale=a.scale))
+    options = ap.parse_args()
+    print(
+        write_dataset(options.out, n_train=options.n_train, n_val=options.n_val, seed=options.seed, scale=options.scale)
+    )

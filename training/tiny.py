@@ -41,9 +41,9 @@ TINY_BUILD_VERSION = 1  # bump when the construction below changes
 
 def _message_text(messages: Any) -> Iterator[str]:
     if isinstance(messages, list):
-        for m in messages:
-            if isinstance(m, dict) and isinstance(m.get("content"), str):
-                yield m["content"]
+        for message in messages:
+            if isinstance(message, dict) and isinstance(message.get("content"), str):
+                yield message["content"]
 
 
 def corpus_files(dataset_dir: str | Path) -> list[Path]:
@@ -58,9 +58,9 @@ def corpus_texts(files: Iterable[Path]) -> Iterator[str]:
     from forethought.errors import UserError
     from forethought.primitives.io import read_jsonl
 
-    for f in files:
+    for path in files:
         try:
-            rows = read_jsonl(f)  # strict, each problem located by file and line
+            rows = read_jsonl(path)  # strict, each problem located by file and line
         except ValueError as exc:
             where, _, detail = str(exc).partition(": ")
             raise UserError(detail, where) from None
@@ -171,11 +171,11 @@ def tiny_text_config(shape: TinyShape, tokenizer: PreTrainedTokenizerFast):
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def base_fingerprint(dataset_dir: str | Path, shape: TinyShape, seed: int) -> dict[str, Any]:

@@ -90,17 +90,17 @@ class RunResult:
 
 
 def cli(args: list[str]) -> int:
-    a = split_args(args)
-    bad_flags = sorted(a.flags - {"--cfg", "-m", "--multirun"})
+    parsed = split_args(args)
+    bad_flags = sorted(parsed.flags - {"--cfg", "-m", "--multirun"})
     if bad_flags:
         raise UserError(f"unknown flag(s) {', '.join(bad_flags)}; accepted: --cfg, -m/--multirun", "forethought train")
-    if a.positional:
+    if parsed.positional:
         raise UserError(
-            f"unexpected argument(s) {a.positional}; pass settings as key=value overrides", "forethought train"
+            f"unexpected argument(s) {parsed.positional}; pass settings as key=value overrides", "forethought train"
         )
-    if "-m" in a.flags or "--multirun" in a.flags:
-        return multirun(a.overrides, print_cfg="--cfg" in a.flags)
-    cfg = load("train", a, TrainConfig)
+    if "-m" in parsed.flags or "--multirun" in parsed.flags:
+        return multirun(parsed.overrides, print_cfg="--cfg" in parsed.flags)
+    cfg = load("train", parsed, TrainConfig)
     if cfg is None:  # --cfg printed the config
         return 0
     results = run(cfg)
@@ -116,22 +116,22 @@ def _print_summary(results: dict[str, RunResult]) -> None:
     table = Table(title="forethought train")
     for col in ("primitive", "steps", "train loss", "eval loss", "tokens/s", "wall s", "adapter"):
         table.add_column(col)
-    for p, r in results.items():
-        m = r.metrics
+    for primitive, result in results.items():
+        metrics = result.metrics
         table.add_row(
-            p,
-            str(m.get("global_step")),
-            _fmt(m.get("train_loss_last")),
-            _fmt(m.get("eval_loss")),
-            _fmt(m.get("tokens_per_second")),
-            _fmt(m.get("wall_time_s")),
-            str(r.run_dir / "adapter"),
+            primitive,
+            str(metrics.get("global_step")),
+            _fmt(metrics.get("train_loss_last")),
+            _fmt(metrics.get("eval_loss")),
+            _fmt(metrics.get("tokens_per_second")),
+            _fmt(metrics.get("wall_time_s")),
+            str(result.run_dir / "adapter"),
         )
     Console(file=sys.stderr).print(table)
 
 
-def _fmt(v: Any) -> str:
-    return "-" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
+def _fmt(value: Any) -> str:
+    return "-" if value is None else (f"{value:.4g}" if isinstance(value, float) else str(value))
 
 
 # --------------------------------------------------------------------------- multirun
@@ -228,8 +228,10 @@ def run(cfg: TrainConfig, *, callbacks: list[Any] | None = None, keep_trainer: b
             base = prepare_base(cfg)
             if cfg.primitive == "base":
                 results["base"] = _base_result(cfg, base)
-            for p in cfg.primitives():
-                results[p] = train_primitive(cfg, p, base, callbacks=callbacks, keep_trainer=keep_trainer)
+            for primitive in cfg.primitives():
+                results[primitive] = train_primitive(
+                    cfg, primitive, base, callbacks=callbacks, keep_trainer=keep_trainer
+                )
     return results
 
 
@@ -255,28 +257,28 @@ def _run_folder_locks(cfg: TrainConfig) -> Iterator[None]:
     out.mkdir(parents=True, exist_ok=True)
     held = []
     try:
-        for p in [*(["base"] if cfg.primitive in ("base", "all") else []), *cfg.primitives()]:
-            f = open(out / f".{p}.lock", "a+", encoding="utf-8")
+        for primitive in [*(["base"] if cfg.primitive in ("base", "all") else []), *cfg.primitives()]:
+            lock_file = open(out / f".{primitive}.lock", "a+", encoding="utf-8")
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                f.seek(0)
-                owner = f.read().strip() or "?"
-                f.close()
+                lock_file.seek(0)
+                owner = lock_file.read().strip() or "?"
+                lock_file.close()
                 raise UserError(
-                    f"another `forethought train` (pid {owner}) is training {p} into this output_dir; "
+                    f"another `forethought train` (pid {owner}) is training {primitive} into this output_dir; "
                     "wait for it to finish or choose another output_dir",
-                    str(out / p),
+                    str(out / primitive),
                 ) from None
-            f.seek(0)
-            f.truncate()
-            f.write(str(os.getpid()))
-            f.flush()
-            held.append(f)
+            lock_file.seek(0)
+            lock_file.truncate()
+            lock_file.write(str(os.getpid()))
+            lock_file.flush()
+            held.append(lock_file)
         yield
     finally:
-        for f in held:
-            f.close()  # closing the file releases its lock
+        for lock_file in held:
+            lock_file.close()  # closing the file releases its lock
 
 
 @contextlib.contextmanager
@@ -309,35 +311,38 @@ def _preflight(cfg: TrainConfig) -> None:
 
     use_dataset_tool_rendering(cfg.dataset_dir)  # prompts and spec hashes as the data was rendered
     missing = [
-        str(split_path(cfg.dataset_dir, p, "train"))
-        for p in cfg.primitives()
-        if not split_path(cfg.dataset_dir, p, "train").is_file()
+        str(split_path(cfg.dataset_dir, primitive, "train"))
+        for primitive in cfg.primitives()
+        if not split_path(cfg.dataset_dir, primitive, "train").is_file()
     ]
     if missing:
         raise UserError(
             f"missing train split(s): {', '.join(missing)} (run `forethought generate` first, or set dataset_dir=...)",
             "dataset_dir",
         )
-    for p in cfg.primitives():
-        read_split(cfg.dataset_dir, p, "train", limit=cfg.train.max_train_examples)
-        read_split(cfg.dataset_dir, p, "validation", required=False, limit=cfg.train.max_eval_examples)
+    for primitive in cfg.primitives():
+        read_split(cfg.dataset_dir, primitive, "train", limit=cfg.train.max_train_examples)
+        read_split(cfg.dataset_dir, primitive, "validation", required=False, limit=cfg.train.max_eval_examples)
     if cfg.model.profile in BUILT_HERE and cfg.primitive in ("base", "all"):
         # the base stage builds its tokenizer from, and pretrains on, every train split there: their rows too
-        for p in PRIMITIVE_NAMES:
-            if p not in cfg.primitives() and split_path(cfg.dataset_dir, p, "train").is_file():
-                read_split(cfg.dataset_dir, p, "train")
+        for primitive in PRIMITIVE_NAMES:
+            if primitive not in cfg.primitives() and split_path(cfg.dataset_dir, primitive, "train").is_file():
+                read_split(cfg.dataset_dir, primitive, "train")
     from forethought.kernel.specs import SPECS
     from forethought.training.data import dataset_spec_hash
 
     stale = [
-        (p, h)
-        for p in cfg.primitives()
-        if (h := dataset_spec_hash(cfg.dataset_dir, p)) is not None and h != SPECS[p].spec_hash
+        (primitive, spec_hash)
+        for primitive in cfg.primitives()
+        if (spec_hash := dataset_spec_hash(cfg.dataset_dir, primitive)) is not None
+        and spec_hash != SPECS[primitive].spec_hash
     ]
     if stale:
         raise UserError(
             "the dataset was rendered with another version of the primitives' specs ("
-            + "; ".join(f"{p}: data {h}, code {SPECS[p].spec_hash}" for p, h in stale)
+            + "; ".join(
+                f"{primitive}: data {spec_hash}, code {SPECS[primitive].spec_hash}" for primitive, spec_hash in stale
+            )
             + "): validate and package would refuse these adapters; regenerate the data with `forethought generate`",
             str(Path(cfg.dataset_dir) / "stats.json"),
         )
@@ -375,11 +380,11 @@ def _check_before_changes(cfg: TrainConfig) -> None:
         from forethought.training.artifacts import trained_primitives
 
         out = Path(cfg.output_dir)
-        kept = [p for p in trained_primitives(out) if out / p not in targets]
+        kept = [primitive for primitive in trained_primitives(out) if out / primitive not in targets]
         _check_base_ref(out, _base_path(cfg), cfg.model.profile, kept)
     if not cfg.train.overwrite:
-        for p in cfg.primitives():
-            _check_reuse(cfg, Path(cfg.output_dir) / p)
+        for primitive in cfg.primitives():
+            _check_reuse(cfg, Path(cfg.output_dir) / primitive)
 
 
 def _overwrite_targets(cfg: TrainConfig) -> list[Path]:
@@ -387,12 +392,12 @@ def _overwrite_targets(cfg: TrainConfig) -> list[Path]:
     refused, before any is deleted, unless every one is recognisably ours."""
     out = Path(cfg.output_dir)
     targets = []
-    for p in cfg.primitives():
-        d = out / p
-        if d.exists():
-            if not any((d / m).exists() for m in _RUN_MARKERS):
-                raise UserError("train.overwrite: not a forethought run folder, refusing to delete it", str(d))
-            targets.append(d)
+    for primitive in cfg.primitives():
+        folder = out / primitive
+        if folder.exists():
+            if not any((folder / m).exists() for m in _RUN_MARKERS):
+                raise UserError("train.overwrite: not a forethought run folder, refusing to delete it", str(folder))
+            targets.append(folder)
     if _clears_base(cfg):
         from forethought.training import pretrain
 
@@ -414,15 +419,19 @@ def _clear_outputs(cfg: TrainConfig) -> None:
     """``train.overwrite=true``: remove what an earlier run left, only where it is recognisably ours."""
     import shutil
 
-    for d in _overwrite_targets(cfg):
-        shutil.rmtree(d)
+    for folder in _overwrite_targets(cfg):
+        shutil.rmtree(folder)
     if cfg.primitive in ("base", "all"):
         (Path(cfg.output_dir) / BASE_REF).unlink(missing_ok=True)
 
 
 def _set_offline_env() -> None:
-    for k, v in (("HF_HUB_OFFLINE", "1"), ("HF_HUB_DISABLE_TELEMETRY", "1"), ("TOKENIZERS_PARALLELISM", "false")):
-        os.environ.setdefault(k, v)
+    for variable, value in (
+        ("HF_HUB_OFFLINE", "1"),
+        ("HF_HUB_DISABLE_TELEMETRY", "1"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+    ):
+        os.environ.setdefault(variable, value)
 
 
 def prepare_base(cfg: TrainConfig) -> BaseRef:
@@ -477,8 +486,8 @@ def _check_base_ref(out: Path, path: Path, profile: str, kept: list[str]) -> Non
 
 
 def _base_result(cfg: TrainConfig, base: BaseRef) -> RunResult:
-    f = Path(cfg.output_dir) / "base_run" / "metrics.json"
-    metrics = read_json_object(f) if f.is_file() else {"stage": "base", "pretrained": False}
+    path = Path(cfg.output_dir) / "base_run" / "metrics.json"
+    metrics = read_json_object(path) if path.is_file() else {"stage": "base", "pretrained": False}
     return RunResult("base", base.path, metrics)
 
 
@@ -555,18 +564,18 @@ def _sft_config(
     import torch
     from trl import SFTConfig
 
-    t = cfg.train.for_primitive(primitive)
-    select = t.selection == "dev_exact_match" and has_eval
-    gc = t.gradient_checkpointing if t.gradient_checkpointing is not None else device == "cuda"
+    settings = cfg.train.for_primitive(primitive)
+    select = settings.selection == "dev_exact_match" and has_eval
+    gc = settings.gradient_checkpointing if settings.gradient_checkpointing is not None else device == "cuda"
     liger = False
-    if t.liger:
+    if settings.liger:
         if device != "cuda":
             notes.append("train.liger skipped: Liger kernels are GPU-only")
         elif importlib.util.find_spec("liger_kernel") is None:
             notes.append("train.liger skipped: liger-kernel is not installed (pip install 'forethought[gpu]')")
         else:
             liger = True
-    eval_strategy = t.eval_strategy if has_eval else "no"
+    eval_strategy = settings.eval_strategy if has_eval else "no"
     # Selection on the dev rows: an evaluation and a checkpoint at every epoch's end; the trainer keeps the best
     # checkpoint by dev exact match (DevExactMatch adds it to the evaluation's metrics) and loads it at the end.
     selection = (
@@ -578,7 +587,7 @@ def _sft_config(
             "greater_is_better": True,
         }
         if select
-        else {"eval_strategy": eval_strategy, "save_strategy": "steps", "save_steps": t.save_steps}
+        else {"eval_strategy": eval_strategy, "save_strategy": "steps", "save_steps": settings.save_steps}
     )
     return SFTConfig(
         output_dir=str(ckpt_dir),
@@ -586,21 +595,21 @@ def _sft_config(
         seed=cfg.seed,
         data_seed=cfg.seed,
         # schedule
-        num_train_epochs=t.epochs,
-        max_steps=t.max_steps,
-        learning_rate=t.learning_rate,
-        lr_scheduler_type=t.lr_scheduler,
-        warmup_steps=t.warmup_ratio,  # a float < 1 is a ratio of the total steps
-        weight_decay=t.weight_decay,
-        max_grad_norm=t.max_grad_norm,
-        optim=t.optim,
-        per_device_train_batch_size=t.per_device_batch_size,
-        per_device_eval_batch_size=t.eval_batch_size,
-        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type=settings.lr_scheduler,
+        warmup_steps=settings.warmup_ratio,  # a float < 1 is a ratio of the total steps
+        weight_decay=settings.weight_decay,
+        max_grad_norm=settings.max_grad_norm,
+        optim=settings.optim,
+        per_device_train_batch_size=settings.per_device_batch_size,
+        per_device_eval_batch_size=settings.eval_batch_size,
+        gradient_accumulation_steps=settings.gradient_accumulation_steps,
         # data: prompt-completion, loss on the completion only (its <end_of_turn> included)
-        max_length=t.max_length,
-        packing=t.packing,
-        padding_free=t.padding_free,
+        max_length=settings.max_length,
+        packing=settings.packing,
+        padding_free=settings.padding_free,
         completion_only_loss=True,
         assistant_only_loss=False,
         shuffle_dataset=False,  # the trainer's sampler shuffles (seeded by data_seed)
@@ -610,15 +619,15 @@ def _sft_config(
         fp16=False,
         use_cpu=(device == "cpu"),
         dataloader_pin_memory=(device == "cuda"),
-        dataloader_num_workers=t.dataloader_num_workers,
+        dataloader_num_workers=settings.dataloader_num_workers,
         **checkpointing_kwargs(gc),
         use_liger_kernel=liger,
         # bookkeeping
-        logging_steps=t.logging_steps,
+        logging_steps=settings.logging_steps,
         logging_first_step=True,
-        eval_steps=t.eval_steps if not select else None,
+        eval_steps=settings.eval_steps if not select else None,
         **selection,
-        save_total_limit=t.save_total_limit,
+        save_total_limit=settings.save_total_limit,
         include_num_input_tokens_seen="non_padding",
         ddp_find_unused_parameters=False,  # every LoRA parameter is used; the frozen vision tower needs no gradients
         report_to=["wandb"] if cfg.logging.backend == "wandb" else "none",

@@ -34,27 +34,27 @@ from forethought.primitives.io import atomic_write_figure, atomic_write_json, at
 from forethought.training.provenance import measured
 
 
-def _all_or_names(v: object) -> object:
+def _all_or_names(value: object) -> object:
     """``primitives``: ``all`` means every primitive; a single name is a one-element list."""
-    if v == "all":
+    if value == "all":
         return list(PRIMITIVE_NAMES)
-    if isinstance(v, str):
-        if v not in PRIMITIVE_NAMES:
+    if isinstance(value, str):
+        if value not in PRIMITIVE_NAMES:
             raise ValueError(f"expected 'all', one of {', '.join(PRIMITIVE_NAMES)}, or a list of them")
-        return [v]
-    return v
+        return [value]
+    return value
 
 
 Decoding = Literal["constrained", "free"]
 
 
-def _per_primitive_decoding(v: object) -> object:
+def _per_primitive_decoding(value: object) -> object:
     """``decoding``: one value for every primitive, or a table (a primitive it does not name decodes constrained)."""
-    if isinstance(v, str):
-        return dict.fromkeys(PRIMITIVE_NAMES, v)
-    if isinstance(v, dict):
-        return {**dict.fromkeys(PRIMITIVE_NAMES, "constrained"), **v}
-    return v
+    if isinstance(value, str):
+        return dict.fromkeys(PRIMITIVE_NAMES, value)
+    if isinstance(value, dict):
+        return {**dict.fromkeys(PRIMITIVE_NAMES, "constrained"), **value}
+    return value
 
 
 class ValidateConfig(BaseModel):
@@ -84,8 +84,8 @@ class ValidateConfig(BaseModel):
 
     @field_validator("thresholds")
     @classmethod
-    def _thr(cls, v: dict[str, float]) -> dict[str, float]:
-        return per_primitive(v, lambda spec: spec.gate_threshold)
+    def _thr(cls, value: dict[str, float]) -> dict[str, float]:
+        return per_primitive(value, lambda spec: spec.gate_threshold)
 
     def selected(self) -> list[str]:
         return [n for n in PRIMITIVE_NAMES if n in self.primitives]  # canonical order, no duplicates
@@ -113,8 +113,8 @@ def score(spec: PrimitiveSpec, rows: list[DatasetRow], texts: list[str], keep_ex
                 if res.ok:
                     contract_ok += 1
                 else:
-                    v = res.violations[0]
-                    kind = f"contract:{v.constraint}" if v.level != "type" else "schema"
+                    violation = res.violations[0]
+                    kind = f"contract:{violation.constraint}" if violation.level != "type" else "schema"
             if spec.exact_match(pred, row.target):
                 em += 1
             elif kind is None:
@@ -154,18 +154,23 @@ def run_validation(
     use_dataset_tool_rendering(cfg.dataset_dir)
     prims = cfg.selected()
     trained_hashes = check_spec_hashes(cfg.train_dir, prims)  # before any decoding: a stale adapter is refused
-    rows_by = {p: _read_rows(cfg.dataset_dir, p, cfg.max_examples) for p in prims}
+    rows_by = {primitive: _read_rows(cfg.dataset_dir, primitive, cfg.max_examples) for primitive in prims}
     if model is None:
         model, tokenizer = load_adapters(cfg.train_dir, prims, device=pick_device(cfg.device))
     results: dict[str, Any] = {}
     t0 = time.perf_counter()
-    for p in prims:
-        spec, rows = SPECS[p], rows_by[p]
-        msgs = [r.prompt_messages() for r in rows]
-        schemas = [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in rows]
+    for primitive in prims:
+        spec, rows = SPECS[primitive], rows_by[primitive]
+        msgs = [row.prompt_messages() for row in rows]
+        schemas = [spec.decoding_schema(spec.input_type.model_validate(row.input_value)) for row in rows]
 
         def decode(
-            adapter: str, constrained: bool, kind: str, p: str = p, msgs: list = msgs, schemas: list = schemas
+            adapter: str,
+            constrained: bool,
+            kind: str,
+            primitive: str = primitive,
+            msgs: list = msgs,
+            schemas: list = schemas,
         ) -> list[str]:
             return generate(
                 model,
@@ -175,50 +180,54 @@ def run_validation(
                 batch_size=cfg.batch_size,
                 max_new_tokens=cfg.max_new_tokens,
                 schemas=schemas if constrained else None,
-                on_batch=(lambda k: progress(p, kind, k)) if progress else None,
+                on_batch=(lambda k: progress(primitive, kind, k)) if progress else None,
             )
 
-        constrained = cfg.decoding[p] == "constrained"
+        constrained = cfg.decoding[primitive] == "constrained"
         t1 = time.perf_counter()
-        tuned = decode(p, constrained, "tuned")
+        tuned = decode(primitive, constrained, "tuned")
         gen_s = time.perf_counter() - t1
-        r = score(spec, rows, tuned, cfg.examples_per_failure)
-        r["generation_s"] = round(gen_s, 2)
-        r["examples_per_s"] = round(len(rows) / gen_s, 2) if gen_s > 0 else None
-        r["decoding"] = cfg.decoding[p]
-        r[f"exact_match_{r['decoding']}"] = r["exact_match"]
+        result = score(spec, rows, tuned, cfg.examples_per_failure)
+        result["generation_s"] = round(gen_s, 2)
+        result["examples_per_s"] = round(len(rows) / gen_s, 2) if gen_s > 0 else None
+        result["decoding"] = cfg.decoding[primitive]
+        result[f"exact_match_{result['decoding']}"] = result["exact_match"]
         # Rows with no near-duplicate in train (prompt with slot values and digits masked): the honest figure.
         fresh = [i for i, row in enumerate(rows) if not row.near_duplicate_across_split]
-        r["n_no_near_duplicate"] = len(fresh)
-        r["exact_match_no_near_duplicate"] = (
+        result["n_no_near_duplicate"] = len(fresh)
+        result["exact_match_no_near_duplicate"] = (
             score(spec, [rows[i] for i in fresh], [tuned[i] for i in fresh], 0)["exact_match"] if fresh else None
         )
         if cfg.compare_decoding:
             other = "free" if constrained else "constrained"
-            r[f"exact_match_{other}"] = score(spec, rows, decode(p, not constrained, "tuned other"), 0)["exact_match"]
+            result[f"exact_match_{other}"] = score(spec, rows, decode(primitive, not constrained, "tuned other"), 0)[
+                "exact_match"
+            ]
         if cfg.base_comparison:
-            b = score(spec, rows, decode(BASE, constrained, "base"), 0)
-            r["base_exact_match"] = b["exact_match"]
-            r["base_contract_valid_rate"] = b["contract_valid_rate"]
-            r["base_parse_rate"] = b["parse_rate"]
+            base_result = score(spec, rows, decode(BASE, constrained, "base"), 0)
+            result["base_exact_match"] = base_result["exact_match"]
+            result["base_contract_valid_rate"] = base_result["contract_valid_rate"]
+            result["base_parse_rate"] = base_result["parse_rate"]
             if cfg.compare_decoding:  # base vs tuned under the other decoding too: like for like in both columns
                 other = "free" if constrained else "constrained"
-                r[f"base_exact_match_{other}"] = score(spec, rows, decode(BASE, not constrained, "base other"), 0)[
+                result[f"base_exact_match_{other}"] = score(spec, rows, decode(BASE, not constrained, "base other"), 0)[
                     "exact_match"
                 ]
         else:
-            r["base_exact_match"] = None
-        r["threshold"] = cfg.thresholds[p]
-        r["passed"] = r["exact_match"] >= r["threshold"]
-        r["spec_hash"] = spec.spec_hash
-        r["trained_spec_hash"] = trained_hashes[p]
-        results[p] = r
+            result["base_exact_match"] = None
+        result["threshold"] = cfg.thresholds[primitive]
+        result["passed"] = result["exact_match"] >= result["threshold"]
+        result["spec_hash"] = spec.spec_hash
+        result["trained_spec_hash"] = trained_hashes[primitive]
+        results[primitive] = result
     summary = {
         "train_dir": cfg.train_dir,
         "dataset_dir": cfg.dataset_dir,
         "primitives": results,
-        "passed": all(r["passed"] for r in results.values()),
-        "decoding": {p: cfg.decoding[p] for p in prims},  # what each gate measured; package records it
+        "passed": all(result["passed"] for result in results.values()),
+        "decoding": {
+            primitive: cfg.decoding[primitive] for primitive in prims
+        },  # what each gate measured; package records it
         "tool_rendering": active_tool_rendering(),
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
@@ -241,8 +250,8 @@ def _weighted(results: dict[str, Any], key: str) -> float | None:
     return sum(r[key] * r["n"] for r in results.values()) / tot
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}"
+def _pct(fraction: float | None) -> str:
+    return "—" if fraction is None else f"{100 * fraction:.1f}"
 
 
 def _other(decoding: str) -> str:
@@ -259,22 +268,22 @@ def gates_markdown(summary: dict[str, Any]) -> str:
         "Contract-valid | Parsed | Threshold | Gate |",
         "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
     ]
-    for p, r in summary["primitives"].items():
-        other = _other(r.get("decoding", "free"))
+    for primitive, result in summary["primitives"].items():
+        other = _other(result.get("decoding", "free"))
         lines.append(
-            f"| {p} | {r['n']} | {r.get('decoding', 'free')} | {_pct(r.get('base_exact_match'))} | {_pct(r['exact_match'])} | "
-            f"{_pct(r.get('exact_match_no_near_duplicate'))} ({r.get('n_no_near_duplicate', '—')}) | {_pct(r.get(f'exact_match_{other}'))} | "
-            f"{_pct(r.get(f'base_exact_match_{other}'))} | "
-            f"{_pct(r['contract_valid_rate'])} | {_pct(r['parse_rate'])} | {_pct(r['threshold'])} | {'pass' if r['passed'] else 'FAIL'} |"
+            f"| {primitive} | {result['n']} | {result.get('decoding', 'free')} | {_pct(result.get('base_exact_match'))} | {_pct(result['exact_match'])} | "
+            f"{_pct(result.get('exact_match_no_near_duplicate'))} ({result.get('n_no_near_duplicate', '—')}) | {_pct(result.get(f'exact_match_{other}'))} | "
+            f"{_pct(result.get(f'base_exact_match_{other}'))} | "
+            f"{_pct(result['contract_valid_rate'])} | {_pct(result['parse_rate'])} | {_pct(result['threshold'])} | {'pass' if result['passed'] else 'FAIL'} |"
         )
     lines.append(
-        f"| **Weighted avg.** | {sum(r['n'] for r in summary['primitives'].values())} | | {_pct(summary.get('weighted_base_exact_match'))} | "
+        f"| **Weighted avg.** | {sum(result['n'] for result in summary['primitives'].values())} | | {_pct(summary.get('weighted_base_exact_match'))} | "
         f"{_pct(summary['weighted_exact_match'])} | | | | | | | {'pass' if summary['passed'] else 'FAIL'} |"
     )
     lines += ["", "Most frequent failure kinds (tuned adapter):", ""]
-    for p, r in summary["primitives"].items():
-        kinds = ", ".join(f"{f['kind']} ({f['count']})" for f in r["failures"][:4]) or "none"
-        lines.append(f"- **{p}**: {kinds}")
+    for primitive, result in summary["primitives"].items():
+        kinds = ", ".join(f"{f['kind']} ({f['count']})" for f in result["failures"][:4]) or "none"
+        lines.append(f"- **{primitive}**: {kinds}")
     return "\n".join(lines) + "\n"
 
 
@@ -288,12 +297,12 @@ def plot_gates(summary: dict[str, Any], path: Path) -> None:
     tuned = [100 * summary["primitives"][n]["exact_match"] for n in names]
     base = [100 * (summary["primitives"][n].get("base_exact_match") or 0) for n in names]
     thr = [100 * summary["primitives"][n]["threshold"] for n in names]
-    x = range(len(names))
+    positions = range(len(names))
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    ax.bar([i - 0.2 for i in x], base, width=0.4, label="base", color="#9aa5b1")
-    ax.bar([i + 0.2 for i in x], tuned, width=0.4, label="tuned adapter", color="#1a73e8")
-    ax.scatter(list(x), thr, marker="_", s=900, color="#d93025", label="threshold", zorder=3)
-    ax.set_xticks(list(x), names, rotation=15)
+    ax.bar([i - 0.2 for i in positions], base, width=0.4, label="base", color="#9aa5b1")
+    ax.bar([i + 0.2 for i in positions], tuned, width=0.4, label="tuned adapter", color="#1a73e8")
+    ax.scatter(list(positions), thr, marker="_", s=900, color="#d93025", label="threshold", zorder=3)
+    ax.set_xticks(list(positions), names, rotation=15)
     ax.set_ylabel("exact match (%)")
     ax.set_ylim(0, 105)
     # Outside the axes: thresholds sit near the top, where an inside legend would hide them.
@@ -308,7 +317,7 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     prims = cfg.selected()
-    sizes = {p: len(_read_rows(cfg.dataset_dir, p, cfg.max_examples)) for p in prims}
+    sizes = {primitive: len(_read_rows(cfg.dataset_dir, primitive, cfg.max_examples)) for primitive in prims}
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as prog:
@@ -319,12 +328,14 @@ def validate_with_progress(cfg: ValidateConfig, console: Any) -> dict[str, Any]:
             *(["base"] if cfg.base_comparison else []),
             *(["base other"] if cfg.base_comparison and cfg.compare_decoding else []),
         ]
-        for p in prims:
+        for primitive in prims:
             for kind in kinds:
                 label = (
-                    kind.replace("other", _other(cfg.decoding[p])) if "other" in kind else f"{kind} {cfg.decoding[p]}"
+                    kind.replace("other", _other(cfg.decoding[primitive]))
+                    if "other" in kind
+                    else f"{kind} {cfg.decoding[primitive]}"
                 )
-                tasks[(p, kind)] = prog.add_task(f"{p} ({label})", total=sizes[p])
+                tasks[(primitive, kind)] = prog.add_task(f"{primitive} ({label})", total=sizes[primitive])
         return run_validation(cfg, progress=lambda p, kind, k: prog.advance(tasks[(p, kind)], k))
 
 
