@@ -37,19 +37,19 @@ def slot_values_path(domain: str) -> Path:
 @cache
 def slot_values(domain: str) -> dict[str, list[Any]]:
     """The values a domain's slots vary over (:func:`slot_values_path`); none when the file is absent."""
-    p = slot_values_path(domain)
-    if not p.is_file():
+    path = slot_values_path(domain)
+    if not path.is_file():
         return {}
-    data = read_json_file(p)
+    data = read_json_file(path)
     return {k: list(v) for k, v in data.items() if isinstance(v, list)}
 
 
 def pool_for(sol: Solution, slot_type: str) -> list[Any]:
     vals: list[Any] = []
-    for d in sol.domains:
-        for v in slot_values(d).get(slot_type, []):
-            if v not in vals:
-                vals.append(v)
+    for domain in sol.domains:
+        for value in slot_values(domain).get(slot_type, []):
+            if value not in vals:
+                vals.append(value)
     return vals
 
 
@@ -64,7 +64,11 @@ class Variant:
     renamed: bool = False  # task ids renamed: decompose targets are not emitted (ids are arbitrary)
 
 
-def substitute_entities(sol: Solution, rng: random.Random, p: float = 0.8) -> dict[str, Any]:
+def substitute_entities(
+    sol: Solution,
+    rng: random.Random,
+    p: float = 0.8,  # names: math (a probability; callers pass p=)
+) -> dict[str, Any]:
     """New values for the slots, drawn from the domain's value lists; distinct per type."""
     chosen: dict[str, Any] = {}
     used: dict[str, set[str]] = {}
@@ -96,19 +100,19 @@ def _keep_person_ids_consistent(sol: Solution, chosen: dict[str, Any]) -> None:
     stays consistent either way (every occurrence is a slot), but the data would read wrong.
     """
     for name, slot in sol.slots.items():
-        m = _PERSON_ID.fullmatch(slot.value) if isinstance(slot.value, str) else None
-        if not m:
+        match = _PERSON_ID.fullmatch(slot.value) if isinstance(slot.value, str) else None
+        if not match:
             continue
-        first, last, digits = m.groups()
+        first, last, digits = match.groups()
         cur = _PERSON_ID.fullmatch(chosen[name]) if isinstance(chosen[name], str) else None
         new_first, new_last, new_digits = cur.groups() if cur else (first, last, digits)
         linked = False
-        for other, o in sol.slots.items():
-            if not isinstance(o.value, str):
+        for other, other_slot in sol.slots.items():
+            if not isinstance(other_slot.value, str):
                 continue
-            if o.type == "first_name" and o.value.lower() == first:
+            if other_slot.type == "first_name" and other_slot.value.lower() == first:
                 new_first, linked = re.sub(r"[^a-z]", "", str(chosen[other]).lower()) or first, True
-            elif o.type == "last_name" and o.value.lower() == last:
+            elif other_slot.type == "last_name" and other_slot.value.lower() == last:
                 new_last, linked = re.sub(r"[^a-z]", "", str(chosen[other]).lower()) or last, True
         if linked:
             candidate = f"{new_first}_{new_last}_{new_digits}"
@@ -118,10 +122,10 @@ def _keep_person_ids_consistent(sol: Solution, chosen: dict[str, Any]) -> None:
 
 def choose_paraphrases(sol: Solution, rng: random.Random) -> Solution:
     turns = []
-    for t in sol.turns:
-        options = [t.user] + list(t.paraphrases)
+    for turn in sol.turns:
+        options = [turn.user] + list(turn.paraphrases)
         user = rng.choice(options)
-        turns.append(t.model_copy(update={"user": user}))
+        turns.append(turn.model_copy(update={"user": user}))
     return sol.model_copy(update={"turns": turns})
 
 
@@ -138,25 +142,27 @@ _ID_SCHEMES = [
 def rename_task_ids(sol: Solution, rng: random.Random) -> Solution:
     scheme = rng.choice(_ID_SCHEMES)
     turns = []
-    for t in sol.turns:
-        if not t.tasks:
-            turns.append(t)
+    for turn in sol.turns:
+        if not turn.tasks:
+            turns.append(turn)
             continue
-        m = {task.id: scheme(i) for i, task in enumerate(t.tasks)}
+        new_ids = {task.id: scheme(i) for i, task in enumerate(turn.tasks)}
         tasks = [
             task.model_copy(
                 update={
-                    "id": m[task.id],
-                    "depends_on": [m.get(d, d) for d in task.depends_on],
+                    "id": new_ids[task.id],
+                    "depends_on": [new_ids.get(d, d) for d in task.depends_on],
                     # a fan-out names the task whose list it runs over
-                    "for_each": task.for_each.model_copy(update={"task": m.get(task.for_each.task, task.for_each.task)})
+                    "for_each": task.for_each.model_copy(
+                        update={"task": new_ids.get(task.for_each.task, task.for_each.task)}
+                    )
                     if task.for_each is not None
                     else None,
                 }
             )
-            for task in t.tasks
+            for task in turn.tasks
         ]
-        turns.append(t.model_copy(update={"tasks": tasks, "order": [m.get(x, x) for x in t.order or []]}))
+        turns.append(turn.model_copy(update={"tasks": tasks, "order": [new_ids.get(x, x) for x in turn.order or []]}))
     return sol.model_copy(update={"turns": turns})
 
 
@@ -164,30 +170,30 @@ def permute_independent(sol: Solution, rng: random.Random) -> tuple[Solution, bo
     """Shuffle the task list of turns with independent tasks (changes get_order's input order only)."""
     changed = False
     turns = []
-    for t in sol.turns:
-        ts = list(t.tasks or [])
-        if len(ts) > 1 and t.halt is None:
+    for turn in sol.turns:
+        ts = list(turn.tasks or [])
+        if len(ts) > 1 and turn.halt is None:
             new = ts[:]
             rng.shuffle(new)
             changed |= [x.id for x in new] != [x.id for x in ts]
-            turns.append(t.model_copy(update={"tasks": new}))
+            turns.append(turn.model_copy(update={"tasks": new}))
         else:
-            turns.append(t)
+            turns.append(turn)
     return sol.model_copy(update={"turns": turns}), changed
 
 
 def _needed_tools(sol: Solution) -> set[str]:
     need: set[str] = set()
-    for t in sol.turns:
-        for task in t.tasks or []:
+    for turn in sol.turns:
+        for task in turn.tasks or []:
             need.update(x for x in (task.tool, task.match) if x)
-            for p in task.prerequisites:
-                for prop in (p.retrieval, p.remediation):
+            for prerequisite in task.prerequisites:
+                for prop in (prerequisite.retrieval, prerequisite.remediation):
                     if prop is not None:
                         need.add(prop.tool_name)
-        for c in t.calls or []:
-            need.add(c.tool if not isinstance(c, str) else c.split("(", 1)[0].strip())
-        need.update(t.must_not_call)  # the tempting side-effecting tools stay: they are the point of the turn
+        for call in turn.calls or []:
+            need.add(call.tool if not isinstance(call, str) else call.split("(", 1)[0].strip())
+        need.update(turn.must_not_call)  # the tempting side-effecting tools stay: they are the point of the turn
     return need
 
 
@@ -270,65 +276,65 @@ def context_conflicts(sol: Solution, rng: random.Random, param_names: set[str]) 
     """
     changed = False
     turns = []
-    for t in sol.turns:
-        ctx = dict(t.context)
-        for task in t.tasks or []:
-            for pname, b in task.bindings.items():
-                if b.source not in ("scratchpad", "fill") or b.value is None or rng.random() < 0.5:
+    for turn in sol.turns:
+        ctx = dict(turn.context)
+        for task in turn.tasks or []:
+            for pname, binding in task.bindings.items():
+                if binding.source not in ("scratchpad", "fill") or binding.value is None or rng.random() < 0.5:
                     continue
                 key = rng.choice(_CONFLICT_PREFIXES) + pname
                 if key in param_names or key in ctx:
                     continue
-                ctx[key] = _perturb(b.value, rng)
+                ctx[key] = _perturb(binding.value, rng)
                 changed = True
-        turns.append(t.model_copy(update={"context": ctx}) if ctx != t.context else t)
+        turns.append(turn.model_copy(update={"context": ctx}) if ctx != turn.context else turn)
     return sol.model_copy(update={"turns": turns}), changed
 
 
-def _perturb(v: Any, rng: random.Random) -> Any:
-    if isinstance(v, bool) or v is None:
-        return v
-    if isinstance(v, int):
-        return v + rng.randint(1, 9)
-    if isinstance(v, float):
-        return round(v * 1.5 + 1, 2)
-    if isinstance(v, str):
-        return v + "-" + rng.choice(["B", "2", "X", "alt"])
-    if isinstance(v, list):
-        return [_perturb(x, rng) for x in v]
-    if isinstance(v, dict):
-        return {k: _perturb(x, rng) for k, x in v.items()}
-    return v
+def _perturb(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value + rng.randint(1, 9)
+    if isinstance(value, float):
+        return round(value * 1.5 + 1, 2)
+    if isinstance(value, str):
+        return value + "-" + rng.choice(["B", "2", "X", "alt"])
+    if isinstance(value, list):
+        return [_perturb(x, rng) for x in value]
+    if isinstance(value, dict):
+        return {k: _perturb(x, rng) for k, x in value.items()}
+    return value
 
 
 def make_variant(sol: Solution, rng: random.Random, cfg: Any) -> Variant:
     """Apply the configured variations (each with its probability) to one solution."""
     ops: list[str] = []
     values: dict[str, Any] = {}
-    s = sol
+    varied = sol
     if cfg.entity and sol.slots:
-        values = substitute_entities(s, rng)
+        values = substitute_entities(varied, rng)
         if any(values[k] != sol.slots[k].value for k in values):
             ops.append("entity")
     if cfg.paraphrase and rng.random() < 0.7:
-        s = choose_paraphrases(s, rng)
+        varied = choose_paraphrases(varied, rng)
         ops.append("paraphrase")
     renamed = False
     if cfg.rename_ids and rng.random() < 0.5:
-        s = rename_task_ids(s, rng)
+        varied = rename_task_ids(varied, rng)
         ops.append("rename_ids")
         renamed = True
     permuted = False
     if cfg.permute and rng.random() < 0.3:
-        s, permuted = permute_independent(s, rng)
+        varied, permuted = permute_independent(varied, rng)
         if permuted:
             ops.append("permute")
     if cfg.registry and rng.random() < 0.7:
-        s, rops = vary_registry(s, rng, max_distractors=cfg.max_distractors if cfg.cross_domain else 0)
+        varied, rops = vary_registry(varied, rng, max_distractors=cfg.max_distractors if cfg.cross_domain else 0)
         ops += rops
     if cfg.context_conflicts and rng.random() < 0.4:
         params = {p for d in sol.domains for t in load_domain(d).tools.values() for p in t.spec.param_names}
-        s, changed = context_conflicts(s, rng, params)
+        varied, changed = context_conflicts(varied, rng, params)
         if changed:
             ops.append("context_conflict")
-    return Variant(s, values, ops, permuted, renamed)
+    return Variant(varied, values, ops, permuted, renamed)

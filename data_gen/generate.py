@@ -98,8 +98,8 @@ class DataConfig(BaseModel):
 
     @field_validator("sizes")
     @classmethod
-    def _sizes(cls, v: dict[str, int]) -> dict[str, int]:
-        return per_primitive(v, lambda spec: spec.default_size)
+    def _sizes(cls, value: dict[str, int]) -> dict[str, int]:
+        return per_primitive(value, lambda spec: spec.default_size)
 
 
 class GenerateConfig(BaseModel):
@@ -123,8 +123,8 @@ class Example:
 
     @property
     def id(self) -> str:
-        h = hashlib.sha1((self.key + "\x00" + self.completion[0]["content"]).encode()).hexdigest()[:16]
-        return f"{self.primitive}-{h}"
+        digest = hashlib.sha1((self.key + "\x00" + self.completion[0]["content"]).encode()).hexdigest()[:16]
+        return f"{self.primitive}-{digest}"
 
     def row(self, near_duplicate_across_split: bool) -> DatasetRow:
         return DatasetRow(
@@ -151,24 +151,26 @@ class _Recorder:
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         replies = self.inner.complete(requests)
-        for r, rep in zip(requests, replies, strict=False):
-            self.sink.append((r.primitive, r.input, rep.text))
-            for d in derived_specs(r.primitive):
-                assert d.derived_from is not None
-                inp = d.derived_from.make_input(r.input)
-                self.sink.append((d.name, inp, json.dumps(self.inner.answer(d.name, inp), ensure_ascii=False)))
+        for request, rep in zip(requests, replies, strict=False):
+            self.sink.append((request.primitive, request.input, rep.text))
+            for derived in derived_specs(request.primitive):
+                assert derived.derived_from is not None
+                inp = derived.derived_from.make_input(request.input)
+                self.sink.append(
+                    (derived.name, inp, json.dumps(self.inner.answer(derived.name, inp), ensure_ascii=False))
+                )
         return replies
 
 
-def _scalars(v: Any) -> list[str]:
-    if isinstance(v, bool) or v is None:
+def _scalars(value: Any) -> list[str]:
+    if isinstance(value, bool) or value is None:
         return []
-    if isinstance(v, (str, int, float)):
-        return [str(v)]
-    if isinstance(v, dict):
-        return [s for x in v.values() for s in _scalars(x)]
-    if isinstance(v, (list, tuple)):
-        return [s for x in v for s in _scalars(x)]
+    if isinstance(value, (str, int, float)):
+        return [str(value)]
+    if isinstance(value, dict):
+        return [s for x in value.values() for s in _scalars(x)]
+    if isinstance(value, (list, tuple)):
+        return [s for x in value for s in _scalars(x)]
     return []
 
 
@@ -183,10 +185,10 @@ def masker(values: Any) -> Any:
     strs = sorted({s.lower() for s in _scalars(list(values)) if len(s) >= 3}, key=lambda s: (-len(s), s))
 
     def mask(text: str) -> str:
-        t = text.lower()
-        for v in strs:
-            t = t.replace(v, "<slot>")
-        return _DIGITS.sub("#", t)
+        masked = text.lower()
+        for slot_value in strs:
+            masked = masked.replace(slot_value, "<slot>")
+        return _DIGITS.sub("#", masked)
 
     return mask
 
@@ -262,10 +264,10 @@ def _target_and_alternatives(sol_id: str, raw: Any) -> frozenset[str]:
     name = raw.get("tool_name") if isinstance(raw, dict) else None
     sol = _SOLUTIONS.get(sol_id)
     alts: set[str] = set()
-    for d in sol.domains if sol is not None else []:
-        t = load_domain(d).tools.get(name)
-        if t is not None:
-            alts.update(t.spec.alternatives)
+    for domain in sol.domains if sol is not None else []:
+        tool = load_domain(domain).tools.get(name)
+        if tool is not None:
+            alts.update(tool.spec.alternatives)
     return frozenset({name, *alts} - {None})
 
 
@@ -321,8 +323,8 @@ def run_variant(job: tuple[str, int, frozenset[str] | None]) -> tuple[str, int, 
                 paraphrases=k == 0,
                 check_tags=False,
             )
-        except Divergence as d:
-            return sol_id, k, [], Counter(), d.describe()
+        except Divergence as divergence:
+            return sol_id, k, [], Counter(), divergence.describe()
         all_values = {name: slot.value for name, slot in sol.slots.items()} | dict(values or {})
         exs, dropped = examples_from(
             sol_id,
@@ -359,8 +361,8 @@ def split_solutions(sols: dict[str, Solution], yields: dict[str, Counter], fract
     """Choose validation solutions: about ``fraction`` of each domain, covering every primitive."""
     rng = random.Random(f"split:{seed}")
     by_domain: dict[str, list[str]] = defaultdict(list)
-    for sid, s in sorted(sols.items()):
-        by_domain[s.domains[0]].append(sid)
+    for sid, solution in sorted(sols.items()):
+        by_domain[solution.domains[0]].append(sid)
     val: set[str] = set()
     for _dom, ids in sorted(by_domain.items()):
         ids = sorted(ids)
@@ -419,18 +421,20 @@ def load_solutions(paths: list[str], allow_skip: bool) -> tuple[dict[str, Soluti
     files = solution_files(paths)
     if not files:
         raise UserError("no solution files found", ", ".join(paths))
-    for f in files:
+    for path in files:
         try:
-            s = load_solution(f)
+            solution = load_solution(path)
         except UserError as exc:
             if not allow_skip:
                 raise
-            skipped.append(f"{f}: {exc.message}")
+            skipped.append(f"{path}: {exc.message}")
             continue
-        if s.id in sols:
-            raise UserError(f"duplicate solution id {s.id!r} (also in {sols[s.id].source_file})", str(f))
-        warn_format_notes(s)
-        sols[s.id] = s
+        if solution.id in sols:
+            raise UserError(
+                f"duplicate solution id {solution.id!r} (also in {sols[solution.id].source_file})", str(path)
+            )
+        warn_format_notes(solution)
+        sols[solution.id] = solution
     return sols, skipped
 
 
@@ -537,7 +541,7 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
         variants_ok = 0
         ops_count: Counter = Counter()
         rounds = 0
-        for r in range(1, cfg.max_rounds + 1):
+        for round_number in range(1, cfg.max_rounds + 1):
             open_ = {(p, s) for (p, s) in quota if not pools.full(p, s)}
             if not open_:
                 break
@@ -545,10 +549,10 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
             for sid in sorted(sols):
                 wanted = frozenset(p for p, sp in open_ if sp == split_of[sid] and yields[sid][p])
                 if wanted:
-                    jobs.append((sid, r, wanted))
+                    jobs.append((sid, round_number, wanted))
             if not jobs:
                 break
-            rounds = r
+            rounds = round_number
             for sid, _k, exs, dropped, err in run_jobs(jobs):
                 if err is not None:
                     failed[sols[sid].source_file or sid][err] += 1
@@ -562,7 +566,10 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
                 for (prim, reason), n in dropped.items():
                     pools.dropped[prim][reason] += n
             if progress is not None:
-                progress(r, {p: sum(len(pools.rows[(p, s)]) for s in ("train", "validation")) for p in PRIMITIVE_NAMES})
+                progress(
+                    round_number,
+                    {p: sum(len(pools.rows[(p, s)]) for s in ("train", "validation")) for p in PRIMITIVE_NAMES},
+                )
     finally:
         if pool is not None:
             pool.close()
@@ -579,13 +586,13 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
 def _dist(xs: list[int]) -> dict[str, float]:
     if not xs:
         return {"min": 0, "median": 0, "p95": 0, "max": 0, "mean": 0}
-    s = sorted(xs)
+    ordered = sorted(xs)
     return {
-        "min": s[0],
-        "median": statistics.median(s),
-        "p95": s[min(len(s) - 1, int(0.95 * len(s)))],
-        "max": s[-1],
-        "mean": round(sum(s) / len(s), 1),
+        "min": ordered[0],
+        "median": statistics.median(ordered),
+        "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        "max": ordered[-1],
+        "mean": round(sum(ordered) / len(ordered), 1),
     }
 
 
@@ -761,10 +768,12 @@ def dropped_worst_file(stats: dict[str, Any]) -> str:
 def undersized(stats: dict[str, Any]) -> list[str]:
     """'<primitive> <produced> < <requested>' for every primitive short of its requested size."""
     out = []
-    for p in PRIMITIVE_NAMES:
-        i = stats["primitives"][p]
-        if not i["reached_requested_size"]:
-            out.append(f"{p} {i['train']['examples'] + i['validation']['examples']} < {i['requested']}")
+    for primitive in PRIMITIVE_NAMES:
+        info = stats["primitives"][primitive]
+        if not info["reached_requested_size"]:
+            out.append(
+                f"{primitive} {info['train']['examples'] + info['validation']['examples']} < {info['requested']}"
+            )
     return out
 
 
@@ -796,12 +805,12 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         "median / p95 | target tokens median / p95 |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for p in PRIMITIVE_NAMES:
-        i = stats["primitives"][p]
-        tr, va = i["train"], i["validation"]
+    for primitive in PRIMITIVE_NAMES:
+        info = stats["primitives"][primitive]
+        tr, va = info["train"], info["validation"]
         lines.append(
-            f"| {p} | {tr['examples']} | {va['examples']} | {i['requested']} | {tr['source_solutions']} | {va['source_solutions']} | "
-            f"{tr['near_duplicate_rate']:.3f} | {i['cross_split_near_duplicate_rate']:.3f} | {tr['prompt_tokens']['median']} / {tr['prompt_tokens']['p95']} | "
+            f"| {primitive} | {tr['examples']} | {va['examples']} | {info['requested']} | {tr['source_solutions']} | {va['source_solutions']} | "
+            f"{tr['near_duplicate_rate']:.3f} | {info['cross_split_near_duplicate_rate']:.3f} | {tr['prompt_tokens']['median']} / {tr['prompt_tokens']['p95']} | "
             f"{tr['target_tokens']['median']} / {tr['target_tokens']['p95']} |"
         )
     mix = stats["solution_mix"]
@@ -850,10 +859,10 @@ def cli(args: list[str]) -> int:
             cfg.data,
             progress=lambda r, counts: status.update(f"round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())),
         )
-    for p in PRIMITIVE_NAMES:
-        i = stats["primitives"][p]
+    for primitive in PRIMITIVE_NAMES:
+        info = stats["primitives"][primitive]
         console.print(
-            f"{p:<20} train {i['train']['examples']:>6}  validation {i['validation']['examples']:>5}  (requested {i['requested']})"
+            f"{primitive:<20} train {info['train']['examples']:>6}  validation {info['validation']['examples']:>5}  (requested {info['requested']})"
         )
     console.print(
         f"{stats['examples']} examples from {stats['solutions']} solutions in {stats['elapsed_s']} s -> {cfg.data.output_dir}"
@@ -871,11 +880,13 @@ def cli(args: list[str]) -> int:
             f"[yellow]the decoding grammar refuses {100 * (1 - cover):.2f} % of the written targets; constrained decoding "
             "could not produce them (stats.json: decoding_refusals lists them):[/yellow]"
         )
-        for p in PRIMITIVE_NAMES:
+        for primitive in PRIMITIVE_NAMES:
             for sp in ("train", "validation"):
-                for r in stats["primitives"][p][sp]["decoding_refusals"][:3]:
+                for refusal in stats["primitives"][primitive][sp]["decoding_refusals"][:3]:
                     console.print(
-                        f"  {p} {sp} {r['id']} ({r['solution']}): {escape(r['why'])}", soft_wrap=True, highlight=False
+                        f"  {primitive} {sp} {refusal['id']} ({refusal['solution']}): {escape(refusal['why'])}",
+                        soft_wrap=True,
+                        highlight=False,
                     )
     short = undersized(stats)
     if short:  # only reached with data.allow_undersized=true

@@ -103,17 +103,17 @@ def cli(args: list[str]) -> int:
             "migrate",
         )
     status = 0
-    for f, p in plans.items():
-        if p is None:
-            print(f"current  {f} (format_version {FORMAT_VERSION})")
+    for path, migration in plans.items():
+        if migration is None:
+            print(f"current  {path} (format_version {FORMAT_VERSION})")
             continue
-        version, raw, new, changed, _ = p
-        atomic_write_bytes(_backup(f, version), raw)
-        atomic_write_text(f, _dump(f, new))
+        version, raw, new, changed, _ = migration
+        atomic_write_bytes(_backup(path, version), raw)
+        atomic_write_text(path, _dump(path, new))
         print(
-            f"migrated {f}: format_version {version} -> {FORMAT_VERSION}, {len(changed)} change(s); original kept as "
-            f"{_backup(f, version)}"
+            f"migrated {path}: format_version {version} -> {FORMAT_VERSION}, {len(changed)} change(s); original kept as "
+            f"{_backup(path, version)}"
         )
-        for c in changed:
-            print(f"  {c}")
+        for change in changed:
+            print(f"  {change}")
     return status

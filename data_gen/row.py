@@ -144,9 +144,9 @@ class DatasetRow(BaseModel):
 def _first(exc: Exception) -> str:
     """The first problem of a validation error, with its field, on one line."""
     if isinstance(exc, ValidationError) and exc.errors():
-        e = exc.errors()[0]
-        loc = ".".join(str(x) for x in e["loc"])
-        return (f"{loc}: " if loc else "") + e["msg"].removeprefix("Value error, ")
+        error = exc.errors()[0]
+        loc = ".".join(str(x) for x in error["loc"])
+        return (f"{loc}: " if loc else "") + error["msg"].removeprefix("Value error, ")
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
@@ -158,12 +158,12 @@ def row_problem(raw: Any) -> tuple[DatasetRow | None, str | None]:
         return DatasetRow.model_validate(raw), None
     except ValidationError as exc:
         errors = exc.errors()
-        e = errors[0]
-        field = ".".join(str(x) for x in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "missing":
+        error = errors[0]
+        field = ".".join(str(x) for x in error["loc"])
+        msg = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "missing":
             text = f"field {field!r} is missing"
-        elif e["type"] == "extra_forbidden":
+        elif error["type"] == "extra_forbidden":
             text = f"field {field!r} is not a dataset row field ({', '.join(DatasetRow.model_fields)})"
         elif not field:
             text = msg  # a check across fields names its field itself

@@ -94,40 +94,40 @@ def load_manifest(root: str | Path) -> dict[str, Any]:
         )
     from forethought.bounded import read_json_file
 
-    m = read_json_file(path, max_bytes=MAX_MANIFEST_BYTES, hint=f"; rerun forethought generate ({SEAL_HINT})")
-    if not isinstance(m, dict) or m.get("format") != FORMAT:
-        found = m.get("format") if isinstance(m, dict) else None
+    manifest = read_json_file(path, max_bytes=MAX_MANIFEST_BYTES, hint=f"; rerun forethought generate ({SEAL_HINT})")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
         newer = isinstance(found, int) and not isinstance(found, bool) and found > FORMAT
         raise UserError(
             f"field 'format' is {found!r}, not the dataset format this forethought reads ({FORMAT}): "
             + ("upgrade forethought" if newer else "regenerate the dataset with forethought generate"),
             where,
         )
-    files, val, run_id = m.get("files"), m.get("validation_solutions"), m.get("run_id")
+    files, val, run_id = manifest.get("files"), manifest.get("validation_solutions"), manifest.get("run_id")
     if not isinstance(run_id, str) or not run_id:
         raise UserError("field 'run_id' must be a non-empty string", where)
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
         raise UserError("field 'files' must map file names to SHA-256 digests", where)
     if not isinstance(val, list) or not all(isinstance(s, str) for s in val):
         raise UserError("field 'validation_solutions' must be a list of solution ids", where)
-    return m
+    return manifest
 
 
 def checked_bytes(root: str | Path, rel: str) -> bytes:
     """The bytes of ``root/rel``, refused unless the dataset's manifest lists exactly them."""
-    m = load_manifest(root)
+    manifest = load_manifest(root)
     path = Path(root) / rel
-    want = m["files"].get(rel)
+    want = manifest["files"].get(rel)
     if want is None:
         raise UserError(
-            f"not part of dataset run {m['run_id'][:12]} ({MANIFEST} does not list it): the folder mixes files "
+            f"not part of dataset run {manifest['run_id'][:12]} ({MANIFEST} does not list it): the folder mixes files "
             "of different runs; rerun forethought generate",
             str(path),
         )
     data = path.read_bytes()
     if _sha256(data) != want:
         raise UserError(
-            f"its content is not the one dataset run {m['run_id'][:12]} wrote ({MANIFEST} records another "
+            f"its content is not the one dataset run {manifest['run_id'][:12]} wrote ({MANIFEST} records another "
             "SHA-256): the folder mixes files of different runs (a killed generate? a file copied in?); "
             "rerun forethought generate",
             str(path),
@@ -165,10 +165,10 @@ def _staging_parent(target: Path) -> Path:
 
 def _clean_stale(target: Path) -> None:
     """Remove the staging folders of killed runs (their pid is gone)."""
-    for p in _staging_parent(target).glob(f".{target.name}.*-*"):
-        kind, _, pid = p.name.rpartition("-")
-        if kind.endswith((".partial", ".old")) and pid.isdigit() and not _alive(int(pid)) and p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
+    for folder in _staging_parent(target).glob(f".{target.name}.*-*"):
+        kind, _, pid = folder.name.rpartition("-")
+        if kind.endswith((".partial", ".old")) and pid.isdigit() and not _alive(int(pid)) and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def staging_dir(target: str | Path) -> Path:
@@ -188,9 +188,9 @@ def staging_dir(target: str | Path) -> Path:
         raise UserError(
             "exists and is not a dataset (no dataset.json or stats.json): refusing to replace it", str(target)
         )
-    for q in target.absolute().parents:  # a file where a folder above it belongs: refused, not "File exists"
-        if q.exists() and not q.is_dir():
-            raise UserError(f"{q} is a file, not a folder", str(target))
+    for parent in target.absolute().parents:  # a file where a folder above it belongs: refused, not "File exists"
+        if parent.exists() and not parent.is_dir():
+            raise UserError(f"{parent} is a file, not a folder", str(target))
     try:
         _clean_stale(target)
         tmp = _staging_parent(target) / f".{target.name}.partial-{os.getpid()}"
@@ -216,8 +216,8 @@ def _main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] != "seal":
         print("usage: python -m forethought.data_gen.unit seal DIR", flush=True)
         return 2
-    m = seal(argv[1])
-    print(f"sealed {argv[1]}: run {m['run_id']}, {len(m['files'])} files")
+    manifest = seal(argv[1])
+    print(f"sealed {argv[1]}: run {manifest['run_id']}, {len(manifest['files'])} files")
     return 0
 
 

@@ -72,10 +72,10 @@ def snapshot_get(snap: Any, path: str) -> Any:
     return cur
 
 
-def _eq(a: Any, b: Any) -> bool:
-    if a == b and type(a) is type(b):  # fast path (1 == 1.0 is fine too; canonical() decides the rest)
+def _eq(left: Any, right: Any) -> bool:
+    if left == right and type(left) is type(right):  # fast path (1 == 1.0 is fine too; canonical() decides the rest)
         return True
-    return canonical(a) == canonical(b)
+    return canonical(left) == canonical(right)
 
 
 def static_checks(sol: Solution, *, tags: bool = True) -> None:
@@ -143,15 +143,17 @@ def _scratchpad_at_lookup(
     """S when the kernel looked up ``tid``'s parameters: S at the turn's start plus the writes of the calls
     committed before (earlier tasks, and ``tid``'s own prerequisite retrievals; without them, S when the task began)."""
     pos = {t: k for k, t in enumerate(res.order)}
-    p = pos.get(tid, len(pos))
-    S = dict(start)
-    for c in res.calls:
-        before = pos.get(c.task_id.split("[")[0], len(pos)) < p or (
-            own_retrievals and c.task_id == tid and c.purpose == "retrieval"
+    position = pos.get(tid, len(pos))
+    scratchpad = dict(start)
+    for call in res.calls:
+        before = pos.get(call.task_id.split("[")[0], len(pos)) < position or (
+            own_retrievals and call.task_id == tid and call.purpose == "retrieval"
         )
-        if c.committed and before and c.tool in reg:
-            S.update(toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {}))
-    return S
+        if call.committed and before and call.tool in reg:
+            scratchpad.update(
+                toolgate.writes(reg[call.tool], call.arguments, call.result if isinstance(call.result, dict) else {})
+            )
+    return scratchpad
 
 
 def _fmt_call(tool: str, args: dict[str, Any]) -> str:
@@ -170,22 +172,25 @@ def describe_scratchpad_entry(
     if key not in now:
         return f"S has no {key!r}"
     pos = {t: k for k, t in enumerate(res.order)}
-    p = pos.get(tid, len(pos))
+    position = pos.get(tid, len(pos))
 
     def writer(calls: list[Any], turn: int, before: Any) -> str | None:
-        for c in reversed(calls):
+        for call in reversed(calls):
             if (
-                c.committed
-                and before(c)
-                and c.tool in reg
-                and key in toolgate.writes(reg[c.tool], c.arguments, c.result if isinstance(c.result, dict) else {})
+                call.committed
+                and before(call)
+                and call.tool in reg
+                and key
+                in toolgate.writes(reg[call.tool], call.arguments, call.result if isinstance(call.result, dict) else {})
             ):
-                return f"turn {turn} call {_fmt_call(c.tool, c.arguments)}"
+                return f"turn {turn} call {_fmt_call(call.tool, call.arguments)}"
         return None
 
     # newest first: this turn's calls before the task, this turn's config (written at its start), then earlier turns
     who = writer(
-        res.calls, i, lambda c: pos.get(c.task_id, len(pos)) < p or (c.task_id == tid and c.purpose == "retrieval")
+        res.calls,
+        i,
+        lambda c: pos.get(c.task_id, len(pos)) < position or (c.task_id == tid and c.purpose == "retrieval"),
     )
     if who is None and key in sol.turns[i].config:
         who = f"turn {i} config"
@@ -206,18 +211,18 @@ def request_over_scratchpad_conflicts(
     """Every (turn, task, parameter, tau value, S value) where a parameter was bound from tau although S
     already held the same key with a different value (tau wins)."""
     out = []
-    S: dict[str, Any] = dict(sol.config)
+    scratchpad: dict[str, Any] = dict(sol.config)
     for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
-        start = {**S, **turn.config}
+        start = {**scratchpad, **turn.config}
         for tid, binds in res.bindings.items():
             taus = {m: b for m, b in binds.items() if b.source == "request"}
             if not taus:
                 continue
             at = _scratchpad_at_lookup(start, res, tid, reg)
-            for m, b in taus.items():
-                if at.get(m) is not None and not _eq(at[m], b.value):
-                    out.append((i, tid, m, b.value, at[m]))
-        S = res.scratchpad
+            for param, binding in taus.items():
+                if at.get(param) is not None and not _eq(at[param], binding.value):
+                    out.append((i, tid, param, binding.value, at[param]))
+        scratchpad = res.scratchpad
     return out
 
 
@@ -227,25 +232,30 @@ def per_entity_contrasts(sol: Solution, results: list[TurnResult], reg: Any) -> 
     same fact that the same predicate judges differently (``line_status[L-9009]`` = suspended: not met, against
     an absent or met entry). That is what the entity changes: the plain key would have given the other answer."""
     out = []
-    S: dict[str, Any] = dict(sol.config)
+    scratchpad: dict[str, Any] = dict(sol.config)
     for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
-        start = {**S, **turn.config}
+        start = {**scratchpad, **turn.config}
         tools = {t.id: t.tool for t in turn.tasks or []}
         for tid, recs in res.prerequisites.items():
             spec = reg[tools[tid]] if tools.get(tid) in reg else None
             if spec is None or not recs:
                 continue
             at = _scratchpad_at_lookup(start, res, tid, reg, own_retrievals=False)
-            for p, r in zip(spec.prerequisites, recs, strict=False):
-                if p.entity is None or r.key == toolgate.prerequisite_key(p, None):
+            for prerequisite, record in zip(spec.prerequisites, recs, strict=False):
+                if prerequisite.entity is None or record.key == toolgate.prerequisite_key(prerequisite, None):
                     continue
-                for k, v in at.items():
-                    if k == r.key or fact_of(k) != p.key or k == fact_of(k) or k == toolgate.prerequisite_key(p, None):
+                for key, value in at.items():
+                    if (
+                        key == record.key
+                        or fact_of(key) != prerequisite.key
+                        or key == fact_of(key)
+                        or key == toolgate.prerequisite_key(prerequisite, None)
+                    ):
                         continue
-                    other = "met" if toolgate.sat(p.sat, v) else "not_met"
-                    if other != r.outcome:
-                        out.append((i, tid, r.key, k, other))
-        S = res.scratchpad
+                    other = "met" if toolgate.sat(prerequisite.sat, value) else "not_met"
+                    if other != record.outcome:
+                        out.append((i, tid, record.key, key, other))
+        scratchpad = res.scratchpad
     return out
 
 
@@ -280,12 +290,17 @@ def resumed_arguments(sol: Solution, results: list[TurnResult]) -> list[tuple[in
             for t in turn.tasks or []
             if t.outcome in ("blocked", "missing_param") and t.match is not None
         }
-        for c in res.committed_calls:
-            if c.purpose != "task":
+        for call in res.committed_calls:
+            if call.purpose != "task":
                 continue
-            for m, b in res.bindings.get(c.task_id, {}).items():
-                if b.entry is not None and b.entry in left and m in c.arguments and _eq(c.arguments[m], b.value):
-                    out.append((i, c.task_id, m, b.entry))
+            for param, binding in res.bindings.get(call.task_id, {}).items():
+                if (
+                    binding.entry is not None
+                    and binding.entry in left
+                    and param in call.arguments
+                    and _eq(call.arguments[param], binding.value)
+                ):
+                    out.append((i, call.task_id, param, binding.entry))
     return out
 
 
@@ -295,31 +310,33 @@ def _check_conditions(sol: Solution, results: list[TurnResult], reg: Any) -> Non
     predicate holds. Every fan-out task: one committed call per executed instance. Then the tags' evidence:
     conditional_task needs such a predicate evaluated, fan_out a fan-out task with at least two instances run."""
     evaluated = fanned = False
-    S: dict[str, Any] = dict(sol.config)
+    scratchpad: dict[str, Any] = dict(sol.config)
     for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
-        start = {**S, **turn.config}
-        S = res.scratchpad
+        start = {**scratchpad, **turn.config}
+        scratchpad = res.scratchpad
         if turn.halt is not None:
             continue
-        for t in turn.tasks or []:
-            out = res.outcomes.get(t.id)
+        for task in turn.tasks or []:
+            out = res.outcomes.get(task.id)
             if out is None:
                 continue
-            mine = [c for c in res.committed_calls if c.task_id.split("[")[0] == t.id and c.purpose == "task"]
-            if t.when is not None and out.status != "skipped":
-                at = _scratchpad_at_lookup(start, res, t.id, reg)
-                want = t.when.key in at and condition_steps.holds(t.when.op, t.when.value, at[t.when.key])
+            mine = [c for c in res.committed_calls if c.task_id.split("[")[0] == task.id and c.purpose == "task"]
+            if task.when is not None and out.status != "skipped":
+                at = _scratchpad_at_lookup(start, res, task.id, reg)
+                want = task.when.key in at and condition_steps.holds(task.when.op, task.when.value, at[task.when.key])
                 if out.condition is not want:
                     raise Divergence(
                         i,
-                        f"task {t.id}/when",
-                        f"the replay evaluates {t.when.key} {t.when.op} {t.when.value!r} on "
-                        f"S[{t.when.key!r}] = {at.get(t.when.key, 'absent')!r} as {want}, the kernel as {out.condition}",
+                        f"task {task.id}/when",
+                        f"the replay evaluates {task.when.key} {task.when.op} {task.when.value!r} on "
+                        f"S[{task.when.key!r}] = {at.get(task.when.key, 'absent')!r} as {want}, the kernel as {out.condition}",
                     )
                 if not want and mine:
-                    raise Divergence(i, f"task {t.id}/when", f"the predicate is false, yet {mine[0].tool} was called")
+                    raise Divergence(
+                        i, f"task {task.id}/when", f"the predicate is false, yet {mine[0].tool} was called"
+                    )
                 evaluated |= want == bool(mine)
-            if t.for_each is not None:
+            if task.for_each is not None:
                 for iid in out.instances:
                     calls = [c for c in mine if c.task_id == iid]
                     done = res.outcomes.get(iid)
@@ -350,26 +367,26 @@ def composed_arguments(sol: Solution, results: list[TurnResult], reg: Any) -> li
     composition of parts (docs/kernel.md, "Grounding") in the request, the turn context and S as the task's Lookup
     saw it: the value as a whole occurs in none of them."""
     out = []
-    S: dict[str, Any] = dict(sol.config)
+    scratchpad: dict[str, Any] = dict(sol.config)
     for i, (turn, res) in enumerate(zip(sol.turns, results, strict=False)):
-        start = {**S, **turn.config}
-        for c in res.committed_calls:
-            if c.purpose != "task":
+        start = {**scratchpad, **turn.config}
+        for call in res.committed_calls:
+            if call.purpose != "task":
                 continue
-            spec = reg.get(c.tool) if reg is not None else None
+            spec = reg.get(call.tool) if reg is not None else None
             # a value of the parameter's enum is grounded by the schema, not composed
             strings = {
                 m: v
-                for m, v in c.arguments.items()
+                for m, v in call.arguments.items()
                 if isinstance(v, str) and not (spec is not None and v in (spec.param_schema(m).get("enum") or []))
             }
             if not strings:
                 continue
             hay = Haystack(
-                texts=[turn.user], values=[turn.context, bindable(_scratchpad_at_lookup(start, res, c.task_id, reg))]
+                texts=[turn.user], values=[turn.context, bindable(_scratchpad_at_lookup(start, res, call.task_id, reg))]
             )
-            out += [(i, c.task_id, m, v) for m, v in strings.items() if hay.composed_only(v)]
-        S = res.scratchpad
+            out += [(i, call.task_id, m, v) for m, v in strings.items() if hay.composed_only(v)]
+        scratchpad = res.scratchpad
     return out
 
 
@@ -468,11 +485,11 @@ def compare_turn(
     # Contract violations of annotated decisions (the oracle answered them).
     for rec in trace:
         if rec.kind == "slm" and not rec.contract.get("ok"):
-            v = rec.contract["violations"][0]
+            violation = rec.contract["violations"][0]
             raise Divergence(
                 i,
                 rec.path,
-                f"the annotated {rec.primitive} decision violates its contract: [{v['constraint']}] {v['message']}",
+                f"the annotated {rec.primitive} decision violates its contract: [{violation['constraint']}] {violation['message']}",
             )
     if turn.halt == "cycle":
         if not res.halted or "cycle" not in (res.halted.get("reason") or ""):
@@ -490,25 +507,29 @@ def compare_turn(
     # Calls actually committed, in order.
     want = [(c.tool, c.args) for c in turn.reference_calls()]
     got = [(c.tool, c.arguments) for c in res.committed_calls]
-    for k in range(max(len(want), len(got))):
-        w = want[k] if k < len(want) else None
-        g = got[k] if k < len(got) else None
-        if w is None or g is None or w[0] != g[0] or not _eq(w[1], g[1]):
+    for key in range(max(len(want), len(got))):
+        want_call = want[key] if key < len(want) else None
+        got_call = got[key] if key < len(got) else None
+        if want_call is None or got_call is None or want_call[0] != got_call[0] or not _eq(want_call[1], got_call[1]):
             fmt = lambda c: "nothing" if c is None else f"{c[0]}({', '.join(f'{a}={v!r}' for a, v in c[1].items())})"  # noqa: E731
-            raise Divergence(i, f"call {k + 1}", f"expected {fmt(w)}, got {fmt(g)}")
+            raise Divergence(i, f"call {key + 1}", f"expected {fmt(want_call)}, got {fmt(got_call)}")
     snap = env.snapshot()
-    for a in turn.state:
-        v = snapshot_get(snap, a.path)
-        if a.absent:
-            if v is not _MISSING:
-                raise Divergence(i, "state", f"{a.path} should not exist, found {v!r}")
-        elif v is _MISSING or not _eq(v, a.equals):
+    for assertion in turn.state:
+        violation = snapshot_get(snap, assertion.path)
+        if assertion.absent:
+            if violation is not _MISSING:
+                raise Divergence(i, "state", f"{assertion.path} should not exist, found {violation!r}")
+        elif violation is _MISSING or not _eq(violation, assertion.equals):
             raise Divergence(
-                i, "state", f"{a.path}: expected {a.equals!r}, got {'nothing' if v is _MISSING else repr(v)}"
+                i,
+                "state",
+                f"{assertion.path}: expected {assertion.equals!r}, got {'nothing' if violation is _MISSING else repr(violation)}",
             )
-    for k, v in turn.scratchpad.items():
-        if k not in res.scratchpad or not _eq(res.scratchpad[k], v):
-            raise Divergence(i, "scratchpad", f"S[{k!r}]: expected {v!r}, got {res.scratchpad.get(k, 'absent')!r}")
+    for key, violation in turn.scratchpad.items():
+        if key not in res.scratchpad or not _eq(res.scratchpad[key], violation):
+            raise Divergence(
+                i, "scratchpad", f"S[{key!r}]: expected {violation!r}, got {res.scratchpad.get(key, 'absent')!r}"
+            )
     if not _eq(snap, ref_state):
         diff = first_difference(ref_state, snap)
         raise Divergence(i, "end state", f"world differs from the reference calls' end state at {diff}")
@@ -519,52 +540,56 @@ def _compare_decisions(
 ) -> None:
     if res.order != turn.order:
         raise Divergence(i, "get_order", f"expected order {turn.order}, got {res.order}")
-    for t in decision_tasks(turn):
-        where = f"task {t.id}"
-        got_match = res.matches.get(t.id)
-        if got_match != t.match:
-            raise Divergence(i, f"{where}/match_func", f"expected {t.match!r}, got {got_match!r}")
-        if t.for_each is not None:  # its instances follow as tasks of their own
-            _compare_fan_out(i, t, res)
+    for task in decision_tasks(turn):
+        where = f"task {task.id}"
+        got_match = res.matches.get(task.id)
+        if got_match != task.match:
+            raise Divergence(i, f"{where}/match_func", f"expected {task.match!r}, got {got_match!r}")
+        if task.for_each is not None:  # its instances follow as tasks of their own
+            _compare_fan_out(i, task, res)
             continue
-        recs = res.prerequisites.get(t.id, [])
-        if len(recs) != len(t.prerequisites):
+        recs = res.prerequisites.get(task.id, [])
+        if len(recs) != len(task.prerequisites):
             raise Divergence(
                 i,
                 f"{where}/check_prerequisites",
-                f"expected checks {[(p.key, p.outcome) for p in t.prerequisites]}, got {[(r.key, r.outcome) for r in recs]}",
+                f"expected checks {[(p.key, p.outcome) for p in task.prerequisites]}, got {[(r.key, r.outcome) for r in recs]}",
             )
-        for p, r in zip(t.prerequisites, recs, strict=False):
+        for prerequisite, record in zip(task.prerequisites, recs, strict=False):
             # Every field that differs, named: a key alone differing once read "expected met, got met".
             fields = (
-                ("key", repr(p.key), repr(r.key)),
-                ("outcome", p.outcome, r.outcome),
-                ("recheck", p.recheck or "none", r.recheck or "none"),
+                ("key", repr(prerequisite.key), repr(record.key)),
+                ("outcome", prerequisite.outcome, record.outcome),
+                ("recheck", prerequisite.recheck or "none", record.recheck or "none"),
             )
             differ = [f"{name}: expected {want}, got {got}" for name, want, got in fields if want != got]
             if differ:
-                held = f" ({scratchpad_at(t.id, r.key)})" if scratchpad_at is not None else ""
-                raise Divergence(i, f"{where}/check_prerequisites/{p.key}", "; ".join(differ) + held)
-        out = res.outcomes.get(t.id)
-        if out is None or out.status != t.outcome:
+                held = f" ({scratchpad_at(task.id, record.key)})" if scratchpad_at is not None else ""
+                raise Divergence(i, f"{where}/check_prerequisites/{prerequisite.key}", "; ".join(differ) + held)
+        out = res.outcomes.get(task.id)
+        if out is None or out.status != task.outcome:
             why = f" ({out.reason})" if out and out.reason else ""
             raise Divergence(
-                i, f"{where}/outcome", f"expected {t.outcome}, got {out.status if out else 'no outcome'}{why}"
+                i, f"{where}/outcome", f"expected {task.outcome}, got {out.status if out else 'no outcome'}{why}"
             )
-        got_b = res.bindings.get(t.id, {})
-        if set(got_b) != set(t.bindings):
+        got_b = res.bindings.get(task.id, {})
+        if set(got_b) != set(task.bindings):
             raise Divergence(
-                i, f"{where}/parameters", f"annotated parameters {sorted(t.bindings)}, kernel bound {sorted(got_b)}"
+                i, f"{where}/parameters", f"annotated parameters {sorted(task.bindings)}, kernel bound {sorted(got_b)}"
             )
-        for m, b in t.bindings.items():
-            g = got_b[m]
-            if g.source != b.source:
+        for param, binding in task.bindings.items():
+            bound = got_b[param]
+            if bound.source != binding.source:
                 raise Divergence(
-                    i, f"{where}/parameter {m}", f"expected source {b.source}, got {g.source} (value {g.value!r})"
+                    i,
+                    f"{where}/parameter {param}",
+                    f"expected source {binding.source}, got {bound.source} (value {bound.value!r})",
                 )
-            if b.source != "missing" and not _eq(g.value, b.value):
+            if binding.source != "missing" and not _eq(bound.value, binding.value):
                 raise Divergence(
-                    i, f"{where}/parameter {m}", f"expected value {b.value!r}, got {g.value!r} (from {g.source})"
+                    i,
+                    f"{where}/parameter {param}",
+                    f"expected value {binding.value!r}, got {bound.value!r} (from {bound.source})",
                 )
 
 
@@ -573,50 +598,56 @@ def decision_tasks(turn: Turn) -> list[TaskAnn]:
     return [x for t in turn.tasks or [] for x in [t, *t.instance_tasks()]]
 
 
-def fan_out_elements(t: TaskAnn, res: TurnResult) -> list[Any] | None:
+def fan_out_elements(task: TaskAnn, res: TurnResult) -> list[Any] | None:
     """What a fan-out task runs over, recomputed from the replay: the list field of its source task's committed call
     result, filtered by ``where`` and picked by ``item_field`` (None when that call committed no such list)."""
-    f = t.for_each
-    assert f is not None
-    calls = [c for c in res.committed_calls if c.task_id == f.task and c.purpose == "task"]
+    fan_out = task.for_each
+    assert fan_out is not None
+    calls = [c for c in res.committed_calls if c.task_id == fan_out.task and c.purpose == "task"]
     result = calls[-1].result if calls else None
-    if not isinstance(result, dict) or not isinstance(result.get(f.field), list):
+    if not isinstance(result, dict) or not isinstance(result.get(fan_out.field), list):
         return None
     out = []
-    for e in result[f.field]:
-        if f.where is not None:
+    for element in result[fan_out.field]:
+        if fan_out.where is not None:
             actual = (
-                (e.get(f.where.field, _MISSING) if isinstance(e, dict) else _MISSING)
-                if f.where.field is not None
-                else e
+                (element.get(fan_out.where.field, _MISSING) if isinstance(element, dict) else _MISSING)
+                if fan_out.where.field is not None
+                else element
             )
-            if actual is _MISSING or not condition_steps.holds(f.where.op, f.where.value, actual):
+            if actual is _MISSING or not condition_steps.holds(fan_out.where.op, fan_out.where.value, actual):
                 continue
-        out.append(e if f.item_field is None else (e.get(f.item_field) if isinstance(e, dict) else None))
+        out.append(
+            element
+            if fan_out.item_field is None
+            else (element.get(fan_out.item_field) if isinstance(element, dict) else None)
+        )
     return out
 
 
-def _compare_fan_out(i: int, t: TaskAnn, res: TurnResult) -> None:
+def _compare_fan_out(i: int, task: TaskAnn, res: TurnResult) -> None:
     """A fan-out task: its summary outcome, one instance per (filtered) element up to the bound, the rest reported."""
-    where = f"task {t.id}"
-    out = res.outcomes.get(t.id)
-    if out is None or out.status != t.outcome:
+    where = f"task {task.id}"
+    out = res.outcomes.get(task.id)
+    if out is None or out.status != task.outcome:
         why = f" ({out.reason})" if out and out.reason else ""
-        raise Divergence(i, f"{where}/outcome", f"expected {t.outcome}, got {out.status if out else 'no outcome'}{why}")
-    want_ids = [instance_id(t.id, k) for k in range(len(t.instances or []))]
+        raise Divergence(
+            i, f"{where}/outcome", f"expected {task.outcome}, got {out.status if out else 'no outcome'}{why}"
+        )
+    want_ids = [instance_id(task.id, k) for k in range(len(task.instances or []))]
     if out.instances != want_ids:
         raise Divergence(i, f"{where}/for_each", f"expected instances {want_ids}, the kernel ran {out.instances}")
     if out.status in ("skipped",) or out.elements is None:
         return
-    elements = fan_out_elements(t, res)
-    values = [x.value for x in t.instances or []]
-    if elements is None or not _eq(elements, values + list(t.beyond_bound)):
+    elements = fan_out_elements(task, res)
+    values = [x.value for x in task.instances or []]
+    if elements is None or not _eq(elements, values + list(task.beyond_bound)):
         raise Divergence(
             i,
             f"{where}/for_each",
-            f"annotated elements {values + list(t.beyond_bound)}, the replay's list gives {elements}",
+            f"annotated elements {values + list(task.beyond_bound)}, the replay's list gives {elements}",
         )
-    if not _eq(out.elements, elements) or not _eq(out.beyond_bound, list(t.beyond_bound)):
+    if not _eq(out.elements, elements) or not _eq(out.beyond_bound, list(task.beyond_bound)):
         raise Divergence(
             i,
             f"{where}/for_each",
@@ -624,17 +655,17 @@ def _compare_fan_out(i: int, t: TaskAnn, res: TurnResult) -> None:
         )
 
 
-def first_difference(a: Any, b: Any, path: str = "") -> str:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{path}/{k}"
-            if not _eq(a[k], b[k]):
-                return first_difference(a[k], b[k], f"{path}/{k}")
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for k, (x, y) in enumerate(zip(a, b, strict=False)):
-            if not _eq(x, y):
-                return first_difference(x, y, f"{path}/{k}")
+def first_difference(expected: Any, actual: Any, path: str = "") -> str:
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            if key not in expected or key not in actual:
+                return f"{path}/{key}"
+            if not _eq(expected[key], actual[key]):
+                return first_difference(expected[key], actual[key], f"{path}/{key}")
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for key, (expected_item, actual_item) in enumerate(zip(expected, actual, strict=False)):
+            if not _eq(expected_item, actual_item):
+                return first_difference(expected_item, actual_item, f"{path}/{key}")
     return path or "/"
 
 
@@ -660,33 +691,38 @@ def verify_solution(
     """
     kernel = kernel or Kernel(KernelConfig())
     try:
-        r = sol.rendered(slot_values)
+        rendered = sol.rendered(slot_values)
     except KeyError as exc:
         raise Divergence(None, "slots", str(exc.args[0])) from None
     except ValidationError as exc:
         raise Divergence(None, "slots", f"the substituted solution is invalid: {exc.errors()[0]['msg']}") from None
     try:
-        static_checks(r, tags=check_tags)
-        problems = key_problems(r, build_registry(r, build_environment(r)))
+        static_checks(rendered, tags=check_tags)
+        problems = key_problems(rendered, build_registry(rendered, build_environment(rendered)))
         if problems:
             raise Divergence(
                 None, "annotations", problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
             )
-        ref_states = reference_states(r)
-        results = _replay(r, kernel, ref_states, wrap_backend=wrap_backend, trace=trace)
+        ref_states = reference_states(rendered)
+        results = _replay(rendered, kernel, ref_states, wrap_backend=wrap_backend, trace=trace)
         if paraphrases:
-            _replay_paraphrases(sol, r, kernel, ref_states)
-        reg = build_registry(r, build_environment(r)) if check_tags else None
+            _replay_paraphrases(sol, rendered, kernel, ref_states)
+        reg = build_registry(rendered, build_environment(rendered)) if check_tags else None
     except UserError as exc:
         raise Divergence(None, "setup", exc.message) from None
-    _check_must_not_call(r, results, reg)
+    _check_must_not_call(rendered, results, reg)
     if reg is not None:
-        _check_replay_tags(r, results, reg)
+        _check_replay_tags(rendered, results, reg)
     return results
 
 
 def _replay(
-    r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]], *, wrap_backend: Any = None, trace: str = "full"
+    rendered: Solution,
+    kernel: Kernel,
+    ref_states: list[dict[str, Any]],
+    *,
+    wrap_backend: Any = None,
+    trace: str = "full",
 ) -> list[TurnResult]:
     results: list[TurnResult] = []
 
@@ -695,49 +731,61 @@ def _replay(
     def scratchpad_at(i: int, res: TurnResult, tid: str, key: str) -> str:
         nonlocal reg
         if reg is None:
-            reg = build_registry(r, build_environment(r))
-        return describe_scratchpad_entry(r, results, res, tid, key, reg)
+            reg = build_registry(rendered, build_environment(rendered))
+        return describe_scratchpad_entry(rendered, results, res, tid, key, reg)
 
     def on_turn(i: int, res: TurnResult, tr: Any, env: Environment) -> None:
         compare_turn(
-            i, r.turns[i], res, tr, env, ref_states[i], scratchpad_at=lambda tid, key: scratchpad_at(i, res, tid, key)
+            i,
+            rendered.turns[i],
+            res,
+            tr,
+            env,
+            ref_states[i],
+            scratchpad_at=lambda tid, key: scratchpad_at(i, res, tid, key),
         )
         results.append(res)
 
-    factory = oracle_factory(r)
+    factory = oracle_factory(rendered)
     if wrap_backend is not None:
         inner = factory
         factory = lambda i, turn: wrap_backend(inner(i, turn))  # noqa: E731
-    run_solution(r, kernel, factory, on_turn=on_turn, trace=trace)
+    run_solution(rendered, kernel, factory, on_turn=on_turn, trace=trace)
     return results
 
 
-def _replay_paraphrases(sol: Solution, r: Solution, kernel: Kernel, ref_states: list[dict[str, Any]]) -> None:
+def _replay_paraphrases(sol: Solution, rendered: Solution, kernel: Kernel, ref_states: list[dict[str, Any]]) -> None:
     """Replay with paraphrase j in place of every turn's request that has one; each must verify like the request.
 
     A paraphrase only changes the text the primitives see, so a turn that
     verifies leaves the world and S as the request does: the first divergence
     is the paraphrase of the turn it names.
     """
-    n = max((len(t.paraphrases) for t in r.turns), default=0)
+    n = max((len(t.paraphrases) for t in rendered.turns), default=0)
     for j in range(n):
-        turns = [t.model_copy(update={"user": t.paraphrases[j]}) if j < len(t.paraphrases) else t for t in r.turns]
+        turns = [
+            t.model_copy(update={"user": t.paraphrases[j]}) if j < len(t.paraphrases) else t for t in rendered.turns
+        ]
         try:
-            _replay(r.model_copy(update={"turns": turns}), kernel, ref_states, trace="violations")
-        except Divergence as d:
-            i = d.turn if d.turn is not None else 0
-            text = r.turns[i].paraphrases[j] if j < len(r.turns[i].paraphrases) else r.turns[i].user
-            raise Divergence(d.turn, f"paraphrases[{j}]", f"{text!r}: {d.step}: {d.message}") from None
+            _replay(rendered.model_copy(update={"turns": turns}), kernel, ref_states, trace="violations")
+        except Divergence as divergence:
+            i = divergence.turn if divergence.turn is not None else 0
+            text = (
+                rendered.turns[i].paraphrases[j] if j < len(rendered.turns[i].paraphrases) else rendered.turns[i].user
+            )
+            raise Divergence(
+                divergence.turn, f"paraphrases[{j}]", f"{text!r}: {divergence.step}: {divergence.message}"
+            ) from None
     # Same slot values: entity substitution must reach the paraphrase too.
-    for i, t in enumerate(sol.turns):
-        want = set(_SLOT_REF.findall(t.user))
-        for j, p in enumerate(t.paraphrases):
-            lost = sorted(want - set(_SLOT_REF.findall(p)))
+    for i, turn in enumerate(sol.turns):
+        want = set(_SLOT_REF.findall(turn.user))
+        for j, paraphrase in enumerate(turn.paraphrases):
+            lost = sorted(want - set(_SLOT_REF.findall(paraphrase)))
             if lost:
                 raise Divergence(
                     i,
                     f"paraphrases[{j}]",
-                    f"{p!r} lacks {', '.join('${' + x + '}' for x in lost)} that the request names: a paraphrase must carry the same slot values",
+                    f"{paraphrase!r} lacks {', '.join('${' + x + '}' for x in lost)} that the request names: a paraphrase must carry the same slot values",
                 )
 
 
@@ -748,41 +796,43 @@ def verify_paths(paths: list[str | Path], kernel: Kernel | None = None, *, warni
     kernel = kernel or Kernel(KernelConfig())
     out: list[VerifyResult] = []
     seen: dict[str, str] = {}
-    for f in solution_files(list(paths)):
+    for path in solution_files(list(paths)):
         try:
-            sol = load_solution(f)
+            sol = load_solution(path)
         except UserError as exc:
-            out.append(VerifyResult(str(f), None, False, exc.message if exc.where == str(f) else str(exc)))
+            out.append(VerifyResult(str(path), None, False, exc.message if exc.where == str(path) else str(exc)))
             continue
         if sol.id in seen:
-            out.append(VerifyResult(str(f), sol, False, f"duplicate solution id {sol.id!r} (also in {seen[sol.id]})"))
+            out.append(
+                VerifyResult(str(path), sol, False, f"duplicate solution id {sol.id!r} (also in {seen[sol.id]})")
+            )
             continue
-        seen[sol.id] = str(f)
+        seen[sol.id] = str(path)
         try:
             turns = verify_solution(sol, kernel, trace="violations")
             out.append(
                 VerifyResult(
-                    str(f),
+                    str(path),
                     sol,
                     True,
                     turns=turns,
                     warnings=sol.format_notes + (solution_warnings(sol, kernel) if warnings else []),
                 )
             )
-        except Divergence as d:
-            out.append(VerifyResult(str(f), sol, False, d.describe(), warnings=sol.format_notes))
+        except Divergence as divergence:
+            out.append(VerifyResult(str(path), sol, False, divergence.describe(), warnings=sol.format_notes))
     return out
 
 
 def coverage(results: list[VerifyResult]) -> tuple[Counter, Counter]:
     doms: Counter = Counter()
     tags: Counter = Counter()
-    for r in results:
-        if r.ok and r.solution is not None:
-            for d in r.solution.domains:
-                doms[d] += 1
-            for t in r.solution.tags:
-                tags[t] += 1
+    for result in results:
+        if result.ok and result.solution is not None:
+            for domain in result.solution.domains:
+                doms[domain] += 1
+            for tag in result.solution.tags:
+                tags[tag] += 1
     return doms, tags
 
 
@@ -822,12 +872,12 @@ def print_report(results: list[VerifyResult], elapsed: float, console: Any = Non
     errors = Console(stderr=True) if console is None else console  # failures go to stderr
     console = console or Console()
     doms, tags = coverage(results)
-    t = Table(title="Coverage of verified solutions")
-    t.add_column("domain")
-    t.add_column("solutions", justify="right")
-    for d, n in sorted(doms.items()):
-        t.add_row(d, str(n))
-    console.print(t)
+    table = Table(title="Coverage of verified solutions")
+    table.add_column("domain")
+    table.add_column("solutions", justify="right")
+    for domain, n in sorted(doms.items()):
+        table.add_row(domain, str(n))
+    console.print(table)
     t2 = Table(title="Pattern tags")
     t2.add_column("pattern")
     t2.add_column("solutions", justify="right")
@@ -836,11 +886,11 @@ def print_report(results: list[VerifyResult], elapsed: float, console: Any = Non
     console.print(t2)
     bad = [r for r in results if not r.ok]
     warned = [(r, w) for r in results for w in r.warnings]
-    for r, w in warned:
-        errors.print(f"[yellow]WARN[/yellow] {escape(r.path)}: {escape(w)}", soft_wrap=True)
-    for r in bad:
+    for result, warning in warned:
+        errors.print(f"[yellow]WARN[/yellow] {escape(result.path)}: {escape(warning)}", soft_wrap=True)
+    for result in bad:
         # escape(): messages quote check names such as [values_grounded], which rich would take for markup
-        errors.print(f"[red]FAIL[/red] {escape(r.path)}: {escape(r.error or '')}", soft_wrap=True)
+        errors.print(f"[red]FAIL[/red] {escape(result.path)}: {escape(result.error or '')}", soft_wrap=True)
     n_warned = len({r.path for r, _ in warned})
     console.print(
         f"{len(results) - len(bad)}/{len(results)} solutions verified in {elapsed:.1f} s"
@@ -851,11 +901,11 @@ def print_report(results: list[VerifyResult], elapsed: float, console: Any = Non
 def cli(args: list[str]) -> int:
     from forethought.arguments import load, split_args
 
-    a = split_args(args)
-    cfg = load("verify", a, VerifyConfig)
+    parsed = split_args(args)
+    cfg = load("verify", parsed, VerifyConfig)
     if cfg is None:
         return 0
-    paths = a.positional or cfg.paths
+    paths = parsed.positional or cfg.paths
     t0 = time.perf_counter()
     results = verify_paths(paths, warnings=cfg.warnings)
     print_report(results, time.perf_counter() - t0)
@@ -866,8 +916,8 @@ def cli(args: list[str]) -> int:
     min_dom, min_tag = coverage_minimums(cfg, paths)
     short = [f"domain {d}: {n} < {min_dom}" for d, n in sorted(doms.items()) if n < min_dom]
     short += [f"pattern {t}: {tags.get(t, 0)} < {min_tag}" for t in PATTERN_TAGS if tags.get(t, 0) < min_tag]
-    for s in short:
-        print(f"coverage below the configured minimum: {s}", file=sys.stderr)
+    for shortfall in short:
+        print(f"coverage below the configured minimum: {shortfall}", file=sys.stderr)
     # 2: a file that is not a valid solution (bad input); 1: valid solutions that do not verify, or too few
     if any(r.solution is None for r in failed):
         return 2
@@ -885,15 +935,15 @@ def _literals(node: Any, path: str, out: list[tuple[str, Any, bool]], text: bool
     """(path, leaf, is_text) for every leaf of the unrendered solution outside its prose and its slot table; the keys
     of a mapping count too (a file, a user or a booking is often named by its key in ``initial_state``)."""
     if isinstance(node, dict):
-        for k, v in node.items():
-            if k in _PROSE:
+        for key, value in node.items():
+            if key in _PROSE:
                 continue
-            sub = f"{path}.{k}" if path else str(k)
-            out.append((sub, k, False))
-            _literals(v, sub, out, text or k in _TEXT_FIELDS)
+            sub = f"{path}.{key}" if path else str(key)
+            out.append((sub, key, False))
+            _literals(value, sub, out, text or key in _TEXT_FIELDS)
     elif isinstance(node, list):
-        for j, v in enumerate(node):
-            _literals(v, f"{path}[{j}]", out, text)
+        for j, value in enumerate(node):
+            _literals(value, f"{path}[{j}]", out, text)
     elif isinstance(node, (str, int, float)) and not isinstance(node, bool):
         out.append((path, node, text))
 
@@ -909,9 +959,9 @@ def slot_pool_collisions(sol: Solution) -> list[str]:
 
     pools: dict[str, list[str]] = {}
     for name, slot in sol.slots.items():
-        for v in pool_for(sol, slot.type):
-            if isinstance(v, str) and len(v) >= 3:
-                pools.setdefault(v, []).append(f"{slot.type} (slot {name})")
+        for value in pool_for(sol, slot.type):
+            if isinstance(value, str) and len(value) >= 3:
+                pools.setdefault(value, []).append(f"{slot.type} (slot {name})")
     if not pools:
         return []
     leaves: list[tuple[str, Any, bool]] = []
@@ -923,12 +973,12 @@ def slot_pool_collisions(sol: Solution) -> list[str]:
             continue
         bare = _SLOT_REF.sub(" ", leaf)
         hits = [v for v in pools if (re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", bare) if is_text else bare == v)]
-        for v in hits:
-            if (path.split("[")[0], v) in seen:
+        for value in hits:
+            if (path.split("[")[0], value) in seen:
                 continue
-            seen.add((path.split("[")[0], v))
+            seen.add((path.split("[")[0], value))
             out.append(
-                f"{path}: the literal {v!r} is also in the value pool of {', '.join(sorted(set(pools[v])))}; a varied copy that draws it "
+                f"{path}: the literal {value!r} is also in the value pool of {', '.join(sorted(set(pools[value])))}; a varied copy that draws it "
                 f"makes two entities one (write it as a slot, or use a value outside data_gen/slot_values)"
             )
     return out
@@ -949,21 +999,25 @@ def variant_warnings(sol: Solution, kernel: Kernel | None = None) -> list[str]:
         return []
     try:
         verify_solution(sol, kernel, slot_values=values, trace="violations", paraphrases=False, check_tags=False)
-    except Divergence as d:
+    except Divergence as divergence:
         drawn = ", ".join(f"${{{k}}}={v!r}" for k, v in changed.items())
         kind = "a copy with other slot values does not verify"
-        if d.turn is not None and d.step in ("state", "scratchpad") and _asserts_literal_number(sol, d.turn, d.step):
+        if (
+            divergence.turn is not None
+            and divergence.step in ("state", "scratchpad")
+            and _asserts_literal_number(sol, divergence.turn, divergence.step)
+        ):
             kind = "an asserted number looks derived from a slot (it stays a literal while the slot changes)"
         return [
-            f"{kind}: with {drawn}: {d.describe()}; generate drops such copies (give the value its own slot, or tie linked "
+            f"{kind}: with {drawn}: {divergence.describe()}; generate drops such copies (give the value its own slot, or tie linked "
             "entities through initial_state)"
         ]
     return []
 
 
 def _asserts_literal_number(sol: Solution, turn: int, step: str) -> bool:
-    t = sol.turns[turn]
-    vals = [a.equals for a in t.state] if step == "state" else list(t.scratchpad.values())
+    annotated_turn = sol.turns[turn]
+    vals = [a.equals for a in annotated_turn.state] if step == "state" else list(annotated_turn.scratchpad.values())
     return any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
 
 
