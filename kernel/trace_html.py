@@ -112,10 +112,12 @@ def _heading(primitive: str) -> str:
     return f"{number}. {primitive_title(primitive)}"
 
 
-def _decision(d: ShownDecision, about: str | None = None) -> str:
+def _decision(decision: ShownDecision, about: str | None = None) -> str:
     """A decision's value, named by its label ("function = ls"); its key when that says more than the task."""
-    value = f"{_e(d.label)} = <code>{_e(d.value)}</code>" if d.label else f"<code>{_e(d.value)}</code>"
-    return value if d.key == about else f"<span class='muted'>{_e(d.key)}:</span> {value}"
+    value = f"<code>{_e(decision.value)}</code>"
+    if decision.label:
+        value = f"{_e(decision.label)} = {value}"
+    return value if decision.key == about else f"<span class='muted'>{_e(decision.key)}:</span> {value}"
 
 
 def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | None = None) -> str:
@@ -157,11 +159,11 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
     ]
     # every other primitive's decisions, from the generic map: those about a task shown below in its box, the rest here
     decided = [d for d in shown_decisions(t.decisions) if d.primitive not in DETAILED_VIEWS]
-    for d in decided:
-        if not any(d.about(tid) for tid in shown):
+    for decision in decided:
+        if not any(decision.about(tid) for tid in shown):
             out.append(
-                f"<div class='box'><span class='sp'>{_heading(d.primitive)}:</span> {_decision(d, 'turn')}"
-                f"{_mark(rejected, d.primitive)}</div>"
+                f"<div class='box'><span class='sp'>{_heading(decision.primitive)}:</span> {_decision(decision, 'turn')}"
+                f"{_mark(rejected, decision.primitive)}</div>"
             )
     for tid in shown:
         o = t.outcomes.get(tid)
@@ -181,9 +183,9 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
                     )
                 out.append(f"<li>Check({_e(p.key)}, S) = <b>{_e(p.outcome)}</b>{extra}</li>")
             out.append("</ul></div>")
-        for d in decided:
-            if d.about(tid):
-                out.append(f"<div><b>{_heading(d.primitive)}:</b> {_decision(d, tid)}</div>")
+        for decision in decided:
+            if decision.about(tid):
+                out.append(f"<div><b>{_heading(decision.primitive)}:</b> {_decision(decision, tid)}</div>")
         b = t.bindings.get(tid, {})
         if b:
             out.append("<table><tr><th>parameter</th><th>source</th><th>value</th><th>consulted</th></tr>")

@@ -152,9 +152,9 @@ def test_the_static_bound_counts_max_fanout():
 
 # ------------------------------------------------------------ decompose's contract
 def _decompose_violations(edit) -> list[str]:
-    from forethought.kernel.specs import _golden
+    from forethought.kernel.specs import spec_golden
 
-    case = json.loads(json.dumps(_golden()["decompose"][2]))
+    case = json.loads(json.dumps(spec_golden()["decompose"][2]))
     edit(case["target"]["tasks"])
     inp = DECOMPOSE.input_type.model_validate(case["input"])
     return [v["message"] for v in DECOMPOSE.check_output(inp, case["target"]).to_dict()["violations"]]

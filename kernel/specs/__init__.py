@@ -29,7 +29,7 @@ from forethought.config import use_primitive_registry
 
 from . import check_prerequisites, decompose, get_order, match_fill, match_func
 from .adapter import NOT_SHOWN, Label, Placeholder
-from .base import _SPEC_HASHES, Annotation, Derivation, GenerationRules, PrimitiveSpec, _golden
+from .base import Annotation, Derivation, GenerationRules, PrimitiveSpec, forget_spec_hashes, spec_golden
 
 # Re-exported where the code has always imported them from (forethought.kernel.specs).
 from .check_prerequisites import CHECK_PREREQUISITES, CheckPrereqInput, CheckPrereqOutput, establishes
@@ -111,6 +111,7 @@ __all__ = [
     "registered",
     "render_tools",
     "set_tool_rendering",
+    "spec_golden",
     "shown_decisions",
     "spec_hashes",
     "task_ids_problem",
@@ -170,9 +171,9 @@ def _spec_problems(spec: PrimitiveSpec) -> list[str]:
     elif spec.name in SPECS and SPECS[spec.name] is not spec:
         problems.append(f"a primitive named {spec.name!r} is already registered")
     for attr in ("input_type", "output_type"):
-        t = getattr(spec, attr)
-        if not (isinstance(t, type) and issubclass(t, BaseModel)):
-            problems.append(f"{attr} must be a pydantic model class, got {t!r}")
+        model = getattr(spec, attr)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            problems.append(f"{attr} must be a pydantic model class, got {model!r}")
     if not isinstance(spec.instructions, str) or not spec.instructions.strip():
         problems.append("instructions must be the system prompt's prose (a non-empty string)")
     for attr in ("canonical_fn", "decoding_schema", "oracle"):
@@ -200,7 +201,7 @@ def _spec_problems(spec: PrimitiveSpec) -> list[str]:
         )
     if spec.derived_from is not None and spec.derived_from.source not in SPECS:
         problems.append(f"derived_from names {spec.derived_from.source!r}, which is not a registered primitive")
-    if not problems and not (_golden().get(spec.name) or spec.golden_cases):
+    if not problems and not (spec_golden().get(spec.name) or spec.golden_cases):
         problems.append(
             "no golden cases: list some in kernel/spec_golden.json or PrimitiveSpec.golden_cases (the spec hash covers their rendering)"
         )
@@ -223,14 +224,9 @@ def register_spec(spec: PrimitiveSpec) -> PrimitiveSpec:
     problems = _spec_problems(spec)
     if problems:
         raise ValueError(f"cannot register primitive {getattr(spec, 'name', spec)!r}: " + "; ".join(problems))
-    _forget_hashes(spec.name)
+    forget_spec_hashes(spec.name)
     SPECS[spec.name] = spec
     return spec
-
-
-def _forget_hashes(name: str) -> None:
-    for style in TOOL_RENDERINGS:
-        _SPEC_HASHES.pop(f"{name}:{style}", None)
 
 
 def unregister_spec(name: str) -> None:
@@ -240,7 +236,7 @@ def unregister_spec(name: str) -> None:
     if users:
         raise ValueError(f"cannot unregister {name!r}: {users} derive their decision points from it")
     del SPECS[name]
-    _forget_hashes(name)
+    forget_spec_hashes(name)
 
 
 @contextlib.contextmanager
@@ -288,9 +284,9 @@ def name_validator(*extra: str) -> Callable[[str], str]:
     """A validator accepting a registered primitive's name (or one of ``extra``), checked against the registry
     when the config is validated, with a Literal's error (so a misspelt name lists the choices)."""
 
-    def check(v: str) -> str:
-        if v in SPECS or v in extra:
-            return v
+    def check(name: str) -> str:
+        if name in SPECS or name in extra:
+            return name
         raise PydanticCustomError(
             "literal_error", "Input should be {expected}", {"expected": _one_of([*SPECS, *extra])}
         )

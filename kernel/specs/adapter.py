@@ -126,10 +126,10 @@ def _nested_models(annotation: Any) -> list[type[BaseModel]]:
 def field_descriptions(model: type[BaseModel], seen: frozenset[type] = frozenset()) -> list[str]:
     """The descriptions of the model's fields and of its nested models' fields, depth first, in declaration order."""
     out: list[str] = []
-    for f in model.model_fields.values():
-        if f.description:
-            out.append(f.description.strip())
-        for nested in _nested_models(f.annotation):
+    for info in model.model_fields.values():
+        if info.description:
+            out.append(info.description.strip())
+        for nested in _nested_models(info.annotation):
             if nested not in seen:
                 out += field_descriptions(nested, seen | {model, nested})
     return out
@@ -168,18 +168,18 @@ def _written(value: Any, annotation: Any) -> tuple[str, bool]:
         return value.text, False
     if isinstance(value, str):
         return value, False
-    return shared._dumps(value), False
+    return shared.inline_json(value), False
 
 
 def user_message(inp: BaseModel, shown_as: Mapping[str, Callable[[Any], Any]]) -> str:
     """One ``Label: value`` line per input field; ``shown_as[field](inp)`` replaces a field's value (or is
     :data:`NOT_SHOWN`, leaving its line out)."""
     lines = []
-    for name, f in type(inp).model_fields.items():
+    for name, info in type(inp).model_fields.items():
         value = shown_as[name](inp) if name in shown_as else getattr(inp, name)
         if value is NOT_SHOWN:
             continue
-        label = field_label(name, f)
-        text, block = _written(value, f.annotation)
+        label = field_label(name, info)
+        text, block = _written(value, info.annotation)
         lines.append(f"{label}:\n{text}" if block else f"{label}: {text}")
     return "\n".join(lines)

@@ -21,15 +21,22 @@ from forethought.primitives.primitive import Message, default_parse
 from ..grounding import canonical
 from . import adapter, shared
 from .decisions import DecisionContract, decision_text, default_decision_key
-from .shared import MAX_TASKS, _whole_numbers
+from .shared import MAX_TASKS, whole_numbers
 
 # ------------------------------------------------------------------------ specs
 _SPEC_HASHES: dict[str, str] = {}
 
 
 @functools.cache
-def _golden() -> dict[str, list[dict[str, Any]]]:
+def spec_golden() -> dict[str, list[dict[str, Any]]]:
+    """kernel/spec_golden.json: primitive -> its golden inputs and targets."""
     return json.loads((Path(__file__).parent.parent / "spec_golden.json").read_text(encoding="utf-8"))
+
+
+def forget_spec_hashes(name: str) -> None:
+    """Drop a primitive's cached spec hashes (it was registered anew, or unregistered)."""
+    for style in shared.TOOL_RENDERINGS:
+        _SPEC_HASHES.pop(f"{name}:{style}", None)
 
 
 @dataclass(frozen=True)
@@ -42,8 +49,8 @@ class Annotation:
     @classmethod
     def of(cls, turn: Any) -> Annotation:
         tasks = {t.id: t for t in turn.tasks or []}
-        for t in turn.tasks or []:  # a fan-out task's instances are answered as tasks of their own ("t2[0]", ...)
-            tasks.update({i.id: i for i in t.instance_tasks()})
+        for task in turn.tasks or []:  # a fan-out task's instances are answered as tasks of their own ("t2[0]", ...)
+            tasks.update({i.id: i for i in task.instance_tasks()})
         return cls(turn, tasks)
 
 
@@ -118,7 +125,7 @@ class PrimitiveSpec:
         """The system prompt under the active tool rendering: whole, or (``compact``) its first sentence and its
         answer-format sentence only. A model fine-tuned on the primitive learns the rest from its examples; a
         small model trained here pays for every prompt token in every step (docs/training.md)."""
-        if shared.active_tool_rendering() not in shared._COMPACT:
+        if shared.active_tool_rendering() not in shared.COMPACT_RENDERINGS:
             return self.system
         sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", " ".join(self.system.split()))
         answer = [x for x in sentences if x.startswith("Answer with JSON")]
@@ -153,7 +160,7 @@ class PrimitiveSpec:
         """The completion a model is trained to produce: compact JSON of the output, a whole number written as one
         (``20``, not ``20.0``: the grounded number, in the one form the decoding grammar offers)."""
         data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
-        dumped = _whole_numbers(self.output_type.model_validate(data).model_dump(mode="json"))
+        dumped = whole_numbers(self.output_type.model_validate(data).model_dump(mode="json"))
         return json.dumps(dumped, ensure_ascii=False, separators=(", ", ": "))
 
     def canonical(self, output: BaseModel | dict[str, Any]) -> str:
@@ -183,7 +190,7 @@ class PrimitiveSpec:
 
     def golden(self) -> list[tuple[BaseModel, BaseModel]]:
         """Fixed inputs and targets (kernel/spec_golden.json, else ``golden_cases``) whose rendering the spec hash covers."""
-        cases = _golden().get(self.name) or list(self.golden_cases)
+        cases = spec_golden().get(self.name) or list(self.golden_cases)
         if not cases:
             raise ValueError(
                 f"primitive {self.name!r} has no golden cases (kernel/spec_golden.json or PrimitiveSpec.golden_cases)"
@@ -224,17 +231,17 @@ class PrimitiveSpec:
 
     def compute_spec_hash(self) -> str:
         """Changes whenever the prompt, schemas, rendering, contract or canonical form change."""
-        h = hashlib.sha256()
-        h.update(self.golden_rendering().encode())
-        h.update(json.dumps(self.input_type.model_json_schema(), sort_keys=True).encode())
-        h.update(json.dumps(self.output_type.model_json_schema(), sort_keys=True).encode())
+        digest = hashlib.sha256()
+        digest.update(self.golden_rendering().encode())
+        digest.update(json.dumps(self.input_type.model_json_schema(), sort_keys=True).encode())
+        digest.update(json.dumps(self.output_type.model_json_schema(), sort_keys=True).encode())
         # The contract's checks judge answers the golden targets may not exercise: their source too.
         for fn in [self.canonical_fn, *[c.fn for c in self.checks]]:
             try:
-                h.update(inspect.getsource(fn).encode())
+                digest.update(inspect.getsource(fn).encode())
             except (OSError, TypeError):
-                h.update(getattr(fn, "__qualname__", repr(fn)).encode())
-        return h.hexdigest()[:16]
+                digest.update(getattr(fn, "__qualname__", repr(fn)).encode())
+        return digest.hexdigest()[:16]
 
     def decision_key(self, inp: BaseModel) -> str:
         """Where TurnResult.decisions keeps this primitive's answer to ``inp`` (kernel/specs/decisions.py)."""

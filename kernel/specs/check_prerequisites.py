@@ -18,18 +18,29 @@ from ..registry.model import entity_key, fact_of
 from ..scratchpad import bindable
 from .adapter import NOT_SHOWN, Label
 from .base import Annotation, PrimitiveSpec
+
+# The contract checks below call these under their names of before the split: the spec hash covers
+# the checks' source, so the recorded hashes stay as they were.
 from .shared import (
     MAX_TASKS,
     ProposedTask,
     TaskRef,
     ToolBrief,
-    _dumps,
-    _enums,
-    _grounded_params,
-    _in_tool_order,
-    _tool_map,
-    _unknown_params,
     active_tool_rendering,
+    in_tool_order,
+    inline_json,
+)
+from .shared import (
+    grounded_params as _grounded_params,
+)
+from .shared import (
+    tool_enums as _enums,
+)
+from .shared import (
+    tool_map as _tool_map,
+)
+from .shared import (
+    unknown_params as _unknown_params,
 )
 
 
@@ -52,7 +63,7 @@ class CheckPrereqOutput(BaseModel):
 
 def _prerequisite_line(x: CheckPrereqInput) -> str:
     """The key, its outcome, S's value when not met and the requirement, in one line (the "Prerequisite" line)."""
-    cur = f" (current value: {_dumps(x.current)})" if x.outcome == "not_met" else ""
+    cur = f" (current value: {inline_json(x.current)})" if x.outcome == "not_met" else ""
     return f"{x.key} is {x.outcome}{cur}; required: {x.requirement or 'present'}"
 
 
@@ -219,7 +230,7 @@ def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
         return {
             "task": {
                 "tool_name": task.tool_name,
-                "parameters": _in_tool_order(_tool_map(inp.tools).get(task.tool_name), task.parameters),
+                "parameters": in_tool_order(_tool_map(inp.tools).get(task.tool_name), task.parameters),
             }
         }
     return {"task": None}

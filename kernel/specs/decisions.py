@@ -15,7 +15,7 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -24,10 +24,8 @@ from forethought.primitives.contract import ContractResult
 
 from .adapter import declared_label
 
-if TYPE_CHECKING:
-    from .base import PrimitiveSpec
-
-Recorder = Callable[["PrimitiveSpec", BaseModel, BaseModel], None]
+# (spec, input, output): the spec is a PrimitiveSpec (not imported: kernel/specs/base.py imports this module)
+Recorder = Callable[[Any, BaseModel, BaseModel], None]
 
 # The running turn's recorder. A context variable, not a global: turns run in worker threads at once (the bench), and
 # each thread's turn records only its own decisions. (A Parallel node's branches run in pool threads that do not
@@ -48,7 +46,7 @@ def recording_decisions(recorder: Recorder) -> Iterator[None]:
 class DecisionContract(Contract):
     """A spec's contract that also reports every output it accepts to the running turn's recorder."""
 
-    def __init__(self, spec: PrimitiveSpec, contract: Contract):
+    def __init__(self, spec: Any, contract: Contract):
         super().__init__()
         self.checks = list(contract.checks)
         self.spec = spec

@@ -18,17 +18,28 @@ from ..grounding import Haystack, normalize
 from ..scratchpad import bindable
 from .adapter import Label
 from .base import Annotation, GenerationRules, PrimitiveSpec
+
+# The contract checks below call these under their names of before the split: the spec hash covers
+# the checks' source, so the recorded hashes stay as they were.
 from .shared import (
     MAX_TASKS,
     ConditionOp,
     ToolBrief,
     UnitTask,
-    _enums,
-    _grounded_params,
-    _hallucinated,
-    _in_tool_order,
-    _tool_map,
-    _unknown_params,
+    hallucinated,
+    in_tool_order,
+)
+from .shared import (
+    grounded_params as _grounded_params,
+)
+from .shared import (
+    tool_enums as _enums,
+)
+from .shared import (
+    tool_map as _tool_map,
+)
+from .shared import (
+    unknown_params as _unknown_params,
 )
 
 
@@ -203,7 +214,7 @@ def _dec_oracle(inp: DecomposeInput, ann: Annotation) -> dict[str, Any]:
                 "text": t.text,
                 "tool_name": t.tool,
                 "depends_on": list(t.depends_on),
-                "parameters": _in_tool_order(tm.get(t.tool or ""), t.parameters),
+                "parameters": in_tool_order(tm.get(t.tool or ""), t.parameters),
                 "when": t.when.model_dump(mode="json") if t.when is not None else None,
                 "for_each": t.for_each.model_dump(mode="json") if t.for_each is not None else None,
             }
@@ -224,7 +235,7 @@ def _dec_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> s
         t = rng.choice(tasks)
         if t.get("parameters"):
             k = rng.choice(sorted(t["parameters"]))
-            t["parameters"][k] = _hallucinated(rng)
+            t["parameters"][k] = hallucinated(rng)
         else:
             kind = "drop_task"
             tasks.remove(t)

@@ -16,7 +16,10 @@ from forethought.primitives import Check
 from ..decoding import with_format
 from .adapter import Label
 from .base import Annotation, GenerationRules, PrimitiveSpec
-from .shared import MAX_TASKS, TaskRef
+from .shared import (
+    MAX_TASKS,
+    TaskRef,
+)
 
 
 class GetOrderInput(BaseModel):

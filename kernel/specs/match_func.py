@@ -12,7 +12,18 @@ from forethought.primitives import Check
 from ..decoding import with_format
 from .adapter import Label
 from .base import Annotation, GenerationRules, PrimitiveSpec
-from .shared import MAX_TASKS, TaskRef, ToolBrief, _tool_enum, _tool_map
+
+# The contract checks below call these under their names of before the split: the spec hash covers
+# the checks' source, so the recorded hashes stay as they were.
+from .shared import (
+    MAX_TASKS,
+    TaskRef,
+    ToolBrief,
+    tool_enum,
+)
+from .shared import (
+    tool_map as _tool_map,
+)
 
 
 class MatchFuncInput(BaseModel):
@@ -47,7 +58,7 @@ def _match_schema(inp: MatchFuncInput, max_tasks: int = MAX_TASKS) -> dict[str, 
     return with_format(
         {
             "type": "object",
-            "properties": {"tool_name": _tool_enum(inp.tools, True)},
+            "properties": {"tool_name": tool_enum(inp.tools, True)},
             "required": ["tool_name"],
             "additionalProperties": False,
         }

@@ -94,14 +94,14 @@ class ProposedTask(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
-def _whole_numbers(value: Any) -> Any:
+def whole_numbers(value: Any) -> Any:
     """Integral floats as ints, everything else (key order included) as it is."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
+        return {k: whole_numbers(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
+        return [whole_numbers(v) for v in value]
     return value
 
 
@@ -111,8 +111,9 @@ def _short(text: str, n: int = 80) -> str:
     return first if len(first) <= n else first[: n - 1] + "…"
 
 
-def _dumps(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, separators=(", ", ": "), default=str)
+def inline_json(value: Any) -> str:
+    """A value as a prompt line writes it: JSON on one line, ``, `` and ``: `` between items."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
 # How a prompt shows a tool list (docs/primitives.md, "Tool rendering"). ``full``: every parameter with its type and
@@ -126,7 +127,7 @@ def _dumps(v: Any) -> str:
 # must learn to ignore (about a third of the prompt tokens on the generated data; docs/training.md).
 # One rendering per process (not per context: the engine and the openai backend render in worker threads).
 TOOL_RENDERINGS = ("full", "compact", "focused")
-_COMPACT = ("compact", "focused")
+COMPACT_RENDERINGS = ("compact", "focused")
 _TOOL_RENDERING = ["full"]
 
 
@@ -160,41 +161,41 @@ def _clause(text: str, n: int) -> str:
 
 
 def render_tools(tools: Sequence[ToolBrief]) -> str:
-    compact = _TOOL_RENDERING[0] in _COMPACT
+    compact = _TOOL_RENDERING[0] in COMPACT_RENDERINGS
     lines = []
-    for t in tools:
+    for tool in tools:
         if compact:
             ps = ", ".join(
-                f"{p}{'' if p in t.required else '?'}{'' if ty == 'string' else ': ' + ty}"
-                for p, ty in t.params.items()
+                f"{p}{'' if p in tool.required else '?'}{'' if ty == 'string' else ': ' + ty}"
+                for p, ty in tool.params.items()
             )
-            lines.append(f"- {t.name}({ps}): {_clause(t.description, 48)}")
+            lines.append(f"- {tool.name}({ps}): {_clause(tool.description, 48)}")
         else:
-            ps = ", ".join(f"{p}{'' if p in t.required else '?'}: {ty}" for p, ty in t.params.items())
-            lines.append(f"- {t.name}({ps}): {_short(t.description)}")
+            ps = ", ".join(f"{p}{'' if p in tool.required else '?'}: {ty}" for p, ty in tool.params.items())
+            lines.append(f"- {tool.name}({ps}): {_short(tool.description)}")
     return "\n".join(lines) or "(none)"
 
 
 _LAST_MAP: list[Any] = [None, None]
 
 
-def _tool_map(tools: Sequence[ToolBrief]) -> dict[str, ToolBrief]:
+def tool_map(tools: Sequence[ToolBrief]) -> dict[str, ToolBrief]:
     # Contract checks ask for the same registry list many times in a row (it is shared per turn).
     if _LAST_MAP[0] is not tools:
         _LAST_MAP[0], _LAST_MAP[1] = tools, {t.name: t for t in tools}
     return _LAST_MAP[1]
 
 
-def _tool_enum(tools: Sequence[ToolBrief], nullable: bool) -> dict[str, Any]:
+def tool_enum(tools: Sequence[ToolBrief], nullable: bool) -> dict[str, Any]:
     names: list[Any] = [t.name for t in tools]
     return {"enum": names + ([None] if nullable else [])}
 
 
-def _hallucinated(rng: random.Random) -> str:
+def hallucinated(rng: random.Random) -> str:
     return "hallucinated-" + str(rng.randint(100, 999))
 
 
-def _grounded_params(
+def grounded_params(
     tool: ToolBrief | None, params: dict[str, Any], hay: Haystack, enums: dict[str, list[str]]
 ) -> str | None:
     bad = [f"{k}={v!r}" for k, v in params.items() if not hay.contains(v, enums.get(k))]
@@ -206,26 +207,26 @@ def _grounded_params(
 _ENUMS: dict[int, tuple[ToolBrief, dict[str, list[str]]]] = {}
 
 
-def _enums(tool: ToolBrief | None) -> dict[str, list[str]]:
+def tool_enums(tool: ToolBrief | None) -> dict[str, list[str]]:
     if tool is None:
         return {}
     hit = _ENUMS.get(id(tool))
     if hit is not None and hit[0] is tool:
         return hit[1]
     out = {}
-    for p, ty in tool.params.items():
-        if ty.startswith("enum[") and ty.endswith("]"):
-            out[p] = ty[5:-1].split("|")
+    for param, kind in tool.params.items():
+        if kind.startswith("enum[") and kind.endswith("]"):
+            out[param] = kind[5:-1].split("|")
     if len(_ENUMS) < 20000:
         _ENUMS[id(tool)] = (tool, out)
     return out
 
 
-def _unknown_params(tool: ToolBrief, params: dict[str, Any]) -> list[str]:
+def unknown_params(tool: ToolBrief, params: dict[str, Any]) -> list[str]:
     return [k for k in params if k not in tool.params]
 
 
-def _in_tool_order(tool: ToolBrief | None, params: Mapping[str, Any]) -> dict[str, Any]:
+def in_tool_order(tool: ToolBrief | None, params: Mapping[str, Any]) -> dict[str, Any]:
     """Parameters in the tool's declared order (any it does not declare last): the one order the decoding grammar
     writes them in, so the target a model learns is always one it may decode."""
     rank = {p: i for i, p in enumerate(tool.params)} if tool is not None else {}
@@ -237,15 +238,15 @@ def _short_type(schema: dict[str, Any]) -> str:
         return f"enum[{schema['const']}]"
     if "enum" in schema:
         return "enum[" + "|".join(str(v) for v in schema["enum"]) + "]"
-    t = schema.get("type")
-    if isinstance(t, list):
-        t = "|".join(x for x in t if x != "null")
-    if t == "array":
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = "|".join(x for x in kind if x != "null")
+    if kind == "array":
         item = schema.get("items", {})
         return f"list[{_short_type(item) if item else 'any'}]"
-    if t is None and "anyOf" in schema:
+    if kind is None and "anyOf" in schema:
         return "|".join(_short_type(s) for s in schema["anyOf"] if s.get("type") != "null")
-    return t or "any"
+    return kind or "any"
 
 
 _BRIEFS: dict[int, tuple[Any, ToolBrief]] = {}
