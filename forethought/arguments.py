@@ -24,13 +24,13 @@ class Args:
 
 def split_args(args: list[str]) -> Args:
     out = Args()
-    for a in args:
-        if a.startswith("-"):
-            out.flags.add(a)
-        elif "=" in a:
-            out.overrides.append(a)
+    for arg in args:
+        if arg.startswith("-"):
+            out.flags.add(arg)
+        elif "=" in arg:
+            out.overrides.append(arg)
         else:
-            out.positional.append(a)
+            out.positional.append(arg)
     return out
 
 

@@ -73,8 +73,8 @@ def json_path(path: list[str | int], *, head: int = 8, tail: int = 2) -> str:
 
     def text(parts: list[str | int], first: bool) -> str:
         out = ""
-        for i, p in enumerate(parts):
-            out += f"[{p}]" if isinstance(p, int) else (p if first and i == 0 else f".{p}")
+        for i, part in enumerate(parts):
+            out += f"[{part}]" if isinstance(part, int) else (part if first and i == 0 else f".{part}")
         return out
 
     if len(path) <= head + tail:
@@ -87,23 +87,23 @@ def check_depth(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> Any:
     did not come through :func:`loads_json`); iterative, so no recursion limit. The error names the JSON path."""
     stack: list[tuple[Any, int, list[str | int], list[str | None]]] = [(obj, 1, [], [])]
     while stack:
-        cur, d, path, names = stack.pop()
+        cur, depth, path, names = stack.pop()
         if isinstance(cur, float) and not math.isfinite(cur):
             raise JSONProblem(f"{cur} is not a finite number (JSON has no NaN or infinity)", where, path, names)
         if isinstance(cur, (dict, list)):
-            if d > max_depth:
+            if depth > max_depth:
                 raise JSONProblem(f"nested deeper than {max_depth} levels", where, path, names)
             name = cur.get("name") if isinstance(cur, dict) and isinstance(cur.get("name"), str) else None
             items = cur.items() if isinstance(cur, dict) else enumerate(cur)
-            stack.extend((v, d + 1, [*path, k], [*names, name]) for k, v in items)
+            stack.extend((v, depth + 1, [*path, k], [*names, name]) for k, v in items)
     return obj
 
 
 def read_bounded(path: Path, where: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     """At most ``max_bytes`` of a file, refused (located) when it holds more: a FIFO or /dev/zero is read no further
     than a regular file would be. OSError passes through."""
-    with open(path, "rb") as f:
-        data = f.read(max_bytes + 1)
+    with open(path, "rb") as handle:
+        data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise UserError(f"larger than {max_bytes >> 20} MiB", where)
     return data
@@ -126,10 +126,10 @@ class _Refused(ValueError):
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _Refused(k)
-        out[k] = v
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(key)
+        out[key] = value
     return out
 
 
@@ -162,8 +162,8 @@ def _locate(text: str, where: str, max_depth: int) -> JSONProblem | None:
         return JSONProblem(detail, where, [f["at"] for f in along], [f["name"] for f in along], line, column)
 
     last_key: str | None = None
-    for m in _TOKEN.finditer(text):
-        tok = m.group(0)
+    for match in _TOKEN.finditer(text):
+        tok = match.group(0)
         top = frames[-1] if frames else None
         if tok in "{[":
             frames.append({"kind": tok, "at": None, "keys": set(), "name": None})
@@ -171,7 +171,7 @@ def _locate(text: str, where: str, max_depth: int) -> JSONProblem | None:
                 top["at"] = 0
             if len(frames) > max_depth:
                 frames.pop()
-                return problem(f"nested deeper than {max_depth} levels", m.start())
+                return problem(f"nested deeper than {max_depth} levels", match.start())
             expect_key = tok == "{"
         elif tok in "}]":
             frames.pop()
@@ -185,16 +185,16 @@ def _locate(text: str, where: str, max_depth: int) -> JSONProblem | None:
         elif expect_key and tok.startswith('"') and top is not None:
             key = json.loads(tok)
             if key in top["keys"]:
-                return problem(f"duplicate key {key!r} (the first value would be silently replaced)", m.start())
+                return problem(f"duplicate key {key!r} (the first value would be silently replaced)", match.start())
             top["keys"].add(key)
             top["at"], last_key = key, key
         else:
             if top is not None and top["kind"] == "[" and top["at"] is None:
                 top["at"] = 0
             if tok in ("NaN", "Infinity", "-Infinity"):
-                return problem(f"{tok} is not a JSON number", m.start())
+                return problem(f"{tok} is not a JSON number", match.start())
             if tok[0] in "-0123456789" and not math.isfinite(float(tok)):
-                return problem(f"{tok} is not a finite number (it overflows to infinity)", m.start())
+                return problem(f"{tok} is not a finite number (it overflows to infinity)", match.start())
             if (
                 top is not None
                 and top["kind"] == "{"

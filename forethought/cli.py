@@ -143,8 +143,8 @@ def command_help(command: str, subcommand: str | None = None) -> str:
     ]
     if defaults:
         lines.append("config groups (group=option):")
-        for d in defaults:
-            for group, chosen in d.items():
+        for entry in defaults:
+            for group, chosen in entry.items():
                 group = str(group).removeprefix("override ")
                 options = group_options(group)
                 lines.append(f"  {group}={chosen}" + (f"  (options: {', '.join(options)})" if options else ""))
@@ -227,8 +227,8 @@ def config_flags(args: list[str]) -> tuple[list[str], str | None, str | None]:
     found: dict[str, str] = {}
     i = 0
     while i < len(args):
-        a = args[i]
-        flag, eq, value = a.partition("=")
+        arg = args[i]
+        flag, eq, value = arg.partition("=")
         if flag in _CONFIG_FLAG_ALIASES:
             name = _CONFIG_FLAG_ALIASES[flag]
             if not eq:
@@ -242,7 +242,7 @@ def config_flags(args: list[str]) -> tuple[list[str], str | None, str | None]:
                 raise ValueError(f"{name} given twice")
             found[name] = value
         else:
-            rest.append(a)
+            rest.append(arg)
         i += 1
     return rest, found.get("--config-dir"), found.get("--config-name")
 

@@ -102,10 +102,10 @@ def user_configs(command: str, config_dir: str | Path | None, config_name: str |
     saved = dict(_user_config)
     errors = []
     if config_dir is not None:
-        d = Path(config_dir).expanduser().resolve()
-        if not d.is_dir():
+        folder = Path(config_dir).expanduser().resolve()
+        if not folder.is_dir():
             errors.append(f"--config-dir {config_dir}: no such folder")
-        config_dir = d
+        config_dir = folder
     if config_name is not None:
         config_name = str(config_name).removesuffix(".yaml")
         where = [Path(config_dir)] if config_dir is not None else []
@@ -144,8 +144,8 @@ def config_file(command: str, conf_dir: Path | None = None) -> Path:
 
 def config_source(command: str, conf_dir: Path | None = None) -> str:
     """How errors name ``command``'s config: ``conf/<command>.yaml``, or the user's file."""
-    f = config_file(command, conf_dir)
-    return f"conf/{command}.yaml" if f == (conf_dir or CONF_DIR) / f"{command}.yaml" else str(f)
+    path = config_file(command, conf_dir)
+    return f"conf/{command}.yaml" if path == (conf_dir or CONF_DIR) / f"{command}.yaml" else str(path)
 
 
 def hydra_config_flags(command: str) -> list[str]:
@@ -159,8 +159,8 @@ def config_groups(conf_dir: Path = CONF_DIR) -> set[str]:
     groups = set()
     for top in _search_dirs(conf_dir):
         for root, dirs, _ in os.walk(top):
-            for d in dirs:
-                groups.add(str(Path(root, d).relative_to(top)).replace(os.sep, "/"))
+            for subdir in dirs:
+                groups.add(str(Path(root, subdir).relative_to(top)).replace(os.sep, "/"))
     return groups
 
 
@@ -241,10 +241,10 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
     SPECS = list(_registered_primitives())
     errors = []
     for pattern, key in PRIMITIVE_TABLES.get(command, ()):
-        for f in sorted(conf_dir.glob(pattern)):
-            where = f"conf/{f.relative_to(conf_dir).as_posix()}"
+        for path in sorted(conf_dir.glob(pattern)):
+            where = f"conf/{path.relative_to(conf_dir).as_posix()}"
             try:
-                node = OmegaConf.select(OmegaConf.load(f), key, default=None)
+                node = OmegaConf.select(OmegaConf.load(path), key, default=None)
             except Exception as exc:  # a file Hydra cannot read either: reported by the composition
                 errors.append(f"{where}: cannot read it: {str(exc).splitlines()[0]}")
                 continue
@@ -289,17 +289,21 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
     # A group option that does not exist is reported with the available ones, and left out so
     # that the rest still composes and every other error is listed too (Hydra stops at it).
     bad: set[str] = set()
-    for o in parsed:
-        if o.key_or_group in groups and not (o.is_sweep_override() or o.is_delete()) and isinstance(o.value(), str):
-            options = group_options(o.key_or_group, conf_dir)
-            if o.value() not in options:
-                hint = difflib.get_close_matches(o.value(), options, n=1)
+    for override in parsed:
+        if (
+            override.key_or_group in groups
+            and not (override.is_sweep_override() or override.is_delete())
+            and isinstance(override.value(), str)
+        ):
+            options = group_options(override.key_or_group, conf_dir)
+            if override.value() not in options:
+                hint = difflib.get_close_matches(override.value(), options, n=1)
                 errors.append(
-                    f"{o.key_or_group}={o.value()}: no such option"
+                    f"{override.key_or_group}={override.value()}: no such option"
                     + (f" (did you mean {hint[0]!r}?)" if hint else "")
                     + f"; available: {', '.join(options)}"
                 )
-                bad.add(o.input_line)
+                bad.add(override.input_line)
     group_ovr = [
         o.input_line
         for o in parsed
@@ -311,18 +315,23 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
         raise ConfigError(source, [str(exc).splitlines()[0]]) from None
     known = _all_keys(base)
     kept: list[str] = []
-    for o in parsed:
-        if o.input_line in bad:
+    for override in parsed:
+        if override.input_line in bad:
             continue
-        if o.key_or_group in groups or o.key_or_group.startswith("hydra") or o.is_add() or o.is_force_add():
-            kept.append(o.input_line)
+        if (
+            override.key_or_group in groups
+            or override.key_or_group.startswith("hydra")
+            or override.is_add()
+            or override.is_force_add()
+        ):
+            kept.append(override.input_line)
             continue
-        key = o.key_or_group
+        key = override.key_or_group
         if OmegaConf.select(base, key, default=_MISSING) is _MISSING:
             hint = difflib.get_close_matches(key, known, n=1)
             errors.append(f"{key}: unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
         else:
-            kept.append(o.input_line)
+            kept.append(override.input_line)
     return errors, kept
 
 
@@ -412,10 +421,10 @@ _NO_VALUE = {"", "null", "~", "none", "''", '""'}
 def secrets_on_command_line(args: Sequence[str]) -> list[str]:
     """The secret fields that ``args`` (a command's arguments) set to a value, as written (``backend.api_key``)."""
     found = []
-    for a in args:
-        for m in _SECRET_ON_COMMAND_LINE.finditer(a):
-            if m.group("value").lower() not in _NO_VALUE:
-                found.append(m.group("field").lstrip("+~"))
+    for arg in args:
+        for match in _SECRET_ON_COMMAND_LINE.finditer(arg):
+            if match.group("value").lower() not in _NO_VALUE:
+                found.append(match.group("field").lstrip("+~"))
     return found
 
 
@@ -467,16 +476,16 @@ def validate(cfg: DictConfig | dict[str, Any], schema: type[T], source: str = "c
         if not isinstance(exc, ValidationError):  # not JSON-serialisable: a config cannot hold it
             raise ConfigError(source, [f"<root>: {exc}"]) from None
         errs = []
-        for e in exc.errors():
-            loc = ".".join(str(p) for p in _user_loc(e["loc"], data)) or "<root>"
-            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-            if e["type"] != "extra_forbidden" and "input" in e and not isinstance(e["input"], (dict, list)):
+        for error in exc.errors():
+            loc = ".".join(str(p) for p in _user_loc(error["loc"], data)) or "<root>"
+            msg = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            if error["type"] != "extra_forbidden" and "input" in error and not isinstance(error["input"], (dict, list)):
                 if loc.rsplit(".", 1)[-1] in _NEVER_ECHOED or "user:key@host" in msg:  # a URL with a key in it
                     msg += (
                         " (the value is not shown: a key pasted here by mistake must not reach the terminal or a log)"
                     )
                 else:
-                    msg += f" (got {e['input']!r})"
+                    msg += f" (got {error['input']!r})"
             errs.append(f"{loc}: {msg}")
         raise ConfigError(source, errs) from None
 
@@ -486,18 +495,18 @@ def _user_loc(loc: tuple[Any, ...], data: Any) -> list[Any]:
     discriminated union (``backend.hf.device`` is ``backend.device`` in the config)."""
     out: list[Any] = []
     cur = data
-    for i, p in enumerate(loc):
+    for i, part in enumerate(loc):
         if isinstance(cur, dict):
-            if p in cur:
-                out.append(p)
-                cur = cur[p]
+            if part in cur:
+                out.append(part)
+                cur = cur[part]
                 continue
             if i + 1 < len(loc) and loc[i + 1] in cur:
                 continue  # a union tag between two levels of the user's config
-        elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
-            out.append(p)
-            cur = cur[p]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            out.append(part)
+            cur = cur[part]
             continue
-        out.append(p)
+        out.append(part)
         cur = None
     return out

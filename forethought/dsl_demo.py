@@ -105,16 +105,16 @@ class ScriptedBackend:
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         self.requests.extend(requests)
         replies = []
-        for r in requests:
-            cities = ["Paris", "Rome"] if r.feedback else ["Paris", "Berlin", "Rome"]
+        for request in requests:
+            cities = ["Paris", "Rome"] if request.feedback else ["Paris", "Berlin", "Rome"]
             replies.append(SLMReply(json.dumps({"cities": cities}), {"backend": self.name, "model": "scripted"}))
         return replies
 
 
 # ----------------------------------------------------------------- display
 def _short(obj, width: int = 60) -> str:
-    s = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
-    return s if len(s) <= width else s[: width - 3] + "..."
+    text = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def trace_table(trace: Trace):
@@ -124,44 +124,44 @@ def trace_table(trace: Trace):
     table = Table(title=f"trace {trace.run_id}", show_lines=False)
     for col in ("#", "path", "primitive", "kind", "try", "action", "contract", "output"):
         table.add_column(col, overflow="fold")
-    for r in trace:
-        if r.ok:
+    for record in trace:
+        if record.ok:
             verdict = "[green]ok[/green]"
         else:
             verdict = (
                 "[red]"
                 + escape(
-                    "; ".join(f"{v['level']}:{v['constraint']} ({v['message']})" for v in r.contract["violations"])
+                    "; ".join(f"{v['level']}:{v['constraint']} ({v['message']})" for v in record.contract["violations"])
                 )
                 + "[/red]"
             )
-        colour = {"accept": "green", "retry": "yellow"}.get(r.action, "red")
+        colour = {"accept": "green", "retry": "yellow"}.get(record.action, "red")
         table.add_row(
-            str(r.seq),
-            escape(r.path),
-            escape(r.primitive),
-            r.kind,
-            str(r.attempt),
-            f"[{colour}]{r.action}[/{colour}]",
+            str(record.seq),
+            escape(record.path),
+            escape(record.primitive),
+            record.kind,
+            str(record.attempt),
+            f"[{colour}]{record.action}[/{colour}]",
             verdict,
-            escape(_short(r.output)),
+            escape(_short(record.output)),
         )
     return table
 
 
 def _parse_args(args: list[str]) -> Path | None:
     out = DEFAULT_OUT
-    for a in args:
-        if a in ("-h", "--help"):
+    for arg in args:
+        if arg in ("-h", "--help"):
             print("usage: forethought demo-dsl [out=PATH]\n\n" + (__doc__ or "").strip())
             return None
-        key, eq, value = a.partition("=")
+        key, eq, value = arg.partition("=")
         if eq and key == "out":
             if not value:
                 raise UserError("out= needs a path", where="demo-dsl")
             out = value
         else:
-            raise UserError(f"unknown argument {a!r} (usage: forethought demo-dsl [out=PATH])", where="demo-dsl")
+            raise UserError(f"unknown argument {arg!r} (usage: forethought demo-dsl [out=PATH])", where="demo-dsl")
     # The trace's path is checked before the program runs: a run that cannot be written is refused, not wasted.
     from forethought.errors import check_output_dir
 
@@ -190,9 +190,11 @@ def cli(args: list[str]) -> int:
     )
     console.print(f"[bold]input[/bold]   {escape(repr(REQUEST))}")
     console.print(trace_table(run.trace))
-    for r in backend.requests:
-        if r.feedback:
-            console.print(f"[bold]feedback seen by the model on retry[/bold]: {escape(r.messages[-1]['content'])}")
+    for request in backend.requests:
+        if request.feedback:
+            console.print(
+                f"[bold]feedback seen by the model on retry[/bold]: {escape(request.messages[-1]['content'])}"
+            )
     run.trace.write_jsonl(out)
     if not run.ok:
         console.print(f"[red]halted[/red]: {escape(str(run.error))}")

@@ -34,14 +34,14 @@ def ensure_output_dir(path: str | os.PathLike, field: str) -> None:
     import tempfile
     from pathlib import Path
 
-    p = Path(path)
-    check_output_dir(p, field)  # names the file that stands where a folder belongs, creating nothing
+    folder = Path(path)
+    check_output_dir(folder, field)  # names the file that stands where a folder belongs, creating nothing
     try:
-        p.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=p):
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise UserError(f"cannot write to {p}: {exc.strerror or exc}", field) from None
+        raise UserError(f"cannot write to {folder}: {exc.strerror or exc}", field) from None
 
 
 def check_output_dir(path: str | os.PathLike, field: str) -> None:
@@ -50,13 +50,13 @@ def check_output_dir(path: str | os.PathLike, field: str) -> None:
     refusal changes nothing on disk (docs/guarantees.md)."""
     from pathlib import Path
 
-    p = Path(path).absolute()
-    for q in (p, *p.parents):
-        if q.exists():
-            if not q.is_dir():
-                raise UserError(f"{q} is a file, not a folder", field)
-            if not os.access(q, os.W_OK | os.X_OK):
-                raise UserError(f"cannot write to {q}: permission denied", field)
+    folder = Path(path).absolute()
+    for nearest in (folder, *folder.parents):
+        if nearest.exists():
+            if not nearest.is_dir():
+                raise UserError(f"{nearest} is a file, not a folder", field)
+            if not os.access(nearest, os.W_OK | os.X_OK):
+                raise UserError(f"cannot write to {nearest}: permission denied", field)
             return
 
 

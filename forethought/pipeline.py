@@ -57,15 +57,15 @@ class PipelineConfig(BaseModel):
 
 
 # ------------------------------------------------------------- fingerprints
-def _file_digest(f: Path, big: int = 64 * 1024 * 1024) -> str:
-    st = f.stat()
+def _file_digest(path: Path, big: int = 64 * 1024 * 1024) -> str:
+    st = path.stat()
     if st.st_size > big:  # large weights: size and mtime stand in for content
         return f"size:{st.st_size}:mtime:{st.st_mtime_ns}"
-    h = hashlib.sha256()
-    with open(f, "rb") as fh:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 # Not inputs of a later stage: logs written asynchronously (wandb), resume state, Hydra's run folders.
@@ -85,31 +85,31 @@ def input_manifest(inputs: list[Path], code: list[str], libs: tuple[str, ...] | 
     """path -> digest of every input file and every source file the stage runs (hidden folders, logs and checkpoints
     skipped), plus ``python-package:<name>`` -> version of every library the stage's results depend on."""
     out: dict[str, str] = {}
-    for p in inputs:
-        if not p.exists():
-            out[str(p)] = "<missing>"
-        elif p.is_file():
-            out[str(p)] = _file_digest(p)
+    for input_path in inputs:
+        if not input_path.exists():
+            out[str(input_path)] = "<missing>"
+        elif input_path.is_file():
+            out[str(input_path)] = _file_digest(input_path)
         else:
-            for f in sorted(p.rglob("*")):
-                parts = f.relative_to(p).parts
-                if f.is_file() and not any(part.startswith(".") or part in _NOT_INPUTS for part in parts):
-                    out[str(f)] = _file_digest(f)
+            for path in sorted(input_path.rglob("*")):
+                parts = path.relative_to(input_path).parts
+                if path.is_file() and not any(part.startswith(".") or part in _NOT_INPUTS for part in parts):
+                    out[str(path)] = _file_digest(path)
     for pkg in code:
         # Found through the installed package (a wheel or the source tree), named as in the source tree.
         src = shipped_path(pkg)
-        for f in sorted(src.rglob("*.py")) if src.is_dir() else [src]:
-            out[f"{pkg}/{f.relative_to(src).as_posix()}" if src.is_dir() else pkg] = _file_digest(f)
+        for path in sorted(src.rglob("*.py")) if src.is_dir() else [src]:
+            out[f"{pkg}/{path.relative_to(src).as_posix()}" if src.is_dir() else pkg] = _file_digest(path)
     for lib in libs:
         out[f"python-package:{lib}"] = _lib_version(lib)
     return out
 
 
 def fingerprint(config: Any, manifest: dict[str, str]) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps(config, sort_keys=True, default=str).encode())
-    h.update(json.dumps(manifest, sort_keys=True).encode())
-    return h.hexdigest()
+    digest = hashlib.sha256()
+    digest.update(json.dumps(config, sort_keys=True, default=str).encode())
+    digest.update(json.dumps(manifest, sort_keys=True).encode())
+    return digest.hexdigest()
 
 
 def why_changed(prev: dict[str, Any], config: Any, manifest: dict[str, str]) -> str:
@@ -150,32 +150,47 @@ class PipelineRun:
 
 # ------------------------------------------------------------ stage configs
 def _stage_overrides(cfg: PipelineConfig, run: Path) -> dict[str, list[str]]:
-    r = str(run)
+    run_dir = str(run)
     paths = {
         "verify": [],
-        "generate": [f"data.output_dir={r}/data"],
+        "generate": [f"data.output_dir={run_dir}/data"],
         # The pipeline owns its run folder: a stage that reruns (its inputs changed) replaces the old runs.
         # The base stage pretrains the base (built-here profiles) or records the checkpoint (gemma3_12b);
         # the train stage reuses it and trains the five adapters.
-        "base": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=base", "train.overwrite=true"],
-        "train": [f"dataset_dir={r}/data", f"output_dir={r}/train", "primitive=all", "train.overwrite=true"],
-        "validate": [f"train_dir={r}/train", f"dataset_dir={r}/data", f"output_dir={r}/validate"],
-        "package": [
-            f"train_dir={r}/train",
-            f"validate_dir={r}/validate",
-            f"dataset_dir={r}/data",
-            f"output_dir={r}/bundle",
+        "base": [
+            f"dataset_dir={run_dir}/data",
+            f"output_dir={run_dir}/train",
+            "primitive=base",
+            "train.overwrite=true",
         ],
-        "evaluate": [f"dataset_dir={r}/data", f"output_dir={r}/evaluate", "backend=hf", f"backend.bundle={r}/bundle"],
+        "train": [
+            f"dataset_dir={run_dir}/data",
+            f"output_dir={run_dir}/train",
+            "primitive=all",
+            "train.overwrite=true",
+        ],
+        "validate": [f"train_dir={run_dir}/train", f"dataset_dir={run_dir}/data", f"output_dir={run_dir}/validate"],
+        "package": [
+            f"train_dir={run_dir}/train",
+            f"validate_dir={run_dir}/validate",
+            f"dataset_dir={run_dir}/data",
+            f"output_dir={run_dir}/bundle",
+        ],
+        "evaluate": [
+            f"dataset_dir={run_dir}/data",
+            f"output_dir={run_dir}/evaluate",
+            "backend=hf",
+            f"backend.bundle={run_dir}/bundle",
+        ],
     }
     out = {}
-    for s in STAGES:
+    for stage in STAGES:
         # The base stage is a run of `forethought train` (primitive=base) with the train stage's settings.
-        ov = list(cfg.overrides.get("train" if s == "base" else s, []))
-        if s in ("base", "train") and cfg.model_path:
+        ov = list(cfg.overrides.get("train" if stage == "base" else stage, []))
+        if stage in ("base", "train") and cfg.model_path:
             ov.append(f"model.path={cfg.model_path}")
         # The profile's overrides may choose groups; the pipeline's paths come last and win.
-        out[s] = ov + paths[s]
+        out[stage] = ov + paths[stage]
     return out
 
 
@@ -204,12 +219,12 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     schemas = _schemas()
     configs: dict[str, Any] = {}
     errors: list[str] = []
-    for s in STAGES:  # validate every stage's config up front; report all errors together
+    for stage in STAGES:  # validate every stage's config up front; report all errors together
         try:
-            name = "train" if s == "base" else s  # the base stage is `forethought train primitive=base`
-            configs[s] = validate(compose_config(name, ovs[s]), schemas[s], f"conf/{name}.yaml")
+            name = "train" if stage == "base" else stage  # the base stage is `forethought train primitive=base`
+            configs[stage] = validate(compose_config(name, ovs[stage]), schemas[stage], f"conf/{name}.yaml")
         except ConfigError as exc:
-            errors += [f"{s}: {e}" for e in exc.errors]
+            errors += [f"{stage}: {e}" for e in exc.errors]
     if "train" in cfg.stages and "train" in configs and configs["train"].model.profile not in BUILT_HERE:
         # A real base model must be on disk before verify and generate spend any time.
         from forethought.training.models import require_local_path
@@ -223,7 +238,7 @@ def build(cfg: PipelineConfig) -> PipelineRun:
     pr = PipelineRun(cfg, run)
     sol = [Path(p) for p in configs["verify"].paths]
     code_kernel = ["primitives", "kernel"]
-    d = configs["generate"].data
+    data_cfg = configs["generate"].data
     train_out = run / "train"
     # Every adapter's files, not only base.json: a deleted or modified adapter makes the stage rerun.
     train_outputs = [train_out / "base.json"] + [
@@ -249,7 +264,7 @@ def build(cfg: PipelineConfig) -> PipelineRun:
         "generate": Stage(
             "generate",
             configs["generate"],
-            [Path(p) for p in d.solutions] + [shipped_path("data_gen/slot_values")],
+            [Path(p) for p in data_cfg.solutions] + [shipped_path("data_gen/slot_values")],
             [run / "data" / "stats.json"],
             code_kernel + ["data_gen"],
             lambda: _generate(configs["generate"]),
@@ -306,19 +321,19 @@ def build(cfg: PipelineConfig) -> PipelineRun:
 
 
 # --------------------------------------------------------------- stage runs
-def _verify(c: Any) -> Any:
+def _verify(cfg: Any) -> Any:
     from forethought.data_gen.verify import PATTERN_TAGS, coverage, coverage_minimums, verify_paths
 
-    res = verify_paths(c.paths)
+    res = verify_paths(cfg.paths)
     bad = [r for r in res if not r.ok]
     if bad:
         raise UserError(f"{len(bad)} solution(s) do not verify; first: {bad[0].error}", bad[0].path)
     doms, tags = coverage(res)
-    min_dom, min_tag = coverage_minimums(c, c.paths)  # as `forethought verify` applies them
+    min_dom, min_tag = coverage_minimums(cfg, cfg.paths)  # as `forethought verify` applies them
     short = [f"domain {d}: {n} < {min_dom}" for d, n in sorted(doms.items()) if n < min_dom]
     short += [f"pattern {t}: {tags.get(t, 0)} < {min_tag}" for t in PATTERN_TAGS if tags.get(t, 0) < min_tag]
     if short:
-        raise UserError("coverage below the minimum: " + "; ".join(short), ", ".join(map(str, c.paths)))
+        raise UserError("coverage below the minimum: " + "; ".join(short), ", ".join(map(str, cfg.paths)))
     return {"solutions": len(res), "domains": dict(sorted(doms.items())), "tags": dict(sorted(tags.items()))}
 
 
@@ -328,48 +343,48 @@ def _console() -> Any:
     return Console(stderr=True)
 
 
-def _generate(c: Any) -> Any:
+def _generate(cfg: Any) -> Any:
     from forethought.data_gen.generate import generate
 
     with _console().status("generate: round 0") as st:
         return generate(
-            c.data,
+            cfg.data,
             progress=lambda r, counts: st.update(
                 f"generate: round {r}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
             ),
         )
 
 
-def _resuming(c: Any) -> Any:
+def _resuming(cfg: Any) -> Any:
     """The stage's train config continuing its interrupted run (its checkpoints, its finished adapters) instead of
     replacing it: the same inputs, so what it finished is still right."""
-    return c.model_copy(update={"train": c.train.model_copy(update={"overwrite": False, "resume": True})})
+    return cfg.model_copy(update={"train": cfg.train.model_copy(update={"overwrite": False, "resume": True})})
 
 
-def _train(c: Any) -> Any:
+def _train(cfg: Any) -> Any:
     from forethought.training.train import run as train_run
 
-    results = train_run(c)  # prints its own per-step progress
+    results = train_run(cfg)  # prints its own per-step progress
     return {p: r.metrics for p, r in results.items()}
 
 
-def _validate(c: Any) -> Any:
+def _validate(cfg: Any) -> Any:
     from forethought.training.validate import validate_with_progress
 
-    return validate_with_progress(c, _console())
+    return validate_with_progress(cfg, _console())
 
 
-def _package(c: Any) -> Any:
+def _package(cfg: Any) -> Any:
     from forethought.training.package import package
 
-    return str(package(c))
+    return str(package(cfg))
 
 
-def _evaluate(c: Any) -> Any:
+def _evaluate(cfg: Any) -> Any:
     from forethought.evaluation import evaluate
 
     with _console().status("evaluate") as st:
-        return evaluate(c, progress=lambda setting, sid: st.update(f"evaluate: {setting}: {sid}"))
+        return evaluate(cfg, progress=lambda setting, sid: st.update(f"evaluate: {setting}: {sid}"))
 
 
 # -------------------------------------------------------------------- run
@@ -482,15 +497,15 @@ def _combined_loss_png(train_dir: Path, out: Path) -> bool:
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
     any_curve = False
-    for p in PRIMITIVE_NAMES:
-        f = train_dir / p / "metrics.json"
-        if not f.is_file():
+    for primitive in PRIMITIVE_NAMES:
+        metrics_path = train_dir / primitive / "metrics.json"
+        if not metrics_path.is_file():
             continue
-        m = read_json_object(f)
-        hist = m.get("train_loss_history") or m.get("loss_history") or []
+        metrics = read_json_object(metrics_path)
+        hist = metrics.get("train_loss_history") or metrics.get("loss_history") or []
         pts = [(h["step"], h["loss"]) for h in hist if isinstance(h, dict) and "loss" in h and "step" in h]
         if pts:
-            ax.plot([x for x, _ in pts], [y for _, y in pts], label=p)
+            ax.plot([x for x, _ in pts], [y for _, y in pts], label=primitive)
             any_curve = True
     if not any_curve:
         plt.close(fig)
@@ -517,10 +532,10 @@ def _learning_curve_png(train_dir: Path, out: Path) -> bool:
     base = train_dir / "base_run" / "metrics.json"
     if base.is_file():
         curves.append(("base", read_json_object(base).get("exact_match_history") or []))
-    for p in PRIMITIVE_NAMES:
-        f = train_dir / p / "metrics.json"
-        if f.is_file():
-            curves.append((f"adapter {p}", read_json_object(f).get("exact_match_history") or []))
+    for primitive in PRIMITIVE_NAMES:
+        metrics_path = train_dir / primitive / "metrics.json"
+        if metrics_path.is_file():
+            curves.append((f"adapter {primitive}", read_json_object(metrics_path).get("exact_match_history") or []))
 
     def has_em(hist: list[dict[str, Any]]) -> bool:
         return any(k.startswith("em/") for h in hist for k in h)
@@ -560,21 +575,23 @@ def _dev_curve_png(train_dir: Path, out: Path) -> bool:
     from forethought.kernel.specs import PRIMITIVE_NAMES
 
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    for p in PRIMITIVE_NAMES:
-        f = train_dir / p / "metrics.json"
-        if not f.is_file():
+    for primitive in PRIMITIVE_NAMES:
+        metrics_path = train_dir / primitive / "metrics.json"
+        if not metrics_path.is_file():
             continue
-        m = read_json_object(f)
+        metrics = read_json_object(metrics_path)
         pts = [
-            (e["epoch"], 100 * e["eval_exact_match"]) for e in m.get("eval_history") or [] if "eval_exact_match" in e
+            (e["epoch"], 100 * e["eval_exact_match"])
+            for e in metrics.get("eval_history") or []
+            if "eval_exact_match" in e
         ]
         if not pts:
             continue
-        (line,) = ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=p)
-        best = (m.get("selection") or {}).get("best_global_step")
+        (line,) = ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", label=primitive)
+        best = (metrics.get("selection") or {}).get("best_global_step")
         kept = [
             (e["epoch"], 100 * e["eval_exact_match"])
-            for e in m["eval_history"]
+            for e in metrics["eval_history"]
             if e.get("step") == best and "eval_exact_match" in e
         ]
         if kept:
@@ -636,34 +653,34 @@ def _datasets_png(stats_path: Path, out: Path) -> bool:
     st = read_json_object(stats_path)["primitives"]
     names = list(st)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
-    x = range(len(names))
-    a1.bar(list(x), [st[n]["train"]["examples"] for n in names], label="train", color="#1a73e8")
+    positions = range(len(names))
+    a1.bar(list(positions), [st[n]["train"]["examples"] for n in names], label="train", color="#1a73e8")
     a1.bar(
-        list(x),
+        list(positions),
         [st[n]["validation"]["examples"] for n in names],
         bottom=[st[n]["train"]["examples"] for n in names],
         label="validation (held-out solutions)",
         color="#fbbc04",
     )
-    a1.set_xticks(list(x), names, rotation=15, fontsize=8)
+    a1.set_xticks(list(positions), names, rotation=15, fontsize=8)
     a1.set_ylabel("examples")
     a1.legend(fontsize=8)
     a1.set_title("Examples per primitive")
     a2.bar(
-        [i - 0.2 for i in x],
+        [i - 0.2 for i in positions],
         [st[n]["train"]["prompt_tokens"]["median"] for n in names],
         width=0.4,
         label="prompt (median)",
         color="#34a853",
     )
     a2.bar(
-        [i + 0.2 for i in x],
+        [i + 0.2 for i in positions],
         [st[n]["train"]["target_tokens"]["median"] for n in names],
         width=0.4,
         label="target (median)",
         color="#ea4335",
     )
-    a2.set_xticks(list(x), names, rotation=15, fontsize=8)
+    a2.set_xticks(list(positions), names, rotation=15, fontsize=8)
     a2.set_ylabel("pre-tokenizer tokens")
     a2.legend(fontsize=8)
     a2.set_title("Lengths (train split)")
@@ -682,8 +699,8 @@ def _read_object(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _pct(x: Any) -> str:
-    return f"{100 * x:.1f} %" if isinstance(x, (int, float)) else "—"
+def _pct(fraction: Any) -> str:
+    return f"{100 * fraction:.1f} %" if isinstance(fraction, (int, float)) else "—"
 
 
 # the end-to-end settings the headline compares (their labels are the tables' and the plot's: forethought/evaluation.py)
@@ -750,9 +767,9 @@ def verdict_lines(pr: PipelineRun) -> list[str]:
 
 def write_report(pr: PipelineRun, argv: list[str]) -> Path:
     run = pr.run_dir
-    L: list[str] = [f"# forethought pipeline report — profile `{pr.cfg.profile}`", ""]
-    L += verdict_lines(pr)
-    L += [
+    lines: list[str] = [f"# forethought pipeline report — profile `{pr.cfg.profile}`", ""]
+    lines += verdict_lines(pr)
+    lines += [
         f"- Command: `{recorded_command(['forethought', 'pipeline', *argv])}`",
         f"- Date: {dt.datetime.now().isoformat(timespec='seconds')}",
         f"- Machine: {machine()}",
@@ -766,41 +783,47 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             if train_cfg.train.finetuning == "full"
             else "trains one LoRA adapter per primitive on it"
         )
-        L += [
+        lines += [
             f"> **Small-model results.** The `{pr.cfg.profile}` profile builds a small Gemma-3-architecture model here, "
             f"pretrains it full-parameter on the train splits of the five primitives (the base stage), then {tuned}, "
             "all on CPU. Its figures are small-model figures: they show that the chain works "
             "and how far such a model gets, not what Gemma-3-12B reaches (`profile=paper`, GPUs).",
             "",
         ]
-    L += ["## Stages", "", "| stage | status | seconds |", "| --- | --- | ---: |"]
-    for s in pr.stages.values():
-        if s.status == "skipped":  # nothing ran now: show the stored record of the run it reuses
-            L.append(f"| {s.name} | skipped — {s.note} | — |")
+    lines += ["## Stages", "", "| stage | status | seconds |", "| --- | --- | ---: |"]
+    for stage in pr.stages.values():
+        if stage.status == "skipped":  # nothing ran now: show the stored record of the run it reuses
+            lines.append(f"| {stage.name} | skipped — {stage.note} | — |")
         else:
-            L.append(f"| {s.name} | {s.status}{' (' + s.note + ')' if s.note else ''} | {s.seconds:.1f} |")
-    v = pr.stages["verify"].result
-    if isinstance(v, dict):
-        L += [
+            lines.append(
+                f"| {stage.name} | {stage.status}{' (' + stage.note + ')' if stage.note else ''} | {stage.seconds:.1f} |"
+            )
+    verify_result = pr.stages["verify"].result
+    if isinstance(verify_result, dict):
+        lines += [
             "",
             "## Worked solutions",
             "",
-            f"{v['solutions']} solutions verified by replay through the kernel (oracle backend).",
+            f"{verify_result['solutions']} solutions verified by replay through the kernel (oracle backend).",
             "",
         ]
-        L += ["| domain | solutions |", "| --- | ---: |"] + [f"| {k} | {n} |" for k, n in v["domains"].items()]
-        L += ["", "| pattern | solutions |", "| --- | ---: |"] + [f"| {k} | {n} |" for k, n in v["tags"].items()]
+        lines += ["| domain | solutions |", "| --- | ---: |"] + [
+            f"| {k} | {n} |" for k, n in verify_result["domains"].items()
+        ]
+        lines += ["", "| pattern | solutions |", "| --- | ---: |"] + [
+            f"| {k} | {n} |" for k, n in verify_result["tags"].items()
+        ]
     card = run / "data" / "README.md"
     if card.is_file():
         text = card.read_text().split("\n")
         table = [x for x in text if x.startswith("|")]
-        L += ["", "## Datasets", "", *table, "", f"Details: `{run / 'data' / 'stats.json'}`."]
+        lines += ["", "## Datasets", "", *table, "", f"Details: `{run / 'data' / 'stats.json'}`."]
         if _datasets_png(run / "data" / "stats.json", run / "datasets.png"):
-            L += ["", "![datasets](datasets.png)"]
+            lines += ["", "![datasets](datasets.png)"]
     base_metrics = run / "train" / "base_run" / "metrics.json"
     if base_metrics.is_file():
         bm = read_json_object(base_metrics)
-        L += [
+        lines += [
             "",
             "## Base stage",
             "",
@@ -810,16 +833,16 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             f"final loss {bm.get('train_loss_last') or 0:.3g}.",
         ]
         if _base_loss_png(bm, run / "base_loss.png"):
-            L += ["", "![base loss](base_loss.png)"]
+            lines += ["", "![base loss](base_loss.png)"]
     if _learning_curve_png(run / "train", run / "exact_match_curves.png"):
-        L += [
+        lines += [
             "",
             "### Learning curve (exact match on a fixed validation subset, monitoring only)",
             "",
             "![exact match against steps](exact_match_curves.png)",
         ]
     if _dev_curve_png(run / "train", run / "dev_exact_match_curves.png"):
-        L += [
+        lines += [
             "",
             "### Adapters: exact match on the dev rows per epoch (the selection's measure)",
             "",
@@ -829,61 +852,69 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
             "![dev exact match per epoch](dev_exact_match_curves.png)",
         ]
     if _combined_loss_png(run / "train", run / "loss_curves.png"):
-        L += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
-        L += [
+        lines += ["", "## Training", "", "![loss curves](loss_curves.png)", ""]
+        lines += [
             "| primitive | steps | epochs run | epoch kept | dev exact match kept | final train loss | eval loss | tokens/s | wall s |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         from forethought.kernel.specs import PRIMITIVE_NAMES
 
-        for p in PRIMITIVE_NAMES:
-            f = run / "train" / p / "metrics.json"
-            if f.is_file():
-                m = read_json_object(f)
+        for primitive in PRIMITIVE_NAMES:
+            metrics_path = run / "train" / primitive / "metrics.json"
+            if metrics_path.is_file():
+                metrics = read_json_object(metrics_path)
                 fmt = lambda x: "—" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))  # noqa: E731
-                sel = m.get("selection") or {}
+                sel = metrics.get("selection") or {}
                 kept_epoch = next(
                     (
                         e.get("epoch")
-                        for e in m.get("eval_history") or []
+                        for e in metrics.get("eval_history") or []
                         if e.get("step") == sel.get("best_global_step")
                     ),
                     None,
                 )
                 em = sel.get("best_dev_exact_match")
                 cells = [
-                    m.get("global_step"),
-                    m.get("epochs_completed"),
+                    metrics.get("global_step"),
+                    metrics.get("epochs_completed"),
                     kept_epoch,
                     None if em is None else f"{100 * em:.1f} %",
-                    m.get("train_loss_last"),
-                    m.get("eval_loss"),
-                    m.get("tokens_per_second"),
-                    m.get("wall_time_s"),
+                    metrics.get("train_loss_last"),
+                    metrics.get("eval_loss"),
+                    metrics.get("tokens_per_second"),
+                    metrics.get("wall_time_s"),
                 ]
-                L.append(f"| {p} | " + " | ".join(fmt(c) for c in cells) + " |")
+                lines.append(f"| {primitive} | " + " | ".join(fmt(c) for c in cells) + " |")
     gates = run / "validate" / "gates.md"
     if gates.is_file():
         shutil.copyfile(run / "validate" / "gates.png", run / "gates.png")
-        L += ["", "## Validation gates (exact match, Table-5 style)", "", gates.read_text(), "![gates](gates.png)"]
+        lines += ["", "## Validation gates (exact match, Table-5 style)", "", gates.read_text(), "![gates](gates.png)"]
     man = run / "bundle" / "manifest.json"
     if man.is_file():
-        m = read_json_object(man)
+        manifest = read_json_object(man)
         verdict = (
-            "**SMOKE** (failed gates allowed; the kernel warns when loading it)" if m["smoke"] else "all gates passed"
+            "**SMOKE** (failed gates allowed; the kernel warns when loading it)"
+            if manifest["smoke"]
+            else "all gates passed"
         )
-        L += [
+        lines += [
             "",
             "## Bundle",
             "",
-            f"`{run / 'bundle'}` — {verdict}; base `{m['base']['name']}`, code {m['code_version']}.",
+            f"`{run / 'bundle'}` — {verdict}; base `{manifest['base']['name']}`, code {manifest['code_version']}.",
         ]
     ev = run / "evaluate" / "evaluation.md"
     if ev.is_file():
         shutil.copyfile(run / "evaluate" / "evaluation.png", run / "evaluation.png")
-        L += ["", "## End-to-end evaluation (held-out scenarios)", "", ev.read_text(), "![evaluation](evaluation.png)"]
+        lines += [
+            "",
+            "## End-to-end evaluation (held-out scenarios)",
+            "",
+            ev.read_text(),
+            "![evaluation](evaluation.png)",
+        ]
     out = run / "report.md"
-    atomic_write_text(out, "\n".join(L) + "\n")
+    atomic_write_text(out, "\n".join(lines) + "\n")
     return out
 
 

@@ -95,14 +95,14 @@ def where_available(
     enum: list[Any] | None,
     request: str,
     tau: dict[str, Any],
-    S: Scratchpad,
+    scratchpad: Scratchpad,
     earlier_text: list[str],
     earlier_results: list[Any],
     world: Any,
 ) -> str:
     """Where a ground-truth value could be taken from when its call is made; ``world`` is a callable
     returning the world's state (built only when the value is found nowhere the kernel looks)."""
-    state = bindable(S.snapshot())  # a truncated result field's preview is never a value (docs/kernel.md)
+    state = bindable(scratchpad.snapshot())  # a truncated result field's preview is never a value (docs/kernel.md)
     if Haystack([request], [tau]).contains(value):
         return "request"
     if Haystack([], [state]).contains(value):
@@ -124,7 +124,7 @@ def run_entry(entry: Entry) -> CeilingEntry:
     out = CeilingEntry(entry.id, entry.category)
     env = BfclEnvironment(entry)
     registry = entry_registry(entry, 0)
-    S = Scratchpad()
+    scratchpad = Scratchpad()
     config = KernelConfig()
     pending: str | None = None
     results: list[Any] = []
@@ -134,7 +134,7 @@ def run_entry(entry: Entry) -> CeilingEntry:
         turn = TurnState(
             config=config,
             env=env,
-            scratchpad=S,
+            scratchpad=scratchpad,
             registry=registry,
             tool_briefs=[],  # type: ignore[arg-type]
             user=request,
@@ -158,7 +158,7 @@ def run_entry(entry: Entry) -> CeilingEntry:
             world = functools.cache(env.snapshot)  # the world before this call, built at most once
             for param, value in args.items():
                 where = where_available(
-                    value, _enum(spec, param), request, turn.turn_context, S, entry.turns[:i], results, world
+                    value, _enum(spec, param), request, turn.turn_context, scratchpad, entry.turns[:i], results, world
                 )
                 out.availability[where] += 1
                 if where in UNAVAILABLE:

@@ -138,9 +138,9 @@ def _rows(path: Path, model: type[BaseModel]) -> list[tuple[int, dict[str, Any]]
         try:
             model.model_validate(raw)
         except ValidationError as exc:
-            e = exc.errors()[0]
-            field_ = json_path(list(e["loc"]))
-            raise UserError(f"line {n}: field {field_!r}: {e['msg']}", where) from None
+            error = exc.errors()[0]
+            field_ = json_path(list(error["loc"]))
+            raise UserError(f"line {n}: field {field_!r}: {error['msg']}", where) from None
         rows.append((n, raw))
     return rows
 
@@ -180,13 +180,13 @@ def load_category(category: str) -> tuple[Entry, ...]:
             raise UserError(f"{at}: field 'involved_classes': no function docs for {unknown}", where)
         names = {t.name for c in row["involved_classes"] for t in tools[c]}
         withheld = {}
-        for t, fs in (row.get("missed_function") or {}).items():
-            if not t.isdigit() or not 0 <= int(t) < len(row["question"]):
-                raise UserError(f"{at}: field 'missed_function.{t}': not a turn of the entry", where)
-            if any(f not in names for f in fs):
-                missing = [f for f in fs if f not in names]
-                raise UserError(f"{at}: field 'missed_function.{t}': no involved class has {missing}", where)
-            withheld[int(t)] = list(fs)
+        for turn_key, withheld_functions in (row.get("missed_function") or {}).items():
+            if not turn_key.isdigit() or not 0 <= int(turn_key) < len(row["question"]):
+                raise UserError(f"{at}: field 'missed_function.{turn_key}': not a turn of the entry", where)
+            if any(f not in names for f in withheld_functions):
+                missing = [f for f in withheld_functions if f not in names]
+                raise UserError(f"{at}: field 'missed_function.{turn_key}': no involved class has {missing}", where)
+            withheld[int(turn_key)] = list(withheld_functions)
         entries.append(
             Entry(
                 id=row["id"],

@@ -29,8 +29,8 @@ def percent(k: int, n: int) -> str:
 
 
 def table_cell(text: Any, limit: int = 160) -> str:
-    s = str(text).replace("|", "\\|").replace("\n", " ")
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    cell = str(text).replace("|", "\\|").replace("\n", " ")
+    return cell if len(cell) <= limit else cell[: limit - 1] + "…"
 
 
 def _bfcl_version() -> str:
@@ -60,18 +60,18 @@ def summarise_runs(runs: list[Any], model_name: str) -> dict[str, Any]:
     violations: dict[str, dict[str, Any]] = {}
     halted, backend_errors = [], []
     slm_calls = invariant = 0
-    for r in runs:
-        if r.backend_error is not None:
+    for run in runs:
+        if run.backend_error is not None:
             backend_errors.append(
-                {"entry": r.id, "turn": r.backend_error["turn"], "message": r.backend_error.get("message", "")}
+                {"entry": run.id, "turn": run.backend_error["turn"], "message": run.backend_error.get("message", "")}
             )
-        for t in r.turns:
-            outcomes.update(o.status for o in t.outcomes.values())
-            slm_calls += t.slm_calls
-            invariant += len(t.invariant_violations)
-            if t.halted:
-                halted.append({"entry": r.id, "turn": t.index, "reason": t.halted.get("reason", "")})
-        for tr in r.traces:
+        for turn in run.turns:
+            outcomes.update(o.status for o in turn.outcomes.values())
+            slm_calls += turn.slm_calls
+            invariant += len(turn.invariant_violations)
+            if turn.halted:
+                halted.append({"entry": run.id, "turn": turn.index, "reason": turn.halted.get("reason", "")})
+        for tr in run.traces:
             for rec in tr:
                 if rec.kind != "slm":
                     continue
@@ -124,12 +124,12 @@ def summarise_runs(runs: list[Any], model_name: str) -> dict[str, Any]:
     }
 
 
-def _backend_line(b: dict[str, Any]) -> str:
-    extra = ", ".join(f"{k}={v}" for k, v in b.items() if k != "name")
-    return f"`{b['name']}`" + (f" ({extra})" if extra else "")
+def _backend_line(backend: dict[str, Any]) -> str:
+    extra = ", ".join(f"{k}={v}" for k, v in backend.items() if k != "name")
+    return f"`{backend['name']}`" + (f" ({extra})" if extra else "")
 
 
-def _short(v: str) -> str:
+def _short(setting: str) -> str:
     """A setting in a table's setting column: on / off for the kernel (as the first reports had it)."""
     return {
         "cvc_on": "on",
@@ -137,7 +137,7 @@ def _short(v: str) -> str:
         "responder_cvc_on": "responder, on",
         "responder_cvc_off": "responder, off",
         "vanilla": "vanilla",
-    }[v]
+    }[setting]
 
 
 def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
@@ -152,8 +152,8 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
     if summary.get("backend"):
         lines += [f"Backend: {_backend_line(summary['backend'])} (the kernel's primitives)."]
     if summary.get("responder"):
-        r = summary["responder"]
-        lines += [f"Base model (responder and vanilla): `{r['model']}` at {r['base_url']}."]
+        responder = summary["responder"]
+        lines += [f"Base model (responder and vanilla): `{responder['model']}` at {responder['base_url']}."]
     lines += [
         "These are the figures of these models on the entries listed; entries a model did not answer are not "
         "scored (listed below). Settings: kernel (its committed calls are the answer), responder (a base model "
@@ -167,10 +167,12 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| category | " + " | ".join(SETTINGS[v] for v in variants) + " |",
         "| --- |" + " --- |" * len(variants),
     ]
-    for c, s in cats.items():
+    for category, scores in cats.items():
         lines.append(
-            f"| {c} | "
-            + " | ".join(percent(s[v]["correct"], s[v]["scored"]) if v in s else "not run" for v in variants)
+            f"| {category} | "
+            + " | ".join(
+                percent(scores[v]["correct"], scores[v]["scored"]) if v in scores else "not run" for v in variants
+            )
             + " |"
         )
     for on, off in (("on", "off"), ("off", "on")):
@@ -192,27 +194,27 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
             "blocked calls | parse errors | step-limit turns |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for c, v, m in answered:
+        for category, variant, answers in answered:
             dep = (
-                f"{m['departing_turns']} | {m['kept']} | {m['added']} | {m['dropped']} | {m['changed']}"
-                if v.startswith("responder")
+                f"{answers['departing_turns']} | {answers['kept']} | {answers['added']} | {answers['dropped']} | {answers['changed']}"
+                if variant.startswith("responder")
                 else "— | — | — | — | —"
             )
             lines.append(
-                f"| {c} | {_short(v)} | {m['answered_turns']} | {dep} | {m['blocked_calls']} | "
-                f"{m['parse_errors']} | {m['step_limit_turns']} |"
+                f"| {category} | {_short(variant)} | {answers['answered_turns']} | {dep} | {answers['blocked_calls']} | "
+                f"{answers['parse_errors']} | {answers['step_limit_turns']} |"
             )
-        for c, v, m in answered:
-            for e in m["examples"][:10]:
+        for category, variant, answers in answered:
+            for example in answers["examples"][:10]:
                 parts = [
-                    f"added {', '.join(f'`{x}`' for x in e['added'])}" if e["added"] else "",
-                    f"dropped {', '.join(f'`{x}`' for x in e['dropped'])}" if e["dropped"] else "",
-                    "changed " + ", ".join(f"`{x['trace']}` → `{x['answer']}`" for x in e["changed"])
-                    if e["changed"]
+                    f"added {', '.join(f'`{x}`' for x in example['added'])}" if example["added"] else "",
+                    f"dropped {', '.join(f'`{x}`' for x in example['dropped'])}" if example["dropped"] else "",
+                    "changed " + ", ".join(f"`{x['trace']}` → `{x['answer']}`" for x in example["changed"])
+                    if example["changed"]
                     else "",
                 ]
                 lines.append(
-                    f"- {c} {e['entry']} turn {e['turn']} ({_short(v)}): "
+                    f"- {category} {example['entry']} turn {example['turn']} ({_short(variant)}): "
                     + table_cell("; ".join(p for p in parts if p), 400)
                 )
     lines += [
@@ -222,18 +224,22 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| category | setting | turns | halted turns | entries not answered |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for c, s in cats.items():
-        for v in variants:
-            if v in s:
+    for category, scores in cats.items():
+        for variant in variants:
+            if variant in scores:
                 lines.append(
-                    f"| {c} | {_short(v)} | {s[v]['turns']} | {len(s[v]['halted'])} | {len(s[v]['backend_errors'])} |"
+                    f"| {category} | {_short(variant)} | {scores[variant]['turns']} | {len(scores[variant]['halted'])} | {len(scores[variant]['backend_errors'])} |"
                 )
     halts = [(c, v, h) for c, s in cats.items() for v in variants if v in s for h in s[v]["halted"]]
     errors = [(c, v, e) for c, s in cats.items() for v in variants if v in s for e in s[v]["backend_errors"]]
-    for c, v, h in halts[:30]:
-        lines.append(f"- halted: {c} {h['entry']} turn {h['turn']} ({_short(v)}): {table_cell(h['reason'])}")
-    for c, v, e in errors[:30]:
-        lines.append(f"- no answer: {c} {e['entry']} turn {e['turn']} ({_short(v)}): {table_cell(e['message'])}")
+    for category, variant, halt in halts[:30]:
+        lines.append(
+            f"- halted: {category} {halt['entry']} turn {halt['turn']} ({_short(variant)}): {table_cell(halt['reason'])}"
+        )
+    for category, variant, error in errors[:30]:
+        lines.append(
+            f"- no answer: {category} {error['entry']} turn {error['turn']} ({_short(variant)}): {table_cell(error['message'])}"
+        )
     lines += [
         "",
         "## Task outcomes",
@@ -241,13 +247,13 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| category | setting | " + " | ".join(STATUSES) + " |",
         "| --- | --- |" + " --- |" * len(STATUSES),
     ]
-    for c, s in cats.items():
-        for v in variants:
-            if v in s:
-                if s[v]["turns"]:  # vanilla has no kernel turns
+    for category, scores in cats.items():
+        for variant in variants:
+            if variant in scores:
+                if scores[variant]["turns"]:  # vanilla has no kernel turns
                     lines.append(
-                        f"| {c} | {_short(v)} | "
-                        + " | ".join(str(s[v]["outcomes"].get(st, 0)) for st in STATUSES)
+                        f"| {category} | {_short(variant)} | "
+                        + " | ".join(str(scores[variant]["outcomes"].get(st, 0)) for st in STATUSES)
                         + " |"
                     )
     lines += [
@@ -260,14 +266,14 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| category | setting | primitive | attempts | violating | constraints |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for c, s in cats.items():
-        for v in variants:
-            for p, row in s.get(v, {}).get("violations", {}).items():
+    for category, scores in cats.items():
+        for variant in variants:
+            for primitive, row in scores.get(variant, {}).get("violations", {}).items():
                 cons = (
                     ", ".join(f"{k} {n}" for k, n in sorted(row["constraints"].items(), key=lambda kv: -kv[1])) or "—"
                 )
                 lines.append(
-                    f"| {c} | {_short(v)} | {p} | {row['attempts']} | {row['violating']} | {table_cell(cons)} |"
+                    f"| {category} | {_short(variant)} | {primitive} | {row['attempts']} | {row['violating']} | {table_cell(cons)} |"
                 )
     lines += [
         "",
@@ -276,10 +282,10 @@ def write_run_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| category | setting | error type | entries |",
         "| --- | --- | --- | --- |",
     ]
-    for c, s in cats.items():
-        for v in variants:
-            for et, n in sorted(s.get(v, {}).get("error_types", {}).items(), key=lambda kv: -kv[1]):
-                lines.append(f"| {c} | {_short(v)} | `{et}` | {n} |")
+    for category, scores in cats.items():
+        for variant in variants:
+            for et, n in sorted(scores.get(variant, {}).get("error_types", {}).items(), key=lambda kv: -kv[1]):
+                lines.append(f"| {category} | {_short(variant)} | `{et}` | {n} |")
     lines += [
         "",
         "## Files",
@@ -310,8 +316,8 @@ def summarise_ceiling(results: list[Any], model_name: str) -> dict[str, Any]:
     through = [r for r in results if r.let_through]
     blocked = [r for r in results if not r.let_through]
     availability: Counter = Counter()
-    for r in results:
-        availability.update(r.availability)
+    for result in results:
+        availability.update(result.availability)
     return {
         "model_name": model_name,
         "entries": len(results),
@@ -348,12 +354,12 @@ def write_ceiling_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| checker passes, blocked | output-schema warnings (not enforced) | let through, every value available |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for c, s in cats.items():
+    for category, scores in cats.items():
         lines.append(
-            f"| {c} | {s['entries']} | {percent(s['let_through'], s['entries'])} | {s['calls']} | "
-            f"{len(s['blocked_calls'])} | {s['checker_pass_let_through']}/{s['let_through']} | "
-            f"{s['checker_pass_blocked']}/{s['blocked_entries']} | {_warnings(s['schema_warnings'])} | "
-            f"{percent(s['let_through_all_available'], s['entries'])} |"
+            f"| {category} | {scores['entries']} | {percent(scores['let_through'], scores['entries'])} | {scores['calls']} | "
+            f"{len(scores['blocked_calls'])} | {scores['checker_pass_let_through']}/{scores['let_through']} | "
+            f"{scores['checker_pass_blocked']}/{scores['blocked_entries']} | {_warnings(scores['schema_warnings'])} | "
+            f"{percent(scores['let_through_all_available'], scores['entries'])} |"
         )
     lines += [
         "",
@@ -362,10 +368,10 @@ def write_ceiling_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| category | entry | turn | call | guard | reason |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for c, s in cats.items():
-        for b in s["blocked_calls"]:
+    for category, scores in cats.items():
+        for blocked in scores["blocked_calls"]:
             lines.append(
-                f"| {c} | {b['entry']} | {b['turn']} | `{table_cell(b['call'], 100)}` | {b['stage']} | {table_cell('; '.join(b['reasons']))} |"
+                f"| {category} | {blocked['entry']} | {blocked['turn']} | `{table_cell(blocked['call'], 100)}` | {blocked['stage']} | {table_cell('; '.join(blocked['reasons']))} |"
             )
     cols = list(AVAILABLE) + list(UNAVAILABLE)
     lines += [
@@ -385,12 +391,14 @@ def write_ceiling_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| category | values | available | " + " | ".join(cols) + " |",
         "| --- | --- | --- |" + " --- |" * len(cols),
     ]
-    for c, s in cats.items():
-        a = s["availability"]
-        total = sum(a.values())
-        avail = sum(a.get(k, 0) for k in AVAILABLE)
+    for category, scores in cats.items():
+        availability = scores["availability"]
+        total = sum(availability.values())
+        avail = sum(availability.get(k, 0) for k in AVAILABLE)
         lines.append(
-            f"| {c} | {total} | {percent(avail, total)} | " + " | ".join(str(a.get(k, 0)) for k in cols) + " |"
+            f"| {category} | {total} | {percent(avail, total)} | "
+            + " | ".join(str(availability.get(k, 0)) for k in cols)
+            + " |"
         )
     lines += [
         "",
@@ -407,25 +415,25 @@ def write_ceiling_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
 
 def console_summary(summary: dict[str, Any]) -> str:
     lines = []
-    for c, s in summary["categories"].items():
+    for category, scores in summary["categories"].items():
         if summary["mode"] == "ceiling":
-            a = s["availability"]
-            total = sum(a.values())
+            availability = scores["availability"]
+            total = sum(availability.values())
             from .bfcl_ceiling import AVAILABLE
 
             lines.append(
-                f"{c}: {s['let_through']}/{s['entries']} ground-truth sequences let through the guards; checker "
-                f"passes {s['checker_pass_let_through']}/{s['let_through']} of them; "
-                f"{sum(a.get(k, 0) for k in AVAILABLE)}/{total} values available when needed"
+                f"{category}: {scores['let_through']}/{scores['entries']} ground-truth sequences let through the guards; checker "
+                f"passes {scores['checker_pass_let_through']}/{scores['let_through']} of them; "
+                f"{sum(availability.get(k, 0) for k in AVAILABLE)}/{total} values available when needed"
             )
         else:
-            for v, r in s.items():
-                label = f"CVC {v[4:]}" if v in ("cvc_on", "cvc_off") else _short(v)
+            for setting, result in scores.items():
+                label = f"CVC {setting[4:]}" if setting in ("cvc_on", "cvc_off") else _short(setting)
                 lines.append(
-                    f"{c} ({label}): {percent(r['correct'], r['scored'])} by bfcl's checker"
+                    f"{category} ({label}): {percent(result['correct'], result['scored'])} by bfcl's checker"
                     + (
-                        f"; {len(r['backend_errors'])} entries not answered by the backend"
-                        if r["backend_errors"]
+                        f"; {len(result['backend_errors'])} entries not answered by the backend"
+                        if result["backend_errors"]
                         else ""
                     )
                 )

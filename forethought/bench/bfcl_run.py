@@ -282,15 +282,15 @@ def cli(args: list[str]) -> int:
     """``forethought bench bfcl [key=value ...]`` (``bench`` dispatches on its first positional argument)."""
     from forethought.arguments import load, split_args
 
-    a = split_args(args)
-    if a.positional[:1] == ["tau2"]:  # its own config (conf/bench_tau2.yaml): tasks, seeds, tau2's evaluator
+    parsed = split_args(args)
+    if parsed.positional[:1] == ["tau2"]:  # its own config (conf/bench_tau2.yaml): tasks, seeds, tau2's evaluator
         from . import tau2_run
 
         return tau2_run.cli(args)
-    cfg = load("bench", a, BenchConfig)
+    cfg = load("bench", parsed, BenchConfig)
     if cfg is None:
         return 0
-    names = a.positional or ([cfg.benchmark] if cfg.benchmark else [])
+    names = parsed.positional or ([cfg.benchmark] if cfg.benchmark else [])
     if names == ["serving"]:  # the deployment this config names: does each adapter apply? (docs/serving.md)
         from . import serving
 
@@ -311,11 +311,11 @@ def cli(args: list[str]) -> int:
             (c, v, e) for c, vs in summary["categories"].items() for v, s in vs.items() for e in s["backend_errors"]
         ]
         if failed:
-            _c, _v, e = failed[0]
+            _c, _v, first_error = failed[0]
             return common.exit_on_backend_errors(
                 cfg,
                 len(failed),
                 f"entr{'y' if len(failed) == 1 else 'ies'}",
-                f"{e['entry']} turn {e['turn']}: {e['message']}",
+                f"{first_error['entry']} turn {first_error['turn']}: {first_error['message']}",
             )
     return 0

@@ -79,10 +79,12 @@ def cli(cfg: Any) -> int:
     except BackendError as exc:  # a dead, hanging or misbehaving server: the run failed, it is not a bug here
         raise RunFailed(f"the deployment did not answer the probe: {exc.message}", "backend.base_url") from None
     print(f"probe sent to the base model {cfg.responder.model!r} and to each adapter at {client.base_url}:")
-    for p, r in rows.items():
-        delta = "no logprobs" if r["max_logprob_delta"] is None else f"max |Δlogprob| {r['max_logprob_delta']:.3g}"
-        verdict = "applies" if r["applies"] else "SAME AS THE BASE (adapter not applied?)"
-        print(f"  {p:<20} model {r['model']!r}: {verdict}; text differs: {r['text_differs']}; {delta}")
+    for primitive, probe in rows.items():
+        delta = (
+            "no logprobs" if probe["max_logprob_delta"] is None else f"max |Δlogprob| {probe['max_logprob_delta']:.3g}"
+        )
+        verdict = "applies" if probe["applies"] else "SAME AS THE BASE (adapter not applied?)"
+        print(f"  {primitive:<20} model {probe['model']!r}: {verdict}; text differs: {probe['text_differs']}; {delta}")
     same = [p for p, r in rows.items() if not r["applies"]]
     if same:
         print(

@@ -18,10 +18,10 @@ from .bfcl_report import STATUSES, percent, table_cell
 def summarise(runs: list[Any], seeds: list[int]) -> dict[str, Any]:
     scored = [r for r in runs if r.verdict is not None]
     per_task: dict[str, dict[str, Any]] = {}
-    for r in runs:
-        row = per_task.setdefault(r.id, {"rewards": {}, "calls": {}})
-        row["rewards"][str(r.seed)] = r.verdict["reward"] if r.verdict is not None else None
-        row["calls"][str(r.seed)] = len(r.calls)
+    for trial in runs:
+        row = per_task.setdefault(trial.id, {"rewards": {}, "calls": {}})
+        row["rewards"][str(trial.seed)] = trial.verdict["reward"] if trial.verdict is not None else None
+        row["calls"][str(trial.seed)] = len(trial.calls)
     # pass^k over the tasks every seed scored (a trial the backend did not answer leaves its task out)
     complete = {
         t: [r.verdict["passed"] for r in runs if r.id == t]
@@ -30,15 +30,17 @@ def summarise(runs: list[Any], seeds: list[int]) -> dict[str, Any]:
     }
     outcomes: Counter = Counter()
     halted, backend_errors, replay_errors = [], [], []
-    for r in runs:
-        if r.backend_error is not None:
-            backend_errors.append({"task": r.id, "seed": r.seed, "message": r.backend_error.get("message", "")})
-        if r.verdict is not None and r.verdict.get("replay_error"):
-            replay_errors.append({"task": r.id, "seed": r.seed, "message": r.verdict["replay_error"][:300]})
-        if r.turn is not None:
-            outcomes.update(o.status for o in r.turn.outcomes.values())
-            if r.turn.halted:
-                halted.append({"task": r.id, "seed": r.seed, "reason": r.turn.halted.get("reason", "")})
+    for trial in runs:
+        if trial.backend_error is not None:
+            backend_errors.append(
+                {"task": trial.id, "seed": trial.seed, "message": trial.backend_error.get("message", "")}
+            )
+        if trial.verdict is not None and trial.verdict.get("replay_error"):
+            replay_errors.append({"task": trial.id, "seed": trial.seed, "message": trial.verdict["replay_error"][:300]})
+        if trial.turn is not None:
+            outcomes.update(o.status for o in trial.turn.outcomes.values())
+            if trial.turn.halted:
+                halted.append({"task": trial.id, "seed": trial.seed, "reason": trial.turn.halted.get("reason", "")})
     answers = [r.answer for r in runs if r.answer is not None]
     departing = [a for a in answers if a.get("departure", {}).get("departs")]
     model = (
@@ -88,10 +90,10 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "",
     ]
     if summary.get("backend"):
-        b = summary["backend"]
+        backend = summary["backend"]
         lines.append(
-            f"Backend (the kernel's primitives): `{b['name']}`"
-            + "".join(f", {k}={v}" for k, v in b.items() if k != "name")
+            f"Backend (the kernel's primitives): `{backend['name']}`"
+            + "".join(f", {k}={v}" for k, v in backend.items() if k != "name")
             + "."
         )
     if summary.get("responder"):
@@ -111,16 +113,16 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         + " | DB match | terminations |",
         "| --- | --- | --- | --- |" + " --- |" * len(summary["seeds"]) + " --- | --- |",
     ]
-    for k in keys:
-        s = settings[k]
+    for setting in keys:
+        scores = settings[setting]
         hats = " | ".join(
-            f"{s['pass_hat_k'][str(i)]:.3f}" if str(i) in s["pass_hat_k"] else "—"
+            f"{scores['pass_hat_k'][str(i)]:.3f}" if str(i) in scores["pass_hat_k"] else "—"
             for i in range(1, len(summary["seeds"]) + 1)
         )
-        term = ", ".join(f"{t} {n}" for t, n in sorted(s["terminations"].items()))
+        term = ", ".join(f"{t} {n}" for t, n in sorted(scores["terminations"].items()))
         lines.append(
-            f"| {SETTINGS[k]} | {s['tasks']} | {s['scored']}/{s['trials']} | {percent(s['passed'], s['scored'])} | "
-            f"{hats} | {s['db_match']}/{s['scored']} | {term or '—'} |"
+            f"| {SETTINGS[setting]} | {scores['tasks']} | {scores['scored']}/{scores['trials']} | {percent(scores['passed'], scores['scored'])} | "
+            f"{hats} | {scores['db_match']}/{scores['scored']} | {term or '—'} |"
         )
     if len(summary["seeds"]) > 1:
         lines += [
@@ -139,14 +141,14 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
         "| --- |" + " --- |" * len(keys),
     ]
     tasks = list(dict.fromkeys(t for k in keys for t in settings[k]["per_task"]))
-    for t in tasks:
+    for task in tasks:
         cells = []
-        for k in keys:
-            row = settings[k]["per_task"].get(t)
+        for setting in keys:
+            row = settings[setting]["per_task"].get(task)
             cells.append(
                 " ".join("—" if v is None else f"{v:g}" for v in row["rewards"].values()) if row else "not run"
             )
-        lines.append(f"| {table_cell(t, 100)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {table_cell(task, 100)} | " + " | ".join(cells) + " |")
     answered = [(k, settings[k]["model"]) for k in keys if settings[k].get("model")]
     if answered:
         lines += [
@@ -159,14 +161,14 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
             "| setting | answered | departing | kept | added | dropped | changed | blocked calls | tool errors | parse errors |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for k, m in answered:
+        for setting, answers in answered:
             dep = (
-                f"{m['departing']} | {m['kept']} | {m['added']} | {m['dropped']} | {m['changed']}"
-                if k.startswith("responder")
+                f"{answers['departing']} | {answers['kept']} | {answers['added']} | {answers['dropped']} | {answers['changed']}"
+                if setting.startswith("responder")
                 else "— | — | — | — | —"
             )
             lines.append(
-                f"| {SETTINGS[k]} | {m['answered']} | {dep} | {m['blocked_calls']} | {m['tool_errors']} | {m['parse_errors']} |"
+                f"| {SETTINGS[setting]} | {answers['answered']} | {dep} | {answers['blocked_calls']} | {answers['tool_errors']} | {answers['parse_errors']} |"
             )
     lines += ["", "## Halts, backend errors, refused trajectories", ""]
     problems = [(k, "halted", h["task"], h["seed"], h["reason"]) for k in keys for h in settings[k]["halted"]]
@@ -190,9 +192,11 @@ def write_report(out: Path, cfg: Any, summary: dict[str, Any]) -> None:
             "| setting | " + " | ".join(STATUSES) + " |",
             "| --- |" + " --- |" * len(STATUSES),
         ]
-        for k in kernel_keys:
+        for setting in kernel_keys:
             lines.append(
-                f"| {SETTINGS[k]} | " + " | ".join(str(settings[k]["outcomes"].get(st, 0)) for st in STATUSES) + " |"
+                f"| {SETTINGS[setting]} | "
+                + " | ".join(str(settings[setting]["outcomes"].get(st, 0)) for st in STATUSES)
+                + " |"
             )
     lines += [
         "",
@@ -213,11 +217,15 @@ def console_summary(summary: dict[str, Any]) -> str:
     from .common import SETTINGS
 
     lines = []
-    for k, s in summary["settings"].items():
-        hats = ", ".join(f"pass^{i} {v:.3f}" for i, v in s["pass_hat_k"].items())
+    for setting, scores in summary["settings"].items():
+        hats = ", ".join(f"pass^{i} {v:.3f}" for i, v in scores["pass_hat_k"].items())
         lines.append(
-            f"tau2 {summary['domain']} ({SETTINGS[k]}): {percent(s['passed'], s['scored'])} trials passed by tau2's evaluator"
+            f"tau2 {summary['domain']} ({SETTINGS[setting]}): {percent(scores['passed'], scores['scored'])} trials passed by tau2's evaluator"
             + (f"; {hats}" if hats else "")
-            + (f"; {len(s['backend_errors'])} trials not answered by the backend" if s["backend_errors"] else "")
+            + (
+                f"; {len(scores['backend_errors'])} trials not answered by the backend"
+                if scores["backend_errors"]
+                else ""
+            )
         )
     return "\n".join(lines)

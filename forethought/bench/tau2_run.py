@@ -402,11 +402,13 @@ def cli(args: list[str]) -> int:
 
     from . import tau2_report
 
-    a = split_args(args)
-    a.positional = [p for p in a.positional if p != "tau2"]
-    if a.positional:
-        raise UserError(f"unexpected arguments {a.positional}: forethought bench tau2 [key=value ...]", "benchmark")
-    cfg = load("bench_tau2", a, Tau2Config)
+    parsed = split_args(args)
+    parsed.positional = [p for p in parsed.positional if p != "tau2"]
+    if parsed.positional:
+        raise UserError(
+            f"unexpected arguments {parsed.positional}: forethought bench tau2 [key=value ...]", "benchmark"
+        )
+    cfg = load("bench_tau2", parsed, Tau2Config)
     if cfg is None:
         return 0
     out, summary = run_bench(cfg, command=" ".join(["forethought", "bench", *args]))
@@ -414,11 +416,11 @@ def cli(args: list[str]) -> int:
     print(f"wrote {out / 'report.md'}")
     failed = [(k, e) for k, s in summary["settings"].items() for e in s["backend_errors"]]
     if failed:
-        k, e = failed[0]
+        setting, first_error = failed[0]
         return common.exit_on_backend_errors(
             cfg,
             len(failed),
             f"trial{'' if len(failed) == 1 else 's'}",
-            f"{e['task']} seed {e['seed']} ({common.SETTINGS[k]}): {e['message']}",
+            f"{first_error['task']} seed {first_error['seed']} ({common.SETTINGS[setting]}): {first_error['message']}",
         )
     return 0

@@ -64,11 +64,11 @@ class BundleError(UserError):
 
 
 def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def hash_files(root: Path) -> dict[str, str]:
@@ -78,11 +78,11 @@ def hash_files(root: Path) -> dict[str, str]:
 def check_files(root: Path, listed: dict[str, str], what: str) -> None:
     """Every listed file exists with its sha256, and no file is there that the manifest does not list."""
     for fname, digest in listed.items():
-        f = root / fname
-        if not f.is_file():
-            raise BundleError(f"{what} file {fname} is missing", str(f))
-        if sha256_file(f) != digest:
-            raise BundleError(f"sha256 does not match the manifest: the {what} file was modified", str(f))
+        path = root / fname
+        if not path.is_file():
+            raise BundleError(f"{what} file {fname} is missing", str(path))
+        if sha256_file(path) != digest:
+            raise BundleError(f"sha256 does not match the manifest: the {what} file was modified", str(path))
     if root.is_dir():
         extra = [
             str(f.relative_to(root))
@@ -176,12 +176,12 @@ def _parse_manifest(mpath: Path) -> dict[str, Any]:
     if mpath.stat().st_size > MAX_MANIFEST_BYTES:
         raise BundleError(f"manifest is larger than {MAX_MANIFEST_BYTES >> 20} MiB", str(mpath))
     try:
-        m = loads_json(mpath.read_bytes(), str(mpath), max_bytes=MAX_MANIFEST_BYTES)
+        manifest = loads_json(mpath.read_bytes(), str(mpath), max_bytes=MAX_MANIFEST_BYTES)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"manifest is not valid JSON: {exc}", str(mpath)) from None
-    if not isinstance(m, dict):
+    if not isinstance(manifest, dict):
         raise BundleError("manifest is not a JSON object", str(mpath))
-    version = m.get("format_version")
+    version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
         raise BundleError(
@@ -192,21 +192,21 @@ def _parse_manifest(mpath: Path) -> dict[str, Any]:
             str(mpath),
         )
     try:
-        Manifest.model_validate(m)
+        Manifest.model_validate(manifest)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        field = ".".join(str(x) for x in e["loc"])
+        error = exc.errors()[0]
+        field = ".".join(str(x) for x in error["loc"])
         more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise BundleError(f"manifest field {field!r}: {e['msg']}{more}", str(mpath)) from None
-    return m
+        raise BundleError(f"manifest field {field!r}: {error['msg']}{more}", str(mpath)) from None
+    return manifest
 
 
 def _inside(root: Path, rel: str, where: str) -> Path:
     """``root/rel``, refused unless it stays inside the bundle (no absolute path, no .., no link out)."""
-    p = (root / rel).resolve()
-    if Path(rel).is_absolute() or not p.is_relative_to(root.resolve()):
+    resolved = (root / rel).resolve()
+    if Path(rel).is_absolute() or not resolved.is_relative_to(root.resolve()):
         raise BundleError(f"path {rel!r} points outside the bundle", where)
-    return p
+    return resolved
 
 
 def check_safetensors(path: Path) -> None:
@@ -217,13 +217,13 @@ def check_safetensors(path: Path) -> None:
         raise BundleError(exc.message, exc.where) from None
 
 
-def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
+def _check_gates(root: Path, manifest: dict[str, Any], mpath: Path) -> None:
     """Gates and smoke are derived from the bundled gates.json, whose digest the manifest records."""
-    g = m["gates"]
-    gpath = _inside(root, g["path"], f"{mpath}: gates.path")
+    gates_ref = manifest["gates"]
+    gpath = _inside(root, gates_ref["path"], f"{mpath}: gates.path")
     if not gpath.is_file():
         raise BundleError("gates file is missing", str(gpath))
-    if sha256_file(gpath) != g["sha256"]:
+    if sha256_file(gpath) != gates_ref["sha256"]:
         raise BundleError("sha256 does not match the manifest: the gates file was modified", str(gpath))
     try:
         doc = loads_json(gpath.read_bytes(), str(gpath), max_bytes=MAX_MANIFEST_BYTES)
@@ -232,61 +232,61 @@ def _check_gates(root: Path, m: dict[str, Any], mpath: Path) -> None:
         raise BundleError(f"not a gates file: {exc!r}", str(gpath)) from None
     results, digests = measured
     failed = []
-    for name, p in m["primitives"].items():
+    for name, entry in manifest["primitives"].items():
         where = f"{mpath}: primitives.{name}.gate"
-        r = results.get(name) if isinstance(results, dict) else None
-        if not isinstance(r, dict) or {k: r.get(k) for k in GATE_KEYS} != p["gate"]:
+        result = results.get(name) if isinstance(results, dict) else None
+        if not isinstance(result, dict) or {k: result.get(k) for k in GATE_KEYS} != entry["gate"]:
             raise BundleError(
-                f"does not match {g['path']} (the gates that were measured): the manifest was edited", where
+                f"does not match {gates_ref['path']} (the gates that were measured): the manifest was edited", where
             )
-        if not r.get("passed"):
+        if not result.get("passed"):
             failed.append(name)
         want = digests.get(name) if isinstance(digests, dict) else None
-        have = {f: p["files"].get(f) for f in (want or {})}
+        have = {f: entry["files"].get(f) for f in (want or {})}
         if not want or have != want:
-            raise BundleError(f"{g['path']} was measured on other adapter files than the bundled ones", where)
-    for name in m["primitives"]:
-        if m["decoding"].get(name) != results[name].get("decoding"):
+            raise BundleError(f"{gates_ref['path']} was measured on other adapter files than the bundled ones", where)
+    for name in manifest["primitives"]:
+        if manifest["decoding"].get(name) != results[name].get("decoding"):
             raise BundleError(
-                f"decoding does not match {g['path']} (the decoding the gate was measured with): the manifest was edited",
+                f"decoding does not match {gates_ref['path']} (the decoding the gate was measured with): the manifest was edited",
                 f"{mpath}: decoding.{name}",
             )
-    if m["tool_rendering"] != doc.get("tool_rendering", "full"):
+    if manifest["tool_rendering"] != doc.get("tool_rendering", "full"):
         raise BundleError(
-            f"tool_rendering does not match {g['path']} (the prompts the gates were measured with): the manifest was edited",
+            f"tool_rendering does not match {gates_ref['path']} (the prompts the gates were measured with): the manifest was edited",
             f"{mpath}: tool_rendering",
         )
-    if m["smoke"] != bool(failed):
+    if manifest["smoke"] != bool(failed):
         raise BundleError(
-            f"smoke is {str(m['smoke']).lower()} but {g['path']} records "
+            f"smoke is {str(manifest['smoke']).lower()} but {gates_ref['path']} records "
             + (f"failed gates for {failed}" if failed else "no failed gate")
             + ": the manifest was edited",
             f"{mpath}: smoke",
         )
 
 
-def _check_base(root: Path, m: dict[str, Any], mpath: Path) -> Path:
+def _check_base(root: Path, manifest: dict[str, Any], mpath: Path) -> Path:
     """The base weights are always checked by digest: inside the bundle, or external and pinned."""
-    b = m["base"]
+    base_entry = manifest["base"]
     where = f"{mpath}: base"
-    external = Path(b["path"]).is_absolute()
-    if external == b["copied"]:
+    external = Path(base_entry["path"]).is_absolute()
+    if external == base_entry["copied"]:
         raise BundleError(
-            f"copied is {str(b['copied']).lower()} but path {b['path']!r} is "
+            f"copied is {str(base_entry['copied']).lower()} but path {base_entry['path']!r} is "
             + ("outside" if external else "inside")
             + " the bundle: the manifest was edited",
             where,
         )
-    base = Path(b["path"]) if external else _inside(root, b["path"], f"{where}.path")
+    base = Path(base_entry["path"]) if external else _inside(root, base_entry["path"], f"{where}.path")
     if not (base / "config.json").is_file():
         raise BundleError("base model not found (config.json missing)", str(base))
-    if not b["files"] or "config.json" not in b["files"]:
+    if not base_entry["files"] or "config.json" not in base_entry["files"]:
         raise BundleError("lists no base-model files: the base weights would go unchecked", f"{where}.files")
-    if config_sha256(base) != b["config_sha256"]:
+    if config_sha256(base) != base_entry["config_sha256"]:
         raise BundleError(
             "base model config hash does not match the manifest: a different base model", str(base / "config.json")
         )
-    check_files(base, b["files"], "base model")
+    check_files(base, base_entry["files"], "base model")
     try:  # an external base lies outside the bundle's own safetensors check (load_bundle): no pickle, wherever it is
         models.check_model_files(base)
     except UserError as exc:
@@ -380,20 +380,20 @@ class Bundle:
 
     @property
     def base_dir(self) -> Path:
-        p = Path(self.manifest["base"]["path"])
-        return p if p.is_absolute() else self.path / p
+        base_path = Path(self.manifest["base"]["path"])
+        return base_path if base_path.is_absolute() else self.path / base_path
 
     @property
     def base_id(self) -> str:
-        b = self.manifest["base"]
-        return f"{b.get('name', 'base')}@{b['config_sha256'][:12]}"
+        base_entry = self.manifest["base"]
+        return f"{base_entry.get('name', 'base')}@{base_entry['config_sha256'][:12]}"
 
     def adapter_path(self, name: str) -> Path:
         return self.path / self.primitives[name]["adapter_path"]
 
     def adapter_digest(self, name: str) -> str | None:
-        p = self.primitives.get(name)
-        return None if p is None else p["files"].get(WEIGHT_FILES[p["kind"]][0])
+        entry = self.primitives.get(name)
+        return None if entry is None else entry["files"].get(WEIGHT_FILES[entry["kind"]][0])
 
     def load_model(self, device: str = "cpu") -> tuple[Any, Any]:
         """Base + every adapter (named after its primitive) and the tokenizer."""
@@ -459,39 +459,39 @@ def load_bundle(
     mpath = root / MANIFEST
     if not mpath.is_file():
         raise BundleError("not a bundle: manifest.json is missing", str(root))
-    m = _parse_manifest(mpath)
-    b = Bundle(root, m)
-    if b.smoke and not allow_smoke:
-        failed = [n for n, p in m["primitives"].items() if not p.get("gate", {}).get("passed")]
+    manifest = _parse_manifest(mpath)
+    bundle = Bundle(root, manifest)
+    if bundle.smoke and not allow_smoke:
+        failed = [n for n, p in manifest["primitives"].items() if not p.get("gate", {}).get("passed")]
         raise BundleError(
             f"bundle is marked smoke: the gates of {failed} failed; pass allow_smoke=true (backend.allow_smoke=true) "
             "to load it anyway for smoke tests",
             str(mpath),
         )
     wanted = require or tuple(spec_hashes)
-    missing = [n for n in wanted if n not in m["primitives"]]
+    missing = [n for n in wanted if n not in manifest["primitives"]]
     if missing:
         raise BundleError(f"primitives {missing} are missing from the bundle", str(mpath))
-    for name, p in m["primitives"].items():
+    for name, entry in manifest["primitives"].items():
         where = f"{mpath}: primitives.{name}"
-        if name in spec_hashes and p.get("spec_hash") != spec_hashes[name]:
+        if name in spec_hashes and entry.get("spec_hash") != spec_hashes[name]:
             raise BundleError(
-                f"spec hash {p.get('spec_hash')} differs from the code's {spec_hashes[name]}: the primitive's prompt, "
+                f"spec hash {entry.get('spec_hash')} differs from the code's {spec_hashes[name]}: the primitive's prompt, "
                 "schema or contract changed since this adapter was trained; retrain and repackage",
                 where,
             )
-        for required in (*WEIGHT_FILES[p["kind"]], "README.md"):
-            if required not in p.get("files", {}):
-                raise BundleError(f"no {required} listed (a {p['kind']} adapter)", where)
-    if len({p["kind"] for p in m["primitives"].values()}) > 1:
+        for required in (*WEIGHT_FILES[entry["kind"]], "README.md"):
+            if required not in entry.get("files", {}):
+                raise BundleError(f"no {required} listed (a {entry['kind']} adapter)", where)
+    if len({p["kind"] for p in manifest["primitives"].values()}) > 1:
         raise BundleError("the primitives mix LoRA and full weights: one bundle holds one kind", f"{mpath}: primitives")
-    _check_gates(root, m, mpath)
-    for name, p in m["primitives"].items():
-        adir = _inside(root, p["adapter_path"], f"{mpath}: primitives.{name}.adapter_path")
-        check_files(adir, p["files"], "adapter")
-    tdir = _inside(root, m["tokenizer"]["path"], f"{mpath}: tokenizer.path")
-    check_files(tdir, m["tokenizer"]["files"], "tokenizer")
-    _check_base(root, m, mpath)
-    for f in sorted(root.rglob("*.safetensors")):
-        check_safetensors(f)
-    return b
+    _check_gates(root, manifest, mpath)
+    for name, entry in manifest["primitives"].items():
+        adir = _inside(root, entry["adapter_path"], f"{mpath}: primitives.{name}.adapter_path")
+        check_files(adir, entry["files"], "adapter")
+    tdir = _inside(root, manifest["tokenizer"]["path"], f"{mpath}: tokenizer.path")
+    check_files(tdir, manifest["tokenizer"]["files"], "tokenizer")
+    _check_base(root, manifest, mpath)
+    for weights_file in sorted(root.rglob("*.safetensors")):
+        check_safetensors(weights_file)
+    return bundle

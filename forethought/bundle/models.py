@@ -53,13 +53,13 @@ PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle")
 def check_safetensors(path: Path) -> None:
     """A .safetensors file starts with an 8-byte header length and a JSON header: a pickle does not."""
     size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
+    with open(path, "rb") as handle:
+        head = handle.read(8)
         n = int.from_bytes(head, "little") if len(head) == 8 else -1
         ok = 2 <= n <= min(size - 8, 100 * 1024 * 1024)
         if ok:
             try:
-                ok = isinstance(json.loads(f.read(n)), dict)
+                ok = isinstance(json.loads(handle.read(n)), dict)
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 ok = False
     if not ok:
@@ -72,16 +72,16 @@ def check_model_files(folder: str | Path) -> None:
     import fnmatch
 
     files = sorted(f for f in Path(folder).rglob("*") if f.is_file())
-    for f in files:
-        if any(fnmatch.fnmatch(f.name, p) for p in PICKLE_PATTERNS):
+    for path in files:
+        if any(fnmatch.fnmatch(path.name, p) for p in PICKLE_PATTERNS):
             raise UserError(
                 "a pickle among the model's files (loading one runs code): forethought loads weights from "
                 "safetensors only; convert the model (save_pretrained(..., safe_serialization=True)) and remove it",
-                str(f),
+                str(path),
             )
-    for f in files:
-        if f.suffix == ".safetensors":
-            check_safetensors(f)
+    for path in files:
+        if path.suffix == ".safetensors":
+            check_safetensors(path)
 
 
 def quantization_config(quantization: str) -> Any:
@@ -244,10 +244,10 @@ def check_saved_adapter(adapter_dir: str | Path, prefix: str, expected_modules: 
     """Re-read a saved adapter's safetensors keys and check they all lie in the language model."""
     from safetensors import safe_open
 
-    f = Path(adapter_dir) / "adapter_model.safetensors"
-    if not f.is_file():
+    weights_path = Path(adapter_dir) / "adapter_model.safetensors"
+    if not weights_path.is_file():
         raise AdapterTargetError(f"no adapter_model.safetensors in {adapter_dir}")
-    with safe_open(str(f), framework="pt") as st:
+    with safe_open(str(weights_path), framework="pt") as st:
         keys = list(st.keys())
     check_module_names(keys, prefix, expected_modules, "saved adapter keys")
     return keys
@@ -263,10 +263,10 @@ WEIGHT_FILES = {"lora": (LORA_WEIGHTS, "adapter_config.json"), "full": (FULL_WEI
 
 def adapter_kind(adapter_dir: str | Path) -> str | None:
     """``lora`` or ``full`` by the files the folder holds; None when it holds neither."""
-    d = Path(adapter_dir)
-    if (d / LORA_WEIGHTS).is_file():
+    folder = Path(adapter_dir)
+    if (folder / LORA_WEIGHTS).is_file():
         return "lora"
-    if (d / FULL_WEIGHTS).is_file() and (d / "config.json").is_file():
+    if (folder / FULL_WEIGHTS).is_file() and (folder / "config.json").is_file():
         return "full"
     return None
 
@@ -275,8 +275,8 @@ def check_full_adapter(adapter_dir: str | Path, base_dir: str | Path) -> None:
     """Full weights must be the base's architecture (the same config, dtype aside): the tokenizer, the chat template
     and the stop tokens of the base apply to them."""
 
-    def arch(d: Path) -> dict[str, Any]:
-        cfg = read_json_object(d / "config.json")
+    def arch(folder: Path) -> dict[str, Any]:
+        cfg = read_json_object(folder / "config.json")
         return {
             k: v
             for k, v in cfg.items()
@@ -330,8 +330,8 @@ class PerPrimitiveModels:
         return self.active.parameters()
 
     def eval(self) -> PerPrimitiveModels:
-        for m in [self.base, *self.models.values()]:
-            m.eval()
+        for model in [self.base, *self.models.values()]:
+            model.eval()
         return self
 
     @property
@@ -344,7 +344,7 @@ def load_full_adapters(
 ) -> PerPrimitiveModels:
     """Each primitive's full weights (checked to be the base's architecture), with the base, as one model object."""
     models = {}
-    for name, d in dirs.items():
-        check_full_adapter(d, base_dir)
-        models[name] = load_model(d, dtype=dtype, attn_implementation=attn_implementation, device=device).eval()
+    for name, folder in dirs.items():
+        check_full_adapter(folder, base_dir)
+        models[name] = load_model(folder, dtype=dtype, attn_implementation=attn_implementation, device=device).eval()
     return PerPrimitiveModels(base, models).eval()
