@@ -15,8 +15,10 @@ Allowed:
 - ``i``, ``j``, ``k``: integer indices (``for i in range(n)``, ``for i, row in enumerate(rows)``), the
   mathematical convention every reader knows;
 - ``n``: a count (``n = len(rows)``), the same convention;
-- a line ending in the comment ``# names: math``, for a formula whose letters are the maths' own
-  (``a * x + b``); use it sparingly, a word is nearly always better.
+- a type variable, ``T = TypeVar("T")``: the typing convention;
+- a line carrying the comment ``# names: math`` (a reason may follow), for a formula whose letters
+  are the maths' own (``a * x + b``) or a letter that is an outside API's name (LoRA's ``r``); use it
+  sparingly, a word is nearly always better.
 
 Folders the Makefile does not list yet are in ``EXCLUDED`` below; they are skipped when a folder
 around them is walked (``lint_names.py .``), so adding one to ``make lint`` means deleting its line here
@@ -58,6 +60,14 @@ def _target_names(target: ast.expr) -> Iterator[ast.Name]:
         yield from _target_names(target.value)
 
 
+def _is_type_variable(value: ast.expr) -> bool:
+    """``TypeVar("T", ...)`` (or ``typing.TypeVar``): its one letter is the typing convention."""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) == "TypeVar"
+
+
 class _Bindings(ast.NodeVisitor):
     """Collects ``(line, col, name)`` for each binding outside comprehensions and lambdas."""
 
@@ -74,8 +84,9 @@ class _Bindings(ast.NodeVisitor):
 
     # assignments, walrus, for loops
     def visit_Assign(self, node: ast.Assign) -> None:
-        for target in node.targets:
-            self._add_targets(target)
+        if not _is_type_variable(node.value):
+            for target in node.targets:
+                self._add_targets(target)
         self.generic_visit(node)
 
     def _visit_target(self, node: ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For | ast.AsyncFor) -> None:
@@ -159,7 +170,7 @@ def check_source(source: str, path: str = "<string>") -> list[str]:
     for line, col, name in sorted(visitor.found):
         if len(name) != 1 or name in ALLOWED:
             continue
-        if line <= len(lines) and lines[line - 1].rstrip().endswith(OPT_OUT):
+        if line <= len(lines) and OPT_OUT in lines[line - 1]:
             continue
         reports.append(f"{path}:{line}:{col}: single-letter name {name!r}")
     return reports
