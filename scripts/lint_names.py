@@ -40,8 +40,6 @@ EXCLUDED = (
     "kernel",  # issue 26: being split and edited by another change; names not renamed yet
     "tests",  # issue 26: being edited by another change; names not renamed yet
     "forethought/bench/responder.py",  # issue 26: renamed separately
-    "data_gen/evaluate.py",  # issue 26: being moved by another change
-    "forethought/evaluation.py",  # issue 26: data_gen/evaluate.py's new place, still being edited by that change
 )
 # Never walked: environments, caches and run outputs.
 SKIPPED_DIRS = frozenset({".venv", ".git", "__pycache__", "runs", "outputs", "multirun", "wandb", "build"})
