@@ -34,10 +34,10 @@ def _search_dirs() -> list[Path]:
     for raw in (os.environ.get(PATH_VARIABLE) or "").split(os.pathsep):
         if not raw.strip():
             continue
-        p = Path(raw).expanduser().resolve()
-        if not p.is_dir():
+        path = Path(raw).expanduser().resolve()
+        if not path.is_dir():
             raise UserError(f"{raw!r} is not a folder", PATH_VARIABLE)
-        dirs.append(p)
+        dirs.append(path)
     return dirs
 
 
@@ -51,13 +51,16 @@ def domain_folders() -> dict[str, Path]:
     twice is refused, naming both folders: which one a run used must never depend on an order."""
     found: dict[str, Path] = {m.name: BUILTIN_DIR / m.name for m in pkgutil.iter_modules([str(BUILTIN_DIR)]) if m.ispkg}
     extra_dirs = _search_dirs()
-    for d in extra_dirs:
-        for m in pkgutil.iter_modules([str(d)]):
-            if not m.ispkg:
+    for folder in extra_dirs:
+        for module_info in pkgutil.iter_modules([str(folder)]):
+            if not module_info.ispkg:
                 continue
-            if m.name in found:
-                raise UserError(f"domain {m.name!r} is defined twice: {found[m.name]} and {d / m.name}", PATH_VARIABLE)
-            found[m.name] = d / m.name
+            if module_info.name in found:
+                raise UserError(
+                    f"domain {module_info.name!r} is defined twice: {found[module_info.name]} and {folder / module_info.name}",
+                    PATH_VARIABLE,
+                )
+            found[module_info.name] = folder / module_info.name
     for name, module in _entry_points().items():
         if name in found:
             raise UserError(
@@ -69,9 +72,9 @@ def domain_folders() -> dict[str, Path]:
         found[name] = Path(next(iter(spec.submodule_search_locations)))
     # Your folders join this package's search path, so a domain's own relative imports (``from .state import``)
     # and pickling by module name work for yours as for the built-in ones.
-    for d in extra_dirs:
-        if str(d) not in __path__:
-            __path__.append(str(d))
+    for folder in extra_dirs:
+        if str(folder) not in __path__:
+            __path__.append(str(folder))
     return dict(sorted(found.items()))
 
 

@@ -78,10 +78,10 @@ def doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
             if line.strip() in ("Returns:", "Raises:"):
                 in_args = False
                 continue
-            m = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
-            if m and not line.startswith("      "):
-                cur = m.group(1)
-                params[cur] = m.group(2).strip()
+            match = _ARG_LINE.match("  " + line if not line.startswith("  ") else line)
+            if match and not line.startswith("      "):
+                cur = match.group(1)
+                params[cur] = match.group(2).strip()
             elif cur and line.strip():
                 params[cur] += " " + line.strip()
         else:
@@ -92,24 +92,24 @@ def doc_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     defs = schema.pop("$defs", {})
 
-    def walk(x: Any) -> Any:
+    def walk(node: Any) -> Any:
         """Inline local refs and drop pydantic's generated ``title`` annotations (not properties named title)."""
-        if isinstance(x, dict):
-            if "$ref" in x and x["$ref"].startswith("#/$defs/"):
-                return walk(dict(defs[x["$ref"].split("/")[-1]]))
+        if isinstance(node, dict):
+            if "$ref" in node and node["$ref"].startswith("#/$defs/"):
+                return walk(dict(defs[node["$ref"].split("/")[-1]]))
             out = {}
-            for k, v in x.items():
-                if k == "title" and isinstance(v, str):
+            for k, value in node.items():
+                if k == "title" and isinstance(value, str):
                     continue
                 out[k] = (
-                    {name: walk(sub) for name, sub in v.items()}
-                    if k == "properties" and isinstance(v, dict)
-                    else walk(v)
+                    {name: walk(sub) for name, sub in value.items()}
+                    if k == "properties" and isinstance(value, dict)
+                    else walk(value)
                 )
             return out
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        return x
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
 
     return walk(schema)
 
@@ -122,15 +122,15 @@ def schema_from_signature(
     sig = inspect.signature(fn)
     hints = typing.get_type_hints(fn)
     fields = {}
-    for i, (pname, p) in enumerate(sig.parameters.items()):
+    for i, (pname, parameter) in enumerate(sig.parameters.items()):
         if i == 0 and skip_first:  # the domain state
             continue
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise ValueError(
                 f"{fn.__qualname__}: *{pname} / **{pname} cannot be a tool's parameter (a schema names each one)"
             )
         ann = hints.get(pname, Any)
-        default = ... if p.default is inspect.Parameter.empty else p.default
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
         fields[pname] = (ann, default)
     model = create_model(f"{fn.__name__}_params", **fields)  # type: ignore[call-overload]
     schema = _inline_refs(model.model_json_schema())
@@ -302,9 +302,9 @@ class Domain:
         try:
             return self.state_model.model_validate(data or {})
         except ValidationError as exc:
-            e = exc.errors()[0]
-            loc = ".".join(str(p) for p in e["loc"])
-            raise ValueError(f"initial state of domain {self.name!r}: {loc}: {e['msg']}") from None
+            error = exc.errors()[0]
+            loc = ".".join(str(p) for p in error["loc"])
+            raise ValueError(f"initial state of domain {self.name!r}: {loc}: {error['msg']}") from None
 
     def snapshot(self, state: BaseModel) -> dict[str, Any]:
         return state.model_dump(mode="json")

@@ -126,19 +126,21 @@ class AirlineState(_M, ReferenceData):
 
     @model_validator(mode="after")
     def _references(self) -> AirlineState:
-        for rid, r in self.reservations.items():
-            user = self.users.get(r.user_id)
+        for rid, reservation in self.reservations.items():
+            user = self.users.get(reservation.user_id)
             if user is None:
-                raise ValueError(f"reservation {rid}: unknown user {r.user_id!r}")
+                raise ValueError(f"reservation {rid}: unknown user {reservation.user_id!r}")
             if rid not in user.reservations:  # a reservation is always listed on its user
                 user.reservations.append(rid)
-            if not r.payment_history and user.payment_methods:  # paid in full with the first method on file
-                total = sum(s.price for s in r.flights) * len(r.passengers)
-                r.payment_history.append(Payment(payment_id=next(iter(user.payment_methods)), amount=total))
-            for s in r.flights:
-                fl = self.flights.get(s.flight_number)
-                if fl is None or s.date not in fl.dates:
-                    raise ValueError(f"reservation {rid}: flight {s.flight_number} does not operate on {s.date}")
+            if not reservation.payment_history and user.payment_methods:  # paid in full with the first method on file
+                total = sum(s.price for s in reservation.flights) * len(reservation.passengers)
+                reservation.payment_history.append(Payment(payment_id=next(iter(user.payment_methods)), amount=total))
+            for segment in reservation.flights:
+                fl = self.flights.get(segment.flight_number)
+                if fl is None or segment.date not in fl.dates:
+                    raise ValueError(
+                        f"reservation {rid}: flight {segment.flight_number} does not operate on {segment.date}"
+                    )
         for code in {c for f in self.flights.values() for c in (f.origin, f.destination)}:
             if code not in self.airports:
                 raise ValueError(f"flight airport {code!r} is not a known airport")

@@ -151,10 +151,10 @@ def _user(state: AirlineState, user_id: str) -> User:
 
 
 def _reservation(state: AirlineState, reservation_id: str, active: bool = True) -> Reservation:
-    r = find(state.reservations, reservation_id, "reservation")
-    if active and r.status != "active":
-        raise ToolError(f"reservation {reservation_id} is {r.status}")
-    return r
+    reservation = find(state.reservations, reservation_id, "reservation")
+    if active and reservation.status != "active":
+        raise ToolError(f"reservation {reservation_id} is {reservation.status}")
+    return reservation
 
 
 def _cabin(cabin: Any) -> str:
@@ -174,53 +174,55 @@ def _flown(state: AirlineState, seg: Segment) -> bool:
     return seg.date < _today(state) or fd.status == "landed"
 
 
-def _free_bags(state: AirlineState, r: Reservation) -> int:
-    membership = state.users[r.user_id].membership
-    return FREE_BAGS[membership][r.cabin] * len(r.passengers)
+def _free_bags(state: AirlineState, reservation: Reservation) -> int:
+    membership = state.users[reservation.user_id].membership
+    return FREE_BAGS[membership][reservation.cabin] * len(reservation.passengers)
 
 
-def _eligible_to_cancel(state: AirlineState, r: Reservation) -> bool:
-    if r.status != "active" or any(_flown(state, s) for s in r.flights):
+def _eligible_to_cancel(state: AirlineState, reservation: Reservation) -> bool:
+    if reservation.status != "active" or any(_flown(state, s) for s in reservation.flights):
         return False
-    recent = _now(state) - datetime.fromisoformat(r.created_at) <= timedelta(hours=24)
-    airline_cancelled = any(state.flights[s.flight_number].dates[s.date].status == "cancelled" for s in r.flights)
-    return recent or r.cabin == "business" or r.insurance == "yes" or airline_cancelled
+    recent = _now(state) - datetime.fromisoformat(reservation.created_at) <= timedelta(hours=24)
+    airline_cancelled = any(
+        state.flights[s.flight_number].dates[s.date].status == "cancelled" for s in reservation.flights
+    )
+    return recent or reservation.cabin == "business" or reservation.insurance == "yes" or airline_cancelled
 
 
 def _view(state: AirlineState, rid: str) -> dict:
-    r = state.reservations[rid]
+    reservation = state.reservations[rid]
     flights = []
-    for s in r.flights:
-        fl = state.flights[s.flight_number]
+    for segment in reservation.flights:
+        fl = state.flights[segment.flight_number]
         flights.append(
             {
-                "flight_number": s.flight_number,
-                "date": s.date,
+                "flight_number": segment.flight_number,
+                "date": segment.date,
                 "origin": fl.origin,
                 "destination": fl.destination,
-                "price": s.price,
+                "price": segment.price,
             }
         )
     return {
         "reservation_id": rid,
-        "user_id": r.user_id,
-        "origin": r.origin,
-        "destination": r.destination,
-        "flight_type": r.flight_type,
-        "cabin": r.cabin,
+        "user_id": reservation.user_id,
+        "origin": reservation.origin,
+        "destination": reservation.destination,
+        "flight_type": reservation.flight_type,
+        "cabin": reservation.cabin,
         "flights": flights,
-        "passengers": [p.model_dump() for p in r.passengers],
-        "payment_history": [p.model_dump() for p in r.payment_history],
-        "created_at": r.created_at,
-        "total_baggages": r.total_baggages,
-        "nonfree_baggages": r.nonfree_baggages,
-        "free_baggage_allowance": _free_bags(state, r),
-        "insurance": r.insurance,
-        "status": r.status,
-        "changeable": r.status == "active"
-        and r.cabin != "basic_economy"
-        and not any(_flown(state, s) for s in r.flights),
-        "cancellation_eligible": _eligible_to_cancel(state, r),
+        "passengers": [p.model_dump() for p in reservation.passengers],
+        "payment_history": [p.model_dump() for p in reservation.payment_history],
+        "created_at": reservation.created_at,
+        "total_baggages": reservation.total_baggages,
+        "nonfree_baggages": reservation.nonfree_baggages,
+        "free_baggage_allowance": _free_bags(state, reservation),
+        "insurance": reservation.insurance,
+        "status": reservation.status,
+        "changeable": reservation.status == "active"
+        and reservation.cabin != "basic_economy"
+        and not any(_flown(state, s) for s in reservation.flights),
+        "cancellation_eligible": _eligible_to_cancel(state, reservation),
     }
 
 
@@ -228,13 +230,13 @@ def _passengers(passengers: Any) -> list[Passenger]:
     if not isinstance(passengers, list) or not passengers:
         raise ToolError("passengers must be a non-empty list of {first_name, last_name, dob}")
     out = []
-    for p in passengers:
+    for passenger in passengers:
         try:
-            info = PassengerInfo.model_validate(p)
+            info = PassengerInfo.model_validate(passenger)
         except ValidationError:
-            raise ToolError(f"invalid passenger {p!r}: give first_name, last_name and dob") from None
+            raise ToolError(f"invalid passenger {passenger!r}: give first_name, last_name and dob") from None
         if not info.first_name.strip() or not info.last_name.strip():
-            raise ToolError(f"invalid passenger {p!r}: empty name")
+            raise ToolError(f"invalid passenger {passenger!r}: empty name")
         _date(info.dob, "dob")
         out.append(Passenger(**info.model_dump()))
     if len(out) > 9:
@@ -254,11 +256,11 @@ def _segments(
     kept = {(s.flight_number, s.date): s for s in keep or []}
     out: list[Segment] = []
     prev_dest = None
-    for f in flights:
+    for flight in flights:
         try:
-            choice = FlightChoice.model_validate(f)
+            choice = FlightChoice.model_validate(flight)
         except ValidationError:
-            raise ToolError(f"invalid flight {f!r}: give flight_number and date") from None
+            raise ToolError(f"invalid flight {flight!r}: give flight_number and date") from None
         _date(choice.date)
         fl = find(state.flights, choice.flight_number, "flight")
         fd = fl.dates.get(choice.date)
@@ -319,8 +321,8 @@ def _check_payment(user: User, payment_id: Any) -> str:
 
 
 def _take_seats(state: AirlineState, segs: list[Segment], cabin: str, n: int, sign: int = -1) -> None:
-    for s in segs:
-        seats = state.flights[s.flight_number].dates[s.date].seats
+    for segment in segs:
+        seats = state.flights[segment.flight_number].dates[segment.date].seats
         seats[cabin] = seats[cabin] + sign * n  # type: ignore[index]
 
 
@@ -335,31 +337,35 @@ def _new_reservation_id(state: AirlineState) -> str:
 
 # ---------------------------------------------------- semantic postconditions
 def _post_passengers(args, result, state) -> str | None:
-    r = state.reservations.get(args["reservation_id"])
+    reservation = state.reservations.get(args["reservation_id"])
     want = [PassengerInfo.model_validate(p).model_dump() for p in args["passengers"]]
-    if r is None or [p.model_dump() for p in r.passengers] != want:
+    if reservation is None or [p.model_dump() for p in reservation.passengers] != want:
         return "the reservation's passengers are not the requested ones"
     return None
 
 
 def _post_flights(args, result, state) -> str | None:
-    r = state.reservations.get(args["reservation_id"])
+    reservation = state.reservations.get(args["reservation_id"])
     want = [(f["flight_number"], f["date"]) for f in args["flights"]]
-    if r is None or [(s.flight_number, s.date) for s in r.flights] != want or r.cabin != args["cabin"]:
+    if (
+        reservation is None
+        or [(s.flight_number, s.date) for s in reservation.flights] != want
+        or reservation.cabin != args["cabin"]
+    ):
         return "the reservation does not hold the requested flights and cabin"
     return None
 
 
 def _post_bags(args, result, state) -> str | None:
-    r = state.reservations.get(args["reservation_id"])
-    if r is None or r.total_baggages != args["total_baggages"]:
+    reservation = state.reservations.get(args["reservation_id"])
+    if reservation is None or reservation.total_baggages != args["total_baggages"]:
         return "the reservation does not hold the requested number of bags"
     return None
 
 
 def _post_cabin(args, result, state) -> str | None:
-    r = state.reservations.get(args["reservation_id"])
-    if r is None or r.cabin != args["cabin"]:
+    reservation = state.reservations.get(args["reservation_id"])
+    if reservation is None or reservation.cabin != args["cabin"]:
         return "the reservation is not in the requested cabin"
     return None
 
@@ -370,15 +376,19 @@ _post_cancelled = status_is(
 
 
 def _post_booked(args, result, state) -> str | None:
-    r = state.reservations.get(result.get("reservation_id", ""))
-    if r is None or r.user_id != args["user_id"] or len(r.passengers) != len(args["passengers"]):
+    reservation = state.reservations.get(result.get("reservation_id", ""))
+    if (
+        reservation is None
+        or reservation.user_id != args["user_id"]
+        or len(reservation.passengers) != len(args["passengers"])
+    ):
         return "the booking was not recorded for the user"
     return None
 
 
 def _post_certificate(args, result, state) -> str | None:
-    u = state.users.get(args["user_id"])
-    pm = u.payment_methods.get(result.get("certificate_id", "")) if u else None
+    user = state.users.get(args["user_id"])
+    pm = user.payment_methods.get(result.get("certificate_id", "")) if user else None
     if pm is None or pm.source != "certificate" or pm.amount != float(args["amount"]):
         return "the certificate was not added to the user's payment methods"
     return None
@@ -399,17 +409,19 @@ def get_user_details(state: AirlineState, user_id: str) -> dict:
     Args:
         user_id: The user id, such as 'sara_doe_496'.
     """
-    u = _user(state, user_id)
+    user = _user(state, user_id)
     return {
         "user_id": user_id,
-        "name": u.name.model_dump(),
-        "email": u.email,
-        "dob": u.dob,
-        "membership": u.membership,
-        "payment_methods": [{"payment_id": k, **v.model_dump(exclude_none=True)} for k, v in u.payment_methods.items()],
-        "payment_method_ids": list(u.payment_methods),
-        "saved_passengers": [p.model_dump() for p in u.saved_passengers],
-        "reservations": list(u.reservations),
+        "name": user.name.model_dump(),
+        "email": user.email,
+        "dob": user.dob,
+        "membership": user.membership,
+        "payment_methods": [
+            {"payment_id": k, **v.model_dump(exclude_none=True)} for k, v in user.payment_methods.items()
+        ],
+        "payment_method_ids": list(user.payment_methods),
+        "saved_passengers": [p.model_dump() for p in user.saved_passengers],
+        "reservations": list(user.reservations),
     }
 
 
@@ -533,7 +545,7 @@ def book_reservation(
     if insurance not in ("yes", "no"):
         raise ToolError(f"invalid insurance {insurance!r}: use 'yes' or 'no'")
     _check_payment(user, payment_id)
-    r = Reservation(
+    reservation = Reservation(
         user_id=user_id,
         origin=origin,
         destination=destination,
@@ -545,14 +557,14 @@ def book_reservation(
         total_baggages=total_baggages,
         insurance=insurance,
     )
-    r.nonfree_baggages = max(0, total_baggages - FREE_BAGS[user.membership][cabin] * len(pax))
-    total = sum(s.price for s in segs) * len(pax) + BAG_FEE * r.nonfree_baggages
+    reservation.nonfree_baggages = max(0, total_baggages - FREE_BAGS[user.membership][cabin] * len(pax))
+    total = sum(s.price for s in segs) * len(pax) + BAG_FEE * reservation.nonfree_baggages
     total += INSURANCE_FEE * len(pax) if insurance == "yes" else 0
     _pay(state, user, payment_id, total)
-    r.payment_history.append(Payment(payment_id=payment_id, amount=total))
+    reservation.payment_history.append(Payment(payment_id=payment_id, amount=total))
     _take_seats(state, segs, cabin, len(pax))
     rid = _new_reservation_id(state)
-    state.reservations[rid] = r
+    state.reservations[rid] = reservation
     user.reservations.append(rid)
     return {**_view(state, rid), "charged": total}
 
@@ -574,26 +586,34 @@ def update_reservation_flights(
         flights: All flight segments of the updated reservation, each {flight_number, date}, including unchanged ones.
         payment_id: The payment method for the fare difference.
     """
-    r = _reservation(state, reservation_id)
-    user = state.users[r.user_id]
+    reservation = _reservation(state, reservation_id)
+    user = state.users[reservation.user_id]
     _cabin(cabin)
-    if r.cabin == "basic_economy":
+    if reservation.cabin == "basic_economy":
         raise ToolError("the flights of a basic economy reservation cannot be changed")
-    if any(_flown(state, s) for s in r.flights):
+    if any(_flown(state, s) for s in reservation.flights):
         raise ToolError("a reservation with a flown segment cannot be changed")
     # unchanged segments in an unchanged cabin keep the price paid (and their seats)
-    segs = _segments(state, flights, cabin, len(r.passengers), keep=r.flights if cabin == r.cabin else None)
-    origin, destination = _route(state, segs, r.flight_type)
-    if (origin, destination) != (r.origin, r.destination):
-        raise ToolError(f"the new flights go {origin}-{destination}; the reservation is {r.origin}-{r.destination}")
+    segs = _segments(
+        state,
+        flights,
+        cabin,
+        len(reservation.passengers),
+        keep=reservation.flights if cabin == reservation.cabin else None,
+    )
+    origin, destination = _route(state, segs, reservation.flight_type)
+    if (origin, destination) != (reservation.origin, reservation.destination):
+        raise ToolError(
+            f"the new flights go {origin}-{destination}; the reservation is {reservation.origin}-{reservation.destination}"
+        )
     _check_payment(user, payment_id)
-    diff = (sum(s.price for s in segs) - sum(s.price for s in r.flights)) * len(r.passengers)
+    diff = (sum(s.price for s in segs) - sum(s.price for s in reservation.flights)) * len(reservation.passengers)
     if diff:
         _pay(state, user, payment_id, diff)
-        r.payment_history.append(Payment(payment_id=payment_id, amount=diff))
-    _take_seats(state, r.flights, r.cabin, len(r.passengers), sign=+1)
-    _take_seats(state, segs, cabin, len(r.passengers))
-    r.flights, r.cabin = segs, cabin  # type: ignore[assignment]
+        reservation.payment_history.append(Payment(payment_id=payment_id, amount=diff))
+    _take_seats(state, reservation.flights, reservation.cabin, len(reservation.passengers), sign=+1)
+    _take_seats(state, segs, cabin, len(reservation.passengers))
+    reservation.flights, reservation.cabin = segs, cabin  # type: ignore[assignment]
     return {**_view(state, reservation_id), "charged": diff}
 
 
@@ -615,27 +635,27 @@ def upgrade_reservation_cabin(state: AirlineState, reservation_id: str, cabin: C
         cabin: The new cabin: 'basic_economy', 'economy' or 'business'.
         payment_id: The payment method for the fare difference.
     """
-    r = _reservation(state, reservation_id)
-    user = state.users[r.user_id]
+    reservation = _reservation(state, reservation_id)
+    user = state.users[reservation.user_id]
     _cabin(cabin)
-    if cabin == r.cabin:
+    if cabin == reservation.cabin:
         raise ToolError(f"reservation {reservation_id} is already in {cabin}")
-    if any(_flown(state, s) for s in r.flights):
+    if any(_flown(state, s) for s in reservation.flights):
         raise ToolError("a reservation with a flown segment cannot be changed")
     _check_payment(user, payment_id)
     segs = []
-    for s in r.flights:
-        fd = state.flights[s.flight_number].dates[s.date]
-        if fd.seats[cabin] < len(r.passengers):  # type: ignore[index]
-            raise ToolError(f"flight {s.flight_number} on {s.date} has no {cabin} seats left")
-        segs.append(Segment(flight_number=s.flight_number, date=s.date, price=fd.prices[cabin]))  # type: ignore[index]
-    diff = (sum(s.price for s in segs) - sum(s.price for s in r.flights)) * len(r.passengers)
+    for segment in reservation.flights:
+        fd = state.flights[segment.flight_number].dates[segment.date]
+        if fd.seats[cabin] < len(reservation.passengers):  # type: ignore[index]
+            raise ToolError(f"flight {segment.flight_number} on {segment.date} has no {cabin} seats left")
+        segs.append(Segment(flight_number=segment.flight_number, date=segment.date, price=fd.prices[cabin]))  # type: ignore[index]
+    diff = (sum(s.price for s in segs) - sum(s.price for s in reservation.flights)) * len(reservation.passengers)
     if diff:
         _pay(state, user, payment_id, diff)
-        r.payment_history.append(Payment(payment_id=payment_id, amount=diff))
-    _take_seats(state, r.flights, r.cabin, len(r.passengers), sign=+1)
-    _take_seats(state, segs, cabin, len(r.passengers))
-    r.flights, r.cabin = segs, cabin  # type: ignore[assignment]
+        reservation.payment_history.append(Payment(payment_id=payment_id, amount=diff))
+    _take_seats(state, reservation.flights, reservation.cabin, len(reservation.passengers), sign=+1)
+    _take_seats(state, segs, cabin, len(reservation.passengers))
+    reservation.flights, reservation.cabin = segs, cabin  # type: ignore[assignment]
     return {**_view(state, reservation_id), "charged": diff}
 
 
@@ -652,11 +672,13 @@ def update_reservation_passengers(state: AirlineState, reservation_id: str, pass
         reservation_id: The reservation to change.
         passengers: Every passenger of the reservation, each {first_name, last_name, dob}, in the stored order.
     """
-    r = _reservation(state, reservation_id)
+    reservation = _reservation(state, reservation_id)
     pax = _passengers(passengers)
-    if len(pax) != len(r.passengers):
-        raise ToolError(f"reservation {reservation_id} has {len(r.passengers)} passengers; the number cannot change")
-    r.passengers = pax
+    if len(pax) != len(reservation.passengers):
+        raise ToolError(
+            f"reservation {reservation_id} has {len(reservation.passengers)} passengers; the number cannot change"
+        )
+    reservation.passengers = pax
     return _view(state, reservation_id)
 
 
@@ -677,21 +699,21 @@ def update_reservation_baggages(
         payment_id: The payment method for the bag fees.
         nonfree_baggages: Bags that are paid for; omit to compute it from the free allowance.
     """
-    r = _reservation(state, reservation_id)
-    user = state.users[r.user_id]
+    reservation = _reservation(state, reservation_id)
+    user = state.users[reservation.user_id]
     if not isinstance(total_baggages, int) or total_baggages < 0:
         raise ToolError("total_baggages must be a non-negative integer")
-    if total_baggages < r.total_baggages:
-        raise ToolError(f"bags cannot be removed: the reservation already has {r.total_baggages}")
-    nonfree = max(0, total_baggages - _free_bags(state, r)) if nonfree_baggages is None else nonfree_baggages
+    if total_baggages < reservation.total_baggages:
+        raise ToolError(f"bags cannot be removed: the reservation already has {reservation.total_baggages}")
+    nonfree = max(0, total_baggages - _free_bags(state, reservation)) if nonfree_baggages is None else nonfree_baggages
     if not isinstance(nonfree, int) or not 0 <= nonfree <= total_baggages:
         raise ToolError("nonfree_baggages must be between 0 and total_baggages")
     _check_payment(user, payment_id)
-    fee = BAG_FEE * max(0, nonfree - r.nonfree_baggages)
+    fee = BAG_FEE * max(0, nonfree - reservation.nonfree_baggages)
     if fee:
         _pay(state, user, payment_id, fee)
-        r.payment_history.append(Payment(payment_id=payment_id, amount=fee))
-    r.total_baggages, r.nonfree_baggages = total_baggages, nonfree
+        reservation.payment_history.append(Payment(payment_id=payment_id, amount=fee))
+    reservation.total_baggages, reservation.nonfree_baggages = total_baggages, nonfree
     return {**_view(state, reservation_id), "charged": fee}
 
 
@@ -707,20 +729,20 @@ def cancel_reservation(state: AirlineState, reservation_id: str) -> dict:
     Args:
         reservation_id: The reservation to cancel.
     """
-    r = _reservation(state, reservation_id)
-    if any(_flown(state, s) for s in r.flights):
+    reservation = _reservation(state, reservation_id)
+    if any(_flown(state, s) for s in reservation.flights):
         raise ToolError("a reservation with a flown segment cannot be cancelled")
-    user = state.users[r.user_id]
+    user = state.users[reservation.user_id]
     refunds = []
-    for p in list(r.payment_history):
-        if p.amount > 0:
-            pm = user.payment_methods.get(p.payment_id)
+    for payment in list(reservation.payment_history):
+        if payment.amount > 0:
+            pm = user.payment_methods.get(payment.payment_id)
             if pm is not None and pm.source == "gift_card":
-                pm.amount = round((pm.amount or 0.0) + p.amount, 2)
-            refunds.append(Payment(payment_id=p.payment_id, amount=-p.amount))
-    r.payment_history.extend(refunds)
-    _take_seats(state, r.flights, r.cabin, len(r.passengers), sign=+1)
-    r.status = "cancelled"
+                pm.amount = round((pm.amount or 0.0) + payment.amount, 2)
+            refunds.append(Payment(payment_id=payment.payment_id, amount=-payment.amount))
+    reservation.payment_history.extend(refunds)
+    _take_seats(state, reservation.flights, reservation.cabin, len(reservation.passengers), sign=+1)
+    reservation.status = "cancelled"
     return {**_view(state, reservation_id), "refunded": -sum(p.amount for p in refunds)}
 
 

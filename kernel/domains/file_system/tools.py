@@ -15,14 +15,14 @@ DOMAIN = Domain(
 tool = DOMAIN.tool
 
 
-def _cwd(s: FileSystemState) -> Directory:
-    d = s.root
-    for part in s.cwd:
-        nxt = d.children.get(part)
+def _cwd(state: FileSystemState) -> Directory:
+    directory = state.root
+    for part in state.cwd:
+        nxt = directory.children.get(part)
         if not isinstance(nxt, Directory):
-            raise ToolError(f"current directory {'/' + '/'.join(s.cwd)} no longer exists")
-        d = nxt
-    return d
+            raise ToolError(f"current directory {'/' + '/'.join(state.cwd)} no longer exists")
+        directory = nxt
+    return directory
 
 
 def _name_ok(name: str) -> str:
@@ -31,8 +31,8 @@ def _name_ok(name: str) -> str:
     return name
 
 
-def _cwd_path(s: FileSystemState) -> str:
-    return "/" + "/".join(s.cwd)
+def _cwd_path(state: FileSystemState) -> str:
+    return "/" + "/".join(state.cwd)
 
 
 @tool(writes={"cwd": "result.current_working_directory"})
@@ -42,7 +42,7 @@ def pwd(state: FileSystemState) -> dict:
 
 
 @tool()
-def ls(state: FileSystemState, a: bool = False) -> dict:
+def ls(state: FileSystemState, a: bool = False) -> dict:  # names: math (the benchmark's ls -a flag, its API)
     """List the contents of the current directory.
 
     Args:
@@ -64,14 +64,14 @@ def cd(state: FileSystemState, folder: str) -> dict:
             state.cwd.pop()
         return {"current_working_directory": _cwd_path(state)}
     parts = [p for p in folder.split("/") if p and p != "."]
-    d = _cwd(state)
+    directory = _cwd(state)
     new = list(state.cwd)
-    for p in parts:
-        nxt = d.children.get(p)
+    for part in parts:
+        nxt = directory.children.get(part)
         if not isinstance(nxt, Directory):
             raise ToolError(f"cd: no such directory: {folder}")
-        d = nxt
-        new.append(p)
+        directory = nxt
+        new.append(part)
     state.cwd = new
     return {"current_working_directory": _cwd_path(state)}
 
@@ -83,10 +83,10 @@ def mkdir(state: FileSystemState, dir_name: str) -> dict:
     Args:
         dir_name: Name of the directory to create.
     """
-    d = _cwd(state)
-    if _name_ok(dir_name) in d.children:
+    directory = _cwd(state)
+    if _name_ok(dir_name) in directory.children:
         raise ToolError(f"mkdir: cannot create directory '{dir_name}': File exists")
-    d.children[dir_name] = Directory()
+    directory.children[dir_name] = Directory()
     return {"created": dir_name}
 
 
@@ -97,10 +97,10 @@ def touch(state: FileSystemState, file_name: str) -> dict:
     Args:
         file_name: Name of the file to create.
     """
-    d = _cwd(state)
-    if isinstance(d.children.get(_name_ok(file_name)), Directory):
+    directory = _cwd(state)
+    if isinstance(directory.children.get(_name_ok(file_name)), Directory):
         raise ToolError(f"touch: '{file_name}' is a directory")
-    d.children.setdefault(file_name, File())
+    directory.children.setdefault(file_name, File())
     return {"file_name": file_name}
 
 
@@ -114,20 +114,20 @@ def echo(state: FileSystemState, content: str, file_name: str | None = None) -> 
     """
     if file_name is None:
         return {"terminal_output": content}
-    d = _cwd(state)
-    if isinstance(d.children.get(_name_ok(file_name)), Directory):
+    directory = _cwd(state)
+    if isinstance(directory.children.get(_name_ok(file_name)), Directory):
         raise ToolError(f"echo: '{file_name}' is a directory")
-    d.children[file_name] = File(content=content)
+    directory.children[file_name] = File(content=content)
     return {"terminal_output": None}
 
 
 def _file(state: FileSystemState, name: str) -> File:
-    f = _cwd(state).children.get(name)
-    if f is None:
+    entry = _cwd(state).children.get(name)
+    if entry is None:
         raise ToolError(f"no such file: {name}")
-    if not isinstance(f, File):
+    if not isinstance(entry, File):
         raise ToolError(f"'{name}' is a directory")
-    return f
+    return entry
 
 
 @tool(writes={"file_name": "params.file_name"})
@@ -197,9 +197,11 @@ def diff(state: FileSystemState, file_name1: str, file_name2: str) -> dict:
         file_name1: First file.
         file_name2: Second file.
     """
-    a = _file(state, file_name1).content.splitlines()
-    b = _file(state, file_name2).content.splitlines()
-    out = [f"- {x}" for x in a if x not in b] + [f"+ {x}" for x in b if x not in a]
+    first_lines = _file(state, file_name1).content.splitlines()
+    second_lines = _file(state, file_name2).content.splitlines()
+    out = [f"- {x}" for x in first_lines if x not in second_lines] + [
+        f"+ {x}" for x in second_lines if x not in first_lines
+    ]
     return {"diff_lines": "\n".join(out)}
 
 
@@ -214,16 +216,16 @@ def find(state: FileSystemState, path: str = ".", name: str | None = None) -> di
     start = _cwd(state)
     prefix = "."
     if path not in (".", ""):
-        for p in [x for x in path.split("/") if x and x != "."]:
-            nxt = start.children.get(p)
+        for part in [x for x in path.split("/") if x and x != "."]:
+            nxt = start.children.get(part)
             if not isinstance(nxt, Directory):
                 raise ToolError(f"find: '{path}': No such directory")
             start = nxt
         prefix = path.rstrip("/")
     found: list[str] = []
 
-    def walk(d: Directory, at: str) -> None:
-        for n, node in sorted(d.children.items()):
+    def walk(directory: Directory, at: str) -> None:
+        for n, node in sorted(directory.children.items()):
             here = f"{at}/{n}"
             if name is None or name in n:
                 found.append(here)
@@ -242,21 +244,21 @@ def du(state: FileSystemState, human_readable: bool = False) -> dict:
         human_readable: Report in KB/MB rather than bytes.
     """
 
-    def size(d: Directory) -> int:
-        return sum(len(x.content.encode()) if isinstance(x, File) else size(x) for x in d.children.values())
+    def size(directory: Directory) -> int:
+        return sum(len(x.content.encode()) if isinstance(x, File) else size(x) for x in directory.children.values())
 
     n = size(_cwd(state))
     return {"disk_usage": f"{n / 1024:.2f} KB" if human_readable else f"{n} bytes"}
 
 
 def _move_or_copy(state: FileSystemState, source: str, destination: str, move: bool) -> dict:
-    d = _cwd(state)
-    node = d.children.get(source)
+    directory = _cwd(state)
+    node = directory.children.get(source)
     if node is None:
         raise ToolError(f"no such file or directory: {source}")
     if destination == source and isinstance(node, Directory):  # would nest the folder in itself (mv: then delete it)
         raise ToolError(f"cannot {'move' if move else 'copy'} '{source}' into itself")
-    target = d.children.get(destination)
+    target = directory.children.get(destination)
     if isinstance(target, Directory):  # into an existing directory, keeping the name
         if source in target.children:
             raise ToolError(f"'{destination}/{source}' already exists")
@@ -265,10 +267,10 @@ def _move_or_copy(state: FileSystemState, source: str, destination: str, move: b
     else:
         if target is not None:
             raise ToolError(f"'{destination}' already exists")
-        d.children[_name_ok(destination)] = node.model_copy(deep=True)
+        directory.children[_name_ok(destination)] = node.model_copy(deep=True)
         placed, folder = destination, "."
     if move:
-        del d.children[source]
+        del directory.children[source]
     return {"file_name": placed, "folder": folder}
 
 
@@ -301,10 +303,10 @@ def rm(state: FileSystemState, file_name: str) -> dict:
     Args:
         file_name: Name to remove.
     """
-    d = _cwd(state)
-    if file_name not in d.children:
+    directory = _cwd(state)
+    if file_name not in directory.children:
         raise ToolError(f"rm: cannot remove '{file_name}': No such file or directory")
-    del d.children[file_name]
+    del directory.children[file_name]
     return {"removed": file_name}
 
 
@@ -315,11 +317,11 @@ def rmdir(state: FileSystemState, dir_name: str) -> dict:
     Args:
         dir_name: Directory to remove.
     """
-    d = _cwd(state)
-    node = d.children.get(dir_name)
+    directory = _cwd(state)
+    node = directory.children.get(dir_name)
     if not isinstance(node, Directory):
         raise ToolError(f"rmdir: '{dir_name}': No such directory")
     if node.children:
         raise ToolError(f"rmdir: '{dir_name}': Directory not empty")
-    del d.children[dir_name]
+    del directory.children[dir_name]
     return {"removed": dir_name}

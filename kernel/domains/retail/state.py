@@ -133,7 +133,7 @@ class RetailState(_M, ReferenceData):
                         payment_method_id=next(iter(user.payment_methods)),
                     )
                 )
-            for t in order.payment_history:
-                if t.payment_method_id not in user.payment_methods:
-                    raise ValueError(f"order {oid}: payment method {t.payment_method_id} is not the user's")
+            for payment in order.payment_history:
+                if payment.payment_method_id not in user.payment_methods:
+                    raise ValueError(f"order {oid}: payment method {payment.payment_method_id} is not the user's")
         return self

@@ -77,9 +77,9 @@ def _order(db: RetailState, order_id: str) -> Order:
     return find(db.orders, order_id, "order")
 
 
-def _status(o: Order, order_id: str, want: str, action: str) -> None:
-    if o.status != want:
-        raise ToolError(f"order {order_id} is {o.status}; only {want} orders can be {action}")
+def _status(order: Order, order_id: str, want: str, action: str) -> None:
+    if order.status != want:
+        raise ToolError(f"order {order_id} is {order.status}; only {want} orders can be {action}")
 
 
 def _variant(db: RetailState, item_id: str) -> tuple[str, Any]:
@@ -95,9 +95,9 @@ def _id_list(value: Any, what: str) -> list[str]:
     return value
 
 
-def _items_in_order(o: Order, order_id: str, item_ids: list[str]) -> list[OrderItem]:
+def _items_in_order(order: Order, order_id: str, item_ids: list[str]) -> list[OrderItem]:
     """The order items for ``item_ids`` (an id may be named as often as the order holds it)."""
-    want, have = Counter(item_ids), Counter(it.item_id for it in o.items)
+    want, have = Counter(item_ids), Counter(it.item_id for it in order.items)
     for iid, n in want.items():
         if have[iid] < n:
             raise ToolError(
@@ -107,15 +107,17 @@ def _items_in_order(o: Order, order_id: str, item_ids: list[str]) -> list[OrderI
             )
     out, used = [], Counter()
     for iid in item_ids:
-        matches = [it for it in o.items if it.item_id == iid]
+        matches = [it for it in order.items if it.item_id == iid]
         out.append(matches[used[iid]])
         used[iid] += 1
     return out
 
 
-def _swap(db: RetailState, o: Order, order_id: str, item_ids: Any, new_item_ids: Any) -> tuple[list[OrderItem], float]:
+def _swap(
+    db: RetailState, order: Order, order_id: str, item_ids: Any, new_item_ids: Any
+) -> tuple[list[OrderItem], float]:
     """Validate an item swap; return the new order items and the price difference (new minus old)."""
-    olds = _items_in_order(o, order_id, _id_list(item_ids, "item_ids"))
+    olds = _items_in_order(order, order_id, _id_list(item_ids, "item_ids"))
     news = _id_list(new_item_ids, "new_item_ids")
     if len(news) != len(olds):
         raise ToolError("item_ids and new_item_ids must have the same length")
@@ -149,15 +151,15 @@ def _settle(user: User, payment_method_id: Any, amount: float) -> None:
 
 
 def _swap_and_settle(
-    db: RetailState, o: Order, order_id: str, item_ids: Any, new_item_ids: Any, payment_method_id: Any
+    db: RetailState, order: Order, order_id: str, item_ids: Any, new_item_ids: Any, payment_method_id: Any
 ) -> tuple[list[OrderItem], float]:
     """An item swap (modified or exchanged order alike): validated, its price difference charged to or refunded
     on the payment method and recorded in the order's payment history; returns the new items and the difference."""
-    user = db.users[o.user_id]
-    new_items, diff = _swap(db, o, order_id, item_ids, new_item_ids)
+    user = db.users[order.user_id]
+    new_items, diff = _swap(db, order, order_id, item_ids, new_item_ids)
     _settle(user, payment_method_id, diff)
     if diff:
-        o.payment_history.append(
+        order.payment_history.append(
             Transaction(
                 transaction_type="payment" if diff > 0 else "refund",
                 amount=abs(diff),
@@ -167,8 +169,8 @@ def _swap_and_settle(
     return new_items, diff
 
 
-def _refund_target(user: User, o: Order, payment_method_id: Any) -> None:
-    original = {t.payment_method_id for t in o.payment_history if t.transaction_type == "payment"}
+def _refund_target(user: User, order: Order, payment_method_id: Any) -> None:
+    original = {t.payment_method_id for t in order.payment_history if t.transaction_type == "payment"}
     pm = user.payment_methods.get(payment_method_id) if isinstance(payment_method_id, str) else None
     if pm is None:
         raise ToolError(f"payment method {payment_method_id!r} not found for this user")
@@ -177,8 +179,8 @@ def _refund_target(user: User, o: Order, payment_method_id: Any) -> None:
 
 
 def _address(address1: Any, address2: Any, city: Any, state: Any, country: Any, zip: Any) -> Address:
-    for name, v in (("address1", address1), ("city", city), ("state", state), ("country", country), ("zip", zip)):
-        if not isinstance(v, str) or not v.strip():
+    for name, value in (("address1", address1), ("city", city), ("state", state), ("country", country), ("zip", zip)):
+        if not isinstance(value, str) or not value.strip():
             raise ToolError(f"{name} must be a non-empty string")
     if not isinstance(address2, str):
         raise ToolError("address2 must be a string")
@@ -188,12 +190,12 @@ def _address(address1: Any, address2: Any, city: Any, state: Any, country: Any, 
 
 
 def _order_view(db: RetailState, order_id: str) -> dict:
-    o = db.orders[order_id]
+    order = db.orders[order_id]
     return {
         "order_id": order_id,
-        "user_id": o.user_id,
-        "status": o.status,
-        "address": o.address.model_dump() if o.address else None,
+        "user_id": order.user_id,
+        "status": order.status,
+        "address": order.address.model_dump() if order.address else None,
         "items": [
             {
                 "item_id": it.item_id,
@@ -202,14 +204,14 @@ def _order_view(db: RetailState, order_id: str) -> dict:
                 "options": dict(it.options),
                 "price": it.price,
             }
-            for it in o.items
+            for it in order.items
         ],
-        "item_ids": [it.item_id for it in o.items],
-        "payment_history": [t.model_dump() for t in o.payment_history],
-        "cancel_reason": o.cancel_reason,
-        "return_items": list(o.return_items),
-        "exchange_items": list(o.exchange_items),
-        "exchange_new_items": list(o.exchange_new_items),
+        "item_ids": [it.item_id for it in order.items],
+        "payment_history": [t.model_dump() for t in order.payment_history],
+        "cancel_reason": order.cancel_reason,
+        "return_items": list(order.return_items),
+        "exchange_items": list(order.exchange_items),
+        "exchange_new_items": list(order.exchange_new_items),
     }
 
 
@@ -219,23 +221,27 @@ def _post_status(status: str):
 
 
 def _post_items(args, result, state) -> str | None:
-    o = state.orders.get(args["order_id"])
-    held = Counter(it.item_id for it in o.items) if o else Counter()
-    if o is None or any(held[n] < c for n, c in Counter(args["new_item_ids"]).items()):
+    order = state.orders.get(args["order_id"])
+    held = Counter(it.item_id for it in order.items) if order else Counter()
+    if order is None or any(held[n] < c for n, c in Counter(args["new_item_ids"]).items()):
         return "the order does not hold the new items"
     return None
 
 
 def _post_order_address(args, result, state) -> str | None:
-    o = state.orders.get(args["order_id"])
-    if o is None or o.address is None or (o.address.address1, o.address.zip) != (args["address1"], args["zip"]):
+    order = state.orders.get(args["order_id"])
+    if (
+        order is None
+        or order.address is None
+        or (order.address.address1, order.address.zip) != (args["address1"], args["zip"])
+    ):
         return "the order's shipping address was not updated"
     return None
 
 
 def _post_user_address(args, result, state) -> str | None:
-    u = state.users.get(args["user_id"])
-    if u is None or (u.address.address1, u.address.zip) != (args["address1"], args["zip"]):
+    user = state.users.get(args["user_id"])
+    if user is None or (user.address.address1, user.address.zip) != (args["address1"], args["zip"]):
         return "the user's address was not updated"
     return None
 
@@ -250,8 +256,8 @@ def find_user_id_by_email(db: RetailState, email: str) -> dict:
     """
     if not isinstance(email, str) or "@" not in email:
         raise ToolError(f"invalid email {email!r}")
-    for uid, u in sorted(db.users.items()):
-        if u.email.lower() == email.strip().lower():
+    for uid, user in sorted(db.users.items()):
+        if user.email.lower() == email.strip().lower():
             return {"user_id": uid, "found": True}
     return {"user_id": None, "found": False}
 
@@ -265,11 +271,11 @@ def find_user_id_by_name_zip(db: RetailState, first_name: str, last_name: str, z
         last_name: The user's last name, such as 'Doe'.
         zip: The zip code of the user's address, such as '12345'.
     """
-    for name, v in (("first_name", first_name), ("last_name", last_name), ("zip", zip)):
-        if not isinstance(v, str) or not v.strip():
+    for name, value in (("first_name", first_name), ("last_name", last_name), ("zip", zip)):
+        if not isinstance(value, str) or not value.strip():
             raise ToolError(f"{name} must be a non-empty string")
-    for uid, u in sorted(db.users.items()):
-        if (u.name.first_name.lower(), u.name.last_name.lower(), u.address.zip) == (
+    for uid, user in sorted(db.users.items()):
+        if (user.name.first_name.lower(), user.name.last_name.lower(), user.address.zip) == (
             first_name.strip().lower(),
             last_name.strip().lower(),
             zip.strip(),
@@ -293,17 +299,17 @@ def get_user_details_retail(db: RetailState, user_id: str) -> dict:
     Args:
         user_id: The user id, such as 'sara_doe_496'.
     """
-    u = _user(db, user_id)
+    user = _user(db, user_id)
     return {
         "user_id": user_id,
-        "name": u.name.model_dump(),
-        "email": u.email,
-        "address": u.address.model_dump(),
+        "name": user.name.model_dump(),
+        "email": user.email,
+        "address": user.address.model_dump(),
         "payment_methods": [
-            {"payment_method_id": k, **v.model_dump(exclude_none=True)} for k, v in u.payment_methods.items()
+            {"payment_method_id": k, **v.model_dump(exclude_none=True)} for k, v in user.payment_methods.items()
         ],
-        "payment_method_ids": list(u.payment_methods),
-        "orders": list(u.orders),
+        "payment_method_ids": list(user.payment_methods),
+        "orders": list(user.orders),
     }
 
 
@@ -359,17 +365,17 @@ def cancel_pending_order(db: RetailState, order_id: str, reason: CancelReason) -
         order_id: The order id, such as '#W0000000'.
         reason: 'no longer needed' or 'ordered by mistake'.
     """
-    o = _order(db, order_id)
-    _status(o, order_id, "pending", "cancelled")
+    order = _order(db, order_id)
+    _status(order, order_id, "pending", "cancelled")
     if reason not in ("no longer needed", "ordered by mistake"):
         raise ToolError(f"invalid reason {reason!r}: 'no longer needed' or 'ordered by mistake'")
-    user = db.users[o.user_id]
-    for t in [t for t in o.payment_history if t.transaction_type == "payment"]:
-        _settle(user, t.payment_method_id, -t.amount)
-        o.payment_history.append(
-            Transaction(transaction_type="refund", amount=t.amount, payment_method_id=t.payment_method_id)
+    user = db.users[order.user_id]
+    for payment in [t for t in order.payment_history if t.transaction_type == "payment"]:
+        _settle(user, payment.payment_method_id, -payment.amount)
+        order.payment_history.append(
+            Transaction(transaction_type="refund", amount=payment.amount, payment_method_id=payment.payment_method_id)
         )
-    o.status, o.cancel_reason = "cancelled", reason
+    order.status, order.cancel_reason = "cancelled", reason
     return _order_view(db, order_id)
 
 
@@ -395,9 +401,9 @@ def modify_pending_order_address(
         address2: Apartment or suite, such as 'Apt 1'; empty if none.
         country: Country; 'USA' unless stated.
     """
-    o = _order(db, order_id)
-    _status(o, order_id, "pending", "modified")
-    o.address = _address(address1, address2, city, state, country, zip)
+    order = _order(db, order_id)
+    _status(order, order_id, "pending", "modified")
+    order.address = _address(address1, address2, city, state, country, zip)
     return _order_view(db, order_id)
 
 
@@ -413,18 +419,18 @@ def modify_pending_order_items(
         new_item_ids: The replacement item ids, in the same order, such as ['I-101'].
         payment_method_id: The payment method that pays or receives the price difference.
     """
-    o = _order(db, order_id)
-    _status(o, order_id, "pending", "modified")
-    new_items, diff = _swap_and_settle(db, o, order_id, item_ids, new_item_ids, payment_method_id)
-    replaced = _items_in_order(o, order_id, item_ids)
+    order = _order(db, order_id)
+    _status(order, order_id, "pending", "modified")
+    new_items, diff = _swap_and_settle(db, order, order_id, item_ids, new_item_ids, payment_method_id)
+    replaced = _items_in_order(order, order_id, item_ids)
     for old, new in zip(replaced, new_items, strict=True):
-        o.items[o.items.index(old)] = new
+        order.items[order.items.index(old)] = new
     return _order_view(db, order_id)
 
 
 def _post_payment(args, result, state) -> str | None:
-    o = state.orders.get(args["order_id"])
-    paid = [t for t in o.payment_history if t.transaction_type == "payment"] if o else []
+    order = state.orders.get(args["order_id"])
+    paid = [t for t in order.payment_history if t.transaction_type == "payment"] if order else []
     if not paid or paid[-1].payment_method_id != args["payment_method_id"]:
         return "the order is not paid with the new payment method"
     return None
@@ -438,11 +444,11 @@ def modify_pending_order_payment(db: RetailState, order_id: str, payment_method_
         order_id: The order id, such as '#W0000000'.
         payment_method_id: The new payment method, such as 'credit_card_1234567'.
     """
-    o = _order(db, order_id)
-    _status(o, order_id, "pending", "modified")
-    user = db.users[o.user_id]
-    paid = [t for t in o.payment_history if t.transaction_type == "payment"]
-    if len(paid) != 1 or any(t.transaction_type == "refund" for t in o.payment_history):
+    order = _order(db, order_id)
+    _status(order, order_id, "pending", "modified")
+    user = db.users[order.user_id]
+    paid = [t for t in order.payment_history if t.transaction_type == "payment"]
+    if len(paid) != 1 or any(t.transaction_type == "refund" for t in order.payment_history):
         raise ToolError(f"the payment of order {order_id} was already changed; only a single payment can be moved")
     old = paid[0]
     if payment_method_id == old.payment_method_id:
@@ -451,7 +457,7 @@ def modify_pending_order_payment(db: RetailState, order_id: str, payment_method_
         raise ToolError(f"payment method {payment_method_id!r} not found for this user")
     _settle(user, payment_method_id, old.amount)
     _settle(user, old.payment_method_id, -old.amount)
-    o.payment_history += [
+    order.payment_history += [
         Transaction(transaction_type="payment", amount=old.amount, payment_method_id=payment_method_id),
         Transaction(transaction_type="refund", amount=old.amount, payment_method_id=old.payment_method_id),
     ]
@@ -473,15 +479,17 @@ def return_delivered_order_items(db: RetailState, order_id: str, item_ids: list[
         item_ids: The item ids to return, such as ['I-100'].
         payment_method_id: Where the refund goes: the original payment method or a gift card.
     """
-    o = _order(db, order_id)
-    _status(o, order_id, "delivered", "returned")
-    user = db.users[o.user_id]
-    items = _items_in_order(o, order_id, _id_list(item_ids, "item_ids"))
-    _refund_target(user, o, payment_method_id)
+    order = _order(db, order_id)
+    _status(order, order_id, "delivered", "returned")
+    user = db.users[order.user_id]
+    items = _items_in_order(order, order_id, _id_list(item_ids, "item_ids"))
+    _refund_target(user, order, payment_method_id)
     amount = round(sum(it.price or 0.0 for it in items), 2)
     _settle(user, payment_method_id, -amount)
-    o.payment_history.append(Transaction(transaction_type="refund", amount=amount, payment_method_id=payment_method_id))
-    o.status, o.return_items = "return requested", list(item_ids)
+    order.payment_history.append(
+        Transaction(transaction_type="refund", amount=amount, payment_method_id=payment_method_id)
+    )
+    order.status, order.return_items = "return requested", list(item_ids)
     return {**_order_view(db, order_id), "refund_amount": amount}
 
 
@@ -502,10 +510,14 @@ def exchange_delivered_order_items(
         new_item_ids: The new item ids, in the same order, such as ['I-100'].
         payment_method_id: The payment method that pays or receives the price difference.
     """
-    o = _order(db, order_id)
-    _status(o, order_id, "delivered", "exchanged")
-    _, diff = _swap_and_settle(db, o, order_id, item_ids, new_item_ids, payment_method_id)
-    o.status, o.exchange_items, o.exchange_new_items = "exchange requested", list(item_ids), list(new_item_ids)
+    order = _order(db, order_id)
+    _status(order, order_id, "delivered", "exchanged")
+    _, diff = _swap_and_settle(db, order, order_id, item_ids, new_item_ids, payment_method_id)
+    order.status, order.exchange_items, order.exchange_new_items = (
+        "exchange requested",
+        list(item_ids),
+        list(new_item_ids),
+    )
     return {**_order_view(db, order_id), "price_difference": diff}
 
 
@@ -532,6 +544,6 @@ def modify_user_address(
         address2: Apartment or suite, such as 'Apt 1'; empty if none.
         country: Country; 'USA' unless stated.
     """
-    u = _user(db, user_id)
-    u.address = _address(address1, address2, city, state, country, zip)
-    return {"user_id": user_id, "address": u.address.model_dump()}
+    user = _user(db, user_id)
+    user.address = _address(address1, address2, city, state, country, zip)
+    return {"user_id": user_id, "address": user.address.model_dump()}

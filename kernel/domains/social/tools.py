@@ -40,33 +40,33 @@ MESSAGE_AUTH = Prerequisite(
 
 
 # ----------------------------------------------------------------- helpers
-def _posting_user(s: SocialState) -> str:
-    p = s.posting
-    if not p.authenticated or p.username is None:
+def _posting_user(state: SocialState) -> str:
+    posting = state.posting
+    if not posting.authenticated or posting.username is None:
         raise ToolError("not logged in to the posting service; call posting_login first")
-    return p.username
+    return posting.username
 
 
-def _tweet(p: PostingState, tweet_id: int) -> Tweet:
-    for t in p.tweets:
-        if t.id == tweet_id:
-            return t
+def _tweet(posting: PostingState, tweet_id: int) -> Tweet:
+    for tweet in posting.tweets:
+        if tweet.id == tweet_id:
+            return tweet
     raise ToolError(f"tweet {tweet_id} not found")
 
 
-def _registered(p: PostingState, username: str, what: str = "user") -> str:
-    if username not in p.users:
+def _registered(posting: PostingState, username: str, what: str = "user") -> str:
+    if username not in posting.users:
         raise ToolError(f"{what} {username!r} not found")
     return username
 
 
-def _tweet_view(t: Tweet) -> dict[str, Any]:
+def _tweet_view(tweet: Tweet) -> dict[str, Any]:
     return {
-        "id": t.id,
-        "username": t.username,
-        "content": t.content,
-        "tags": list(t.tags),
-        "mentions": list(t.mentions),
+        "id": tweet.id,
+        "username": tweet.username,
+        "content": tweet.content,
+        "tags": list(tweet.tags),
+        "mentions": list(tweet.mentions),
     }
 
 
@@ -74,85 +74,85 @@ def _newest_first(tweets: list[Tweet]) -> list[dict[str, Any]]:
     return [_tweet_view(t) for t in sorted(tweets, key=lambda t: -t.id)]
 
 
-def _message_user(s: SocialState) -> str:
-    m = s.messaging
-    if not m.logged_in or m.current_user is None:
+def _message_user(state: SocialState) -> str:
+    messaging = state.messaging
+    if not messaging.logged_in or messaging.current_user is None:
         raise ToolError("not logged in to the messaging service; call message_login first")
-    return m.current_user
+    return messaging.current_user
 
 
-def _known_id(m: MessagingState, user_id: str) -> str:
-    if user_id not in m.user_map.values():
+def _known_id(messaging: MessagingState, user_id: str) -> str:
+    if user_id not in messaging.user_map.values():
         raise ToolError(f"user id {user_id!r} not found")
     return user_id
 
 
-def _name_of(m: MessagingState, user_id: str) -> str | None:
-    return next((n for n, i in m.user_map.items() if i == user_id), None)
+def _name_of(messaging: MessagingState, user_id: str) -> str | None:
+    return next((n for n, i in messaging.user_map.items() if i == user_id), None)
 
 
 # ----------------------------------------------------------- postconditions
 def _posting_session_matches(args: dict, result: dict, state: SocialState) -> str | None:
-    p = state.posting
+    posting = state.posting
     ok = result.get("authentication_status", result.get("login_status"))
-    if bool(ok) != p.authenticated:
-        return f"reported login status {ok} but the posting session is {'open' if p.authenticated else 'closed'}"
-    if ok and result.get("username") != p.username:
-        return f"reported user {result.get('username')!r} but the session belongs to {p.username!r}"
+    if bool(ok) != posting.authenticated:
+        return f"reported login status {ok} but the posting session is {'open' if posting.authenticated else 'closed'}"
+    if ok and result.get("username") != posting.username:
+        return f"reported user {result.get('username')!r} but the session belongs to {posting.username!r}"
     return None
 
 
 def _tweet_stored(args: dict, result: dict, state: SocialState) -> str | None:
-    p = state.posting
-    t = next((x for x in p.tweets if x.id == result.get("id")), None)
-    if t is None:
+    posting = state.posting
+    tweet = next((x for x in posting.tweets if x.id == result.get("id")), None)
+    if tweet is None:
         return f"tweet {result.get('id')} is not stored"
-    if t.content != args["content"] or t.username != p.username:
+    if tweet.content != args["content"] or tweet.username != posting.username:
         return "the stored tweet does not carry the requested content and author"
     return None
 
 
 def _retweet_stored(args: dict, result: dict, state: SocialState) -> str | None:
-    p = state.posting
-    if args["tweet_id"] not in p.retweets.get(p.username or "", []):
+    posting = state.posting
+    if args["tweet_id"] not in posting.retweets.get(posting.username or "", []):
         return f"tweet {args['tweet_id']} is not among the user's retweets"
     return None
 
 
 def _comment_stored(args: dict, result: dict, state: SocialState) -> str | None:
-    t = next((x for x in state.posting.tweets if x.id == args["tweet_id"]), None)
-    if t is None or not t.comments or t.comments[-1].content != args["comment_content"]:
+    tweet = next((x for x in state.posting.tweets if x.id == args["tweet_id"]), None)
+    if tweet is None or not tweet.comments or tweet.comments[-1].content != args["comment_content"]:
         return "the comment is not the latest comment of the tweet"
     return None
 
 
 def _mentions_stored(args: dict, result: dict, state: SocialState) -> str | None:
-    t = next((x for x in state.posting.tweets if x.id == args["tweet_id"]), None)
-    if t is None or not all(u.lstrip("@") in t.mentions for u in args["mentioned_usernames"]):
+    tweet = next((x for x in state.posting.tweets if x.id == args["tweet_id"]), None)
+    if tweet is None or not all(u.lstrip("@") in tweet.mentions for u in args["mentioned_usernames"]):
         return "the tweet does not mention every requested user"
     return None
 
 
 def _now_following(args: dict, result: dict, state: SocialState) -> str | None:
-    p = state.posting
-    if args["username_to_follow"] not in p.following.get(p.username or "", []):
+    posting = state.posting
+    if args["username_to_follow"] not in posting.following.get(posting.username or "", []):
         return f"{args['username_to_follow']!r} is not in the following list"
     return None
 
 
 def _not_following(args: dict, result: dict, state: SocialState) -> str | None:
-    p = state.posting
-    if args["username_to_unfollow"] in p.following.get(p.username or "", []):
+    posting = state.posting
+    if args["username_to_unfollow"] in posting.following.get(posting.username or "", []):
         return f"{args['username_to_unfollow']!r} is still in the following list"
     return None
 
 
 def _message_session_matches(args: dict, result: dict, state: SocialState) -> str | None:
-    m = state.messaging
-    if bool(result.get("login_status")) != m.logged_in:
-        return f"reported login status {result.get('login_status')} but the messaging session is {'open' if m.logged_in else 'closed'}"
-    if result.get("login_status") and result.get("user_id") != m.current_user:
-        return f"reported user {result.get('user_id')!r} but the session belongs to {m.current_user!r}"
+    messaging = state.messaging
+    if bool(result.get("login_status")) != messaging.logged_in:
+        return f"reported login status {result.get('login_status')} but the messaging session is {'open' if messaging.logged_in else 'closed'}"
+    if result.get("login_status") and result.get("user_id") != messaging.current_user:
+        return f"reported user {result.get('user_id')!r} but the session belongs to {messaging.current_user!r}"
     return None
 
 
@@ -163,8 +163,8 @@ def _id_matches_map(args: dict, result: dict, state: SocialState) -> str | None:
 
 
 def _message_stored(args: dict, result: dict, state: SocialState) -> str | None:
-    m = next((x for x in state.messaging.messages if x.id == result.get("message_id")), None)
-    if m is None or m.receiver_id != args["receiver_id"] or m.message != args["message"]:
+    message = next((x for x in state.messaging.messages if x.id == result.get("message_id")), None)
+    if message is None or message.receiver_id != args["receiver_id"] or message.message != args["message"]:
         return f"message {result.get('message_id')} to {args['receiver_id']!r} is not stored as sent"
     return None
 
@@ -176,8 +176,8 @@ def _message_gone(args: dict, result: dict, state: SocialState) -> str | None:
 
 
 def _contact_stored(args: dict, result: dict, state: SocialState) -> str | None:
-    m = state.messaging
-    if args["user_name"] not in m.contacts.get(m.current_user or "", []):
+    messaging = state.messaging
+    if args["user_name"] not in messaging.contacts.get(messaging.current_user or "", []):
         return f"{args['user_name']!r} is not in the contact list"
     return None
 
@@ -196,11 +196,11 @@ def posting_login(state: SocialState, username: str, password: str) -> dict:
         username: Handle of the account to log in as.
         password: Password of the account.
     """
-    p = state.posting
-    if username not in p.users or p.passwords.get(username) != password:
+    posting = state.posting
+    if username not in posting.users or posting.passwords.get(username) != password:
         return {"authentication_status": False}
-    p.authenticated = True
-    p.username = username
+    posting.authenticated = True
+    posting.username = username
     return {"authentication_status": True, "username": username}
 
 
@@ -210,9 +210,9 @@ def posting_login(state: SocialState, username: str, password: str) -> dict:
 )
 def posting_get_login_status(state: SocialState) -> dict:
     """Report whether a user is logged in to the posting service, and who."""
-    p = state.posting
-    if p.authenticated:
-        return {"login_status": True, "username": p.username}
+    posting = state.posting
+    if posting.authenticated:
+        return {"login_status": True, "username": posting.username}
     return {"login_status": False}
 
 
@@ -237,16 +237,16 @@ def post_tweet(
         mentions: Handles of registered users to mention.
     """
     user = _posting_user(state)
-    p = state.posting
+    posting = state.posting
     if not content.strip():
         raise ToolError("tweet content is empty")
     if len(content) > MAX_TWEET_LEN:
         raise ToolError(f"tweet is {len(content)} characters long; the limit is {MAX_TWEET_LEN}")
-    ments = [_registered(p, u.lstrip("@"), "mentioned user") for u in (mentions or [])]
-    t = Tweet(id=p.next_tweet_id, username=user, content=content, tags=list(tags or []), mentions=ments)
-    p.tweets.append(t)
-    p.next_tweet_id += 1
-    return _tweet_view(t)
+    ments = [_registered(posting, u.lstrip("@"), "mentioned user") for u in (mentions or [])]
+    tweet = Tweet(id=posting.next_tweet_id, username=user, content=content, tags=list(tags or []), mentions=ments)
+    posting.tweets.append(tweet)
+    posting.next_tweet_id += 1
+    return _tweet_view(tweet)
 
 
 @tool(side_effect=True, prerequisites=[POSTING_AUTH], post=[_retweet_stored])
@@ -257,12 +257,12 @@ def retweet(state: SocialState, tweet_id: int) -> dict:
         tweet_id: Id of the tweet to retweet.
     """
     user = _posting_user(state)
-    p = state.posting
-    _tweet(p, tweet_id)
-    mine = p.retweets.get(user, [])
+    posting = state.posting
+    _tweet(posting, tweet_id)
+    mine = posting.retweets.get(user, [])
     if tweet_id in mine:
         raise ToolError(f"tweet {tweet_id} was already retweeted")
-    p.retweets[user] = mine + [tweet_id]
+    posting.retweets[user] = mine + [tweet_id]
     return {"retweet_status": "Successfully retweeted", "tweet_id": tweet_id}
 
 
@@ -275,10 +275,10 @@ def comment(state: SocialState, tweet_id: int, comment_content: str) -> dict:
         comment_content: Text of the comment.
     """
     user = _posting_user(state)
-    t = _tweet(state.posting, tweet_id)
+    tweet = _tweet(state.posting, tweet_id)
     if not comment_content.strip():
         raise ToolError("comment is empty")
-    t.comments.append(Comment(username=user, content=comment_content))
+    tweet.comments.append(Comment(username=user, content=comment_content))
     return {"comment_status": "Comment added successfully", "tweet_id": tweet_id}
 
 
@@ -291,17 +291,19 @@ def mention(state: SocialState, tweet_id: int, mentioned_usernames: list[str]) -
         mentioned_usernames: Handles of the users to mention.
     """
     user = _posting_user(state)
-    p = state.posting
-    t = _tweet(p, tweet_id)
-    if t.username != user:
-        raise ToolError(f"tweet {tweet_id} belongs to {t.username!r}; you can only mention users in your own tweets")
+    posting = state.posting
+    tweet = _tweet(posting, tweet_id)
+    if tweet.username != user:
+        raise ToolError(
+            f"tweet {tweet_id} belongs to {tweet.username!r}; you can only mention users in your own tweets"
+        )
     if not mentioned_usernames:
         raise ToolError("no users to mention")
-    names = [_registered(p, u.lstrip("@"), "mentioned user") for u in mentioned_usernames]
+    names = [_registered(posting, u.lstrip("@"), "mentioned user") for u in mentioned_usernames]
     for n in names:
-        if n not in t.mentions:
-            t.mentions.append(n)
-    return {"mention_status": "Users mentioned successfully", "tweet_id": tweet_id, "mentions": list(t.mentions)}
+        if n not in tweet.mentions:
+            tweet.mentions.append(n)
+    return {"mention_status": "Users mentioned successfully", "tweet_id": tweet_id, "mentions": list(tweet.mentions)}
 
 
 @tool(side_effect=True, prerequisites=[POSTING_AUTH], post=[_now_following])
@@ -312,14 +314,14 @@ def follow_user(state: SocialState, username_to_follow: str) -> dict:
         username_to_follow: Handle of the user to follow.
     """
     user = _posting_user(state)
-    p = state.posting
-    _registered(p, username_to_follow)
+    posting = state.posting
+    _registered(posting, username_to_follow)
     if username_to_follow == user:
         raise ToolError("you cannot follow yourself")
-    cur = p.following.get(user, [])
+    cur = posting.following.get(user, [])
     if username_to_follow in cur:
         raise ToolError(f"already following {username_to_follow!r}")
-    p.following[user] = cur + [username_to_follow]
+    posting.following[user] = cur + [username_to_follow]
     return {"follow_status": True, "username": username_to_follow}
 
 
@@ -331,11 +333,11 @@ def unfollow_user(state: SocialState, username_to_unfollow: str) -> dict:
         username_to_unfollow: Handle of the user to unfollow.
     """
     user = _posting_user(state)
-    p = state.posting
-    cur = p.following.get(user, [])
+    posting = state.posting
+    cur = posting.following.get(user, [])
     if username_to_unfollow not in cur:
         raise ToolError(f"not following {username_to_unfollow!r}")
-    p.following[user] = [u for u in cur if u != username_to_unfollow]
+    posting.following[user] = [u for u in cur if u != username_to_unfollow]
     return {"unfollow_status": True, "username": username_to_unfollow}
 
 
@@ -363,9 +365,9 @@ def get_user_tweets(state: SocialState, username: str) -> dict:
     Args:
         username: Handle of the user.
     """
-    p = state.posting
-    _registered(p, username)
-    return {"username": username, "tweets": _newest_first([t for t in p.tweets if t.username == username])}
+    posting = state.posting
+    _registered(posting, username)
+    return {"username": username, "tweets": _newest_first([t for t in posting.tweets if t.username == username])}
 
 
 @tool(writes={"tweet_match:{params.keyword}": "result.tweets.0.id"})
@@ -389,8 +391,8 @@ def get_tweet_comments(state: SocialState, tweet_id: int) -> dict:
     Args:
         tweet_id: Id of the tweet.
     """
-    t = _tweet(state.posting, tweet_id)
-    return {"tweet_id": tweet_id, "comments": [c.model_dump() for c in t.comments]}
+    tweet = _tweet(state.posting, tweet_id)
+    return {"tweet_id": tweet_id, "comments": [c.model_dump() for c in tweet.comments]}
 
 
 @tool()
@@ -400,14 +402,14 @@ def posting_get_user_stats(state: SocialState, username: str) -> dict:
     Args:
         username: Handle of the user.
     """
-    p = state.posting
-    _registered(p, username)
+    posting = state.posting
+    _registered(posting, username)
     return {
         "username": username,
-        "tweet_count": sum(t.username == username for t in p.tweets),
-        "retweet_count": len(p.retweets.get(username, [])),
-        "following_count": len(p.following.get(username, [])),
-        "followers_count": sum(username in fl for fl in p.following.values()),
+        "tweet_count": sum(t.username == username for t in posting.tweets),
+        "retweet_count": len(posting.retweets.get(username, [])),
+        "following_count": len(posting.following.get(username, [])),
+        "followers_count": sum(username in fl for fl in posting.following.values()),
     }
 
 
@@ -423,12 +425,12 @@ def message_login(state: SocialState, user_id: str) -> dict:
     Args:
         user_id: Id of the user to log in as, e.g. 'USR001'.
     """
-    m = state.messaging
-    if user_id not in m.user_map.values():
+    messaging = state.messaging
+    if user_id not in messaging.user_map.values():
         return {"login_status": False, "message": f"user id {user_id!r} not found"}
-    m.logged_in = True
-    m.current_user = user_id
-    return {"login_status": True, "user_id": user_id, "message": f"logged in as {_name_of(m, user_id)}"}
+    messaging.logged_in = True
+    messaging.current_user = user_id
+    return {"login_status": True, "user_id": user_id, "message": f"logged in as {_name_of(messaging, user_id)}"}
 
 
 @tool(
@@ -437,9 +439,9 @@ def message_login(state: SocialState, user_id: str) -> dict:
 )
 def message_get_login_status(state: SocialState) -> dict:
     """Report whether a user is logged in to the messaging service, and which user id."""
-    m = state.messaging
-    if m.logged_in:
-        return {"login_status": True, "user_id": m.current_user}
+    messaging = state.messaging
+    if messaging.logged_in:
+        return {"login_status": True, "user_id": messaging.current_user}
     return {"login_status": False}
 
 
@@ -465,15 +467,15 @@ def send_message(state: SocialState, receiver_id: str, message: str) -> dict:
         message: Text of the message.
     """
     sender = _message_user(state)
-    m = state.messaging
-    _known_id(m, receiver_id)
+    messaging = state.messaging
+    _known_id(messaging, receiver_id)
     if receiver_id == sender:
         raise ToolError("you cannot send a message to yourself")
     if not message.strip():
         raise ToolError("message is empty")
-    msg = Message(id=m.next_message_id, sender_id=sender, receiver_id=receiver_id, message=message)
-    m.messages.append(msg)
-    m.next_message_id += 1
+    msg = Message(id=messaging.next_message_id, sender_id=sender, receiver_id=receiver_id, message=message)
+    messaging.messages.append(msg)
+    messaging.next_message_id += 1
     return {"sent_status": True, "message_id": msg.id, "message": f"Message sent to {receiver_id!r} successfully."}
 
 
@@ -482,9 +484,9 @@ def view_messages_sent(state: SocialState) -> dict:
     """List the messages the logged-in user has sent, grouped by receiver id, oldest first."""
     me = _message_user(state)
     out: dict[str, list[str]] = {}
-    for x in state.messaging.messages:
-        if x.sender_id == me:
-            out.setdefault(x.receiver_id, []).append(x.message)
+    for message in state.messaging.messages:
+        if message.sender_id == me:
+            out.setdefault(message.receiver_id, []).append(message.message)
     return {"messages": out}
 
 
@@ -496,12 +498,12 @@ def delete_message(state: SocialState, receiver_id: str) -> dict:
         receiver_id: User id of the receiver of the message to delete.
     """
     me = _message_user(state)
-    m = state.messaging
-    sent = [x for x in m.messages if x.sender_id == me and x.receiver_id == receiver_id]
+    messaging = state.messaging
+    sent = [x for x in messaging.messages if x.sender_id == me and x.receiver_id == receiver_id]
     if not sent:
         raise ToolError(f"no message sent to {receiver_id!r} to delete")
     last = max(sent, key=lambda x: x.id)
-    m.messages = [x for x in m.messages if x.id != last.id]
+    messaging.messages = [x for x in messaging.messages if x.id != last.id]
     return {"deleted_status": True, "message_id": last.id, "receiver_id": receiver_id}
 
 
@@ -518,14 +520,14 @@ def add_contact(state: SocialState, user_name: str) -> dict:
         user_name: Name of the user to add, e.g. 'Bob'.
     """
     me = _message_user(state)
-    m = state.messaging
-    uid = find(m.user_map, user_name, "user")
+    messaging = state.messaging
+    uid = find(messaging.user_map, user_name, "user")
     if uid == me:
         raise ToolError("you cannot add yourself as a contact")
-    cur = m.contacts.get(me, [])
+    cur = messaging.contacts.get(me, [])
     if user_name in cur:
         raise ToolError(f"{user_name!r} is already a contact")
-    m.contacts[me] = cur + [user_name]
+    messaging.contacts[me] = cur + [user_name]
     return {"added_status": True, "user_name": user_name, "user_id": uid}
 
 
@@ -552,10 +554,10 @@ def search_messages(state: SocialState, keyword: str) -> dict:
 def get_message_stats(state: SocialState) -> dict:
     """Count the logged-in user's sent messages, received messages and contacts."""
     me = _message_user(state)
-    m = state.messaging
+    messaging = state.messaging
     return {
         "user_id": me,
-        "sent_count": sum(x.sender_id == me for x in m.messages),
-        "received_count": sum(x.receiver_id == me for x in m.messages),
-        "contacts_count": len(m.contacts.get(me, [])),
+        "sent_count": sum(x.sender_id == me for x in messaging.messages),
+        "received_count": sum(x.receiver_id == me for x in messaging.messages),
+        "contacts_count": len(messaging.contacts.get(me, [])),
     }

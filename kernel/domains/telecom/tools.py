@@ -93,10 +93,10 @@ def _overdue(state: TelecomState, customer_id: str) -> list[str]:
     """Unpaid bills past their due date (or marked overdue)."""
     cust = state.customers[customer_id]
     out = []
-    for b in cust.bill_ids:
-        bill = state.bills[b]
+    for bill_id in cust.bill_ids:
+        bill = state.bills[bill_id]
         if bill.status == "overdue" or (bill.status != "paid" and bill.due_date < state.current_date):
-            out.append(b)
+            out.append(bill_id)
     return out
 
 
@@ -154,14 +154,16 @@ def get_customer_by_phone(state: TelecomState, phone_number: str) -> dict:
     want = _digits(phone_number)
     if not want:
         raise ToolError(f"invalid phone number {phone_number!r}")
-    for cid, c in sorted(state.customers.items()):
-        numbers = [c.phone_number] + [state.lines[lid].phone_number for lid in c.line_ids if lid in state.lines]
+    for cid, customer in sorted(state.customers.items()):
+        numbers = [customer.phone_number] + [
+            state.lines[lid].phone_number for lid in customer.line_ids if lid in state.lines
+        ]
         if want in (_digits(n) for n in numbers):
             return {
                 "customer_id": cid,
-                "full_name": c.full_name,
-                "account_status": c.account_status,
-                "line_ids": list(c.line_ids),
+                "full_name": customer.full_name,
+                "account_status": customer.account_status,
+                "line_ids": list(customer.line_ids),
             }
     raise ToolError(f"no customer with phone number {phone_number}")
 
@@ -179,16 +181,16 @@ def get_details_by_id(state: TelecomState, id: str) -> dict:
     if id in state.lines:
         return _line_view(state, id)
     if id in state.customers:
-        c = state.customers[id]
+        customer = state.customers[id]
         return {
             "customer_id": id,
-            "full_name": c.full_name,
-            "phone_number": c.phone_number,
-            "email": c.email,
-            "account_status": c.account_status,
-            "line_ids": list(c.line_ids),
-            "bill_ids": list(c.bill_ids),
-            "payment_method_ids": list(c.payment_methods),
+            "full_name": customer.full_name,
+            "phone_number": customer.phone_number,
+            "email": customer.email,
+            "account_status": customer.account_status,
+            "line_ids": list(customer.line_ids),
+            "bill_ids": list(customer.bill_ids),
+            "payment_method_ids": list(customer.payment_methods),
         }
     if id in state.bills:
         return {"bill_id": id, **state.bills[id].model_dump()}

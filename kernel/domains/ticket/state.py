@@ -58,9 +58,9 @@ class TicketState(_M, ReferenceData):
 
     @model_validator(mode="after")
     def _consistent(self) -> TicketState:
-        for key, t in self.tickets.items():
-            if key != t.id:
-                raise ValueError(f"ticket stored under id {key} has id {t.id}")
+        for key, ticket in self.tickets.items():
+            if key != ticket.id:
+                raise ValueError(f"ticket stored under id {key} has id {ticket.id}")
         top = max(self.tickets, default=0) + 1
         if self.next_ticket_id < top:
             self.next_ticket_id = top

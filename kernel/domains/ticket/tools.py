@@ -107,15 +107,15 @@ def _need_staff(state: TicketState) -> str:
 def _ticket(state: TicketState, ticket_id: int) -> Ticket:
     if isinstance(ticket_id, bool) or not isinstance(ticket_id, int):
         raise ToolError(f"Invalid ticket id {ticket_id!r}: must be an integer.")
-    t = state.tickets.get(ticket_id)
-    if t is None:
+    ticket = state.tickets.get(ticket_id)
+    if ticket is None:
         raise ToolError(f"Ticket with ID {ticket_id} not found.")
-    return t
+    return ticket
 
 
-def _status_among(t: Ticket, allowed: tuple[str, ...], done: str) -> None:
-    if t.status not in allowed:
-        raise ToolError(f"Ticket {t.id} is {t.status}; only {' or '.join(allowed)} tickets can be {done}.")
+def _status_among(ticket: Ticket, allowed: tuple[str, ...], done: str) -> None:
+    if ticket.status not in allowed:
+        raise ToolError(f"Ticket {ticket.id} is {ticket.status}; only {' or '.join(allowed)} tickets can be {done}.")
 
 
 def _text(name: str, value: Any) -> str:
@@ -130,12 +130,12 @@ def _priority(value: Any) -> int:
     return value
 
 
-def _view(t: Ticket) -> dict[str, Any]:
-    return t.model_dump(mode="json")
+def _view(ticket: Ticket) -> dict[str, Any]:
+    return ticket.model_dump(mode="json")
 
 
-def _brief(t: Ticket) -> dict[str, Any]:
-    return {"id": t.id, "title": t.title, "status": t.status, "priority": t.priority}
+def _brief(ticket: Ticket) -> dict[str, Any]:
+    return {"id": ticket.id, "title": ticket.title, "status": ticket.status, "priority": ticket.priority}
 
 
 # ----------------------------------------------------------- postconditions
@@ -148,12 +148,12 @@ def _post_logged_out(args: dict, result: Any, state: TicketState) -> str | None:
 
 
 def _post_created(args: dict, result: Any, state: TicketState) -> str | None:
-    t = state.tickets.get(result.get("id"))
-    if t is None:
+    ticket = state.tickets.get(result.get("id"))
+    if ticket is None:
         return f"ticket {result.get('id')} was not recorded"
     want = (args["subject"], args["description"], args["priority"], "Open", state.current_user)
-    if (t.title, t.description, t.priority, t.status, t.created_by) != want:
-        return f"ticket {t.id} does not match the request"
+    if (ticket.title, ticket.description, ticket.priority, ticket.status, ticket.created_by) != want:
+        return f"ticket {ticket.id} does not match the request"
     return None
 
 
@@ -162,28 +162,28 @@ def _status_is(status: str):
 
 
 def _post_resolution(args: dict, result: Any, state: TicketState) -> str | None:
-    t = state.tickets.get(args["ticket_id"])
-    return None if t is not None and t.resolution == args["resolution"] else "resolution was not recorded"
+    ticket = state.tickets.get(args["ticket_id"])
+    return None if ticket is not None and ticket.resolution == args["resolution"] else "resolution was not recorded"
 
 
 def _post_edited(args: dict, result: Any, state: TicketState) -> str | None:
-    t = state.tickets.get(args["ticket_id"])
-    if t is None:
+    ticket = state.tickets.get(args["ticket_id"])
+    if ticket is None:
         return f"ticket {args['ticket_id']} disappeared"
-    wrong = [k for k, v in args["updates"].items() if getattr(t, k) != v]
+    wrong = [k for k, v in args["updates"].items() if getattr(ticket, k) != v]
     return f"fields not updated: {wrong}" if wrong else None
 
 
 def _post_assigned(args: dict, result: Any, state: TicketState) -> str | None:
-    t = state.tickets.get(args["ticket_id"])
-    return None if t is not None and t.assignee == args["assignee"] else "ticket is not assigned to that user"
+    ticket = state.tickets.get(args["ticket_id"])
+    return None if ticket is not None and ticket.assignee == args["assignee"] else "ticket is not assigned to that user"
 
 
 def _post_commented(args: dict, result: Any, state: TicketState) -> str | None:
-    t = state.tickets.get(args["ticket_id"])
-    if t is None or not t.comments:
+    ticket = state.tickets.get(args["ticket_id"])
+    if ticket is None or not ticket.comments:
         return "comment was not recorded"
-    last = t.comments[-1]
+    last = ticket.comments[-1]
     return (
         None
         if (last.author, last.text) == (state.current_user, args["comment"])
@@ -192,8 +192,12 @@ def _post_commented(args: dict, result: Any, state: TicketState) -> str | None:
 
 
 def _post_escalated(args: dict, result: Any, state: TicketState) -> str | None:
-    t = state.tickets.get(args["ticket_id"])
-    return None if t is not None and t.escalated and t.priority == 5 else "ticket is not escalated to priority 5"
+    ticket = state.tickets.get(args["ticket_id"])
+    return (
+        None
+        if ticket is not None and ticket.escalated and ticket.priority == 5
+        else "ticket is not escalated to priority 5"
+    )
 
 
 # ------------------------------------------------------------ session tools
@@ -222,8 +226,12 @@ def ticket_login(state: TicketState, username: str, password: str) -> dict:
 )
 def ticket_get_login_status(state: TicketState) -> dict:
     """Tell whether a user is logged in to the ticket system, and who."""
-    u = state.current_user
-    return {"login_status": u is not None, "username": u, "role": state.users[u].role if u is not None else None}
+    user = state.current_user
+    return {
+        "login_status": user is not None,
+        "username": user,
+        "role": state.users[user].role if user is not None else None,
+    }
 
 
 @tool(
@@ -259,10 +267,10 @@ def create_ticket(state: TicketState, subject: str, description: str, priority: 
     _priority(priority)
     if not isinstance(description, str):
         raise ToolError("description must be a string.")
-    t = Ticket(id=state.next_ticket_id, title=subject, description=description, priority=priority, created_by=user)
-    state.tickets[t.id] = t
+    ticket = Ticket(id=state.next_ticket_id, title=subject, description=description, priority=priority, created_by=user)
+    state.tickets[ticket.id] = ticket
     state.next_ticket_id += 1
-    return _view(t)
+    return _view(ticket)
 
 
 @tool(
@@ -318,11 +326,11 @@ def close_ticket(state: TicketState, ticket_id: int) -> dict:
         ticket_id: Id of the ticket to close.
     """
     _need_login(state)
-    t = _ticket(state, ticket_id)
-    if t.status == "Closed":
+    ticket = _ticket(state, ticket_id)
+    if ticket.status == "Closed":
         raise ToolError(f"Ticket {ticket_id} is already closed.")
-    t.status = "Closed"
-    return {"id": t.id, "status": t.status, "message": f"Ticket {t.id} has been closed successfully."}
+    ticket.status = "Closed"
+    return {"id": ticket.id, "status": ticket.status, "message": f"Ticket {ticket.id} has been closed successfully."}
 
 
 @tool(
@@ -339,12 +347,12 @@ def resolve_ticket(state: TicketState, ticket_id: int, resolution: str) -> dict:
         resolution: How the problem was solved.
     """
     _need_staff(state)
-    t = _ticket(state, ticket_id)
+    ticket = _ticket(state, ticket_id)
     _text("resolution", resolution)
-    _status_among(t, ("Open", "In Progress"), "resolved")
-    t.status = "Resolved"
-    t.resolution = resolution
-    return {"id": t.id, "status": t.status, "resolution": resolution}
+    _status_among(ticket, ("Open", "In Progress"), "resolved")
+    ticket.status = "Resolved"
+    ticket.resolution = resolution
+    return {"id": ticket.id, "status": ticket.status, "resolution": resolution}
 
 
 @tool(
@@ -366,8 +374,8 @@ def edit_ticket(state: TicketState, ticket_id: int, updates: dict[str, str | int
         updates: The fields to change and their new values, e.g. {"priority": 4}.
     """
     _need_login(state)
-    t = _ticket(state, ticket_id)
-    if t.status == "Closed":
+    ticket = _ticket(state, ticket_id)
+    if ticket.status == "Closed":
         raise ToolError(f"Ticket {ticket_id} is closed and cannot be edited; reopen it first.")
     if not isinstance(updates, dict) or not updates:
         raise ToolError("updates must name at least one field to change.")
@@ -380,9 +388,9 @@ def edit_ticket(state: TicketState, ticket_id: int, updates: dict[str, str | int
         raise ToolError("description must be a string.")
     if "priority" in updates:
         _priority(updates["priority"])
-    for k, v in updates.items():
-        setattr(t, k, v)
-    return _view(t)
+    for k, value in updates.items():
+        setattr(ticket, k, value)
+    return _view(ticket)
 
 
 @tool(
@@ -398,11 +406,11 @@ def reopen_ticket(state: TicketState, ticket_id: int) -> dict:
         ticket_id: Id of the ticket to reopen.
     """
     _need_login(state)
-    t = _ticket(state, ticket_id)
-    _status_among(t, ("Resolved", "Closed"), "reopened")
-    t.status = "Open"
-    t.resolution = None
-    return {"id": t.id, "status": t.status}
+    ticket = _ticket(state, ticket_id)
+    _status_among(ticket, ("Resolved", "Closed"), "reopened")
+    ticket.status = "Open"
+    ticket.resolution = None
+    return {"id": ticket.id, "status": ticket.status}
 
 
 @tool(
@@ -419,14 +427,14 @@ def assign_ticket(state: TicketState, ticket_id: int, assignee: str) -> dict:
         assignee: Username of the support agent who takes it.
     """
     _need_staff(state)
-    t = _ticket(state, ticket_id)
+    ticket = _ticket(state, ticket_id)
     who = state.users.get(assignee)
     if who is None or who.role not in STAFF_ROLES:
         raise ToolError(f"Cannot assign to {assignee!r}: not a support agent.")
-    _status_among(t, ("Open", "In Progress"), "assigned")
-    t.assignee = assignee
-    t.status = "In Progress"
-    return {"id": t.id, "status": t.status, "assignee": assignee}
+    _status_among(ticket, ("Open", "In Progress"), "assigned")
+    ticket.assignee = assignee
+    ticket.status = "In Progress"
+    return {"id": ticket.id, "status": ticket.status, "assignee": assignee}
 
 
 @tool(
@@ -443,12 +451,12 @@ def add_ticket_comment(state: TicketState, ticket_id: int, comment: str) -> dict
         comment: Text of the comment.
     """
     user = _need_login(state)
-    t = _ticket(state, ticket_id)
+    ticket = _ticket(state, ticket_id)
     _text("comment", comment)
-    if t.status == "Closed":
+    if ticket.status == "Closed":
         raise ToolError(f"Ticket {ticket_id} is closed; reopen it before commenting.")
-    t.comments.append(TicketComment(author=user, text=comment))
-    return {"id": t.id, "status": t.status, "comments": len(t.comments)}
+    ticket.comments.append(TicketComment(author=user, text=comment))
+    return {"id": ticket.id, "status": ticket.status, "comments": len(ticket.comments)}
 
 
 @tool(
@@ -464,10 +472,10 @@ def escalate_ticket(state: TicketState, ticket_id: int) -> dict:
         ticket_id: Id of the ticket to escalate.
     """
     _need_login(state)
-    t = _ticket(state, ticket_id)
-    _status_among(t, ("Open", "In Progress"), "escalated")
-    if t.escalated:
+    ticket = _ticket(state, ticket_id)
+    _status_among(ticket, ("Open", "In Progress"), "escalated")
+    if ticket.escalated:
         raise ToolError(f"Ticket {ticket_id} is already escalated.")
-    t.escalated = True
-    t.priority = 5
-    return {"id": t.id, "status": t.status, "priority": t.priority, "escalated": True}
+    ticket.escalated = True
+    ticket.priority = 5
+    return {"id": ticket.id, "status": ticket.status, "priority": ticket.priority, "escalated": True}

@@ -70,17 +70,17 @@ class TradingState(ReferenceData):
 
     @field_validator("orders", mode="before")
     @classmethod
-    def _order_keys(cls, v: Any) -> Any:
+    def _order_keys(cls, value: Any) -> Any:
         # Order ids are integers; a scenario may key orders by a typed slot (an int), JSON keys are strings.
-        return {str(k): o for k, o in v.items()} if isinstance(v, dict) else v
+        return {str(k): o for k, o in value.items()} if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _consistent(self) -> TradingState:
-        for key, o in self.orders.items():
-            if key != str(o.id):
-                raise ValueError(f"order stored under {key!r} has id {o.id}")
-            if o.id >= self.order_counter:
-                raise ValueError(f"order id {o.id} is not below order_counter {self.order_counter}")
+        for key, order in self.orders.items():
+            if key != str(order.id):
+                raise ValueError(f"order stored under {key!r} has id {order.id}")
+            if order.id >= self.order_counter:
+                raise ValueError(f"order id {order.id} is not below order_counter {self.order_counter}")
         for sym in self.watchlist:
             if sym not in self.stocks:
                 raise ValueError(f"watchlist symbol {sym!r} is not a listed stock")

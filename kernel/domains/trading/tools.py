@@ -55,8 +55,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 # ------------------------------------------------------------------ helpers
-def _money(x: float) -> float:
-    return round(float(x), 2)
+def _money(amount: float) -> float:
+    return round(float(amount), 2)
 
 
 def _need_login(state: TradingState) -> None:
@@ -72,17 +72,17 @@ def _listed(state: TradingState, symbol: str) -> str:
 
 
 def _parse_time(text: str) -> tuple[int, int]:
-    m = _TIME.match(text or "")
-    if not m:
+    match = _TIME.match(text or "")
+    if not match:
         raise ToolError(f"Invalid time {text!r}: use HH:MM (24-hour) or HH:MM AM/PM")
-    h, mi, ampm = int(m.group(1)), int(m.group(2)), m.group(3)
+    hour, mi, ampm = int(match.group(1)), int(match.group(2)), match.group(3)
     if ampm:
-        if not 1 <= h <= 12:
+        if not 1 <= hour <= 12:
             raise ToolError(f"Invalid time {text!r}: hour must be 1-12 with AM/PM")
-        h = h % 12 + (12 if ampm.lower() == "pm" else 0)
-    if not (0 <= h <= 23 and 0 <= mi <= 59):
+        hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
+    if not (0 <= hour <= 23 and 0 <= mi <= 59):
         raise ToolError(f"Invalid time {text!r}")
-    return h, mi
+    return hour, mi
 
 
 def _status_at(hm: tuple[int, int]) -> Literal["Open", "Closed"]:
@@ -90,15 +90,15 @@ def _status_at(hm: tuple[int, int]) -> Literal["Open", "Closed"]:
 
 
 def _order(state: TradingState, order_id: int) -> Order:
-    o = state.orders.get(str(order_id))
-    if o is None:
+    order = state.orders.get(str(order_id))
+    if order is None:
         raise ToolError(f"Order {order_id} not found.")
-    return o
+    return order
 
 
-def _check_date(d: str | None, what: str) -> None:
-    if d is not None and not _DATE.match(d):
-        raise ToolError(f"Invalid {what} {d!r}: use YYYY-MM-DD")
+def _check_date(date: str | None, what: str) -> None:
+    if date is not None and not _DATE.match(date):
+        raise ToolError(f"Invalid {what} {date!r}: use YYYY-MM-DD")
 
 
 def _record(state: TradingState, kind: Literal["deposit", "withdrawal"], amount: float) -> None:
@@ -118,20 +118,20 @@ def _post_logged_out(args: dict, result: Any, state: TradingState) -> str | None
 
 
 def _post_order_placed(args: dict, result: Any, state: TradingState) -> str | None:
-    o = state.orders.get(str(result.get("order_id")))
-    if o is None:
+    order = state.orders.get(str(result.get("order_id")))
+    if order is None:
         return f"order {result.get('order_id')} was not recorded"
     want = (args["order_type"], args["symbol"].strip().upper(), _money(args["price"]), int(args["amount"]))
-    if (o.order_type, o.symbol, o.price, o.amount) != want or o.status != "Open":
-        return f"order {o.id} does not match the request {want}"
+    if (order.order_type, order.symbol, order.price, order.amount) != want or order.status != "Open":
+        return f"order {order.id} does not match the request {want}"
     if _money(result.get("balance", -1)) != _money(state.account.balance):
         return "reported balance differs from the account balance"
     return None
 
 
 def _post_order_cancelled(args: dict, result: Any, state: TradingState) -> str | None:
-    o = state.orders.get(str(args["order_id"]))
-    return None if o is not None and o.status == "Cancelled" else f"order {args['order_id']} is not cancelled"
+    order = state.orders.get(str(args["order_id"]))
+    return None if order is not None and order.status == "Cancelled" else f"order {args['order_id']} is not cancelled"
 
 
 def _post_balance(args: dict, result: Any, state: TradingState) -> str | None:
@@ -159,10 +159,10 @@ def _post_market(args: dict, result: Any, state: TradingState) -> str | None:
 
 
 def _post_symbol(args: dict, result: Any, state: TradingState) -> str | None:
-    s = state.stocks.get(result.get("symbol", ""))
+    stock = state.stocks.get(result.get("symbol", ""))
     return (
         None
-        if s is not None and s.name.lower() == args["name"].strip().lower()
+        if stock is not None and stock.name.lower() == args["name"].strip().lower()
         else "resolved symbol does not belong to the company"
     )
 
@@ -243,9 +243,9 @@ def get_symbol_by_name(state: TradingState, name: str) -> dict:
         name: Company name, e.g. 'Apple'.
     """
     want = (name or "").strip().lower()
-    for sym, s in state.stocks.items():
-        if s.name.lower() == want:
-            return {"symbol": sym, "name": s.name}
+    for sym, stock in state.stocks.items():
+        if stock.name.lower() == want:
+            return {"symbol": sym, "name": stock.name}
     raise ToolError(f"Stock not found: no listed company named {name!r}.")
 
 
@@ -271,14 +271,14 @@ def get_stock_info(state: TradingState, symbol: str) -> dict:
         symbol: Stock symbol, e.g. 'AAPL'.
     """
     sym = _listed(state, symbol)
-    s = state.stocks[sym]
+    stock = state.stocks[sym]
     return {
         "symbol": sym,
-        "name": s.name,
-        "price": s.price,
-        "percent_change": s.percent_change,
-        "volume": s.volume,
-        "sector": s.sector,
+        "name": stock.name,
+        "price": stock.price,
+        "percent_change": stock.percent_change,
+        "volume": stock.volume,
+        "sector": stock.sector,
     }
 
 
@@ -416,14 +416,14 @@ def get_order_details(state: TradingState, order_id: int) -> dict:
         order_id: Id of the order.
     """
     _need_login(state)
-    o = _order(state, order_id)
+    order = _order(state, order_id)
     return {
-        "order_id": o.id,
-        "order_type": o.order_type,
-        "symbol": o.symbol,
-        "price": o.price,
-        "amount": o.amount,
-        "status": o.status,
+        "order_id": order.id,
+        "order_type": order.order_type,
+        "symbol": order.symbol,
+        "price": order.price,
+        "amount": order.amount,
+        "status": order.status,
     }
 
 
@@ -440,16 +440,16 @@ def cancel_order(state: TradingState, order_id: int) -> dict:
         order_id: Id of the order to cancel.
     """
     _need_login(state)
-    o = _order(state, order_id)
-    if o.status != "Open":
-        raise ToolError(f"Order {order_id} is {o.status} and cannot be cancelled.")
+    order = _order(state, order_id)
+    if order.status != "Open":
+        raise ToolError(f"Order {order_id} is {order.status} and cannot be cancelled.")
     acc = state.account
-    if o.order_type == "Buy":
-        acc.balance = _money(acc.balance + o.price * o.amount)
+    if order.order_type == "Buy":
+        acc.balance = _money(acc.balance + order.price * order.amount)
     else:
-        acc.holdings[o.symbol] = acc.holdings.get(o.symbol, 0) + o.amount
-    o.status = "Cancelled"
-    return {"order_id": o.id, "status": "Cancelled", "balance": acc.balance}
+        acc.holdings[order.symbol] = acc.holdings.get(order.symbol, 0) + order.amount
+    order.status = "Cancelled"
+    return {"order_id": order.id, "status": "Cancelled", "balance": acc.balance}
 
 
 @tool(prerequisites=[LOGGED_IN], writes={"order_history": "result.history"})

@@ -66,8 +66,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 def _date(value: str, what: str = "travel_date") -> str:
     if not isinstance(value, str) or not _DATE.match(value):
         raise ToolError(f"invalid {what} {value!r}: use YYYY-MM-DD")
-    y, m, d = (int(x) for x in value.split("-"))
-    if not (1 <= m <= 12 and 1 <= d <= 31):
+    year, month, day = (int(x) for x in value.split("-"))
+    if not (1 <= month <= 12 and 1 <= day <= 31):
         raise ToolError(f"invalid {what} {value!r}: no such date")
     return value
 
@@ -85,12 +85,14 @@ def _airport(state: TravelState, code: str, what: str) -> str:
     return code
 
 
-def distance_km(state: TravelState, a: str, b: str) -> int:
+def distance_km(state: TravelState, origin: str, destination: str) -> int:
     """Great-circle distance between two airports, rounded to whole kilometres."""
-    p, q = state.airports[a], state.airports[b]
-    la1, lo1, la2, lo2 = map(math.radians, (p.lat, p.lon, q.lat, q.lon))
-    h = math.sin((la2 - la1) / 2) ** 2 + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
-    return round(2 * 6371 * math.asin(math.sqrt(h)))
+    origin_airport, destination_airport = state.airports[origin], state.airports[destination]
+    la1, lo1, la2, lo2 = map(
+        math.radians, (origin_airport.lat, origin_airport.lon, destination_airport.lat, destination_airport.lon)
+    )
+    haversine = math.sin((la2 - la1) / 2) ** 2 + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
+    return round(2 * 6371 * math.asin(math.sqrt(haversine)))
 
 
 def fare(state: TravelState, travel_from: str, travel_to: str, travel_class: str) -> float:
@@ -133,14 +135,14 @@ def _card(state: TravelState, card_id: str) -> CreditCard:
 
 
 def _booking(state: TravelState, booking_id: str) -> Booking:
-    b = state.bookings.get(booking_id)
-    if b is None:
+    booking = state.bookings.get(booking_id)
+    if booking is None:
         raise ToolError(f"no booking with id {booking_id!r}")
-    return b
+    return booking
 
 
-def _money(x: float) -> float:
-    return round(float(x), 2)
+def _money(amount: float) -> float:
+    return round(float(amount), 2)
 
 
 # ---------------------------------------------------- semantic postconditions
@@ -159,8 +161,13 @@ def _post_positive_cost(args, result, state) -> str | None:
 
 
 def _post_booking_recorded(args, result, state) -> str | None:
-    b = state.bookings.get(result.get("booking_id", ""))
-    if b is None or b.status != "confirmed" or b.travel_from != args["travel_from"] or b.travel_to != args["travel_to"]:
+    booking = state.bookings.get(result.get("booking_id", ""))
+    if (
+        booking is None
+        or booking.status != "confirmed"
+        or booking.travel_from != args["travel_from"]
+        or booking.travel_to != args["travel_to"]
+    ):
         return "the booking was not recorded as confirmed for the requested route"
     return None
 
@@ -182,9 +189,9 @@ def _post_budget_set(args, result, state) -> str | None:
 
 
 def _post_nonnegative_value(args, result, state) -> str | None:
-    v = result.get("exchanged_value")
-    if not isinstance(v, (int, float)) or v < 0:
-        return f"exchanged value {v!r} is not a non-negative amount"
+    value = result.get("exchanged_value")
+    if not isinstance(value, (int, float)) or value < 0:
+        return f"exchanged value {value!r} is not a non-negative amount"
     return None
 
 
@@ -338,19 +345,19 @@ def cancel_booking(state: TravelState, access_token: str, booking_id: str) -> di
         booking_id: Id of the booking to cancel.
     """
     _token(state, access_token, write=True)
-    b = _booking(state, booking_id)
-    if b.status == "cancelled":
+    booking = _booking(state, booking_id)
+    if booking.status == "cancelled":
         raise ToolError(f"booking {booking_id} is already cancelled")
-    refund = b.travel_cost
-    b.status = "cancelled"
-    card = state.credit_cards.get(b.card_id)
+    refund = booking.travel_cost
+    booking.status = "cancelled"
+    card = state.credit_cards.get(booking.card_id)
     if card is not None:
         card.balance = _money(card.balance + refund)
-    if b.insurance is not None:
-        icard = state.credit_cards.get(b.insurance.card_id)
+    if booking.insurance is not None:
+        icard = state.credit_cards.get(booking.insurance.card_id)
         if icard is not None:
-            icard.balance = _money(icard.balance + b.insurance.insurance_cost)
-            refund += b.insurance.insurance_cost
+            icard.balance = _money(icard.balance + booking.insurance.insurance_cost)
+            refund += booking.insurance.insurance_cost
     return {"cancel_status": True, "refunded": _money(refund)}
 
 
@@ -373,20 +380,20 @@ def retrieve_invoice(state: TravelState, access_token: str, booking_id: str) -> 
         booking_id: Id of the booking.
     """
     _token(state, access_token)
-    b = _booking(state, booking_id)
-    ins = b.insurance.insurance_cost if b.insurance else 0.0
+    booking = _booking(state, booking_id)
+    ins = booking.insurance.insurance_cost if booking.insurance else 0.0
     return {
         "invoice": {
             "booking_id": booking_id,
-            "card_id": b.card_id,
-            "travel_date": b.travel_date,
-            "travel_from": b.travel_from,
-            "travel_to": b.travel_to,
-            "travel_class": b.travel_class,
-            "travel_cost": b.travel_cost,
+            "card_id": booking.card_id,
+            "travel_date": booking.travel_date,
+            "travel_from": booking.travel_from,
+            "travel_to": booking.travel_to,
+            "travel_class": booking.travel_class,
+            "travel_cost": booking.travel_cost,
             "insurance_cost": ins,
-            "total": _money(b.travel_cost + ins),
-            "status": b.status,
+            "total": _money(booking.travel_cost + ins),
+            "status": booking.status,
         }
     }
 
@@ -419,10 +426,10 @@ def register_credit_card(
     digits = card_number.replace(" ", "")
     if not (digits.isdigit() and len(digits) == 16):
         raise ToolError("invalid card number: need 16 digits")
-    m = re.fullmatch(r"(\d{2})/(\d{4})", expiration_date)
-    if not m or not 1 <= int(m.group(1)) <= 12:
+    expiry = re.fullmatch(r"(\d{2})/(\d{4})", expiration_date)
+    if not expiry or not 1 <= int(expiry.group(1)) <= 12:
         raise ToolError(f"invalid expiration date {expiration_date!r}: use MM/YYYY")
-    if f"{m.group(2)}-{m.group(1)}" < state.current_date[:7]:
+    if f"{expiry.group(2)}-{expiry.group(1)}" < state.current_date[:7]:
         raise ToolError(f"the card expired in {expiration_date}")
     if not 100 <= int(card_verification_number) <= 999:
         raise ToolError("invalid card verification number: need 3 digits")
@@ -511,10 +518,10 @@ def purchase_insurance(
         card_id: Id of the credit card to charge.
     """
     _token(state, access_token, write=True)
-    b = _booking(state, booking_id)
-    if b.status != "confirmed":
+    booking = _booking(state, booking_id)
+    if booking.status != "confirmed":
         raise ToolError(f"booking {booking_id} is cancelled")
-    if b.insurance is not None:
+    if booking.insurance is not None:
         raise ToolError(f"booking {booking_id} is already insured")
     if insurance_cost <= 0:
         raise ToolError("insurance_cost must be positive")
@@ -523,7 +530,7 @@ def purchase_insurance(
         raise ToolError(f"insufficient balance on card {card_id}")
     card.balance = _money(card.balance - insurance_cost)
     iid = f"INS-{booking_id}"
-    b.insurance = Insurance(
+    booking.insurance = Insurance(
         insurance_id=iid, insurance_type=insurance_type, insurance_cost=_money(insurance_cost), card_id=card_id
     )
     return {"insurance_id": iid, "insurance_status": True}
@@ -561,9 +568,9 @@ def verify_traveler_information(
     if not first_name.strip() or not last_name.strip():
         raise ToolError("first and last name are required")
     failure = None
-    y, m, d = (int(x) for x in date_of_birth.split("-"))
+    year, month, day = (int(x) for x in date_of_birth.split("-"))
     cy, cm, cd = (int(x) for x in state.current_date.split("-"))
-    age = cy - y - ((cm, cd) < (m, d))
+    age = cy - year - ((cm, cd) < (month, day))
     if age < 18:
         failure = f"the traveler must be at least 18 years old (is {age})"
     elif not re.fullmatch(r"[A-Z]{2}\d{7}", passport_number):

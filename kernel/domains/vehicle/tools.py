@@ -64,8 +64,8 @@ class IgnitionMode(str, enum.Enum):
     START = "START"
 
 
-def _unlocked(s: VehicleState) -> list[str]:
-    return [d for d in DOOR_NAMES if getattr(s.doors, d) == "unlocked"]
+def _unlocked(state: VehicleState) -> list[str]:
+    return [d for d in DOOR_NAMES if getattr(state.doors, d) == "unlocked"]
 
 
 def _number(name: str, value: float, lo: float | None = None, hi: float | None = None) -> float:
@@ -76,6 +76,17 @@ def _number(name: str, value: float, lo: float | None = None, hi: float | None =
     if hi is not None and value > hi:
         raise ToolError(f"{name} must be at most {hi:g}, got {value:g}")
     return float(value)
+
+
+def _climate_status(state: VehicleState) -> dict:
+    """The climate settings as adjustClimateControl and displayCarStatus report them."""
+    climate = state.climate
+    return {
+        "currentTemperature": climate.temperature,
+        "unit": climate.unit,
+        "fanSpeed": climate.fan_speed,
+        "climateMode": climate.mode,
+    }
 
 
 # ------------------------------------------------------------------ doors and brakes
@@ -96,8 +107,8 @@ def lockDoors(
     if door != "all" and door not in DOOR_NAMES:
         raise ToolError(f"unknown door {door!r}; use one of {', '.join(DOOR_NAMES)} or 'all'")
     status = "unlocked" if unlock else "locked"
-    for d in DOOR_NAMES if door == "all" else (door,):
-        setattr(state.doors, d, status)
+    for door_name in DOOR_NAMES if door == "all" else (door,):
+        setattr(state.doors, door_name, status)
     remaining = _unlocked(state)
     return {
         "lockStatus": status,
@@ -216,16 +227,16 @@ def setCruiseControl(state: VehicleState, speed: float, activate: bool, distance
         activate: True to turn cruise control on, False to turn it off.
         distanceToNextVehicle: Distance to keep to the vehicle ahead, in metres.
     """
-    v = _number("speed", speed, 0.0, MAX_CRUISE_SPEED)
-    if v % 5 != 0:
-        raise ToolError(f"speed must be a multiple of 5, got {v:g}")
+    target_speed = _number("speed", speed, 0.0, MAX_CRUISE_SPEED)
+    if target_speed % 5 != 0:
+        raise ToolError(f"speed must be a multiple of 5, got {target_speed:g}")
     gap = _number("distanceToNextVehicle", distanceToNextVehicle, 0.0)
     if not isinstance(activate, bool):
         raise ToolError(f"activate must be true or false, got {activate!r}")
     if state.engine_state != "running":
         raise ToolError("start the engine before using cruise control")
     state.cruise.active = activate
-    state.cruise.speed = v if activate else 0.0
+    state.cruise.speed = target_speed if activate else 0.0
     state.cruise.distance_to_next_vehicle = gap
     return {
         "cruiseStatus": "active" if activate else "inactive",
@@ -255,20 +266,19 @@ def adjustClimateControl(
     if unit not in ("celsius", "fahrenheit"):
         raise ToolError(f"unit must be 'celsius' or 'fahrenheit', got {unit!r}")
     lo, hi = (16.0, 32.0) if unit == "celsius" else (60.0, 90.0)
-    t = _number("temperature", temperature, lo, hi)
+    target = _number("temperature", temperature, lo, hi)
     if fanSpeed is not None:
         if _number("fanSpeed", fanSpeed, 0, 100) != int(fanSpeed):
             raise ToolError(f"fanSpeed must be a whole number, got {fanSpeed!r}")
     if mode is not None and mode not in ("auto", "cool", "heat", "defrost"):
         raise ToolError(f"unknown climate mode {mode!r}")
-    state.climate.temperature = t
+    state.climate.temperature = target
     state.climate.unit = unit
     if fanSpeed is not None:
         state.climate.fan_speed = int(fanSpeed)
     if mode is not None:
         state.climate.mode = mode
-    c = state.climate
-    return {"currentTemperature": c.temperature, "unit": c.unit, "fanSpeed": c.fan_speed, "climateMode": c.mode}
+    return _climate_status(state)
 
 
 @tool(side_effect=True, writes={"headlights": "result.headlightStatus"})
@@ -304,49 +314,41 @@ def displayCarStatus(
     Args:
         option: 'fuel', 'battery', 'doors', 'climate', 'headlights', 'parkingBrake', 'brakePedal' or 'engine'.
     """
-    s = state
     if option == "fuel":
-        return {"fuelLevel": s.fuel_level, "tankCapacity": s.tank_capacity}
+        return {"fuelLevel": state.fuel_level, "tankCapacity": state.tank_capacity}
     if option == "battery":
-        return {"batteryVoltage": s.battery_voltage}
+        return {"batteryVoltage": state.battery_voltage}
     if option == "doors":
-        return {"doorStatus": s.doors.model_dump(), "allDoorsLocked": not _unlocked(s)}
+        return {"doorStatus": state.doors.model_dump(), "allDoorsLocked": not _unlocked(state)}
     if option == "climate":
-        c = s.climate
-        return {
-            "currentTemperature": c.temperature,
-            "unit": c.unit,
-            "fanSpeed": c.fan_speed,
-            "climateMode": c.mode,
-            "humidityLevel": c.humidity,
-        }
+        return {**_climate_status(state), "humidityLevel": state.climate.humidity}
     if option == "headlights":
-        return {"headlightStatus": s.headlights}
+        return {"headlightStatus": state.headlights}
     if option == "parkingBrake":
-        return {"parkingBrakeStatus": s.parking_brake, "parkingBrakeEngaged": s.parking_brake == "engaged"}
+        return {"parkingBrakeStatus": state.parking_brake, "parkingBrakeEngaged": state.parking_brake == "engaged"}
     if option == "brakePedal":
         return {
-            "brakePedalStatus": s.brake_pedal,
-            "brakePedalForce": s.brake_force,
-            "brakeFullyPressed": s.brake_force >= MAX_BRAKE_FORCE,
+            "brakePedalStatus": state.brake_pedal,
+            "brakePedalForce": state.brake_force,
+            "brakeFullyPressed": state.brake_force >= MAX_BRAKE_FORCE,
         }
     if option == "engine":
-        return {"engineState": s.engine_state, "engineRunning": s.engine_state == "running"}
+        return {"engineState": state.engine_state, "engineRunning": state.engine_state == "running"}
     raise ToolError(f"unknown status option {option!r}")
 
 
 @tool(writes={"tire_pressure_ok": "result.healthyTirePressure"})
 def check_tire_pressure(state: VehicleState) -> dict:
     """Read the pressure of all four tires (psi) and whether it is within the healthy range."""
-    t = state.tires
+    tires = state.tires
     lo, hi = HEALTHY_PSI
-    pressures = t.model_dump()
+    pressures = tires.model_dump()
     low = [k for k, v in pressures.items() if v < lo]
     return {
-        "frontLeftTirePressure": t.front_left,
-        "frontRightTirePressure": t.front_right,
-        "rearLeftTirePressure": t.rear_left,
-        "rearRightTirePressure": t.rear_right,
+        "frontLeftTirePressure": tires.front_left,
+        "frontRightTirePressure": tires.front_right,
+        "rearLeftTirePressure": tires.rear_left,
+        "rearRightTirePressure": tires.rear_right,
         "lowTires": low,
         "healthyTirePressure": all(lo <= v <= hi for v in pressures.values()),
     }
@@ -361,8 +363,8 @@ def find_nearest_tire_shop(state: VehicleState) -> dict:
 
 
 def _has_reading(args: dict, result: dict, staged: object) -> str | None:
-    t = result.get("outsideTemperature")
-    if isinstance(t, bool) or not isinstance(t, (int, float)):
+    reading = result.get("outsideTemperature")
+    if isinstance(reading, bool) or not isinstance(reading, (int, float)):
         return "incomplete weather report: outsideTemperature is not a number"
     return None
 
@@ -421,12 +423,12 @@ def start_route_guidance(state: VehicleState) -> dict:
     return {"guidanceStatus": "active", "destination": dest}
 
 
-def _route(state: VehicleState, a: str, b: str):
-    na, nb = a.strip().lower(), b.strip().lower()
-    for r in state.routes:
-        ra, rb = r.city_a.lower(), r.city_b.lower()
+def _route(state: VehicleState, city_a: str, city_b: str):
+    na, nb = city_a.strip().lower(), city_b.strip().lower()
+    for route in state.routes:
+        ra, rb = route.city_a.lower(), route.city_b.lower()
         if (ra, rb) in ((na, nb), (nb, na)):
-            return r
+            return route
     return None
 
 
@@ -440,10 +442,10 @@ def estimate_distance(state: VehicleState, cityA: str, cityB: str) -> dict:
     """
     if cityA.strip().lower() == cityB.strip().lower():
         raise ToolError("cityA and cityB must be different cities")
-    r = _route(state, cityA, cityB)
-    if r is None:
+    route = _route(state, cityA, cityB)
+    if route is None:
         raise ToolError(f"no route known between {cityA} and {cityB}")
-    return {"distance": r.miles, "unit": "miles"}
+    return {"distance": route.miles, "unit": "miles"}
 
 
 @tool(prerequisites=[FUEL_KNOWN], writes={"can_drive": "result.canDrive"})
@@ -453,11 +455,11 @@ def estimate_drive_feasibility_by_mileage(state: VehicleState, distance: float) 
     Args:
         distance: The distance to drive, in miles.
     """
-    d = _number("distance", distance)
-    if d <= 0:
-        raise ToolError(f"distance must be more than 0, got {d:g}")
+    miles = _number("distance", distance)
+    if miles <= 0:
+        raise ToolError(f"distance must be more than 0, got {miles:g}")
     range_miles = round(state.fuel_level * MILES_PER_GALLON, 2)
-    return {"canDrive": range_miles >= d, "rangeMiles": range_miles}
+    return {"canDrive": range_miles >= miles, "rangeMiles": range_miles}
 
 
 @tool(writes={"gallon": "result.gallon"})
@@ -467,8 +469,8 @@ def liter_to_gallon(state: VehicleState, liter: float) -> dict:
     Args:
         liter: Amount in liters (0 or more).
     """
-    v = _number("liter", liter, 0.0)
-    return {"gallon": round(v * GALLONS_PER_LITER, 2)}
+    liters = _number("liter", liter, 0.0)
+    return {"gallon": round(liters * GALLONS_PER_LITER, 2)}
 
 
 @tool(writes={"liter": "result.liter"})
@@ -478,5 +480,5 @@ def gallon_to_liter(state: VehicleState, gallon: float) -> dict:
     Args:
         gallon: Amount in gallons (0 or more).
     """
-    v = _number("gallon", gallon, 0.0)
-    return {"liter": round(v * LITERS_PER_GALLON, 2)}
+    gallons = _number("gallon", gallon, 0.0)
+    return {"liter": round(gallons * LITERS_PER_GALLON, 2)}
