@@ -39,7 +39,7 @@ class Label:
     """``Annotated`` metadata: the label of an input field's line (``user: Annotated[str, Label("Request")]``), or the
     name a one-field output's value goes by in the trace views. Like ``Field(title=...)``, which the adapter also
     reads, but kept out of the JSON schema, which the spec hash covers: a label the prompt already showed before it
-    was declared here (kernel/specs.py's hand-written layouts) leaves the recorded spec hashes as they were."""
+    was declared here (the hand-written layouts of before the adapter) leaves the recorded spec hashes as they were."""
 
     text: str
 
