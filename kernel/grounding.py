@@ -91,30 +91,30 @@ def synonym_table() -> dict[str, frozenset[str]]:
     from .domains import domain_folders
 
     groups = [set(g) for g in SYNONYMS]
-    for f in [d / "synonyms.json" for d in domain_folders().values() if (d / "synonyms.json").is_file()]:
-        data = read_json_file(f)
+    for path in [d / "synonyms.json" for d in domain_folders().values() if (d / "synonyms.json").is_file()]:
+        data = read_json_file(path)
         if not (
             isinstance(data, list)
             and all(isinstance(g, list) and g and all(isinstance(x, str) and x.strip() for x in g) for g in data)
         ):
-            raise ValueError(f'{f}: expected a JSON list of non-empty lists of names, e.g. [["usd", "dollars"]]')
+            raise ValueError(f'{path}: expected a JSON list of non-empty lists of names, e.g. [["usd", "dollars"]]')
         groups += [{_fold(x) for x in g} for g in data]
     merged: list[set[str]] = []
-    for g in groups:
-        g = {_fold(x) for x in g}
-        for m in [m for m in merged if m & g]:
-            g |= m
-            merged.remove(m)
-        merged.append(g)
+    for group in groups:
+        group = {_fold(x) for x in group}
+        for overlapping in [m for m in merged if m & group]:
+            group |= overlapping
+            merged.remove(overlapping)
+        merged.append(group)
     return {name: frozenset(g) for g in merged for name in g}
 
 
-def _is_word(c: str) -> bool:
-    return c.isalnum() or c == "_"
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
-def _fold(s: str) -> str:
-    return " ".join(s.lower().split())
+def _fold(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def number_tokens(text: str) -> list[float]:
@@ -160,8 +160,8 @@ class Haystack:
     def _all_leaves(self) -> list[Any]:
         if self._leaves is None:
             leaves: list[Any] = []
-            for v in self._values:
-                collect_leaves(v, leaves)
+            for value in self._values:
+                collect_leaves(value, leaves)
             self._leaves = leaves
         return self._leaves
 
@@ -177,12 +177,12 @@ class Haystack:
     def numbers(self) -> set[float]:
         if self._numbers is None:
             nums: set[float] = set()
-            for t in [t for t in self._texts if t] + [x for x in self._all_leaves() if isinstance(x, str)]:
-                if any(c.isdigit() for c in t):
-                    nums.update(number_tokens(t))
-            for x in self._all_leaves():
-                if isinstance(x, (int, float)) and not isinstance(x, bool):
-                    nums.add(float(x))
+            for text in [t for t in self._texts if t] + [x for x in self._all_leaves() if isinstance(x, str)]:
+                if any(c.isdigit() for c in text):
+                    nums.update(number_tokens(text))
+            for leaf in self._all_leaves():
+                if isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
+                    nums.add(float(leaf))
             self._numbers = nums
         return self._numbers
 
@@ -194,8 +194,8 @@ class Haystack:
         if isinstance(value, (int, float)):
             return float(value) in self.numbers
         if isinstance(value, str):
-            v = _fold(value)
-            return not v or self._string(v)
+            folded = _fold(value)
+            return not folded or self._string(folded)
         if isinstance(value, dict):
             return all(self.contains(v) for v in value.values())
         if isinstance(value, (list, tuple)):
@@ -207,8 +207,8 @@ class Haystack:
         outside ``FUNCTION_WORDS`` or a meaningful symbol) and connective text, not as a whole (verify's evidence
         for the ``composed_value`` tag). One such part wrapped in connective text ("the report.txt.") is grounded
         too, but it assembles nothing, so it is no evidence."""
-        v = _fold(value)
-        return bool(v) and not self._part(v) and self._composed(v, min_parts=2)
+        folded = _fold(value)
+        return bool(folded) and not self._part(folded) and self._composed(folded, min_parts=2)
 
     # ------------------------------------------------------------ strings
     @property
@@ -233,7 +233,7 @@ class Haystack:
         check_before, check_after = _is_word(span[0]), _is_word(span[-1])
         j = text.find(span)
         while j >= 0:
-            e = j + n
+            end = j + n
             before_ok = (
                 not check_before
                 or j == 0
@@ -241,8 +241,8 @@ class Haystack:
             )
             after_ok = (
                 not check_after
-                or e == len(text)
-                or not (_is_word(text[e]) or (text[e] in ".@" and e + 1 < len(text) and _is_word(text[e + 1])))
+                or end == len(text)
+                or not (_is_word(text[end]) or (text[end] in ".@" and end + 1 < len(text) and _is_word(text[end + 1])))
             )
             if before_ok and after_ok:
                 return True
@@ -260,18 +260,18 @@ class Haystack:
             self._spans[span] = hit
         return hit
 
-    def _string(self, v: str) -> bool:
-        hit = self._strings.get(v)
+    def _string(self, folded: str) -> bool:
+        hit = self._strings.get(folded)
         if hit is None:
-            hit = self._part(v) or self._composed(v)
-            self._strings[v] = hit
+            hit = self._part(folded) or self._composed(folded)
+            self._strings[folded] = hit
         return hit
 
-    def _composed(self, v: str, min_parts: int = 1) -> bool:
+    def _composed(self, folded: str, min_parts: int = 1) -> bool:
         """Dynamic programme over the value's pieces: reach[k] is None (unreachable) or the most grounded parts
         (capped at ``min_parts``; above 1, only parts with content count) of a cut of the first k pieces;
         the value is composed when reach[n] is ``min_parts``."""
-        pieces = [(m.lastindex, m.group()) for m in PIECES.finditer(v)]
+        pieces = [(m.lastindex, m.group()) for m in PIECES.finditer(folded)]
         if sum(kind == 1 for kind, _ in pieces) > MAX_COMPOSED_WORDS:
             return False  # a long text is grounded only as a whole (it is quoted, not composed)
         syn_names = synonym_table()
@@ -298,8 +298,8 @@ class Haystack:
             if kind == 2 or (kind == 3 and piece in CONNECTIVE_PUNCTUATION):
                 continue  # a part starts with a word or a meaningful symbol, never with connective text
             span, content = "", False
-            for m in range(k, n):
-                mkind, mpiece = pieces[m]
+            for last in range(k, n):
+                mkind, mpiece = pieces[last]
                 span += mpiece
                 content = (
                     content
@@ -311,7 +311,7 @@ class Haystack:
                     # the contract (min_parts 1) takes any grounded part; more parts are counted only when they carry
                     # content, so "the" that happens to occur does not turn "the report.txt" into two parts
                     step = 1 if content or min_parts == 1 else 0
-                    reach[m + 1] = max(reach[m + 1] or 0, min(here + step, min_parts))
+                    reach[last + 1] = max(reach[last + 1] or 0, min(here + step, min_parts))
                 # a longer span can only occur if this one could (or a synonym name starts with it)
                 if not ((mkind != 1 or self._could_occur(mpiece)) and span in self.text) and not any(
                     s.startswith(span) for s in syn_names
@@ -320,12 +320,12 @@ class Haystack:
         return reach[n] == min_parts
 
 
-def collect_leaves(v: Any, out: list[Any]) -> None:
-    if isinstance(v, dict):
-        for x in v.values():
-            collect_leaves(x, out)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            collect_leaves(x, out)
+def collect_leaves(value: Any, out: list[Any]) -> None:
+    if isinstance(value, dict):
+        for item in value.values():
+            collect_leaves(item, out)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            collect_leaves(item, out)
     else:
-        out.append(v)
+        out.append(value)

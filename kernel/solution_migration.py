@@ -22,9 +22,9 @@ def migrate(data: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]
     if version < 3:  # first: the per-entity step below reads the data with the current model
         changed += _words(out)
     if version < 2:
-        c, x = _per_entity_keys(out, where)
-        changed += c
-        left += x
+        migrated, not_migrated = _per_entity_keys(out, where)
+        changed += migrated
+        left += not_migrated
     out.pop("format_version", None)
     return {"format_version": FORMAT_VERSION, **out}, changed, left
 
@@ -39,27 +39,30 @@ def _words(data: dict[str, Any]) -> list[str]:
     """Rename, in ``data``, the paper's letters to words: binding sources, fill_from prefixes, the pattern tag. Data of
     any shape passes through (what is not a solution's shape is left for the schema check to locate)."""
 
-    def items(x: Any) -> list[Any]:
-        return list(x) if isinstance(x, list) else []
+    def items(value: Any) -> list[Any]:
+        return list(value) if isinstance(value, list) else []
 
     changed = 0
     for turn in items(data.get("turns")):
-        for t in items(turn.get("tasks")) if isinstance(turn, dict) else []:
-            if not isinstance(t, dict):
+        for task in items(turn.get("tasks")) if isinstance(turn, dict) else []:
+            if not isinstance(task, dict):
                 continue
-            lists = [t.get("bindings"), *[i.get("bindings") for i in items(t.get("instances")) if isinstance(i, dict)]]
+            lists = [
+                task.get("bindings"),
+                *[i.get("bindings") for i in items(task.get("instances")) if isinstance(i, dict)],
+            ]
             for bindings in lists:
-                for b in bindings.values() if isinstance(bindings, dict) else []:
-                    if not isinstance(b, dict):
+                for binding in bindings.values() if isinstance(bindings, dict) else []:
+                    if not isinstance(binding, dict):
                         continue
-                    source = b.get("source")
+                    source = binding.get("source")
                     if isinstance(source, str) and source in SOURCE_WORDS:
-                        b["source"] = SOURCE_WORDS[source]
+                        binding["source"] = SOURCE_WORDS[source]
                         changed += 1
-                    ff = b.get("fill_from")
+                    ff = binding.get("fill_from")
                     for old, new in FILL_PREFIXES.items():
                         if isinstance(ff, str) and ff.startswith(old):
-                            b["fill_from"] = new + ff[len(old) :]
+                            binding["fill_from"] = new + ff[len(old) :]
                             changed += 1
     tags = data.get("tags")
     for i, tag in enumerate(items(tags)):
@@ -83,39 +86,43 @@ def _per_entity_keys(data: dict[str, Any], where: str) -> tuple[list[str], list[
         return [], []
     wanted = []  # (turn, task, instance or None, index, annotated key) of each key to migrate
     for i, turn in enumerate(data.get("turns") or []):
-        for t in turn.get("tasks") or []:
-            spec = registry.get(t.get("match", t.get("tool")))
+        for task in turn.get("tasks") or []:
+            spec = registry.get(task.get("match", task.get("tool")))
             per_entity = {p.key for p in spec.prerequisites if p.entity is not None} if spec else set()
             for where_list, k in [
-                (t.get("prerequisites") or [], None),
+                (task.get("prerequisites") or [], None),
                 *[
                     (inst.get("prerequisites"), k)
-                    for k, inst in enumerate(t.get("instances") or [])
+                    for k, inst in enumerate(task.get("instances") or [])
                     if inst.get("prerequisites") is not None
                 ],
             ]:
-                for j, p in enumerate(where_list):
-                    if isinstance(p, dict) and p.get("key") in per_entity and fact_of(p["key"]) == p["key"]:
-                        wanted.append((i, t, k, j, p))
+                for j, prerequisite in enumerate(where_list):
+                    if (
+                        isinstance(prerequisite, dict)
+                        and prerequisite.get("key") in per_entity
+                        and fact_of(prerequisite["key"]) == prerequisite["key"]
+                    ):
+                        wanted.append((i, task, k, j, prerequisite))
     if not wanted:
         return [], []
     checked = _replayed_keys(sol)
     slots = {name: s.get("value") for name, s in (data.get("slots") or {}).items() if isinstance(s, dict)}
     changed, left = [], []
-    for i, t, k, j, p in wanted:
+    for i, task, k, j, prerequisite in wanted:
         instances = (
-            [k] if k is not None else list(range(len(t.get("instances") or []))) if t.get("for_each") else [None]
+            [k] if k is not None else list(range(len(task.get("instances") or []))) if task.get("for_each") else [None]
         )
-        keys = {checked.get((i, t["id"] if n is None else f"{t['id']}[{n}]", j)) for n in instances} or {None}
+        keys = {checked.get((i, task["id"] if n is None else f"{task['id']}[{n}]", j)) for n in instances} or {None}
         new = keys.pop() if len(keys) == 1 else None
-        label = f"turn {i}, task {t['id']}" + ("" if k is None else f" instance {k}") + f", prerequisite {j}"
-        if new is None or fact_of(new) != p["key"] or new == p["key"]:
-            left.append(f"{label} ({p['key']!r}: the kernel did not check it for one entity in the replay)")
+        label = f"turn {i}, task {task['id']}" + ("" if k is None else f" instance {k}") + f", prerequisite {j}"
+        if new is None or fact_of(new) != prerequisite["key"] or new == prerequisite["key"]:
+            left.append(f"{label} ({prerequisite['key']!r}: the kernel did not check it for one entity in the replay)")
             continue
-        value = new[len(p["key"]) + 1 : -1]
-        written = f"{p['key']}[{_as_written(value, t, data['turns'][i], slots, k)}]"
-        changed.append(f"{label}: {p['key']!r} -> {written!r}")
-        p["key"] = written
+        value = new[len(prerequisite["key"]) + 1 : -1]
+        written = f"{prerequisite['key']}[{_as_written(value, task, data['turns'][i], slots, k)}]"
+        changed.append(f"{label}: {prerequisite['key']!r} -> {written!r}")
+        prerequisite["key"] = written
     return changed, left
 
 
@@ -132,22 +139,26 @@ def _replayed_keys(sol: Any) -> dict[tuple[int, str, int], str]:
         def answer(self, primitive: str, inp: Any) -> dict[str, Any]:
             if primitive == "check_prerequisites":
                 task = self.tasks.get(inp.task.id)
-                for p in task.prerequisites if task is not None else []:
-                    if p.key == fact_of(inp.key) != inp.key:
-                        p.key = inp.key  # the version-1 annotation answers for the entity's entry
+                for prerequisite in task.prerequisites if task is not None else []:
+                    if prerequisite.key == fact_of(inp.key) != inp.key:
+                        prerequisite.key = inp.key  # the version-1 annotation answers for the entity's entry
             return super().answer(primitive, inp)
 
     keys: dict[tuple[int, str, int], str] = {}
 
     def on_turn(i: int, res: Any, trace: Any, env: Any) -> None:
         for tid, records in res.prerequisites.items():
-            for j, r in enumerate(records):
-                keys[(i, tid, j)] = r.key
+            for j, record in enumerate(records):
+                keys[(i, tid, j)] = record.key
 
-    r = sol.rendered()
+    rendered = sol.rendered()
     try:
         run_solution(
-            r, Kernel(KernelConfig()), lambda i, turn: EntityKeyOracle(turn, r.id), on_turn=on_turn, trace="off"
+            rendered,
+            Kernel(KernelConfig()),
+            lambda i, turn: EntityKeyOracle(turn, rendered.id),
+            on_turn=on_turn,
+            trace="off",
         )
     except Exception:  # a replay that breaks off: what it checked so far is still right; the rest is reported as left
         pass
@@ -167,11 +178,11 @@ def _as_written(
     ]
     if instance is not None:
         raw.insert(0, (task.get("instances") or [])[instance].get("value"))
-    for r in raw:
-        if isinstance(r, str) and "${" in r:
+    for candidate in raw:
+        if isinstance(candidate, str) and "${" in candidate:
             try:
-                if str(render_slots(r, slots)) == value:
-                    return r
+                if str(render_slots(candidate, slots)) == value:
+                    return candidate
             except KeyError:
                 continue
     named = [name for name, v in slots.items() if str(v) == value]

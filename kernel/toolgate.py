@@ -23,55 +23,55 @@ from .scratchpad import Scratchpad, truncation_marker
 _MISSING = object()
 
 
-def sat(s: Sat, value: Any) -> bool:
+def sat(predicate: Sat, value: Any) -> bool:
     """Evaluate a satisfaction predicate; anything unevaluable is False (fail closed)."""
     try:
-        if s.op == "truthy":
+        if predicate.op == "truthy":
             return bool(value)
-        if s.op == "not_null":
+        if predicate.op == "not_null":
             return value is not None
-        if s.op == "eq":
-            return value == s.value
-        if s.op == "ne":
-            return value is not None and value != s.value
-        if s.op == "in":
-            return value in s.value
+        if predicate.op == "eq":
+            return value == predicate.value
+        if predicate.op == "ne":
+            return value is not None and value != predicate.value
+        if predicate.op == "in":
+            return value in predicate.value
         if value is None:
             return False
-        if s.op == "gt":
-            return value > s.value
-        if s.op == "gte":
-            return value >= s.value
-        if s.op == "lt":
-            return value < s.value
-        if s.op == "lte":
-            return value <= s.value
+        if predicate.op == "gt":
+            return value > predicate.value
+        if predicate.op == "gte":
+            return value >= predicate.value
+        if predicate.op == "lt":
+            return value < predicate.value
+        if predicate.op == "lte":
+            return value <= predicate.value
     except Exception:
         return False
     return False
 
 
-def describe(p: Prerequisite) -> str:
-    if p.description:
-        return p.description
-    op, v = p.sat.op, p.sat.value
-    return {"truthy": "true", "not_null": "present"}.get(op, f"{op} {json.dumps(v)}")
+def describe(prerequisite: Prerequisite) -> str:
+    if prerequisite.description:
+        return prerequisite.description
+    op, value = prerequisite.sat.op, prerequisite.sat.value
+    return {"truthy": "true", "not_null": "present"}.get(op, f"{op} {json.dumps(value)}")
 
 
-def check(p: Prerequisite, S: Scratchpad, key: str | None = None) -> str:
+def check(prerequisite: Prerequisite, scratchpad: Scratchpad, key: str | None = None) -> str:
     """Three-valued Check(p, S): met / not_met / absent. ``key``: the entry to consult, for a per-entity
     prerequisite the entity's (:func:`prerequisite_key`); the plain key otherwise."""
-    key = p.key if key is None else key
-    if key not in S:
+    key = prerequisite.key if key is None else key
+    if key not in scratchpad:
         return "absent"
-    return "met" if sat(p.sat, S.get(key)) else "not_met"
+    return "met" if sat(prerequisite.sat, scratchpad.get(key)) else "not_met"
 
 
-def prerequisite_key(p: Prerequisite, entity_value: Any = None) -> str:
+def prerequisite_key(prerequisite: Prerequisite, entity_value: Any = None) -> str:
     """The scratchpad key Check consults for ``p``: its plain key, or for a per-entity prerequisite the
     entry of the entity ``entity_value`` names (``line_status[L-9009]``; ``line_status[]`` when no value
     is known, which no write produces, so Check gives Absent)."""
-    return p.key if p.entity is None else entity_key(p.key, entity_value)
+    return prerequisite.key if prerequisite.entity is None else entity_key(prerequisite.key, entity_value)
 
 
 def _validate_args(spec: ToolSpec, args: dict[str, Any]) -> list[str]:
@@ -83,13 +83,16 @@ def _validate_args(spec: ToolSpec, args: dict[str, Any]) -> list[str]:
         return [f"argument validation could not be evaluated: {exc!r}"]
 
 
-def precondition(spec: ToolSpec, args: dict[str, Any], S: Scratchpad) -> list[str]:
+def precondition(spec: ToolSpec, args: dict[str, Any], scratchpad: Scratchpad) -> list[str]:
     errors = _validate_args(spec, args)
-    for p in spec.prerequisites:
-        key = prerequisite_key(p, args.get(p.entity) if p.entity is not None and isinstance(args, dict) else None)
-        outcome = check(p, S, key)
+    for prerequisite in spec.prerequisites:
+        key = prerequisite_key(
+            prerequisite,
+            args.get(prerequisite.entity) if prerequisite.entity is not None and isinstance(args, dict) else None,
+        )
+        outcome = check(prerequisite, scratchpad, key)
         if outcome != "met":
-            errors.append(f"prerequisite {key!r} is {outcome} (needs {describe(p)})")
+            errors.append(f"prerequisite {key!r} is {outcome} (needs {describe(prerequisite)})")
     return errors
 
 
@@ -149,8 +152,10 @@ def postcondition(
     schema_errors: list[str] = []
     if spec.output_schema is not None:
         try:
-            v = _output_validator(json.dumps(spec.output_schema, sort_keys=True))
-            schema_errors = [f"result{''.join(f'[{p!r}]' for p in e.path)}: {e.message}" for e in v.iter_errors(obj)]
+            validator = _output_validator(json.dumps(spec.output_schema, sort_keys=True))
+            schema_errors = [
+                f"result{''.join(f'[{p!r}]' for p in e.path)}: {e.message}" for e in validator.iter_errors(obj)
+            ]
         except Exception as exc:
             errors.append(f"output schema could not be evaluated: {exc!r}")
     warnings: list[str] = []
