@@ -53,10 +53,10 @@ class AnnotationsFile(BaseModel):
 
 
 def load_annotations(path: str | Path) -> AnnotationsFile:
-    p = Path(path)
-    where = str(p)
+    file_path = Path(path)
+    where = str(file_path)
     try:
-        data = loads_yaml(p.read_text(encoding="utf-8"), where)
+        data = loads_yaml(file_path.read_text(encoding="utf-8"), where)
     except OSError as exc:
         raise UserError(f"cannot read: {exc.strerror or exc}", where) from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -69,9 +69,9 @@ def load_annotations(path: str | Path) -> AnnotationsFile:
     try:
         return AnnotationsFile.model_validate(data)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        loc = ".".join(str(x) for x in e["loc"])
-        msg = "unknown field" if e["type"] == "extra_forbidden" else e["msg"]
+        error = exc.errors()[0]
+        loc = ".".join(str(x) for x in error["loc"])
+        msg = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
         raise UserError(f"{loc}: {msg}", where) from None
 
 
@@ -85,14 +85,14 @@ def annotate(registry: Registry, annotations: AnnotationsFile | str | Path) -> R
                         f"{', '.join(t.name for t in registry)})", where)  # fmt: skip
     out = []
     for spec in registry:
-        a = ann.tools.get(spec.name)
-        if a is None:
+        annotation = ann.tools.get(spec.name)
+        if annotation is None:
             out.append(spec)
             continue
-        update: dict[str, Any] = {k: v for k, v in a.model_dump(exclude={"expect"}, exclude_none=True).items()}
-        if a.prerequisites is not None:
+        update: dict[str, Any] = {k: v for k, v in annotation.model_dump(exclude={"expect"}, exclude_none=True).items()}
+        if annotation.prerequisites is not None:
             update["prerequisites"] = [
-                p if isinstance(p, Prerequisite) else Prerequisite(key=p, sat=Sat()) for p in a.prerequisites
+                p if isinstance(p, Prerequisite) else Prerequisite(key=p, sat=Sat()) for p in annotation.prerequisites
             ]
         try:
             new = ToolSpec.model_validate({**spec.model_dump(), **update})

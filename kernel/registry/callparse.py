@@ -90,9 +90,11 @@ def parse_calls(source: str | list[str], signatures: Signatures | None = None) -
         raise src.error(body, f"expected a call or a list of calls, got {_describe(body)}")
     if body.elts and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in body.elts):
         return [_element_call(e.value, i, signatures) for i, e in enumerate(body.elts)]  # type: ignore[attr-defined]
-    for e in body.elts:
-        if not isinstance(e, ast.Call):
-            raise src.error(e, f"a list of calls may hold only calls (or only call strings), got {_describe(e)}")
+    for element in body.elts:
+        if not isinstance(element, ast.Call):
+            raise src.error(
+                element, f"a list of calls may hold only calls (or only call strings), got {_describe(element)}"
+            )
     return [src.call(e, signatures) for e in body.elts]  # type: ignore[arg-type]
 
 
@@ -199,43 +201,43 @@ class _Source:
         if depth > MAX_DEPTH:
             raise self.error(node, f"{what}: nested deeper than {MAX_DEPTH} levels")
         if isinstance(node, ast.Constant):
-            v = node.value
-            if v is None or isinstance(v, (bool, str, int)):
-                return v
-            if isinstance(v, float):
-                if not math.isfinite(v):
-                    raise self.error(node, f"{what}: non-finite number {v!r}")
-                return v
-            raise self.error(node, f"{what}: {type(v).__name__} literals are not allowed")
+            literal = node.value
+            if literal is None or isinstance(literal, (bool, str, int)):
+                return literal
+            if isinstance(literal, float):
+                if not math.isfinite(literal):
+                    raise self.error(node, f"{what}: non-finite number {literal!r}")
+                return literal
+            raise self.error(node, f"{what}: {type(literal).__name__} literals are not allowed")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             inner = node.operand
             if not (isinstance(inner, ast.Constant) and type(inner.value) in (int, float)):
                 raise self.error(node, f"{what}: a sign may only precede a number")
-            v = -inner.value if isinstance(node.op, ast.USub) else inner.value
-            if not math.isfinite(v):
+            literal = -inner.value if isinstance(node.op, ast.USub) else inner.value
+            if not math.isfinite(literal):
                 raise self.error(node, f"{what}: non-finite number")
-            return v
+            return literal
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self.value(e, what, depth + 1) for e in node.elts]
         if isinstance(node, ast.Set):
             out: list[Any] = []
-            for e in node.elts:
-                v = self.value(e, what, depth + 1)
-                if not any(type(v) is type(o) and v == o for o in out):  # a set's duplicates collapse
-                    out.append(v)
+            for element in node.elts:
+                literal = self.value(element, what, depth + 1)
+                if not any(type(literal) is type(o) and literal == o for o in out):  # a set's duplicates collapse
+                    out.append(literal)
             return out
         if isinstance(node, ast.Dict):
-            d: dict[str, Any] = {}
-            for k, v in zip(node.keys, node.values, strict=True):
+            mapping: dict[str, Any] = {}
+            for k, literal in zip(node.keys, node.values, strict=True):
                 if k is None:
-                    raise self.error(v, f"{what}: **mapping unpacking is not allowed")
+                    raise self.error(literal, f"{what}: **mapping unpacking is not allowed")
                 key = self.value(k, what, depth + 1)
                 if not isinstance(key, str):
                     raise self.error(k, f"{what}: dict keys must be strings, got {key!r}")
-                if key in d:
+                if key in mapping:
                     raise self.error(k, f"{what}: repeated dict key {key!r}")
-                d[key] = self.value(v, what, depth + 1)
-            return d
+                mapping[key] = self.value(literal, what, depth + 1)
+            return mapping
         if isinstance(node, ast.Name):
             hint = {"true": "True", "false": "False", "null": "None", "none": "None"}.get(node.id)
             fix = f"did you mean {hint}?" if hint else f"quote strings: {node.id!r}"
@@ -342,31 +344,31 @@ def _mask_call_names(code: str) -> tuple[str, dict[tuple[int, int], str]]:
     depth, i, n = 0, 0, len(code)
     call_position = True
     while i < n:
-        c = code[i]
-        if c in "'\"":  # a string literal (triple-quoted too), escapes included
+        char = code[i]
+        if char in "'\"":  # a string literal (triple-quoted too), escapes included
             quote = next(q for q in _QUOTES if code.startswith(q, i))
             j = i + len(quote)
             while j < n and not code.startswith(quote, j):
                 j += 2 if code[j] == "\\" else 1
             i, call_position = j + len(quote), False
             continue
-        if c in " \t\r\n":
+        if char in " \t\r\n":
             i += 1
             continue
         if call_position and depth <= 1:
-            m = _CALL_NAME.match(code, i)
-            name = m.group(1) if m else ""
-            if m and _PROVIDER_NAME.fullmatch(name) and not all(part.isidentifier() for part in name.split(".")):
+            match = _CALL_NAME.match(code, i)
+            name = match.group(1) if match else ""
+            if match and _PROVIDER_NAME.fullmatch(name) and not all(part.isidentifier() for part in name.split(".")):
                 out[i : i + len(name)] = "_" * len(name)
                 start = code.rfind("\n", 0, i) + 1
                 masked[(code.count("\n", 0, i) + 1, len(code[start:i].encode()))] = name
         call_position = False
-        if c in "([{":
+        if char in "([{":
             depth += 1
-            call_position = depth == 1 and c == "["
-        elif c in ")]}":
+            call_position = depth == 1 and char == "["
+        elif char in ")]}":
             depth -= 1
-        elif c == "," and depth == 1:
+        elif char == "," and depth == 1:
             call_position = True
         i += 1
     return "".join(out), masked

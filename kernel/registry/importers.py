@@ -175,7 +175,7 @@ def detect_format(data: Any, source: str = "<registry>", *, jsonl: bool = False)
         items = data
     else:
         raise RegistryError(source, f"expected a JSON object or array of tools, got {type_name(data)}")
-    clues = {i: c for i, t in enumerate(items) if (c := _clue(t))}
+    clues = {i: clue for i, t in enumerate(items) if (clue := _clue(t))}
     kinds = sorted(set(clues.values()))
     if len(kinds) > 1:
         first = {k: next(i for i, c in clues.items() if c == k) for k in kinds}
@@ -278,8 +278,11 @@ def _clue(tool: Any) -> str | None:
 
 def _uses_bfcl_types(schema: Any) -> bool:
     if isinstance(schema, dict):
-        t = schema.get("type")
-        if any(isinstance(x, str) and x in _BFCL_ONLY_TYPES for x in (t if isinstance(t, list) else [t])):
+        declared = schema.get("type")
+        if any(
+            isinstance(x, str) and x in _BFCL_ONLY_TYPES
+            for x in (declared if isinstance(declared, list) else [declared])
+        ):
             return True
         return any(_uses_bfcl_types(v) for v in schema.values())
     if isinstance(schema, list):
@@ -290,15 +293,15 @@ def _uses_bfcl_types(schema: Any) -> bool:
 def _unwrap(data: Any, fmt: str, source: str) -> list[Any]:
     """The list of raw tool objects inside a file's top-level shape."""
 
-    def container(d: dict, keys: set[str], allowed: set[str], what: str) -> list[Any]:
-        extra = sorted(set(d) - allowed)
+    def container(top: dict, keys: set[str], allowed: set[str], what: str) -> list[Any]:
+        extra = sorted(set(top) - allowed)
         if extra:
             raise RegistryError(source, f"unexpected top-level key {extra[0]!r}{suggest(extra[0], allowed)}; {what}")
         out: list[Any] = []
-        for k in sorted(keys & set(d)):
-            if not isinstance(d[k], list):
-                raise RegistryError(source, f"expected an array, got {type_name(d[k])}", field=k)
-            out.extend(d[k])
+        for k in sorted(keys & set(top)):
+            if not isinstance(top[k], list):
+                raise RegistryError(source, f"expected an array, got {type_name(top[k])}", field=k)
+            out.extend(top[k])
         return out
 
     if isinstance(data, list):

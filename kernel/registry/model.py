@@ -141,18 +141,18 @@ class ToolSpec(BaseModel):
 
     @field_validator("parameters")
     @classmethod
-    def _params(cls, v: dict[str, Any]) -> dict[str, Any]:
-        if v.get("type", "object") != "object":
-            raise ValueError(f"parameters must be a JSON Schema object, got type {v.get('type')!r}")
-        props = v.setdefault("properties", {})
+    def _params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("type", "object") != "object":
+            raise ValueError(f"parameters must be a JSON Schema object, got type {params.get('type')!r}")
+        props = params.setdefault("properties", {})
         if not isinstance(props, dict):
             raise ValueError("parameters.properties must be an object")
-        req = v.setdefault("required", [])
+        req = params.setdefault("required", [])
         missing = [r for r in req if r not in props]
         if missing:
             raise ValueError(f"required parameters not in properties: {missing}")
-        v["type"] = "object"
-        return v
+        params["type"] = "object"
+        return params
 
     @model_validator(mode="after")
     def _secrets(self) -> ToolSpec:
@@ -160,18 +160,18 @@ class ToolSpec(BaseModel):
         unknown = [p for p in self.secret if p not in props]
         if unknown:
             raise ValueError(f"secret names unknown parameters {unknown}")
-        for p in self.secret:
-            props[p]["writeOnly"] = True
+        for secret_name in self.secret:
+            props[secret_name]["writeOnly"] = True
         self.secret = [p for p, sch in props.items() if isinstance(sch, dict) and sch.get("writeOnly") is True]
         return self
 
     @model_validator(mode="after")
     def _entities(self) -> ToolSpec:
         props = self.parameters.get("properties", {})
-        for i, p in enumerate(self.prerequisites):
-            if p.entity is not None and p.entity not in props:
+        for i, prerequisite in enumerate(self.prerequisites):
+            if prerequisite.entity is not None and prerequisite.entity not in props:
                 raise ValueError(
-                    f"prerequisites[{i}] ({p.key!r}): entity {p.entity!r} is not a parameter of tool "
+                    f"prerequisites[{i}] ({prerequisite.key!r}): entity {prerequisite.entity!r} is not a parameter of tool "
                     f"{self.name!r} (parameters: {sorted(props)})"
                 )
         return self

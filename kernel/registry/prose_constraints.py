@@ -95,11 +95,11 @@ def _one(prop: dict) -> None:
 
 
 def _main_type(prop: dict) -> str | None:
-    t = prop.get("type")
-    if isinstance(t, list):
-        rest = [x for x in t if x != "null"]
+    declared = prop.get("type")
+    if isinstance(declared, list):
+        rest = [x for x in declared if x != "null"]
         return rest[0] if len(rest) == 1 else None
-    return t
+    return declared
 
 
 def _agreed(found: list[Any]) -> Any:
@@ -110,29 +110,29 @@ def _agreed(found: list[Any]) -> Any:
     return first if all(f == first and type(f) is type(first) for f in found) else None
 
 
-def _enum_values(m: re.Match, kind: str | None) -> list[Any] | None:
-    if m.group("brackets"):
+def _enum_values(match: re.Match, kind: str | None) -> list[Any] | None:
+    if match.group("brackets"):
         try:
-            values = parse_literal(m.group("brackets"))
+            values = parse_literal(match.group("brackets"))
         except CallParseError:
             return None
         return values if all(isinstance(v, (str, int, float, bool)) for v in values) else None
-    items = re.findall(_ITEM, m.group("items"))
+    items = re.findall(_ITEM, match.group("items"))
     items = [i for i in items if i.lower() not in ("or", "and")]
     quoted = all(i[0] in "'\"" for i in items)
     # "one of the following ..." is prose: after "one of", bare words count
     # only when a colon introduces them.
-    intro = m.group(0)[: m.start("items") - m.start()]
+    intro = match.group(0)[: match.start("items") - match.start()]
     if not quoted and intro.lower().lstrip().startswith(("one", "must")) and ":" not in intro:
         return None
     out = [_scalar(i, kind) for i in items]
     return None if any(v is None for v in out) else out
 
 
-def _colon_enum_values(m: re.Match, kind: str | None) -> list[Any] | None:
-    if m.group("brackets"):
-        return _enum_values(m, kind)
-    raw = [i.strip() for i in re.split(r"\s*,\s*(?:or\s+|and\s+)?", m.group("items"))]
+def _colon_enum_values(match: re.Match, kind: str | None) -> list[Any] | None:
+    if match.group("brackets"):
+        return _enum_values(match, kind)
+    raw = [i.strip() for i in re.split(r"\s*,\s*(?:or\s+|and\s+)?", match.group("items"))]
     out = [_scalar(i, kind) if i[0] in "'\"" or kind != "string" else i for i in raw]
     return None if any(v is None for v in out) or len(set(map(repr, out))) != len(out) else out
 

@@ -13,8 +13,8 @@ class Registry:
         self.name = name
         self._tools: dict[str, ToolSpec] = {}
         self._derived: dict[str, Any] = {}
-        for t in tools:
-            self.add(t)
+        for tool in tools:
+            self.add(tool)
 
     def add(self, tool: ToolSpec) -> None:
         if tool.name in self._tools:

@@ -184,9 +184,9 @@ class _Normalizer:
             if key.startswith("x-"):
                 out[key] = copy.deepcopy(value)
             elif key == "type":
-                t = self._type(value, at)
-                if t is not None:
-                    out["type"] = t
+                normalized = self._type(value, at)
+                if normalized is not None:
+                    out["type"] = normalized
             elif key == "nullable":
                 if not isinstance(value, bool):
                     raise SchemaPathError(at, f"must be true or false, got {value!r}")
@@ -255,16 +255,16 @@ class _Normalizer:
             if self.dialect == "bfcl":
                 if n not in BFCL_TYPES:
                     raise SchemaPathError(at, f"unknown type {n!r}{suggest(n, BFCL_TYPES)}")
-                m = BFCL_TYPES[n]
-                if m is None:  # "any" anywhere in a union: no constraint at all
+                json_type = BFCL_TYPES[n]
+                if json_type is None:  # "any" anywhere in a union: no constraint at all
                     return None
             else:
                 if n not in JSON_TYPES:
                     hint = " (a BFCL type name; pass fmt=bfcl)" if n in BFCL_TYPES else suggest(n, JSON_TYPES)
                     raise SchemaPathError(at, f"unknown type {n!r}{hint}")
-                m = n
-            if m not in mapped:
-                mapped.append(m)
+                json_type = n
+            if json_type not in mapped:
+                mapped.append(json_type)
         return mapped[0] if len(mapped) == 1 and not isinstance(value, list) else mapped
 
     def _check_required_declared(self, out: dict, path: str) -> None:
@@ -321,44 +321,46 @@ def _pointer_parts(ref: str, at: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")]
 
 
-def _is_null_schema(s: Any) -> bool:
-    return isinstance(s, dict) and s.get("type") in ("null", ["null"]) and set(s) - ANNOTATIONS == {"type"}
+def _is_null_schema(schema: Any) -> bool:
+    return (
+        isinstance(schema, dict) and schema.get("type") in ("null", ["null"]) and set(schema) - ANNOTATIONS == {"type"}
+    )
 
 
-def _make_nullable(s: dict) -> None:
-    if "type" in s:
-        types = s["type"] if isinstance(s["type"], list) else [s["type"]]
-        s["type"] = types + ["null"] if "null" not in types else types
-    if "enum" in s and None not in s["enum"]:
-        s["enum"] = [*s["enum"], None]
-    if "const" in s:
-        s["enum"] = [s.pop("const"), None]
+def _make_nullable(schema: dict) -> None:
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        schema["type"] = types + ["null"] if "null" not in types else types
+    if "enum" in schema and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    if "const" in schema:
+        schema["enum"] = [schema.pop("const"), None]
 
 
-def _collapse_optional(s: dict) -> dict:
+def _collapse_optional(schema: dict) -> dict:
     """``{anyOf: [X, {type: null}], ...}`` -> X made nullable, with the outer annotations over it."""
     for comb in ("anyOf", "oneOf"):
-        branches = s.get(comb)
+        branches = schema.get(comb)
         if not isinstance(branches, list) or len(branches) != 2:
             continue
         nulls = [b for b in branches if _is_null_schema(b)]
         others = [b for b in branches if not _is_null_schema(b)]
         if len(nulls) != 1 or len(others) != 1 or not isinstance(others[0], dict):
             continue
-        inner, outer = others[0], {k: v for k, v in s.items() if k != comb}
+        inner, outer = others[0], {k: v for k, v in schema.items() if k != comb}
         # Only merge when the two sides cannot disagree on validation.
         if set(inner) & set(outer) - ANNOTATIONS or not ({"type", "enum", "const"} & set(inner)) or "$ref" in inner:
             continue
         merged = {**inner, **outer}
         _make_nullable(merged)
         return merged
-    return s
+    return schema
 
 
 def _check_object_root(out: dict, path: str) -> None:
-    t = out.setdefault("type", "object")
-    if t != "object":
-        raise SchemaPathError(f"{path}.type", f"a tool's parameters must be an object schema, got {t!r}")
+    root_type = out.setdefault("type", "object")
+    if root_type != "object":
+        raise SchemaPathError(f"{path}.type", f"a tool's parameters must be an object schema, got {root_type!r}")
     out.setdefault("properties", {})
     props, required = out["properties"], out.setdefault("required", [])
     for name in required:
@@ -390,11 +392,11 @@ def _check_defaults(out: dict, path: str) -> None:
                     raise SchemaPathError(
                         f"{at}.default", f"{node['default']!r} does not fit its own schema: {err.message}"
                     )
-            for k, v in node.items():
+            for k, value in node.items():
                 if k in _SCHEMA_MAPS or k in ("$defs", "definitions"):
-                    if isinstance(v, dict):
-                        stack.extend((sub, f"{at}.{k}.{name}") for name, sub in v.items())
-                elif k in _SCHEMA_LISTS and isinstance(v, list):
-                    stack.extend((sub, f"{at}.{k}[{i}]") for i, sub in enumerate(v))
+                    if isinstance(value, dict):
+                        stack.extend((sub, f"{at}.{k}.{name}") for name, sub in value.items())
+                elif k in _SCHEMA_LISTS and isinstance(value, list):
+                    stack.extend((sub, f"{at}.{k}[{i}]") for i, sub in enumerate(value))
                 elif k in _SCHEMA_ONE or k == "items":
-                    stack.append((v, f"{at}.{k}"))
+                    stack.append((value, f"{at}.{k}"))

@@ -101,8 +101,8 @@ def _compiled_by_content(schema: dict) -> tuple[Any, str | None]:
 
 def _path(parts: list[Any]) -> str:
     out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
 
