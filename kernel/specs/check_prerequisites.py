@@ -61,15 +61,15 @@ class CheckPrereqOutput(BaseModel):
     task: ProposedTask | None
 
 
-def _prerequisite_line(x: CheckPrereqInput) -> str:
+def _prerequisite_line(inp: CheckPrereqInput) -> str:
     """The key, its outcome, S's value when not met and the requirement, in one line (the "Prerequisite" line)."""
-    cur = f" (current value: {inline_json(x.current)})" if x.outcome == "not_met" else ""
-    return f"{x.key} is {x.outcome}{cur}; required: {x.requirement or 'present'}"
+    cur = f" (current value: {inline_json(inp.current)})" if inp.outcome == "not_met" else ""
+    return f"{inp.key} is {inp.outcome}{cur}; required: {inp.requirement or 'present'}"
 
 
-def _shown_tools(x: CheckPrereqInput) -> list[ToolBrief]:
+def _shown_tools(inp: CheckPrereqInput) -> list[ToolBrief]:
     # the focused rendering lists only the tools the contract admits for the key (docs/primitives.md)
-    return _prereq_writers(x) if active_tool_rendering() == "focused" else x.tools
+    return _prereq_writers(inp) if active_tool_rendering() == "focused" else inp.tools
 
 
 def _prereq_tool(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
@@ -106,8 +106,8 @@ _PARAM_ENTITY = re.compile(r"\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def _entity_param(write: str) -> str | None:
     """The parameter a per-entity write's entity is (``line_status[{params.line_id}]`` -> ``line_id``), if it is one."""
-    m = _PARAM_ENTITY.fullmatch(write[len(fact_of(write)) + 1 : -1])
-    return m.group(1) if m else None
+    match = _PARAM_ENTITY.fullmatch(write[len(fact_of(write)) + 1 : -1])
+    return match.group(1) if match else None
 
 
 def _entity_write_names(write: str, key: str, params: Mapping[str, Any] | None) -> bool:
@@ -190,11 +190,11 @@ def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | Non
 
 def _prereq_schema(inp: CheckPrereqInput, max_tasks: int = MAX_TASKS) -> dict[str, Any]:
     """A tool that establishes the key (none: only null), its parameters, each grounded in the task, context or state."""
-    b = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
+    builder = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
     task = []
-    for t in _prereq_writers(inp):
-        params = b.parameters(t.params)
-        bound = _bound_entity(t, inp.key)
+    for tool in _prereq_writers(inp):
+        params = builder.parameters(tool.params)
+        bound = _bound_entity(tool, inp.key)
         if bound is not None:  # the call must name the key's entity (establishes, given the parameters)
             params = {
                 **params,
@@ -204,12 +204,12 @@ def _prereq_schema(inp: CheckPrereqInput, max_tasks: int = MAX_TASKS) -> dict[st
         task.append(
             {
                 "type": "object",
-                "properties": {"tool_name": {"const": t.name}, "parameters": params},
+                "properties": {"tool_name": {"const": tool.name}, "parameters": params},
                 "required": ["tool_name", "parameters"],
                 "additionalProperties": False,
             }
         )
-    return b.finish(
+    return builder.finish(
         {
             "type": "object",
             "properties": {"task": {"anyOf": [*task, {"type": "null"}]}},
@@ -220,11 +220,11 @@ def _prereq_schema(inp: CheckPrereqInput, max_tasks: int = MAX_TASKS) -> dict[st
 
 
 def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
-    t = ann.tasks.get(inp.task.id)
-    for p in t.prerequisites if t is not None else []:
-        if p.key != inp.key:
+    annotated = ann.tasks.get(inp.task.id)
+    for prerequisite in annotated.prerequisites if annotated is not None else []:
+        if prerequisite.key != inp.key:
             continue
-        task = p.retrieval if inp.outcome == "absent" else p.remediation
+        task = prerequisite.retrieval if inp.outcome == "absent" else prerequisite.remediation
         if task is None:
             return {"task": None}
         return {

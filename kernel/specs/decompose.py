@@ -151,8 +151,8 @@ _ID = {"type": "string", "maxLength": 12}
 
 def _dec_schema(inp: DecomposeInput, max_tasks: int = MAX_TASKS) -> dict[str, Any]:
     """One variant per registered tool (its parameters, each grounded) and one for "no listed tool"."""
-    b = SchemaBuilder(ValueSpace([inp.user], [inp.context, bindable(inp.state)]))
-    value = {"anyOf": [b.scalar(), {"type": "array", "items": b.scalar(), "maxItems": 8}]}
+    builder = SchemaBuilder(ValueSpace([inp.user], [inp.context, bindable(inp.state)]))
+    value = {"anyOf": [builder.scalar(), {"type": "array", "items": builder.scalar(), "maxItems": 8}]}
     condition = {
         "type": "object",
         "properties": {"key": _NAME_STR, "op": _OPS, "value": value},
@@ -177,7 +177,7 @@ def _dec_schema(inp: DecomposeInput, max_tasks: int = MAX_TASKS) -> dict[str, An
         "required": ["task", "field", "param", "item_field", "where"],
         "additionalProperties": False,
     }
-    b.defs["condition"], b.defs["fan_out"] = condition, fan_out
+    builder.defs["condition"], builder.defs["fan_out"] = condition, fan_out
     common = {"depends_on": {"type": "array", "items": _ID, "maxItems": 8}}
     tail = {
         "when": {"anyOf": [{"$ref": "#/$defs/condition"}, {"type": "null"}]},
@@ -196,11 +196,11 @@ def _dec_schema(inp: DecomposeInput, max_tasks: int = MAX_TASKS) -> dict[str, An
         }
         return {"type": "object", "properties": props, "required": keys, "additionalProperties": False}
 
-    variants = [task(t.name, b.parameters(t.params)) for t in inp.tools]
+    variants = [task(t.name, builder.parameters(t.params)) for t in inp.tools]
     variants.append(task(None, {"type": "object", "properties": {}, "additionalProperties": False}))
     # No more tasks than the kernel's declared fan-out: a longer decomposition halts the turn anyway.
     tasks = {"type": "array", "items": {"anyOf": variants}, "maxItems": max_tasks}
-    return b.finish(
+    return builder.finish(
         {"type": "object", "properties": {"tasks": tasks}, "required": ["tasks"], "additionalProperties": False}
     )
 
@@ -229,16 +229,16 @@ def _dec_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> s
     if kind == "drop_task" and tasks:
         tasks.pop(rng.randrange(len(tasks)))
     elif kind == "wrong_tool" and tasks:
-        t = rng.choice(tasks)
-        t["tool_name"] = rng.choice([x for x in tools if x != t.get("tool_name")] or ["unknown_tool"])
+        task = rng.choice(tasks)
+        task["tool_name"] = rng.choice([x for x in tools if x != task.get("tool_name")] or ["unknown_tool"])
     elif kind == "hallucinated_value" and tasks:
-        t = rng.choice(tasks)
-        if t.get("parameters"):
-            k = rng.choice(sorted(t["parameters"]))
-            t["parameters"][k] = hallucinated(rng)
+        task = rng.choice(tasks)
+        if task.get("parameters"):
+            param = rng.choice(sorted(task["parameters"]))
+            task["parameters"][param] = hallucinated(rng)
         else:
             kind = "drop_task"
-            tasks.remove(t)
+            tasks.remove(task)
     elif kind == "cycle" and len(tasks) >= 2:
         tasks[0]["depends_on"] = sorted(set(tasks[0].get("depends_on", [])) | {tasks[-1]["id"]})
         tasks[-1]["depends_on"] = sorted(set(tasks[-1].get("depends_on", [])) | {tasks[0]["id"]})

@@ -57,34 +57,34 @@ def _fill_grounded(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
 
 def _fill_schema(inp: MatchFillInput, max_tasks: int = MAX_TASKS) -> dict[str, Any]:
     """Exactly the missing parameters, in order, each a grounded value of its type or null."""
-    b = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
+    builder = SchemaBuilder(ValueSpace([inp.task.text], [inp.context, bindable(inp.state)]))
     values = {
         "type": "object",
-        "properties": {m: b.value(inp.tool.params.get(m, "any")) for m in inp.missing},
+        "properties": {m: builder.value(inp.tool.params.get(m, "any")) for m in inp.missing},
         "required": list(inp.missing),
         "additionalProperties": False,
     }
-    return b.finish(
+    return builder.finish(
         {"type": "object", "properties": {"values": values}, "required": ["values"], "additionalProperties": False}
     )
 
 
 def _fill_oracle(inp: MatchFillInput, ann: Annotation) -> dict[str, Any]:
     # fill_from "scratchpad:<key>" reads the scratchpad in the input, so replays re-derive values that depend on it.
-    t = ann.tasks.get(inp.task.id)
+    annotated = ann.tasks.get(inp.task.id)
     values: dict[str, Any] = {}
-    for m in inp.missing:
-        b = t.bindings.get(m) if t is not None else None
-        v = None
-        if b is not None and b.source == "fill":
-            ff = b.fill_from or "literal"
-            if ff.startswith("scratchpad:"):
-                v = inp.state.get(ff.removeprefix("scratchpad:"))
-            elif ff.startswith("request:"):
-                v = inp.context.get(ff.removeprefix("request:"))
+    for param in inp.missing:
+        binding = annotated.bindings.get(param) if annotated is not None else None
+        value = None
+        if binding is not None and binding.source == "fill":
+            fill_from = binding.fill_from or "literal"
+            if fill_from.startswith("scratchpad:"):
+                value = inp.state.get(fill_from.removeprefix("scratchpad:"))
+            elif fill_from.startswith("request:"):
+                value = inp.context.get(fill_from.removeprefix("request:"))
             else:
-                v = b.value
-        values[m] = v
+                value = binding.value
+        values[param] = value
     return {"values": values}
 
 

@@ -66,8 +66,8 @@ def _match_schema(inp: MatchFuncInput, max_tasks: int = MAX_TASKS) -> dict[str, 
 
 
 def _match_oracle(inp: MatchFuncInput, ann: Annotation) -> dict[str, Any]:
-    t = ann.tasks.get(inp.task.id)
-    return {"tool_name": t.match if t is not None else None}
+    annotated = ann.tasks.get(inp.task.id)
+    return {"tool_name": annotated.match if annotated is not None else None}
 
 
 def _match_corrupt(ans: dict[str, Any], rng: random.Random, tools: list[str]) -> str:
