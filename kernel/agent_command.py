@@ -54,12 +54,12 @@ class AgentConfig(BaseModel):
 
     @field_validator("backend")
     @classmethod
-    def _a_model(cls, v: Any) -> Any:
-        if v.name == "oracle":
+    def _a_model(cls, value: Any) -> Any:
+        if value.name == "oracle":
             raise ValueError(
                 "the oracle answers from a solution's annotations; a conversation has none: backend=hf or openai"
             )
-        return v
+        return value
 
 
 def load_tools(spec: str, annotations: str | None, timeout_s: float) -> Any:
@@ -144,14 +144,18 @@ def conversation_turns(path: str | None) -> list[str] | None:
         return None
     from forethought.bounded import read_bounded
 
-    p = Path(path)
+    file_path = Path(path)
     try:
-        text = read_bounded(p, str(p)).decode("utf-8")  # a FIFO or /dev/zero is refused at the size bound
+        text = read_bounded(file_path, str(file_path)).decode(
+            "utf-8"
+        )  # a FIFO or /dev/zero is refused at the size bound
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read the conversation: {getattr(exc, 'strerror', None) or exc}", str(p)) from None
+        raise UserError(
+            f"cannot read the conversation: {getattr(exc, 'strerror', None) or exc}", str(file_path)
+        ) from None
     turns = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if not turns:
-        raise UserError("the conversation holds no turn (one user turn a line)", str(p))
+        raise UserError("the conversation holds no turn (one user turn a line)", str(file_path))
     return turns
 
 
@@ -192,8 +196,8 @@ def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
                 else ", ".join(f"{k}={o.status}" for k, o in res.outcomes.items())
             )
             print(f"turn {res.index + 1}: {status or 'no task'}")
-            for c in res.committed_calls:
-                print(f"  {c.tool}({shown_arguments(c, secret_values(session.turns))})")
+            for call in res.committed_calls:
+                print(f"  {call.tool}({shown_arguments(call, secret_values(session.turns))})")
     finally:
         out = Path(cfg.output_dir)
         _write(out, cfg, session)
@@ -221,13 +225,13 @@ def _write(out: Path, cfg: AgentConfig, session: Session) -> None:
 def cli(args: list[str]) -> int:
     from forethought.arguments import load, split_args
 
-    a = split_args(args)
-    cfg = load("agent", a, AgentConfig)
+    parsed = split_args(args)
+    cfg = load("agent", parsed, AgentConfig)
     if cfg is None:
         return 0
-    if a.positional:
+    if parsed.positional:
         raise UserError(
-            f"unexpected argument(s) {a.positional}: forethought agent tools=... [conversation=FILE]", "agent"
+            f"unexpected argument(s) {parsed.positional}: forethought agent tools=... [conversation=FILE]", "agent"
         )
     out, session = run_agent(cfg)
     print(

@@ -61,16 +61,16 @@ def _words_and_symbols(text: str) -> tuple[set[str], set[str]]:
     parts a grounded string is built from."""
     words: set[str] = set()
     symbols: set[str] = set()
-    for m in PIECES.finditer(text):
-        if m.lastindex == _WORD:
+    for match in PIECES.finditer(text):
+        if match.lastindex == _WORD:
             # every run of the pieces its inner joiners bound: "Coca-Cola's" gives "Coca-Cola", "Cola's", "Coca", ...
-            pieces = _INNER_BOUNDARY.split(m.group())  # [piece, joiner, piece, ...]
+            pieces = _INNER_BOUNDARY.split(match.group())  # [piece, joiner, piece, ...]
             for i in range(0, len(pieces), 2):
                 for j in range(i, len(pieces), 2):
                     if pieces[i] and pieces[j]:
                         words.add("".join(pieces[i : j + 1]))
-        elif m.lastindex == _OTHER and m.group() not in CONNECTIVE_PUNCTUATION and not m.group().isspace():
-            symbols.add(m.group())
+        elif match.lastindex == _OTHER and match.group() not in CONNECTIVE_PUNCTUATION and not match.group().isspace():
+            symbols.add(match.group())
     return words, symbols
 
 
@@ -112,11 +112,11 @@ class ValueSpace:
         numbers: set[float] = set()
         whole: set[str] = set()
         leaves: list[Any] = []
-        for v in values:
-            collect_leaves(v, leaves)
+        for value in values:
+            collect_leaves(value, leaves)
         for text in [*[t for t in texts if t], *[x for x in leaves if isinstance(x, str)]]:
-            w, sym = _words_and_symbols(text)
-            words |= w
+            found_words, sym = _words_and_symbols(text)
+            words |= found_words
             symbols |= sym
             numbers.update(number_tokens(text))
             if len(text.split()) > MAX_COMPOSED_WORDS:
@@ -124,9 +124,9 @@ class ValueSpace:
             # A token between spaces is a value of its own, as written and without the punctuation that closes a
             # clause: a password ("Qwerty!42"), a handle, cd's ".." or "/". Compositions below need a space
             # between their parts, so a part glued to the next by punctuation comes whole, from where it occurs.
-            for t in text.split():
-                whole.add(t)
-                whole.add(t.rstrip(",;:.!?)\"'”’…"))
+            for token in text.split():
+                whole.add(token)
+                whole.add(token.rstrip(",;:.!?)\"'”’…"))
         # a string of the context or the scratchpad is a value as it stands
         whole.update(x for x in leaves if isinstance(x, str))
         whole.discard("")
@@ -138,8 +138,8 @@ class ValueSpace:
         table = synonym_table()
         for part in list(words | symbols):
             for other in table.get(part.lower(), ()):
-                w, sym = _words_and_symbols(other)
-                words |= w
+                found_words, sym = _words_and_symbols(other)
+                words |= found_words
                 symbols |= sym
         self.words = sorted({form for w in words for form in _case_forms(w)})
         self.symbols = sorted(symbols)
@@ -280,8 +280,8 @@ def _byte_tokenizer() -> Any:
             tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
             special_token_ids = [256]
 
-            def __call__(self, s: Any) -> list[int]:
-                return list(s if isinstance(s, bytes) else s.encode("utf-8"))
+            def __call__(self, text: Any) -> list[int]:
+                return list(text if isinstance(text, bytes) else text.encode("utf-8"))
 
         _BYTE_TOKENIZER.append(llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Bytes())))
     return _BYTE_TOKENIZER[0]

@@ -19,8 +19,8 @@ from .registry import Registry
 class Environment:
     def __init__(self, domains: Iterable[Domain | str], initial: dict[str, Any] | None = None):
         self.domains: dict[str, Domain] = {}
-        for d in domains:
-            dom = load_domain(d) if isinstance(d, str) else d
+        for domain in domains:
+            dom = load_domain(domain) if isinstance(domain, str) else domain
             self.domains[dom.name] = dom
         initial = initial or {}
         unknown = [k for k in initial if k not in self.domains]
@@ -29,12 +29,12 @@ class Environment:
         self.states: dict[str, BaseModel] = {n: d.load_state(initial.get(n)) for n, d in self.domains.items()}
         self._tools: dict[str, DomainTool] = {}
         for dom in self.domains.values():
-            for tname, t in dom.tools.items():
+            for tname, tool in dom.tools.items():
                 if tname in self._tools:
                     raise ValueError(
                         f"tool {tname!r} is defined by both {self._tools[tname].domain!r} and {dom.name!r}"
                     )
-                self._tools[tname] = t
+                self._tools[tname] = tool
 
     def tool(self, name: str) -> DomainTool | None:
         return self._tools.get(name)
@@ -49,12 +49,12 @@ class Environment:
 
     def stage(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], BaseModel | None]:
         """Run a tool on a copy of its domain's state; returns (result, staged state)."""
-        t = self._tools.get(name)
-        if t is None:
+        tool = self._tools.get(name)
+        if tool is None:
             return {"error": f"no implementation for tool {name!r}"}, None
-        staged = self.domains[t.domain].copy_state(self.states[t.domain])
+        staged = self.domains[tool.domain].copy_state(self.states[tool.domain])
         try:
-            result = t(staged, dict(args))
+            result = tool(staged, dict(args))
         except Exception as exc:  # a domain bug must not crash the kernel; it fails the call
             return {"error": f"tool raised {type(exc).__name__}: {exc}"}, None
         return result, staged
@@ -65,11 +65,11 @@ class Environment:
         Only for replaying reference calls, where any failure stops everything and the
         state is discarded (the kernel always stages, so a rejected call changes nothing).
         """
-        t = self._tools.get(name)
-        if t is None:
+        tool = self._tools.get(name)
+        if tool is None:
             return {"error": f"no implementation for tool {name!r}"}
         try:
-            return t(self.states[t.domain], dict(args))
+            return tool(self.states[tool.domain], dict(args))
         except Exception as exc:
             return {"error": f"tool raised {type(exc).__name__}: {exc}"}
 

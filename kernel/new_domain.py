@@ -101,9 +101,9 @@ def _tool_source(spec: Any) -> str:
     props: dict[str, Any] = spec.parameters.get("properties", {}) or {}
     required = list(spec.parameters.get("required", []) or [])
     args = []
-    for p, sch in props.items():
-        t = _py_type(sch if isinstance(sch, dict) else {})
-        args.append(f"{p}: {t}" if p in required else f"{p}: {t} | None = None")
+    for param, sch in props.items():
+        annotation = _py_type(sch if isinstance(sch, dict) else {})
+        args.append(f"{param}: {annotation}" if param in required else f"{param}: {annotation} | None = None")
     doc_args = "".join(
         f"\n        {p}: {_doc_text(sch.get('description') or p)}" for p, sch in props.items() if isinstance(sch, dict)
     )
@@ -131,21 +131,21 @@ def {spec.name}({signature}) -> dict:
 '''
 
 
-def _plain(p: Any) -> bool:
+def _plain(prerequisite: Any) -> bool:
     """A prerequisite that is just its key: present and truthy, about no entity."""
     from .registry.model import Sat
 
-    return p.sat == Sat() and p.entity is None and not p.description
+    return prerequisite.sat == Sat() and prerequisite.entity is None and not prerequisite.description
 
 
-def _prerequisite_source(p: Any) -> str:
-    if _plain(p):
-        return repr(p.key)
-    fields = [f"key={p.key!r}", f"sat=Sat(op={p.sat.op!r}, value={p.sat.value!r})"]
-    if p.entity is not None:
-        fields.append(f"entity={p.entity!r}")
-    if p.description:
-        fields.append(f"description={p.description!r}")
+def _prerequisite_source(prerequisite: Any) -> str:
+    if _plain(prerequisite):
+        return repr(prerequisite.key)
+    fields = [f"key={prerequisite.key!r}", f"sat=Sat(op={prerequisite.sat.op!r}, value={prerequisite.sat.value!r})"]
+    if prerequisite.entity is not None:
+        fields.append(f"entity={prerequisite.entity!r}")
+    if prerequisite.description:
+        fields.append(f"description={prerequisite.description!r}")
     return f"Prerequisite({', '.join(fields)})"
 
 
@@ -286,22 +286,22 @@ def _parse(args: list[str]) -> dict[str, str]:
     opts: dict[str, str] = {}
     positional: list[str] = []
     it = iter(args)
-    for a in it:
-        if a in ("-h", "--help"):
+    for arg in it:
+        if arg in ("-h", "--help"):
             opts["help"] = "1"
-        elif a.startswith("--") and "=" in a:
-            k, v = a[2:].split("=", 1)
-            opts[k] = v
-        elif a.startswith("--"):
+        elif arg.startswith("--") and "=" in arg:
+            option, option_value = arg[2:].split("=", 1)
+            opts[option] = option_value
+        elif arg.startswith("--"):
             value = next(it, None)
             if value is None or value.startswith("--"):
-                raise UserError(f"{a} needs a value ({USAGE})", a)
-            opts[a[2:]] = value
-        elif "=" in a:
-            k, v = a.split("=", 1)
-            opts[k] = v
+                raise UserError(f"{arg} needs a value ({USAGE})", arg)
+            opts[arg[2:]] = value
+        elif "=" in arg:
+            option, option_value = arg.split("=", 1)
+            opts[option] = option_value
         else:
-            positional.append(a)
+            positional.append(arg)
     unknown = sorted(set(opts) - {"from", "dir", "annotations", "help"})
     if unknown:
         raise UserError(f"unknown option(s) {unknown} ({USAGE})", unknown[0])

@@ -54,9 +54,9 @@ def tool(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     this one is rejected: never after a live call that ran)."""
     marked = _options(**options)  # an unknown option is a TypeError here, where it was written
 
-    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(f, _MARK, marked)
-        return f
+    def mark(function: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(function, _MARK, marked)
+        return function
 
     return mark(fn) if fn is not None else mark
 
@@ -149,10 +149,10 @@ class PythonTools:
             if not self._tools:
                 raise ValueError(f"PythonTools: {type(tools).__name__} has no @tool methods")
 
-    def _add(self, t: PythonTool) -> None:
-        if t.spec.name in self._tools:
-            raise ValueError(f"PythonTools: two tools named {t.spec.name!r}")
-        self._tools[t.spec.name] = t
+    def _add(self, tool: PythonTool) -> None:
+        if tool.spec.name in self._tools:
+            raise ValueError(f"PythonTools: two tools named {tool.spec.name!r}")
+        self._tools[tool.spec.name] = tool
 
     # ------------------------------------------------------------ the environment interface
     @property
@@ -169,12 +169,12 @@ class PythonTools:
     def stage(self, name: str, args: dict[str, Any]) -> tuple[Any, Any]:
         """Run the tool: on a copy of the tools object (returned as the staged world), or for real (a live function:
         a :class:`LiveCall`). A raised exception fails the call as ``{"error": ...}``, with nothing staged."""
-        t = self._tools.get(name)
-        if t is None:
+        tool = self._tools.get(name)
+        if tool is None:
             return {"error": f"no implementation for tool {name!r}"}, None
-        staged: Any = copy.deepcopy(self.owner) if t.method else LiveCall(name)
+        staged: Any = copy.deepcopy(self.owner) if tool.method else LiveCall(name)
         try:
-            out = t.fn(staged, **args) if t.method else t.fn(**args)
+            out = tool.fn(staged, **args) if tool.method else tool.fn(**args)
         except ToolError as exc:
             return {"error": str(exc)}, None
         except Exception as exc:  # the tool's own failure is the call's, never the kernel's crash

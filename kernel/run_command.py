@@ -141,27 +141,27 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
 def cli(args: list[str]) -> int:
     from forethought.arguments import load, split_args
 
-    a = split_args(args)
-    cfg = load("run", a, RunConfig)
+    parsed = split_args(args)
+    cfg = load("run", parsed, RunConfig)
     if cfg is None:
         return 0
-    paths = a.positional or ([cfg.scenario] if cfg.scenario else [])
+    paths = parsed.positional or ([cfg.scenario] if cfg.scenario else [])
     if not paths:
         raise UserError("give a scenario file: forethought run SCENARIO.json [backend=...]", "scenario")
     status = 0
     scenarios = [load_scenario(p) for p in paths]  # every file checked before the first runs: a refusal writes nothing
-    for p, sol in zip(paths, scenarios, strict=True):
-        out, res = run_scenario_file(cfg, p, sol)
-        for t in res.turns:  # type: ignore[attr-defined]
-            if t.backend_error:
-                summary = f"backend error: {t.backend_error['message']}"
-            elif t.halted:
-                summary = f"halted: {t.halted['reason']}"
+    for path, sol in zip(paths, scenarios, strict=True):
+        out, res = run_scenario_file(cfg, path, sol)
+        for turn in res.turns:  # type: ignore[attr-defined]
+            if turn.backend_error:
+                summary = f"backend error: {turn.backend_error['message']}"
+            elif turn.halted:
+                summary = f"halted: {turn.halted['reason']}"
             else:
-                summary = ", ".join(f"{k}={v.status}" for k, v in t.outcomes.items())
-            print(f"turn {t.index + 1}: {summary}")
-            for c in t.committed_calls:
-                print(f"  {c.tool}({shown_arguments(c, secret_values(res.turns))})")  # type: ignore[attr-defined]
+                summary = ", ".join(f"{k}={v.status}" for k, v in turn.outcomes.items())
+            print(f"turn {turn.index + 1}: {summary}")
+            for call in turn.committed_calls:
+                print(f"  {call.tool}({shown_arguments(call, secret_values(res.turns))})")  # type: ignore[attr-defined]
         extra = ", recording.jsonl" if cfg.record else ""
         print(f"wrote {out}/ (turns.json, calls.jsonl, final_state.json, trace.jsonl, trace.html{extra})")
         halted = [t for t in res.turns if t.halted]  # type: ignore[attr-defined]
@@ -174,7 +174,7 @@ def cli(args: list[str]) -> int:
         if failed:
             # The backend did not answer: these turns say nothing about the model.
             print(
-                f"error: {p}: {len(failed)} of {len(res.turns)} turn(s) got no answer from the backend "  # type: ignore[attr-defined]
+                f"error: {path}: {len(failed)} of {len(res.turns)} turn(s) got no answer from the backend "  # type: ignore[attr-defined]
                 f"(first: {failed[0].backend_error['message']})"
                 + ("" if cfg.backend_errors == "fail" else "; counted (backend_errors=count)"),
                 file=sys.stderr,

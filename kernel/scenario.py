@@ -343,12 +343,12 @@ class Turn(_Strict):
             unknown = [o for o in self.order or [] if o not in ids]
             if unknown:
                 raise ValueError(f"order names unknown task ids {unknown} (tasks: {ids})")
-        for i, c in enumerate(self.calls or []):
-            if isinstance(c, str):
+        for i, call in enumerate(self.calls or []):
+            if isinstance(call, str):
                 try:
-                    parse_call(c)
+                    parse_call(call)
                 except CallParseError as exc:
-                    raise ValueError(f"calls[{i}] {c!r} is not a call: {exc}") from None
+                    raise ValueError(f"calls[{i}] {call!r} is not a call: {exc}") from None
         return self
 
     @property
@@ -360,11 +360,11 @@ class Turn(_Strict):
         from .registry.callparse import parse_call
 
         out = []
-        for c in self.calls or []:
-            if isinstance(c, RefCall):
-                out.append(c)
+        for call in self.calls or []:
+            if isinstance(call, RefCall):
+                out.append(call)
             else:
-                pc = parse_call(c)
+                pc = parse_call(call)
                 out.append(RefCall(tool=pc.name, args=pc.args))
         return out
 
@@ -434,13 +434,13 @@ class Solution(_Strict):
 
     @field_validator("format_version")
     @classmethod
-    def _current(cls, v: int) -> int:
-        if v != FORMAT_VERSION:
+    def _current(cls, value: int) -> int:
+        if value != FORMAT_VERSION:
             raise ValueError(
-                f"format_version {v} is not this forethought's ({FORMAT_VERSION}); load the file with load_solution, "
+                f"format_version {value} is not this forethought's ({FORMAT_VERSION}); load the file with load_solution, "
                 "which reads an older one, or rewrite it with forethought migrate"
             )
-        return v
+        return value
 
     @property
     def format_notes(self) -> list[str]:
@@ -470,11 +470,11 @@ def render_slots(obj: Any, values: dict[str, Any], where: str = "") -> Any:
     if isinstance(obj, str):
         if "${" not in obj:  # most strings hold no slot: skip the regex (data generation renders thousands of variants)
             return obj
-        m = _SLOT.fullmatch(obj)
-        if m:
-            if m.group(1) not in values:
-                raise KeyError(f"{where}: undefined slot ${{{m.group(1)}}}")
-            return values[m.group(1)]
+        match = _SLOT.fullmatch(obj)
+        if match:
+            if match.group(1) not in values:
+                raise KeyError(f"{where}: undefined slot ${{{match.group(1)}}}")
+            return values[match.group(1)]
 
         def sub(mm: re.Match[str]) -> str:
             if mm.group(1) not in values:

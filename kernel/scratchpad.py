@@ -49,8 +49,8 @@ class Scratchpad:
         self._d: dict[str, Any] = {}
         self.log: list[tuple[str, str]] = []  # (key, source) in write order
         self._source: dict[str, str] = {}  # key -> source of its latest write
-        for k, v in (initial or {}).items():
-            self.set(k, v, "config")
+        for k, value in (initial or {}).items():
+            self.set(k, value, "config")
 
     def set(self, key: str, value: Any, source: str) -> None:
         self._d.pop(key, _MISSING)  # re-insert so iteration order is recency order
@@ -83,8 +83,8 @@ class Scratchpad:
     def copy(self) -> Scratchpad:
         """An independent scratchpad with the same entries and the same latest sources (Lookup reads them)."""
         out = Scratchpad()
-        for k, v in self._d.items():
-            out.set(k, copy.deepcopy(v), self._source[k])
+        for k, value in self._d.items():
+            out.set(k, copy.deepcopy(value), self._source[k])
         return out
 
     def is_result_entry(self, key: str) -> bool:

@@ -38,8 +38,8 @@ def redact(obj: Any, values: list[str]) -> Any:
     if not values:
         return obj
     if isinstance(obj, str):
-        for v in values:
-            obj = obj.replace(v, MASK)
+        for secret in values:
+            obj = obj.replace(secret, MASK)
         return obj
     if isinstance(obj, dict):
         return {redact(k, values): redact(v, values) for k, v in obj.items()}

@@ -20,9 +20,9 @@ from .solution_migration import migrate
 
 def _format_error(exc: ValidationError, path: str) -> str:
     lines = []
-    for e in exc.errors()[:10]:
-        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
-        msg = "unknown field" if e["type"] == "extra_forbidden" else e["msg"]
+    for error in exc.errors()[:10]:
+        loc = ".".join(str(p) for p in error["loc"]) or "<root>"
+        msg = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
         lines.append(f"{loc}: {msg}")
     more = f" (+{len(exc.errors()) - 10} more)" if len(exc.errors()) > 10 else ""
     return "; ".join(lines) + more
@@ -72,22 +72,26 @@ def _normalise_extra_tools(sol: Solution, path: str) -> None:
 def load_solution(path: str | Path) -> Solution:
     from forethought.bounded import MAX_FILE_BYTES, loads_json, loads_yaml, read_bounded
 
-    p = Path(path)
-    if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
-        raise UserError(f"larger than {MAX_FILE_BYTES >> 20} MiB: not a solution file", str(p))
+    file_path = Path(path)
+    if file_path.is_file() and file_path.stat().st_size > MAX_FILE_BYTES:
+        raise UserError(f"larger than {MAX_FILE_BYTES >> 20} MiB: not a solution file", str(file_path))
     try:
-        text = read_bounded(p, str(p)).decode("utf-8")
+        text = read_bounded(file_path, str(file_path)).decode("utf-8")
     except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", str(p)) from None
+        raise UserError(f"cannot read: {exc.strerror}", str(file_path)) from None
     except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start}): not a solution file", str(p)) from None
+        raise UserError(f"not UTF-8 text (byte {exc.start}): not a solution file", str(file_path)) from None
     try:
-        data = loads_yaml(text, str(p)) if p.suffix in (".yaml", ".yml") else loads_json(text, str(p))
+        data = (
+            loads_yaml(text, str(file_path))
+            if file_path.suffix in (".yaml", ".yml")
+            else loads_json(text, str(file_path))
+        )
     except json.JSONDecodeError as exc:
-        raise UserError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", str(p)) from None
+        raise UserError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", str(file_path)) from None
     except yaml.YAMLError as exc:
-        raise UserError(f"not valid YAML: {exc}", str(p)) from None
-    return parse_solution(data, str(p))
+        raise UserError(f"not valid YAML: {exc}", str(file_path)) from None
+    return parse_solution(data, str(file_path))
 
 
 def warn_format_notes(sol: Solution) -> None:
@@ -100,13 +104,13 @@ def warn_format_notes(sol: Solution) -> None:
 
 def solution_files(paths: list[str | Path]) -> list[Path]:
     out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
+    for path in map(Path, paths):
+        if path.is_dir():
             out.extend(
-                sorted(x for x in p.rglob("*") if x.suffix in (".json", ".yaml", ".yml") and x.name != "schema.json")
+                sorted(x for x in path.rglob("*") if x.suffix in (".json", ".yaml", ".yml") and x.name != "schema.json")
             )
-        elif p.exists():
-            out.append(p)
+        elif path.exists():
+            out.append(path)
         else:
-            raise UserError("no such file or directory", str(p))
+            raise UserError("no such file or directory", str(path))
     return out

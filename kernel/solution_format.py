@@ -68,34 +68,34 @@ def key_problems(sol: Any, registry: Any) -> list[str]:
 
     problems = []
     for i, turn in enumerate(sol.turns):
-        for t in turn.tasks or []:
-            spec = registry.get(t.tool)
+        for task in turn.tasks or []:
+            spec = registry.get(task.tool)
             if spec is None:
                 continue
             declared = {p.key: p for p in spec.prerequisites}
-            lists = [(f"task {t.id}", t.prerequisites)] + [
-                (f"task {t.id} instance {k}", inst.prerequisites)
-                for k, inst in enumerate(t.instances or [])
+            lists = [(f"task {task.id}", task.prerequisites)] + [
+                (f"task {task.id} instance {k}", inst.prerequisites)
+                for k, inst in enumerate(task.instances or [])
                 if inst.prerequisites is not None
             ]
             for label, prereqs in lists:
-                for j, p in enumerate(prereqs):
+                for j, prerequisite in enumerate(prereqs):
                     at = f"turns[{i}] {label} prerequisites[{j}]"
-                    decl = declared.get(fact_of(p.key))
+                    decl = declared.get(fact_of(prerequisite.key))
                     if decl is None:
                         problems.append(
-                            f"{at}: {p.key!r} is not a prerequisite of {spec.name} (it declares: "
+                            f"{at}: {prerequisite.key!r} is not a prerequisite of {spec.name} (it declares: "
                             f"{', '.join(declared) or 'none'})"
                         )
-                    elif decl.entity is not None and fact_of(p.key) == p.key:
+                    elif decl.entity is not None and fact_of(prerequisite.key) == prerequisite.key:
                         problems.append(
-                            f"{at}: {p.key!r} names no entity, but {spec.name} checks {decl.key} per {decl.entity}: "
+                            f"{at}: {prerequisite.key!r} names no entity, but {spec.name} checks {decl.key} per {decl.entity}: "
                             f"write '{decl.key}[<the {decl.entity}>]', e.g. '{decl.key}[${{...}}]' (a file written "
                             "before per-entity keys: forethought migrate rewrites it)"
                         )
-                    elif decl.entity is None and fact_of(p.key) != p.key:
+                    elif decl.entity is None and fact_of(prerequisite.key) != prerequisite.key:
                         problems.append(
-                            f"{at}: {p.key!r} names an entity, but {spec.name} checks {decl.key} once (no entity): "
+                            f"{at}: {prerequisite.key!r} names an entity, but {spec.name} checks {decl.key} once (no entity): "
                             f"write {decl.key!r}"
                         )
     return problems
