@@ -51,15 +51,15 @@ class Harness:
         """A fresh state from the scenario; a deep copy, so no test sees what another one loaded or changed."""
         return self.dom.load_state(copy.deepcopy(self.scenario))
 
-    def call(self, s: Any, tool: str, **args: Any) -> dict[str, Any]:
-        return self.dom.tools[tool](s, args)
+    def call(self, world: Any, tool: str, **args: Any) -> dict[str, Any]:
+        return self.dom.tools[tool](world, args)
 
-    def fails(self, s: Any, tool: str, match: str, **args: Any) -> dict[str, Any]:
-        before = self.dom.snapshot(s)
-        out = self.call(s, tool, **args)
+    def fails(self, world: Any, tool: str, match: str, **args: Any) -> dict[str, Any]:
+        before = self.dom.snapshot(world)
+        out = self.call(world, tool, **args)
         assert "error" in out, out
         assert match in out["error"]
-        assert self.dom.snapshot(s) == before, f"{tool} changed the state although it failed"
+        assert self.dom.snapshot(world) == before, f"{tool} changed the state although it failed"
         return out
 
     def writes(self, tool: str, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:

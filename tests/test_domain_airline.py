@@ -73,11 +73,11 @@ state, call, fails, writes = _H.state, _H.call, _H.fails, _H.writes
 
 # ------------------------------------------------------------------ state
 def test_defaults_merge_and_links():
-    s = state()
-    assert "OG7K2P" in s.reservations and "G2LTC4" in s.reservations  # defaults kept, scenario added
-    assert s.users["ethan_nguyen_7360"].reservations == ["G2LTC4", "BASIC1", "FLOWN1"]
+    world = state()
+    assert "OG7K2P" in world.reservations and "G2LTC4" in world.reservations  # defaults kept, scenario added
+    assert world.users["ethan_nguyen_7360"].reservations == ["G2LTC4", "BASIC1", "FLOWN1"]
     # a reservation without payments was paid with the user's first method
-    assert s.reservations["G2LTC4"].payment_history[0].payment_id == "credit_card_7815"
+    assert world.reservations["G2LTC4"].payment_history[0].payment_id == "credit_card_7815"
     with pytest.raises(ValueError, match="unknown user"):
         DOM.load_state(
             {
@@ -103,11 +103,11 @@ def test_defaults_merge_and_links():
 
 
 def test_snapshot_is_deterministic_and_json():
-    a, b = state(), state()
-    assert DOM.snapshot(a) == DOM.snapshot(b)
-    for s in (a, b):
+    first, second = state(), state()
+    assert DOM.snapshot(first) == DOM.snapshot(second)
+    for world in (first, second):
         call(
-            s,
+            world,
             "book_reservation",
             user_id="ethan_nguyen_7360",
             flight_type="one_way",
@@ -116,70 +116,73 @@ def test_snapshot_is_deterministic_and_json():
             passengers=[{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}],
             payment_id="credit_card_7815",
         )
-    assert DOM.snapshot(a) == DOM.snapshot(b)
-    json.dumps(DOM.snapshot(a))
+    assert DOM.snapshot(first) == DOM.snapshot(second)
+    json.dumps(DOM.snapshot(first))
 
 
 # ------------------------------------------------------------------ reads
 def test_get_user_details_and_writes():
-    s = state()
-    out = call(s, "get_user_details", user_id="ethan_nguyen_7360")
+    world = state()
+    out = call(world, "get_user_details", user_id="ethan_nguyen_7360")
     assert out["payment_method_ids"] == ["credit_card_7815", "gift_card_5063"]
-    w = writes("get_user_details", {"user_id": "ethan_nguyen_7360"}, out)
-    assert w["airline_user_loaded"] is True and w["user_id"] == "ethan_nguyen_7360"
-    assert w["reservation_ids"] == ["G2LTC4", "BASIC1", "FLOWN1"] and w["membership"] == "regular"
-    fails(s, "get_user_details", "not found", user_id="nobody_1")
+    written = writes("get_user_details", {"user_id": "ethan_nguyen_7360"}, out)
+    assert written["airline_user_loaded"] is True and written["user_id"] == "ethan_nguyen_7360"
+    assert written["reservation_ids"] == ["G2LTC4", "BASIC1", "FLOWN1"] and written["membership"] == "regular"
+    fails(world, "get_user_details", "not found", user_id="nobody_1")
 
 
 def test_get_reservation_details_writes_the_c4_facts():
-    s = state()
-    out = call(s, "get_reservation_details", reservation_id="G2LTC4")
-    w = writes("get_reservation_details", {"reservation_id": "G2LTC4"}, out)
-    assert w["reservation_loaded"] is True
-    assert w["passenger_dob_known"] == "1998-08-02"
-    assert w["current_passengers"] == [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]
-    assert w["reservation_payment_id"] == "credit_card_7815" and w["reservation_user_id"] == "ethan_nguyen_7360"
-    assert w["reservation_changeable"] is True and w["cancellation_eligible"] is False
+    world = state()
+    out = call(world, "get_reservation_details", reservation_id="G2LTC4")
+    written = writes("get_reservation_details", {"reservation_id": "G2LTC4"}, out)
+    assert written["reservation_loaded"] is True
+    assert written["passenger_dob_known"] == "1998-08-02"
+    assert written["current_passengers"] == [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]
+    assert (
+        written["reservation_payment_id"] == "credit_card_7815"
+        and written["reservation_user_id"] == "ethan_nguyen_7360"
+    )
+    assert written["reservation_changeable"] is True and written["cancellation_eligible"] is False
     assert out["flights"][0]["origin"] == "JFK" and out["free_baggage_allowance"] == 1
-    fails(s, "get_reservation_details", "not found", reservation_id="NOPE00")
+    fails(world, "get_reservation_details", "not found", reservation_id="NOPE00")
 
 
 def test_eligibility_rules():
-    s = state()
-    view = lambda rid: call(s, "get_reservation_details", reservation_id=rid)  # noqa: E731
+    world = state()
+    view = lambda rid: call(world, "get_reservation_details", reservation_id=rid)  # noqa: E731
     assert view("BASIC1")["changeable"] is False
     assert view("FLOWN1")["cancellation_eligible"] is False  # business, but flown
     assert view("OG7K2P")["cancellation_eligible"] is True  # default business reservation
-    s.reservations["G2LTC4"].insurance = "yes"
+    world.reservations["G2LTC4"].insurance = "yes"
     assert view("G2LTC4")["cancellation_eligible"] is True
-    s.reservations["G2LTC4"].insurance = "no"
-    s.reservations["G2LTC4"].created_at = "2024-05-15T01:00:00"  # booked today
+    world.reservations["G2LTC4"].insurance = "no"
+    world.reservations["G2LTC4"].created_at = "2024-05-15T01:00:00"  # booked today
     assert view("G2LTC4")["cancellation_eligible"] is True
 
 
 def test_search_direct_flight():
-    s = state()
-    out = call(s, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-22")
+    world = state()
+    out = call(world, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-22")
     assert out["flight_numbers"] == ["HAT301"]
     assert writes("search_direct_flight", {"origin": "JFK", "destination": "SFO", "date": "2024-05-22"}, out)[
         "found_flight_numbers"
     ] == ["HAT301"]
-    assert call(s, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-25")["flights"] == []
-    fails(s, "search_direct_flight", "unknown airport", origin="XXX", destination="SFO", date="2024-05-22")
-    fails(s, "search_direct_flight", "same airport", origin="JFK", destination="JFK", date="2024-05-22")
-    fails(s, "search_direct_flight", "YYYY-MM-DD", origin="JFK", destination="SFO", date="22/05/2024")
+    assert call(world, "search_direct_flight", origin="JFK", destination="SFO", date="2024-05-25")["flights"] == []
+    fails(world, "search_direct_flight", "unknown airport", origin="XXX", destination="SFO", date="2024-05-22")
+    fails(world, "search_direct_flight", "same airport", origin="JFK", destination="JFK", date="2024-05-22")
+    fails(world, "search_direct_flight", "YYYY-MM-DD", origin="JFK", destination="SFO", date="22/05/2024")
 
 
 def test_get_flight_status_and_list_airports():
-    s = state()
-    out = call(s, "get_flight_status", flight_number="HAT304", date="2024-05-15")
+    world = state()
+    out = call(world, "get_flight_status", flight_number="HAT304", date="2024-05-15")
     assert (out["status"], out["disrupted"], out["compensation_per_passenger"]) == ("delayed", True, 50)
-    w = writes("get_flight_status", {"flight_number": "HAT304", "date": "2024-05-15"}, out)
-    assert w["flight_disrupted"] is True and w["compensation_amount"] == 50
-    assert call(s, "get_flight_status", flight_number="HAT304", date="2024-05-10")["disrupted"] is False
-    fails(s, "get_flight_status", "not found", flight_number="HAT999", date="2024-05-15")
-    fails(s, "get_flight_status", "does not operate", flight_number="HAT304", date="2024-05-16")
-    codes = [a["code"] for a in call(s, "list_all_airports_airline")["airports"]]
+    written = writes("get_flight_status", {"flight_number": "HAT304", "date": "2024-05-15"}, out)
+    assert written["flight_disrupted"] is True and written["compensation_amount"] == 50
+    assert call(world, "get_flight_status", flight_number="HAT304", date="2024-05-10")["disrupted"] is False
+    fails(world, "get_flight_status", "not found", flight_number="HAT999", date="2024-05-15")
+    fails(world, "get_flight_status", "does not operate", flight_number="HAT304", date="2024-05-16")
+    codes = [a["code"] for a in call(world, "list_all_airports_airline")["airports"]]
     assert "JFK" in codes and codes == sorted(codes)
 
 
@@ -188,9 +191,9 @@ PAX = [{"first_name": "Ethan", "last_name": "Nguyen", "dob": "1998-08-02"}]
 
 
 def test_book_reservation():
-    s = state()
+    world = state()
     out = call(
-        s,
+        world,
         "book_reservation",
         user_id="ethan_nguyen_7360",
         flight_type="round_trip",
@@ -202,12 +205,16 @@ def test_book_reservation():
         insurance="yes",
     )
     assert out["reservation_id"] == "BK0001" and out["charged"] == 300 + 50 + 30
-    r = s.reservations["BK0001"]
-    assert (r.origin, r.destination, r.nonfree_baggages) == ("JFK", "SFO", 1)
-    assert s.flights["HAT302"].dates["2024-05-27"].seats["economy"] == 9
-    assert s.users["ethan_nguyen_7360"].reservations[-1] == "BK0001"
-    w = writes("book_reservation", {"user_id": "ethan_nguyen_7360"}, out)
-    assert w["reservation_id"] == "BK0001" and w["reservation_loaded"] is True and w["cancellation_eligible"] is True
+    reservation = world.reservations["BK0001"]
+    assert (reservation.origin, reservation.destination, reservation.nonfree_baggages) == ("JFK", "SFO", 1)
+    assert world.flights["HAT302"].dates["2024-05-27"].seats["economy"] == 9
+    assert world.users["ethan_nguyen_7360"].reservations[-1] == "BK0001"
+    written = writes("book_reservation", {"user_id": "ethan_nguyen_7360"}, out)
+    assert (
+        written["reservation_id"] == "BK0001"
+        and written["reservation_loaded"] is True
+        and written["cancellation_eligible"] is True
+    )
     assert [p.key for p in DOM.tools["book_reservation"].spec.prerequisites] == ["airline_user_loaded"]
 
 
@@ -246,36 +253,36 @@ def test_book_reservation_errors_leave_state_unchanged(args, match):
 
 
 def test_update_reservation_passengers():
-    s = state()
+    world = state()
     new = [{"first_name": "James", "last_name": "Nguyen", "dob": "1998-08-02"}]
-    out = call(s, "update_reservation_passengers", reservation_id="G2LTC4", passengers=new)
-    assert out["passengers"] == new and s.reservations["G2LTC4"].passengers[0].first_name == "James"
+    out = call(world, "update_reservation_passengers", reservation_id="G2LTC4", passengers=new)
+    assert out["passengers"] == new and world.reservations["G2LTC4"].passengers[0].first_name == "James"
     assert [p.key for p in DOM.tools["update_reservation_passengers"].spec.prerequisites] == [
         "reservation_loaded",
         "passenger_dob_known",
     ]
-    fails(s, "update_reservation_passengers", "cannot change", reservation_id="G2LTC4", passengers=new + new)
-    fails(s, "update_reservation_passengers", "non-empty", reservation_id="G2LTC4", passengers=[])
+    fails(world, "update_reservation_passengers", "cannot change", reservation_id="G2LTC4", passengers=new + new)
+    fails(world, "update_reservation_passengers", "non-empty", reservation_id="G2LTC4", passengers=[])
 
 
 def test_update_reservation_flights():
-    s = state()
+    world = state()
     out = call(
-        s,
+        world,
         "update_reservation_flights",
         reservation_id="G2LTC4",
         cabin="business",
         flights=[{"flight_number": "HAT301", "date": "2024-05-22"}],
         payment_id="credit_card_7815",
     )
-    assert out["charged"] == 250 and s.reservations["G2LTC4"].cabin == "business"
-    assert s.flights["HAT301"].dates["2024-05-22"].seats["business"] == 3
+    assert out["charged"] == 250 and world.reservations["G2LTC4"].cabin == "business"
+    assert world.flights["HAT301"].dates["2024-05-22"].seats["business"] == 3
     assert [p.key for p in DOM.tools["update_reservation_flights"].spec.prerequisites] == [
         "reservation_loaded",
         "reservation_changeable",
     ]
     fails(
-        s,
+        world,
         "update_reservation_flights",
         "basic economy",
         reservation_id="BASIC1",
@@ -284,7 +291,7 @@ def test_update_reservation_flights():
         payment_id="credit_card_7815",
     )
     fails(
-        s,
+        world,
         "update_reservation_flights",
         "the reservation is",
         reservation_id="G2LTC4",
@@ -293,7 +300,7 @@ def test_update_reservation_flights():
         payment_id="credit_card_7815",
     )
     fails(
-        s,
+        world,
         "update_reservation_flights",
         "flown",
         reservation_id="FLOWN1",
@@ -304,28 +311,30 @@ def test_update_reservation_flights():
 
 
 def test_unchanged_segment_keeps_price_and_seat():
-    s = state()
-    s.flights["HAT301"].dates["2024-05-20"].seats["economy"] = 0  # full, but our seat is already held
+    world = state()
+    world.flights["HAT301"].dates["2024-05-20"].seats["economy"] = 0  # full, but our seat is already held
     out = call(
-        s,
+        world,
         "update_reservation_flights",
         reservation_id="G2LTC4",
         cabin="economy",
         flights=[{"flight_number": "HAT301", "date": "2024-05-20"}],
         payment_id="credit_card_7815",
     )
-    assert out["charged"] == 0 and s.flights["HAT301"].dates["2024-05-20"].seats["economy"] == 0
+    assert out["charged"] == 0 and world.flights["HAT301"].dates["2024-05-20"].seats["economy"] == 0
 
 
 def test_upgrade_reservation_cabin():
-    s = state()
-    out = call(s, "upgrade_reservation_cabin", reservation_id="BASIC1", cabin="economy", payment_id="gift_card_5063")
+    world = state()
+    out = call(
+        world, "upgrade_reservation_cabin", reservation_id="BASIC1", cabin="economy", payment_id="gift_card_5063"
+    )
     assert out["charged"] == 70 and out["changeable"] is True
-    assert s.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 30.0
-    w = writes("upgrade_reservation_cabin", {"reservation_id": "BASIC1"}, out)
-    assert w["reservation_changeable"] is True and w["current_cabin"] == "economy"
+    assert world.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 30.0
+    written = writes("upgrade_reservation_cabin", {"reservation_id": "BASIC1"}, out)
+    assert written["reservation_changeable"] is True and written["current_cabin"] == "economy"
     fails(
-        s,
+        world,
         "upgrade_reservation_cabin",
         "already in",
         reservation_id="BASIC1",
@@ -333,7 +342,7 @@ def test_upgrade_reservation_cabin():
         payment_id="credit_card_7815",
     )
     fails(
-        s,
+        world,
         "upgrade_reservation_cabin",
         "balance",
         reservation_id="BASIC1",
@@ -343,13 +352,13 @@ def test_upgrade_reservation_cabin():
 
 
 def test_update_reservation_baggages():
-    s = state()
+    world = state()
     out = call(
-        s, "update_reservation_baggages", reservation_id="G2LTC4", total_baggages=3, payment_id="credit_card_7815"
+        world, "update_reservation_baggages", reservation_id="G2LTC4", total_baggages=3, payment_id="credit_card_7815"
     )
     assert (out["total_baggages"], out["nonfree_baggages"], out["charged"]) == (3, 2, 100)
     fails(
-        s,
+        world,
         "update_reservation_baggages",
         "cannot be removed",
         reservation_id="G2LTC4",
@@ -357,7 +366,7 @@ def test_update_reservation_baggages():
         payment_id="credit_card_7815",
     )
     fails(
-        s,
+        world,
         "update_reservation_baggages",
         "between 0",
         reservation_id="G2LTC4",
@@ -366,7 +375,7 @@ def test_update_reservation_baggages():
         payment_id="credit_card_7815",
     )
     fails(
-        s,
+        world,
         "update_reservation_baggages",
         "payment method",
         reservation_id="G2LTC4",
@@ -376,29 +385,29 @@ def test_update_reservation_baggages():
 
 
 def test_cancel_reservation_refunds():
-    s = state()
-    out = call(s, "cancel_reservation", reservation_id="BASIC1")
+    world = state()
+    out = call(world, "cancel_reservation", reservation_id="BASIC1")
     assert out["status"] == "cancelled" and out["refunded"] == 80
-    assert s.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 180.0
+    assert world.users["ethan_nguyen_7360"].payment_methods["gift_card_5063"].amount == 180.0
     assert [p.key for p in DOM.tools["cancel_reservation"].spec.prerequisites] == [
         "reservation_loaded",
         "cancellation_eligible",
     ]
-    fails(s, "cancel_reservation", "is cancelled", reservation_id="BASIC1")
-    fails(s, "cancel_reservation", "flown", reservation_id="FLOWN1")
+    fails(world, "cancel_reservation", "is cancelled", reservation_id="BASIC1")
+    fails(world, "cancel_reservation", "flown", reservation_id="FLOWN1")
 
 
 def test_send_certificate():
-    s = state()
-    out = call(s, "send_certificate", user_id="ethan_nguyen_7360", amount=100)
+    world = state()
+    out = call(world, "send_certificate", user_id="ethan_nguyen_7360", amount=100)
     assert out["certificate_id"] == "certificate_0001"
-    assert s.users["ethan_nguyen_7360"].payment_methods["certificate_0001"].amount == 100.0
+    assert world.users["ethan_nguyen_7360"].payment_methods["certificate_0001"].amount == 100.0
     assert [p.key for p in DOM.tools["send_certificate"].spec.prerequisites] == [
         "airline_user_loaded",
         "flight_disrupted",
     ]
-    fails(s, "send_certificate", "invalid certificate amount", user_id="ethan_nguyen_7360", amount=900)
-    fails(s, "send_certificate", "not found", user_id="nobody_1", amount=50)
+    fails(world, "send_certificate", "invalid certificate amount", user_id="ethan_nguyen_7360", amount=900)
+    fails(world, "send_certificate", "not found", user_id="nobody_1", amount=50)
 
 
 # ------------------------------------------------------------ registry facts
@@ -417,17 +426,17 @@ def test_side_effects():
 
 def test_prerequisites_drive_toolgate():
     spec = DOM.tools["update_reservation_passengers"].spec
-    S = Scratchpad()
-    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["absent", "absent"]
-    s = state()
-    out = call(s, "get_reservation_details", reservation_id="G2LTC4")
-    for k, v in writes("get_reservation_details", {"reservation_id": "G2LTC4"}, out).items():
-        S.set(k, v, "test")
-    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["met", "met"]
-    assert toolgate.check(DOM.tools["update_reservation_flights"].spec.prerequisites[1], S) == "met"
-    out = call(s, "get_reservation_details", reservation_id="BASIC1")
-    S.set("reservation_changeable", out["changeable"], "test")
-    assert toolgate.check(DOM.tools["update_reservation_flights"].spec.prerequisites[1], S) == "not_met"
+    scratchpad = Scratchpad()
+    assert [toolgate.check(p, scratchpad) for p in spec.prerequisites] == ["absent", "absent"]
+    world = state()
+    out = call(world, "get_reservation_details", reservation_id="G2LTC4")
+    for k, value in writes("get_reservation_details", {"reservation_id": "G2LTC4"}, out).items():
+        scratchpad.set(k, value, "test")
+    assert [toolgate.check(p, scratchpad) for p in spec.prerequisites] == ["met", "met"]
+    assert toolgate.check(DOM.tools["update_reservation_flights"].spec.prerequisites[1], scratchpad) == "met"
+    out = call(world, "get_reservation_details", reservation_id="BASIC1")
+    scratchpad.set("reservation_changeable", out["changeable"], "test")
+    assert toolgate.check(DOM.tools["update_reservation_flights"].spec.prerequisites[1], scratchpad) == "not_met"
 
 
 # ------------------------------------------------------------------ worked solutions

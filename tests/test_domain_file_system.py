@@ -43,10 +43,10 @@ def call(state, tool: str, **args):
 
 
 def node(state, *path: str):
-    d = FS.snapshot(state)["root"]
-    for p in path:
-        d = d["children"][p]
-    return d
+    entry = FS.snapshot(state)["root"]
+    for part in path:
+        entry = entry["children"][part]
+    return entry
 
 
 def names(state, *path: str) -> set[str]:
@@ -89,47 +89,47 @@ def test_registry_schemas_and_flags():
 
 # ------------------------------------------------------------------ navigation
 def test_pwd_and_cd():
-    s = fresh()
-    assert call(s, "pwd") == {"current_working_directory": "/"}
-    assert call(s, "cd", folder="docs") == {"current_working_directory": "/docs"}
-    assert call(s, "cd", folder="img") == {"current_working_directory": "/docs/img"}
-    assert call(s, "cd", folder="..") == {"current_working_directory": "/docs"}
-    assert call(s, "cd", folder="..") == {"current_working_directory": "/"}
-    assert call(s, "cd", folder="..") == {"current_working_directory": "/"}  # the root's parent is the root
-    assert call(s, "cd", folder="docs/img") == {"current_working_directory": "/docs/img"}
-    assert s.cwd == ["docs", "img"]
+    state = fresh()
+    assert call(state, "pwd") == {"current_working_directory": "/"}
+    assert call(state, "cd", folder="docs") == {"current_working_directory": "/docs"}
+    assert call(state, "cd", folder="img") == {"current_working_directory": "/docs/img"}
+    assert call(state, "cd", folder="..") == {"current_working_directory": "/docs"}
+    assert call(state, "cd", folder="..") == {"current_working_directory": "/"}
+    assert call(state, "cd", folder="..") == {"current_working_directory": "/"}  # the root's parent is the root
+    assert call(state, "cd", folder="docs/img") == {"current_working_directory": "/docs/img"}
+    assert state.cwd == ["docs", "img"]
 
 
 @pytest.mark.parametrize("folder", ["nope", "report.txt", "docs/nope", "docs/guide.txt"])
 def test_cd_errors_leave_cwd(folder):
-    s = fresh()
-    before = FS.snapshot(s)
-    out = call(s, "cd", folder=folder)
+    state = fresh()
+    before = FS.snapshot(state)
+    out = call(state, "cd", folder=folder)
     assert "no such directory" in out["error"]
-    assert FS.snapshot(s) == before
+    assert FS.snapshot(state) == before
 
 
 def test_ls_hidden_and_sorted():
-    s = fresh()
-    assert call(s, "ls") == {"current_directory_content": ["docs", "empty", "notes.md", "report.txt"]}
-    assert call(s, "ls", a=True)["current_directory_content"][0] == ".hidden"
-    call(s, "cd", folder="docs")
-    assert call(s, "ls") == {"current_directory_content": ["guide.txt", "img"]}
+    state = fresh()
+    assert call(state, "ls") == {"current_directory_content": ["docs", "empty", "notes.md", "report.txt"]}
+    assert call(state, "ls", a=True)["current_directory_content"][0] == ".hidden"
+    call(state, "cd", folder="docs")
+    assert call(state, "ls") == {"current_directory_content": ["guide.txt", "img"]}
 
 
 def test_tools_fail_when_cwd_vanished():
-    s = fresh(["gone"])
-    assert "no longer exists" in call(s, "ls")["error"]
+    state = fresh(["gone"])
+    assert "no longer exists" in call(state, "ls")["error"]
 
 
 # ------------------------------------------------------------------ creation
 def test_mkdir():
-    s = fresh()
-    assert call(s, "mkdir", dir_name="new") == {"created": "new"}
-    assert node(s, "new") == {"type": "dir", "children": {}}
-    call(s, "cd", folder="docs")
-    call(s, "mkdir", dir_name="sub")
-    assert "sub" in names(s, "docs")
+    state = fresh()
+    assert call(state, "mkdir", dir_name="new") == {"created": "new"}
+    assert node(state, "new") == {"type": "dir", "children": {}}
+    call(state, "cd", folder="docs")
+    call(state, "mkdir", dir_name="sub")
+    assert "sub" in names(state, "docs")
 
 
 @pytest.mark.parametrize(
@@ -143,63 +143,63 @@ def test_mkdir():
     ],
 )
 def test_mkdir_errors(name, msg):
-    s = fresh()
-    before = FS.snapshot(s)
-    assert msg in call(s, "mkdir", dir_name=name)["error"]
-    assert FS.snapshot(s) == before
+    state = fresh()
+    before = FS.snapshot(state)
+    assert msg in call(state, "mkdir", dir_name=name)["error"]
+    assert FS.snapshot(state) == before
 
 
 def test_touch_creates_and_keeps_existing():
-    s = fresh()
-    assert call(s, "touch", file_name="new.txt") == {"file_name": "new.txt"}
-    assert node(s, "new.txt") == {"type": "file", "content": ""}
-    call(s, "touch", file_name="report.txt")
-    assert node(s, "report.txt")["content"] == "b line\na revenue line\nc line"
+    state = fresh()
+    assert call(state, "touch", file_name="new.txt") == {"file_name": "new.txt"}
+    assert node(state, "new.txt") == {"type": "file", "content": ""}
+    call(state, "touch", file_name="report.txt")
+    assert node(state, "report.txt")["content"] == "b line\na revenue line\nc line"
 
 
 @pytest.mark.parametrize("name", ["docs", "x/y", ""])
 def test_touch_errors(name):
-    s = fresh()
-    before = FS.snapshot(s)
-    assert "error" in call(s, "touch", file_name=name)
-    assert FS.snapshot(s) == before
+    state = fresh()
+    before = FS.snapshot(state)
+    assert "error" in call(state, "touch", file_name=name)
+    assert FS.snapshot(state) == before
 
 
 def test_echo_writes_overwrites_or_prints():
-    s = fresh()
-    before = FS.snapshot(s)
-    assert call(s, "echo", content="hi") == {"terminal_output": "hi"}
-    assert FS.snapshot(s) == before  # no file: nothing written
-    assert call(s, "echo", content="new", file_name="n.txt") == {"terminal_output": None}
-    assert node(s, "n.txt")["content"] == "new"
-    call(s, "echo", content="replaced", file_name="report.txt")
-    assert node(s, "report.txt")["content"] == "replaced"
+    state = fresh()
+    before = FS.snapshot(state)
+    assert call(state, "echo", content="hi") == {"terminal_output": "hi"}
+    assert FS.snapshot(state) == before  # no file: nothing written
+    assert call(state, "echo", content="new", file_name="n.txt") == {"terminal_output": None}
+    assert node(state, "n.txt")["content"] == "new"
+    call(state, "echo", content="replaced", file_name="report.txt")
+    assert node(state, "report.txt")["content"] == "replaced"
 
 
 def test_echo_errors():
-    s = fresh()
-    before = FS.snapshot(s)
-    assert "is a directory" in call(s, "echo", content="x", file_name="docs")["error"]
-    assert "invalid name" in call(s, "echo", content="x", file_name="docs/x.txt")["error"]
-    assert FS.snapshot(s) == before
+    state = fresh()
+    before = FS.snapshot(state)
+    assert "is a directory" in call(state, "echo", content="x", file_name="docs")["error"]
+    assert "invalid name" in call(state, "echo", content="x", file_name="docs/x.txt")["error"]
+    assert FS.snapshot(state) == before
 
 
 # ------------------------------------------------------------------ reading
 def test_cat_grep_sort_tail():
-    s = fresh()
-    assert call(s, "cat", file_name="report.txt") == {"file_content": "b line\na revenue line\nc line"}
-    assert call(s, "grep", file_name="report.txt", pattern="revenue") == {"matching_lines": ["a revenue line"]}
-    assert call(s, "grep", file_name="report.txt", pattern="Revenue") == {"matching_lines": []}  # case-sensitive
-    assert call(s, "grep", file_name="report.txt", pattern="line")["matching_lines"] == [
+    state = fresh()
+    assert call(state, "cat", file_name="report.txt") == {"file_content": "b line\na revenue line\nc line"}
+    assert call(state, "grep", file_name="report.txt", pattern="revenue") == {"matching_lines": ["a revenue line"]}
+    assert call(state, "grep", file_name="report.txt", pattern="Revenue") == {"matching_lines": []}  # case-sensitive
+    assert call(state, "grep", file_name="report.txt", pattern="line")["matching_lines"] == [
         "b line",
         "a revenue line",
         "c line",
     ]
-    assert call(s, "sort", file_name="report.txt") == {"sorted_content": "a revenue line\nb line\nc line"}
-    assert call(s, "tail", file_name="report.txt", lines=2) == {"last_lines": "a revenue line\nc line"}
-    assert call(s, "tail", file_name="report.txt") == {"last_lines": "b line\na revenue line\nc line"}
-    assert call(s, "tail", file_name="report.txt", lines=0) == {"last_lines": ""}
-    assert node(s, "report.txt")["content"] == "b line\na revenue line\nc line"  # sort does not rewrite
+    assert call(state, "sort", file_name="report.txt") == {"sorted_content": "a revenue line\nb line\nc line"}
+    assert call(state, "tail", file_name="report.txt", lines=2) == {"last_lines": "a revenue line\nc line"}
+    assert call(state, "tail", file_name="report.txt") == {"last_lines": "b line\na revenue line\nc line"}
+    assert call(state, "tail", file_name="report.txt", lines=0) == {"last_lines": ""}
+    assert node(state, "report.txt")["content"] == "b line\na revenue line\nc line"  # sort does not rewrite
 
 
 def test_tail_negative_lines():
@@ -207,10 +207,10 @@ def test_tail_negative_lines():
 
 
 def test_wc_modes():
-    s = fresh()
-    assert call(s, "wc", file_name="report.txt") == {"count": 3, "type": "lines"}
-    assert call(s, "wc", file_name="notes.md", mode="w") == {"count": 3, "type": "words"}
-    assert call(s, "wc", file_name="notes.md", mode="c") == {"count": 13, "type": "characters"}
+    state = fresh()
+    assert call(state, "wc", file_name="report.txt") == {"count": 3, "type": "lines"}
+    assert call(state, "wc", file_name="notes.md", mode="w") == {"count": 3, "type": "words"}
+    assert call(state, "wc", file_name="notes.md", mode="c") == {"count": 13, "type": "characters"}
 
 
 @pytest.mark.parametrize(
@@ -227,25 +227,25 @@ def test_wc_modes():
     ],
 )
 def test_read_errors(tool, args):
-    s = fresh()
-    before = FS.snapshot(s)
-    out = call(s, tool, **args)
+    state = fresh()
+    before = FS.snapshot(state)
+    out = call(state, tool, **args)
     assert "no such file" in out["error"] or "is a directory" in out["error"]
-    assert FS.snapshot(s) == before
+    assert FS.snapshot(state) == before
 
 
 def test_diff():
-    s = fresh()
-    call(s, "echo", content="b line\nnew line", file_name="other.txt")
-    assert call(s, "diff", file_name1="report.txt", file_name2="other.txt") == {
+    state = fresh()
+    call(state, "echo", content="b line\nnew line", file_name="other.txt")
+    assert call(state, "diff", file_name1="report.txt", file_name2="other.txt") == {
         "diff_lines": "- a revenue line\n- c line\n+ new line"
     }
-    assert call(s, "diff", file_name1="report.txt", file_name2="report.txt") == {"diff_lines": ""}
+    assert call(state, "diff", file_name1="report.txt", file_name2="report.txt") == {"diff_lines": ""}
 
 
 def test_find():
-    s = fresh()
-    everything = call(s, "find")["matches"]
+    state = fresh()
+    everything = call(state, "find")["matches"]
     assert everything == [
         "./.hidden",
         "./docs",
@@ -256,43 +256,43 @@ def test_find():
         "./notes.md",
         "./report.txt",
     ]
-    assert call(s, "find", name="guide") == {"matches": ["./docs/guide.txt"]}
-    assert call(s, "find", path="docs") == {"matches": ["docs/guide.txt", "docs/img", "docs/img/logo.png"]}
-    assert call(s, "find", path="docs/img", name="logo") == {"matches": ["docs/img/logo.png"]}
-    assert call(s, "find", name="zzz") == {"matches": []}
-    assert "No such directory" in call(s, "find", path="nope")["error"]
-    assert "No such directory" in call(s, "find", path="report.txt")["error"]
+    assert call(state, "find", name="guide") == {"matches": ["./docs/guide.txt"]}
+    assert call(state, "find", path="docs") == {"matches": ["docs/guide.txt", "docs/img", "docs/img/logo.png"]}
+    assert call(state, "find", path="docs/img", name="logo") == {"matches": ["docs/img/logo.png"]}
+    assert call(state, "find", name="zzz") == {"matches": []}
+    assert "No such directory" in call(state, "find", path="nope")["error"]
+    assert "No such directory" in call(state, "find", path="report.txt")["error"]
 
 
 def test_du():
-    s = fresh()
+    state = fresh()
     total = len("b line\na revenue line\nc line") + len("one two three") + 1 + len("read me") + len("PNG")
-    assert call(s, "du") == {"disk_usage": f"{total} bytes"}
-    assert call(s, "du", human_readable=True) == {"disk_usage": f"{total / 1024:.2f} KB"}
-    call(s, "cd", folder="empty")
-    assert call(s, "du") == {"disk_usage": "0 bytes"}
+    assert call(state, "du") == {"disk_usage": f"{total} bytes"}
+    assert call(state, "du", human_readable=True) == {"disk_usage": f"{total / 1024:.2f} KB"}
+    call(state, "cd", folder="empty")
+    assert call(state, "du") == {"disk_usage": "0 bytes"}
 
 
 # ------------------------------------------------------------------ mv / cp
 def test_mv_into_directory_and_rename():
-    s = fresh()
-    assert call(s, "mv", source="report.txt", destination="docs") == {"file_name": "report.txt", "folder": "docs"}
-    assert "report.txt" not in names(s)
-    assert node(s, "docs", "report.txt")["content"] == "b line\na revenue line\nc line"
-    assert call(s, "mv", source="notes.md", destination="todo.md") == {"file_name": "todo.md", "folder": "."}
-    assert "notes.md" not in names(s) and node(s, "todo.md")["content"] == "one two three"
-    assert call(s, "mv", source="empty", destination="docs")["folder"] == "docs"  # directories move too
-    assert node(s, "docs", "empty") == {"type": "dir", "children": {}}
+    state = fresh()
+    assert call(state, "mv", source="report.txt", destination="docs") == {"file_name": "report.txt", "folder": "docs"}
+    assert "report.txt" not in names(state)
+    assert node(state, "docs", "report.txt")["content"] == "b line\na revenue line\nc line"
+    assert call(state, "mv", source="notes.md", destination="todo.md") == {"file_name": "todo.md", "folder": "."}
+    assert "notes.md" not in names(state) and node(state, "todo.md")["content"] == "one two three"
+    assert call(state, "mv", source="empty", destination="docs")["folder"] == "docs"  # directories move too
+    assert node(state, "docs", "empty") == {"type": "dir", "children": {}}
 
 
 def test_cp_into_directory_and_to_new_name():
-    s = fresh()
-    assert call(s, "cp", source="report.txt", destination="docs") == {"file_name": "report.txt", "folder": "docs"}
-    assert "report.txt" in names(s) and "report.txt" in names(s, "docs")
-    assert call(s, "cp", source="docs", destination="docs_copy") == {"file_name": "docs_copy", "folder": "."}
-    assert node(s, "docs_copy") == node(s, "docs")
-    call(s, "echo", content="changed", file_name="report.txt")
-    assert node(s, "docs", "report.txt")["content"] == "b line\na revenue line\nc line"  # a deep copy
+    state = fresh()
+    assert call(state, "cp", source="report.txt", destination="docs") == {"file_name": "report.txt", "folder": "docs"}
+    assert "report.txt" in names(state) and "report.txt" in names(state, "docs")
+    assert call(state, "cp", source="docs", destination="docs_copy") == {"file_name": "docs_copy", "folder": "."}
+    assert node(state, "docs_copy") == node(state, "docs")
+    call(state, "echo", content="changed", file_name="report.txt")
+    assert node(state, "docs", "report.txt")["content"] == "b line\na revenue line\nc line"  # a deep copy
 
 
 @pytest.mark.parametrize("tool", ["mv", "cp"])
@@ -307,45 +307,45 @@ def test_cp_into_directory_and_to_new_name():
     ],
 )
 def test_mv_cp_errors_leave_state(tool, src, dst, msg):
-    s = fresh()
-    before = FS.snapshot(s)
-    assert msg in call(s, tool, source=src, destination=dst)["error"]
-    assert FS.snapshot(s) == before
+    state = fresh()
+    before = FS.snapshot(state)
+    assert msg in call(state, tool, source=src, destination=dst)["error"]
+    assert FS.snapshot(state) == before
 
 
 @pytest.mark.parametrize("tool", ["mv", "cp"])
 def test_mv_cp_name_taken_in_target_directory(tool):
-    s = fresh()
-    call(s, "touch", file_name="guide.txt")
-    before = FS.snapshot(s)
-    assert "already exists" in call(s, tool, source="guide.txt", destination="docs")["error"]
-    assert FS.snapshot(s) == before
+    state = fresh()
+    call(state, "touch", file_name="guide.txt")
+    before = FS.snapshot(state)
+    assert "already exists" in call(state, tool, source="guide.txt", destination="docs")["error"]
+    assert FS.snapshot(state) == before
 
 
 # ------------------------------------------------------------------ removal
 def test_rm_files_and_directories():
-    s = fresh()
-    assert call(s, "rm", file_name="report.txt") == {"removed": "report.txt"}
-    assert call(s, "rm", file_name="docs") == {"removed": "docs"}  # recursive
-    assert names(s) == {".hidden", "empty", "notes.md"}
+    state = fresh()
+    assert call(state, "rm", file_name="report.txt") == {"removed": "report.txt"}
+    assert call(state, "rm", file_name="docs") == {"removed": "docs"}  # recursive
+    assert names(state) == {".hidden", "empty", "notes.md"}
 
 
 def test_rm_missing():
-    s = fresh()
-    before = FS.snapshot(s)
-    assert "No such file or directory" in call(s, "rm", file_name="missing.txt")["error"]
-    assert FS.snapshot(s) == before
+    state = fresh()
+    before = FS.snapshot(state)
+    assert "No such file or directory" in call(state, "rm", file_name="missing.txt")["error"]
+    assert FS.snapshot(state) == before
 
 
 def test_rmdir():
-    s = fresh()
-    assert call(s, "rmdir", dir_name="empty") == {"removed": "empty"}
-    assert "empty" not in names(s)
-    before = FS.snapshot(s)
-    assert "not empty" in call(s, "rmdir", dir_name="docs")["error"]
-    assert "No such directory" in call(s, "rmdir", dir_name="report.txt")["error"]
-    assert "No such directory" in call(s, "rmdir", dir_name="missing")["error"]
-    assert FS.snapshot(s) == before
+    state = fresh()
+    assert call(state, "rmdir", dir_name="empty") == {"removed": "empty"}
+    assert "empty" not in names(state)
+    before = FS.snapshot(state)
+    assert "not empty" in call(state, "rmdir", dir_name="docs")["error"]
+    assert "No such directory" in call(state, "rmdir", dir_name="report.txt")["error"]
+    assert "No such directory" in call(state, "rmdir", dir_name="missing")["error"]
+    assert FS.snapshot(state) == before
 
 
 # ------------------------------------------------------------------ environment, snapshot
@@ -362,14 +362,14 @@ def test_environment_stage_discards_failed_calls():
 
 
 def test_snapshot_deterministic_and_round_trips():
-    a, b = fresh(), fresh()
-    for s in (a, b):
-        call(s, "mkdir", dir_name="z")
-        call(s, "cp", source="report.txt", destination="z")
-        call(s, "cd", folder="z")
-    sa, sb = FS.snapshot(a), FS.snapshot(b)
+    first, second = fresh(), fresh()
+    for state in (first, second):
+        call(state, "mkdir", dir_name="z")
+        call(state, "cp", source="report.txt", destination="z")
+        call(state, "cd", folder="z")
+    sa, sb = FS.snapshot(first), FS.snapshot(second)
     assert sa == sb
-    assert json.dumps(sa, sort_keys=True) == json.dumps(FS.snapshot(a), sort_keys=True)  # repeatable
+    assert json.dumps(sa, sort_keys=True) == json.dumps(FS.snapshot(first), sort_keys=True)  # repeatable
     assert FS.snapshot(FS.load_state(sa)) == sa  # the snapshot is a valid initial state
     assert sa["cwd"] == ["z"]
     json.dumps(sa)  # plain JSON

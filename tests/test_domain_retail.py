@@ -58,20 +58,20 @@ state, call, fails, writes = _H.state, _H.call, _H.fails, _H.writes
 
 
 def test_defaults_merge_and_completion():
-    s = state()
-    assert "P-7001" in s.products and "#W7678072" in s.orders  # defaults kept
-    o = s.orders["#W2378156"]
-    assert [(i.name, i.product_id, i.price) for i in o.items] == [
+    world = state()
+    assert "P-7001" in world.products and "#W7678072" in world.orders  # defaults kept
+    order = world.orders["#W2378156"]
+    assert [(i.name, i.product_id, i.price) for i in order.items] == [
         ("Blender", "P-1001", 80.0),
         ("Kettle", "P-1002", 45.0),
     ]
-    assert o.address.city == "Philadelphia"
-    assert o.payment_history[0].model_dump() == {
+    assert order.address.city == "Philadelphia"
+    assert order.payment_history[0].model_dump() == {
         "transaction_type": "payment",
         "amount": 125.0,
         "payment_method_id": "credit_card_9513926",
     }
-    assert s.users["mei_davis_8935"].orders == ["#W2378156", "#W4860251"]
+    assert world.users["mei_davis_8935"].orders == ["#W2378156", "#W4860251"]
     with pytest.raises(ValueError, match="not in the catalog"):
         DOM.load_state({"orders": {"#W1": {"user_id": "noah_brown_6181", "items": [{"item_id": "I-999"}]}}})
     with pytest.raises(ValueError, match="two products"):
@@ -79,54 +79,54 @@ def test_defaults_merge_and_completion():
 
 
 def test_snapshot_is_deterministic_and_json():
-    a, b = state(), state()
-    assert DOM.snapshot(a) == DOM.snapshot(b)
-    for s in (a, b):
-        call(s, "cancel_pending_order", order_id="#W4860251", reason="ordered by mistake")
-    assert DOM.snapshot(a) == DOM.snapshot(b)
-    json.dumps(DOM.snapshot(a))
+    first, second = state(), state()
+    assert DOM.snapshot(first) == DOM.snapshot(second)
+    for world in (first, second):
+        call(world, "cancel_pending_order", order_id="#W4860251", reason="ordered by mistake")
+    assert DOM.snapshot(first) == DOM.snapshot(second)
+    json.dumps(DOM.snapshot(first))
 
 
 def test_find_user_tools_write_identification():
-    s = state()
-    out = call(s, "find_user_id_by_email", email="MEI.davis1422@example.com")
+    world = state()
+    out = call(world, "find_user_id_by_email", email="MEI.davis1422@example.com")
     assert out == {"user_id": "mei_davis_8935", "found": True}
-    w = writes("find_user_id_by_email", {"email": "x"}, out)
-    assert w["retail_user_identified"] is True and w["user_id"] == "mei_davis_8935"
-    miss = call(s, "find_user_id_by_email", email="nobody@example.com")
+    written = writes("find_user_id_by_email", {"email": "x"}, out)
+    assert written["retail_user_identified"] is True and written["user_id"] == "mei_davis_8935"
+    miss = call(world, "find_user_id_by_email", email="nobody@example.com")
     assert writes("find_user_id_by_email", {"email": "x"}, miss)["retail_user_identified"] is False
-    assert call(s, "find_user_id_by_name_zip", first_name="mei", last_name="Davis", zip="19122")["found"] is True
-    assert call(s, "find_user_id_by_name_zip", first_name="Mei", last_name="Davis", zip="00000")["found"] is False
-    fails(s, "find_user_id_by_email", "invalid email", email="not-an-email")
-    fails(s, "find_user_id_by_name_zip", "non-empty", first_name="", last_name="Davis", zip="19122")
+    assert call(world, "find_user_id_by_name_zip", first_name="mei", last_name="Davis", zip="19122")["found"] is True
+    assert call(world, "find_user_id_by_name_zip", first_name="Mei", last_name="Davis", zip="00000")["found"] is False
+    fails(world, "find_user_id_by_email", "invalid email", email="not-an-email")
+    fails(world, "find_user_id_by_name_zip", "non-empty", first_name="", last_name="Davis", zip="19122")
 
 
 def test_reads_and_their_writes():
-    s = state()
-    user = call(s, "get_user_details_retail", user_id="mei_davis_8935")
-    w = writes("get_user_details_retail", {"user_id": "mei_davis_8935"}, user)
-    assert w["payment_method_ids"] == ["credit_card_9513926", "gift_card_7091239"]
-    assert w["user_order_ids"] == ["#W2378156", "#W4860251"] and w["user_address"]["zip"] == "19122"
-    fails(s, "get_user_details_retail", "not found", user_id="nobody_1")
-    order = call(s, "get_order_details_retail", order_id="#W2378156")
-    w = writes("get_order_details_retail", {"order_id": "#W2378156"}, order)
-    assert w["order_status"] == "delivered" and w["order_item_ids"] == ["I-200", "I-201"]
-    assert w["order_payment_method_id"] == "credit_card_9513926" and w["order_items"][1]["name"] == "Kettle"
-    assert "item_ids" not in w  # the order's items must not bind item_ids implicitly (see the E.5 solutions)
-    fails(s, "get_order_details_retail", "not found", order_id="#W0000000")
-    prod = call(s, "get_product_details", product_id="P-1001")
+    world = state()
+    user = call(world, "get_user_details_retail", user_id="mei_davis_8935")
+    written = writes("get_user_details_retail", {"user_id": "mei_davis_8935"}, user)
+    assert written["payment_method_ids"] == ["credit_card_9513926", "gift_card_7091239"]
+    assert written["user_order_ids"] == ["#W2378156", "#W4860251"] and written["user_address"]["zip"] == "19122"
+    fails(world, "get_user_details_retail", "not found", user_id="nobody_1")
+    order = call(world, "get_order_details_retail", order_id="#W2378156")
+    written = writes("get_order_details_retail", {"order_id": "#W2378156"}, order)
+    assert written["order_status"] == "delivered" and written["order_item_ids"] == ["I-200", "I-201"]
+    assert written["order_payment_method_id"] == "credit_card_9513926" and written["order_items"][1]["name"] == "Kettle"
+    assert "item_ids" not in written  # the order's items must not bind item_ids implicitly (see the E.5 solutions)
+    fails(world, "get_order_details_retail", "not found", order_id="#W0000000")
+    prod = call(world, "get_product_details", product_id="P-1001")
     assert prod["available_item_ids"] == ["I-200", "I-100"]
     assert writes("get_product_details", {"product_id": "P-1001"}, prod)["product_variants"][2]["available"] is False
-    fails(s, "get_product_details", "not found", product_id="P-0")
-    names = [p["name"] for p in call(s, "list_all_product_types")["products"]]
+    fails(world, "get_product_details", "not found", product_id="P-0")
+    names = [p["name"] for p in call(world, "list_all_product_types")["products"]]
     assert names == sorted(names) and "Blender" in names
 
 
 def test_cancel_pending_order():
-    s = state()
-    fails(s, "cancel_pending_order", "invalid reason", order_id="#W4860251", reason="changed my mind")
-    fails(s, "cancel_pending_order", "only pending", order_id="#W2378156", reason="no longer needed")
-    out = call(s, "cancel_pending_order", order_id="#W4860251", reason="no longer needed")
+    world = state()
+    fails(world, "cancel_pending_order", "invalid reason", order_id="#W4860251", reason="changed my mind")
+    fails(world, "cancel_pending_order", "only pending", order_id="#W2378156", reason="no longer needed")
+    out = call(world, "cancel_pending_order", order_id="#W4860251", reason="no longer needed")
     assert out["status"] == "cancelled" and out["payment_history"][-1]["transaction_type"] == "refund"
     assert writes("cancel_pending_order", {"order_id": "#W4860251"}, out)["order_status"] == "cancelled"
     assert [p.key for p in DOM.tools["cancel_pending_order"].spec.prerequisites] == [
@@ -137,9 +137,9 @@ def test_cancel_pending_order():
 
 
 def test_modify_pending_order_address_items_payment():
-    s = state()
+    world = state()
     out = call(
-        s,
+        world,
         "modify_pending_order_address",
         order_id="#W4860251",
         address1="27 Elm Street",
@@ -156,7 +156,7 @@ def test_modify_pending_order_address_items_payment():
         "zip": "78705",
     }
     fails(
-        s,
+        world,
         "modify_pending_order_address",
         "five digits",
         order_id="#W4860251",
@@ -166,7 +166,7 @@ def test_modify_pending_order_address_items_payment():
         zip="7870",
     )
     fails(
-        s,
+        world,
         "modify_pending_order_address",
         "only pending",
         order_id="#W2378156",
@@ -176,7 +176,7 @@ def test_modify_pending_order_address_items_payment():
         zip="78705",
     )
     out = call(
-        s,
+        world,
         "modify_pending_order_items",
         order_id="#W4860251",
         item_ids=["I-200"],
@@ -185,7 +185,7 @@ def test_modify_pending_order_address_items_payment():
     )
     assert out["item_ids"] == ["I-100"] and out["payment_history"][-1]["amount"] == 10.0
     fails(
-        s,
+        world,
         "modify_pending_order_items",
         "out of stock",
         order_id="#W4860251",
@@ -194,7 +194,7 @@ def test_modify_pending_order_address_items_payment():
         payment_method_id="credit_card_9513926",
     )
     fails(
-        s,
+        world,
         "modify_pending_order_items",
         "not a variant",
         order_id="#W4860251",
@@ -203,7 +203,7 @@ def test_modify_pending_order_address_items_payment():
         payment_method_id="credit_card_9513926",
     )
     fails(
-        s,
+        world,
         "modify_pending_order_payment",
         "already changed",
         order_id="#W4860251",
@@ -231,9 +231,9 @@ def test_modify_pending_order_address_items_payment():
 
 
 def test_return_delivered_order_items():
-    s = state()
+    world = state()
     fails(
-        s,
+        world,
         "return_delivered_order_items",
         "not in order",
         order_id="#W2378156",
@@ -241,7 +241,7 @@ def test_return_delivered_order_items():
         payment_method_id="credit_card_9513926",
     )
     fails(
-        s,
+        world,
         "return_delivered_order_items",
         "only delivered",
         order_id="#W4860251",
@@ -249,7 +249,7 @@ def test_return_delivered_order_items():
         payment_method_id="credit_card_9513926",
     )
     fails(
-        s,
+        world,
         "return_delivered_order_items",
         "non-empty list",
         order_id="#W2378156",
@@ -257,21 +257,21 @@ def test_return_delivered_order_items():
         payment_method_id="credit_card_9513926",
     )
     out = call(
-        s,
+        world,
         "return_delivered_order_items",
         order_id="#W2378156",
         item_ids=["I-201"],
         payment_method_id="gift_card_7091239",
     )
     assert out["status"] == "return requested" and out["refund_amount"] == 45.0
-    assert s.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance == 65.0
+    assert world.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance == 65.0
     assert DOM.tools["return_delivered_order_items"].spec.prerequisites[1].sat.value == "delivered"
 
 
 def test_exchange_delivered_order_items():
-    s = state()
+    world = state()
     fails(
-        s,
+        world,
         "exchange_delivered_order_items",
         "same length",
         order_id="#W2378156",
@@ -280,7 +280,7 @@ def test_exchange_delivered_order_items():
         payment_method_id="credit_card_9513926",
     )
     fails(
-        s,
+        world,
         "exchange_delivered_order_items",
         "same variant",
         order_id="#W2378156",
@@ -289,7 +289,7 @@ def test_exchange_delivered_order_items():
         payment_method_id="credit_card_9513926",
     )
     fails(
-        s,
+        world,
         "exchange_delivered_order_items",
         "payment method",
         order_id="#W2378156",
@@ -298,7 +298,7 @@ def test_exchange_delivered_order_items():
         payment_method_id="paypal_0",
     )
     out = call(
-        s,
+        world,
         "exchange_delivered_order_items",
         order_id="#W2378156",
         item_ids=["I-200", "I-201"],
@@ -306,10 +306,10 @@ def test_exchange_delivered_order_items():
         payment_method_id="gift_card_7091239",
     )
     assert out["price_difference"] == 5.0 and out["status"] == "exchange requested"
-    assert s.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance == 15.0
-    assert s.orders["#W2378156"].exchange_new_items == ["I-100", "I-101"]
+    assert world.users["mei_davis_8935"].payment_methods["gift_card_7091239"].balance == 15.0
+    assert world.orders["#W2378156"].exchange_new_items == ["I-100", "I-101"]
     fails(
-        s,
+        world,
         "exchange_delivered_order_items",
         "only delivered",
         order_id="#W2378156",
@@ -320,9 +320,9 @@ def test_exchange_delivered_order_items():
 
 
 def test_modify_user_address():
-    s = state()
+    world = state()
     out = call(
-        s,
+        world,
         "modify_user_address",
         user_id="mei_davis_8935",
         address1="445 Maple Drive",
@@ -331,11 +331,20 @@ def test_modify_user_address():
         zip="46214",
         address2="Apt 2",
     )
-    assert out["address"]["address2"] == "Apt 2" and s.orders["#W4860251"].address.city == "Philadelphia"
+    assert out["address"]["address2"] == "Apt 2" and world.orders["#W4860251"].address.city == "Philadelphia"
     fails(
-        s, "modify_user_address", "non-empty", user_id="mei_davis_8935", address1="", city="X", state="IN", zip="46214"
+        world,
+        "modify_user_address",
+        "non-empty",
+        user_id="mei_davis_8935",
+        address1="",
+        city="X",
+        state="IN",
+        zip="46214",
     )
-    fails(s, "modify_user_address", "not found", user_id="nobody_1", address1="1 A", city="X", state="IN", zip="46214")
+    fails(
+        world, "modify_user_address", "not found", user_id="nobody_1", address1="1 A", city="X", state="IN", zip="46214"
+    )
 
 
 def test_side_effects():
@@ -356,15 +365,15 @@ def test_side_effects():
 
 def test_prerequisites_drive_toolgate():
     spec = DOM.tools["exchange_delivered_order_items"].spec
-    S = Scratchpad()
-    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["absent", "absent"]
-    S.set("retail_user_identified", False, "test")  # a lookup that found nobody
-    assert toolgate.check(spec.prerequisites[0], S) == "not_met"
-    S.set("retail_user_identified", True, "test")
-    S.set("order_status", "pending", "test")
-    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["met", "not_met"]
-    S.set("order_status", "delivered", "test")
-    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["met", "met"]
+    scratchpad = Scratchpad()
+    assert [toolgate.check(p, scratchpad) for p in spec.prerequisites] == ["absent", "absent"]
+    scratchpad.set("retail_user_identified", False, "test")  # a lookup that found nobody
+    assert toolgate.check(spec.prerequisites[0], scratchpad) == "not_met"
+    scratchpad.set("retail_user_identified", True, "test")
+    scratchpad.set("order_status", "pending", "test")
+    assert [toolgate.check(p, scratchpad) for p in spec.prerequisites] == ["met", "not_met"]
+    scratchpad.set("order_status", "delivered", "test")
+    assert [toolgate.check(p, scratchpad) for p in spec.prerequisites] == ["met", "met"]
 
 
 # ------------------------------------------------------------------ worked solutions

@@ -15,23 +15,23 @@ from forethought.kernel.environment import Environment
 from forethought.kernel.scratchpad import Scratchpad
 from tests.domain_harness import assert_solution_verifies, solution_paths
 
-D = load_domain("travel")
+DOMAIN = load_domain("travel")
 TOKEN = issue_token("cid", "rt", "read_write")
 SOLUTIONS = Path(__file__).resolve().parents[1] / "data_gen" / "solutions" / "travel"
 
 
 def run(state: TravelState, tool: str, **args):
-    return D.tools[tool](state, args)
+    return DOMAIN.tools[tool](state, args)
 
 
 def fresh(**overrides) -> TravelState:
-    return D.load_state(overrides)
+    return DOMAIN.load_state(overrides)
 
 
 def logged_in(scope: str = "read_write", **overrides) -> TravelState:
-    s = fresh(**overrides)
+    state = fresh(**overrides)
     assert "error" not in run(
-        s,
+        state,
         "authenticate_travel",
         client_id="cid",
         client_secret="sec",
@@ -40,19 +40,19 @@ def logged_in(scope: str = "read_write", **overrides) -> TravelState:
         user_first_name="Maya",
         user_last_name="Chen",
     )
-    return s
+    return state
 
 
 def with_card(balance: float = 10000.0, **kw) -> TravelState:
-    s = logged_in(**kw)
-    s.credit_cards["c1"] = CreditCard(
+    state = logged_in(**kw)
+    state.credit_cards["c1"] = CreditCard(
         card_number="4111 1111 1111 1111",
         cardholder_name="Maya Chen",
         expiration_date="09/2028",
         card_verification_number=123,
         balance=balance,
     )
-    return s
+    return state
 
 
 def fails(state: TravelState, tool: str, contains: str, **args) -> None:
@@ -78,8 +78,8 @@ def book(state: TravelState, **kw):
 
 # ------------------------------------------------------------- registry
 def test_registry_shape():
-    assert len(D.tools) >= 12
-    specs = {n: t.spec for n, t in D.tools.items()}
+    assert len(DOMAIN.tools) >= 12
+    specs = {n: t.spec for n, t in DOMAIN.tools.items()}
     assert specs["get_nearest_airport_by_city"].required == ["city"]
     assert specs["book_flight"].required == [
         "access_token",
@@ -93,7 +93,7 @@ def test_registry_shape():
 
 
 def test_prerequisites_writes_and_side_effects():
-    pre = {n: [p.key for p in t.spec.prerequisites] for n, t in D.tools.items()}
+    pre = {n: [p.key for p in t.spec.prerequisites] for n, t in DOMAIN.tools.items()}
     assert pre["get_nearest_airport_by_city"] == ["authenticated"]
     assert pre["book_flight"] == ["access_token", "token_scope", "fare_within_budget"]
     assert pre["purchase_insurance"] == ["access_token", "token_scope", "traveler_verified"]
@@ -105,7 +105,7 @@ def test_prerequisites_writes_and_side_effects():
     )
     assert pre["retrieve_invoice"] == pre["get_credit_card_balance"] == ["access_token"]
     assert pre["get_flight_cost"] == pre["list_all_airports"] == pre["compute_exchange_rate"] == []
-    side = {n for n, t in D.tools.items() if t.spec.side_effect}
+    side = {n for n, t in DOMAIN.tools.items() if t.spec.side_effect}
     assert side == {
         "authenticate_travel",
         "book_flight",
@@ -116,18 +116,18 @@ def test_prerequisites_writes_and_side_effects():
         "contact_customer_support",
     }
     # Each prerequisite key is established by some tool (check_prerequisites can propose it).
-    written = {k for t in D.tools.values() for k in t.spec.writes}
+    written = {k for t in DOMAIN.tools.values() for k in t.spec.writes}
     assert {k for ks in pre.values() for k in ks} <= written
-    assert D.tools["compute_exchange_rate"].spec.alternatives == ["compute_cross_exchange_rate"]
+    assert DOMAIN.tools["compute_exchange_rate"].spec.alternatives == ["compute_cross_exchange_rate"]
 
 
 def test_scratchpad_writes_templated_and_from_results():
-    spec = D.tools["get_nearest_airport_by_city"].spec
+    spec = DOMAIN.tools["get_nearest_airport_by_city"].spec
     assert toolgate.declared_writes(spec, {"city": "Miami"}, {"nearest_airport": "MIA"}) == {
         "city": "Miami",
         "airport:Miami": "MIA",
     }
-    s = fresh()
+    state = fresh()
     args = dict(
         client_id="cid",
         client_secret="sec",
@@ -136,30 +136,32 @@ def test_scratchpad_writes_templated_and_from_results():
         user_first_name="A",
         user_last_name="B",
     )
-    w = toolgate.declared_writes(D.tools["authenticate_travel"].spec, args, run(s, "authenticate_travel", **args))
+    written = toolgate.declared_writes(
+        DOMAIN.tools["authenticate_travel"].spec, args, run(state, "authenticate_travel", **args)
+    )
     assert (
-        w["access_token"] == issue_token("cid", "rt", "read")
-        and w["token_scope"] == "read"
-        and w["authenticated"] is True
+        written["access_token"] == issue_token("cid", "rt", "read")
+        and written["token_scope"] == "read"
+        and written["authenticated"] is True
     )
 
 
 def test_prerequisite_sat_predicates():
-    spec = D.tools["book_flight"].spec
-    S = Scratchpad({"access_token": "x", "token_scope": "read", "fare_within_budget": True})
-    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["met", "not_met", "met"]
-    S.set("token_scope", "write", "test")
-    S.set("fare_within_budget", False, "test")
-    assert [toolgate.check(p, S) for p in spec.prerequisites] == ["met", "met", "not_met"]
-    assert toolgate.check(D.tools["purchase_insurance"].spec.prerequisites[2], S) == "absent"
+    spec = DOMAIN.tools["book_flight"].spec
+    scratchpad = Scratchpad({"access_token": "x", "token_scope": "read", "fare_within_budget": True})
+    assert [toolgate.check(p, scratchpad) for p in spec.prerequisites] == ["met", "not_met", "met"]
+    scratchpad.set("token_scope", "write", "test")
+    scratchpad.set("fare_within_budget", False, "test")
+    assert [toolgate.check(p, scratchpad) for p in spec.prerequisites] == ["met", "met", "not_met"]
+    assert toolgate.check(DOMAIN.tools["purchase_insurance"].spec.prerequisites[2], scratchpad) == "absent"
 
 
 # ------------------------------------------------------- session & airports
 def test_authenticate_and_login_status():
-    s = fresh()
-    assert run(s, "travel_get_login_status") == {"login_status": False}
+    state = fresh()
+    assert run(state, "travel_get_login_status") == {"login_status": False}
     out = run(
-        s,
+        state,
         "authenticate_travel",
         client_id="cid",
         client_secret="sec",
@@ -168,8 +170,8 @@ def test_authenticate_and_login_status():
         user_first_name="Maya",
         user_last_name="Chen",
     )
-    assert out["access_token"] == TOKEN == s.access_token and out["scope"] == "read_write"
-    assert run(s, "travel_get_login_status") == {"login_status": True}
+    assert out["access_token"] == TOKEN == state.access_token and out["scope"] == "read_write"
+    assert run(state, "travel_get_login_status") == {"login_status": True}
     fails(
         fresh(),
         "authenticate_travel",
@@ -184,33 +186,38 @@ def test_authenticate_and_login_status():
 
 
 def test_nearest_airport_and_list():
-    s = fresh()
-    assert run(s, "get_nearest_airport_by_city", city="Miami")["nearest_airport"] == "MIA"
-    assert run(s, "get_nearest_airport_by_city", city="palo alto")["nearest_airport"] == "SFO"
-    assert run(s, "get_nearest_airport_by_city", city="Yokohama")["nearest_airport"] == "HND"
-    fails(s, "get_nearest_airport_by_city", "no airport known", city="Atlantis")
-    codes = run(s, "list_all_airports")["airports"]
+    state = fresh()
+    assert run(state, "get_nearest_airport_by_city", city="Miami")["nearest_airport"] == "MIA"
+    assert run(state, "get_nearest_airport_by_city", city="palo alto")["nearest_airport"] == "SFO"
+    assert run(state, "get_nearest_airport_by_city", city="Yokohama")["nearest_airport"] == "HND"
+    fails(state, "get_nearest_airport_by_city", "no airport known", city="Atlantis")
+    codes = run(state, "list_all_airports")["airports"]
     assert codes == sorted(codes) and {"MIA", "LAX", "JFK", "LHR"} <= set(codes)
-    assert all(code in s.airports for code in s.city_airports.values())
+    assert all(code in state.airports for code in state.city_airports.values())
 
 
 # ------------------------------------------------------------------ flights
 def test_flight_cost_and_budget():
-    s = fresh()
+    state = fresh()
     out = run(
-        s, "get_flight_cost", travel_from="LAX", travel_to="JFK", travel_date="2026-04-15", travel_class="business"
+        state, "get_flight_cost", travel_from="LAX", travel_to="JFK", travel_date="2026-04-15", travel_class="business"
     )
     assert out == {"travel_cost": 1341.0, "currency": "USD", "within_budget": True}
-    assert fare(s, "LAX", "JFK", "economy") * 5 == fare(s, "LAX", "JFK", "first")
-    s.budget_limit = 1000.0
+    assert fare(state, "LAX", "JFK", "economy") * 5 == fare(state, "LAX", "JFK", "first")
+    state.budget_limit = 1000.0
     assert (
         run(
-            s, "get_flight_cost", travel_from="LAX", travel_to="JFK", travel_date="2026-04-15", travel_class="business"
+            state,
+            "get_flight_cost",
+            travel_from="LAX",
+            travel_to="JFK",
+            travel_date="2026-04-15",
+            travel_class="business",
         )["within_budget"]
         is False
     )
     fails(
-        s,
+        state,
         "get_flight_cost",
         "unknown airport",
         travel_from="XXX",
@@ -219,7 +226,7 @@ def test_flight_cost_and_budget():
         travel_class="economy",
     )
     fails(
-        s,
+        state,
         "get_flight_cost",
         "same airport",
         travel_from="JFK",
@@ -228,7 +235,7 @@ def test_flight_cost_and_budget():
         travel_class="economy",
     )
     fails(
-        s,
+        state,
         "get_flight_cost",
         "in the past",
         travel_from="LAX",
@@ -237,7 +244,7 @@ def test_flight_cost_and_budget():
         travel_class="economy",
     )
     fails(
-        s,
+        state,
         "get_flight_cost",
         "YYYY-MM-DD",
         travel_from="LAX",
@@ -248,13 +255,13 @@ def test_flight_cost_and_budget():
 
 
 def test_book_flight_and_errors_leave_state_unchanged():
-    s = with_card()
-    out = book(s)
-    assert out["booking_id"] == "BK1001" and s.bookings["BK1001"].status == "confirmed"
-    assert s.credit_cards["c1"].balance == 10000.0 - 447.0 and s.next_booking_number == 1002
-    assert book(s, travel_date="2026-05-01")["booking_id"] == "BK1002"
+    state = with_card()
+    out = book(state)
+    assert out["booking_id"] == "BK1001" and state.bookings["BK1001"].status == "confirmed"
+    assert state.credit_cards["c1"].balance == 10000.0 - 447.0 and state.next_booking_number == 1002
+    assert book(state, travel_date="2026-05-01")["booking_id"] == "BK1002"
     fails(
-        s,
+        state,
         "book_flight",
         "invalid access token",
         access_token="nope",
@@ -265,7 +272,7 @@ def test_book_flight_and_errors_leave_state_unchanged():
         travel_class="economy",
     )
     fails(
-        s,
+        state,
         "book_flight",
         "no credit card",
         access_token=TOKEN,
@@ -314,10 +321,10 @@ def test_book_flight_and_errors_leave_state_unchanged():
 
 
 def test_cancel_refunds_fare_and_insurance():
-    s = with_card()
-    book(s)
+    state = with_card()
+    book(state)
     assert "error" not in run(
-        s,
+        state,
         "purchase_insurance",
         access_token=TOKEN,
         insurance_type="basic",
@@ -325,14 +332,14 @@ def test_cancel_refunds_fare_and_insurance():
         insurance_cost=40,
         card_id="c1",
     )
-    assert s.credit_cards["c1"].balance == 10000.0 - 447.0 - 40.0
-    out = run(s, "cancel_booking", access_token=TOKEN, booking_id="BK1001")
+    assert state.credit_cards["c1"].balance == 10000.0 - 447.0 - 40.0
+    out = run(state, "cancel_booking", access_token=TOKEN, booking_id="BK1001")
     assert out == {"cancel_status": True, "refunded": 487.0}
-    assert s.bookings["BK1001"].status == "cancelled" and s.credit_cards["c1"].balance == 10000.0
-    fails(s, "cancel_booking", "already cancelled", access_token=TOKEN, booking_id="BK1001")
-    fails(s, "cancel_booking", "no booking", access_token=TOKEN, booking_id="BK9")
+    assert state.bookings["BK1001"].status == "cancelled" and state.credit_cards["c1"].balance == 10000.0
+    fails(state, "cancel_booking", "already cancelled", access_token=TOKEN, booking_id="BK1001")
+    fails(state, "cancel_booking", "no booking", access_token=TOKEN, booking_id="BK9")
     fails(
-        s,
+        state,
         "purchase_insurance",
         "is cancelled",
         access_token=TOKEN,
@@ -344,20 +351,27 @@ def test_cancel_refunds_fare_and_insurance():
 
 
 def test_invoice_and_its_writes():
-    s = with_card()
-    book(s, travel_class="first")
-    out = run(s, "retrieve_invoice", access_token=TOKEN, booking_id="BK1001")
+    state = with_card()
+    book(state, travel_class="first")
+    out = run(state, "retrieve_invoice", access_token=TOKEN, booking_id="BK1001")
     inv = out["invoice"]
     assert inv["total"] == 2235.0 and inv["card_id"] == "c1" and inv["status"] == "confirmed"
-    w = toolgate.declared_writes(D.tools["retrieve_invoice"].spec, {"access_token": TOKEN, "booking_id": "BK1001"}, out)
-    assert (w["travel_from"], w["travel_to"], w["travel_class"], w["card_id"]) == ("LAX", "JFK", "first", "c1")
-    fails(s, "retrieve_invoice", "no booking", access_token=TOKEN, booking_id="BK0")
+    written = toolgate.declared_writes(
+        DOMAIN.tools["retrieve_invoice"].spec, {"access_token": TOKEN, "booking_id": "BK1001"}, out
+    )
+    assert (written["travel_from"], written["travel_to"], written["travel_class"], written["card_id"]) == (
+        "LAX",
+        "JFK",
+        "first",
+        "c1",
+    )
+    fails(state, "retrieve_invoice", "no booking", access_token=TOKEN, booking_id="BK0")
     fails(fresh(), "retrieve_invoice", "not authenticated", access_token=TOKEN, booking_id="BK1001")
 
 
 # --------------------------------------------------------- cards & budget
 def test_register_card_balance_and_listing():
-    s = logged_in()
+    state = logged_in()
     reg = dict(
         access_token=TOKEN,
         card_number="4111 2222 3333 4444",
@@ -365,31 +379,31 @@ def test_register_card_balance_and_listing():
         cardholder_name="Daniel Okafor",
         card_verification_number=321,
     )
-    assert run(s, "register_credit_card", **reg) == {"card_id": "card_4444"}
-    assert run(s, "get_credit_card_balance", access_token=TOKEN, card_id="card_4444") == {"card_balance": 5000.0}
-    assert run(s, "get_all_credit_cards", access_token=TOKEN)["card_ids"] == ["card_4444"]
-    fails(s, "register_credit_card", "already registered", **reg)
-    fails(s, "register_credit_card", "16 digits", **{**reg, "card_number": "4111"})
+    assert run(state, "register_credit_card", **reg) == {"card_id": "card_4444"}
+    assert run(state, "get_credit_card_balance", access_token=TOKEN, card_id="card_4444") == {"card_balance": 5000.0}
+    assert run(state, "get_all_credit_cards", access_token=TOKEN)["card_ids"] == ["card_4444"]
+    fails(state, "register_credit_card", "already registered", **reg)
+    fails(state, "register_credit_card", "16 digits", **{**reg, "card_number": "4111"})
     fails(
-        s,
+        state,
         "register_credit_card",
         "expired",
         **{**reg, "card_number": "4111 2222 3333 5555", "expiration_date": "01/2026"},
     )
     fails(
-        s,
+        state,
         "register_credit_card",
         "3 digits",
         **{**reg, "card_number": "4111 2222 3333 5555", "card_verification_number": 12},
     )
-    fails(s, "get_credit_card_balance", "no credit card", access_token=TOKEN, card_id="card_0000")
+    fails(state, "get_credit_card_balance", "no credit card", access_token=TOKEN, card_id="card_0000")
 
 
 def test_set_budget_limit():
-    s = logged_in()
-    assert run(s, "set_budget_limit", access_token=TOKEN, budget_limit=2500) == {"budget_limit": 2500.0}
-    assert s.budget_limit == 2500.0
-    fails(s, "set_budget_limit", "must be positive", access_token=TOKEN, budget_limit=0)
+    state = logged_in()
+    assert run(state, "set_budget_limit", access_token=TOKEN, budget_limit=2500) == {"budget_limit": 2500.0}
+    assert state.budget_limit == 2500.0
+    fails(state, "set_budget_limit", "must be positive", access_token=TOKEN, budget_limit=0)
     fails(
         logged_in(scope="read"),
         "set_budget_limit",
@@ -401,10 +415,10 @@ def test_set_budget_limit():
 
 # ------------------------------------------------- insurance, support, identity
 def test_purchase_insurance_errors():
-    s = with_card(balance=500.0)
-    book(s)  # 447 charged, 53 left
+    state = with_card(balance=500.0)
+    book(state)  # 447 charged, 53 left
     fails(
-        s,
+        state,
         "purchase_insurance",
         "insufficient balance",
         access_token=TOKEN,
@@ -414,7 +428,7 @@ def test_purchase_insurance_errors():
         card_id="c1",
     )
     fails(
-        s,
+        state,
         "purchase_insurance",
         "must be positive",
         access_token=TOKEN,
@@ -424,7 +438,7 @@ def test_purchase_insurance_errors():
         card_id="c1",
     )
     out = run(
-        s,
+        state,
         "purchase_insurance",
         access_token=TOKEN,
         insurance_type="comprehensive",
@@ -432,9 +446,9 @@ def test_purchase_insurance_errors():
         insurance_cost=50,
         card_id="c1",
     )
-    assert out["insurance_id"] == "INS-BK1001" and s.bookings["BK1001"].insurance.insurance_type == "comprehensive"
+    assert out["insurance_id"] == "INS-BK1001" and state.bookings["BK1001"].insurance.insurance_type == "comprehensive"
     fails(
-        s,
+        state,
         "purchase_insurance",
         "already insured",
         access_token=TOKEN,
@@ -446,18 +460,18 @@ def test_purchase_insurance_errors():
 
 
 def test_contact_customer_support():
-    s = with_card()
-    book(s)
-    assert run(s, "contact_customer_support", booking_id="BK1001", message="Hello")["case_id"] == "CS-001"
-    assert run(s, "contact_customer_support", booking_id="BK1001", message="Again")["case_id"] == "CS-002"
-    fails(s, "contact_customer_support", "no booking", booking_id="BK7", message="Hi")
-    fails(s, "contact_customer_support", "empty", booking_id="BK1001", message="  ")
+    state = with_card()
+    book(state)
+    assert run(state, "contact_customer_support", booking_id="BK1001", message="Hello")["case_id"] == "CS-001"
+    assert run(state, "contact_customer_support", booking_id="BK1001", message="Again")["case_id"] == "CS-002"
+    fails(state, "contact_customer_support", "no booking", booking_id="BK7", message="Hi")
+    fails(state, "contact_customer_support", "empty", booking_id="BK1001", message="  ")
 
 
 def test_verify_traveler_information():
-    s = fresh()
+    state = fresh()
     ok = run(
-        s,
+        state,
         "verify_traveler_information",
         first_name="Ana",
         last_name="Silva",
@@ -466,7 +480,7 @@ def test_verify_traveler_information():
     )
     assert ok == {"verification_status": True, "verification_failure": None}
     minor = run(
-        s,
+        state,
         "verify_traveler_information",
         first_name="Sofia",
         last_name="Romero",
@@ -475,7 +489,7 @@ def test_verify_traveler_information():
     )
     assert minor["verification_status"] is False and "18" in minor["verification_failure"]
     bad = run(
-        s,
+        state,
         "verify_traveler_information",
         first_name="Ana",
         last_name="Silva",
@@ -484,7 +498,7 @@ def test_verify_traveler_information():
     )
     assert bad["verification_status"] is False and "passport" in bad["verification_failure"]
     fails(
-        s,
+        state,
         "verify_traveler_information",
         "YYYY-MM-DD",
         first_name="A",
@@ -496,32 +510,34 @@ def test_verify_traveler_information():
 
 # ---------------------------------------------------------------- currency
 def test_exchange_direct_cross_and_fallback_postcondition():
-    s = fresh()
+    state = fresh()
     assert (
-        run(s, "compute_exchange_rate", base_currency="USD", target_currency="EUR", value=100)["exchanged_value"]
+        run(state, "compute_exchange_rate", base_currency="USD", target_currency="EUR", value=100)["exchanged_value"]
         == 92.0
     )
     assert (
-        run(s, "compute_exchange_rate", base_currency="EUR", target_currency="USD", value=1200)["exchanged_value"]
+        run(state, "compute_exchange_rate", base_currency="EUR", target_currency="USD", value=1200)["exchanged_value"]
         == 1304.35
     )
-    fails(s, "compute_exchange_rate", "no direct quote", base_currency="EUR", target_currency="JPY", value=300)
-    fails(s, "compute_exchange_rate", "unknown currency", base_currency="USD", target_currency="XYZ", value=1)
+    fails(state, "compute_exchange_rate", "no direct quote", base_currency="EUR", target_currency="JPY", value=300)
+    fails(state, "compute_exchange_rate", "unknown currency", base_currency="USD", target_currency="XYZ", value=1)
     assert (
-        run(s, "compute_cross_exchange_rate", base_currency="EUR", target_currency="JPY", value=300)["exchanged_value"]
+        run(state, "compute_cross_exchange_rate", base_currency="EUR", target_currency="JPY", value=300)[
+            "exchanged_value"
+        ]
         == 48913.04
     )
     # The direct tool's failure is a ToolGate postcondition failure (which triggers the declared alternative).
-    spec, t = D.tools["compute_exchange_rate"].spec, D.tools["compute_exchange_rate"]
+    spec, tool = DOMAIN.tools["compute_exchange_rate"].spec, DOMAIN.tools["compute_exchange_rate"]
     args = {"base_currency": "EUR", "target_currency": "JPY", "value": 300}
-    assert toolgate.postcondition(spec, t, args, t(s, args), s)
+    assert toolgate.postcondition(spec, tool, args, tool(state, args), state)
 
 
 def test_semantic_postconditions():
-    s = fresh(city_airports={"Nowhere": "ZZZ"})
-    spec, t = D.tools["get_nearest_airport_by_city"].spec, D.tools["get_nearest_airport_by_city"]
-    out = t(s, {"city": "Nowhere"})
-    assert any("not a known airport" in e for e in toolgate.postcondition(spec, t, {"city": "Nowhere"}, out, s))
+    state = fresh(city_airports={"Nowhere": "ZZZ"})
+    spec, tool = DOMAIN.tools["get_nearest_airport_by_city"].spec, DOMAIN.tools["get_nearest_airport_by_city"]
+    out = tool(state, {"city": "Nowhere"})
+    assert any("not a known airport" in e for e in toolgate.postcondition(spec, tool, {"city": "Nowhere"}, out, state))
     s2 = with_card()
     args = dict(
         access_token=TOKEN,
@@ -531,7 +547,7 @@ def test_semantic_postconditions():
         travel_to="JFK",
         travel_class="economy",
     )
-    bt = D.tools["book_flight"]
+    bt = DOMAIN.tools["book_flight"]
     assert toolgate.postcondition(bt.spec, bt, args, bt(s2, args), s2) == []
 
 
@@ -584,9 +600,9 @@ def test_snapshot_deterministic_and_json():
             env.commit(tool, staged)
         return env.snapshot()
 
-    a, b = session(), session()
-    assert a == b and json.loads(json.dumps(a)) == a
-    assert D.snapshot(fresh()) == D.snapshot(fresh())
+    first, second = session(), session()
+    assert first == second and json.loads(json.dumps(first)) == first
+    assert DOMAIN.snapshot(fresh()) == DOMAIN.snapshot(fresh())
 
 
 def test_paper_c3_solution_verifies():

@@ -22,19 +22,19 @@ def state(**kw) -> VehicleState:
     return DOM.load_state(kw)
 
 
-def call(s: VehicleState, tool: str, **args):
-    return DOM.tools[tool](s, args)
+def call(world: VehicleState, tool: str, **args):
+    return DOM.tools[tool](world, args)
 
 
-def snap(s: VehicleState) -> str:
-    return json.dumps(DOM.snapshot(s), sort_keys=True)
+def snap(world: VehicleState) -> str:
+    return json.dumps(DOM.snapshot(world), sort_keys=True)
 
 
-def assert_error_unchanged(s: VehicleState, tool: str, fragment: str, **args) -> None:
-    before = snap(s)
-    out = call(s, tool, **args)
+def assert_error_unchanged(world: VehicleState, tool: str, fragment: str, **args) -> None:
+    before = snap(world)
+    out = call(world, tool, **args)
     assert "error" in out and fragment in out["error"], out
-    assert snap(s) == before, f"{tool} changed the state although it failed"
+    assert snap(world) == before, f"{tool} changed the state although it failed"
 
 
 def written(tool: str, args: dict, result: dict) -> dict:
@@ -89,57 +89,59 @@ def test_declared_prerequisites_and_writes():
 
 
 def test_enum_parameters_render_as_enums():
-    b = tool_brief(DOM.tools["startEngine"].spec)
-    assert b.params == {"ignitionMode": "enum[START]"} and b.required == ["ignitionMode"]
+    brief = tool_brief(DOM.tools["startEngine"].spec)
+    assert brief.params == {"ignitionMode": "enum[START]"} and brief.required == ["ignitionMode"]
     assert tool_brief(DOM.tools["lockDoors"].spec).params["door"] == "enum[all|driver|passenger|rear_left|rear_right]"
     clim = DOM.tools["adjustClimateControl"].spec
     assert clim.required == ["temperature", "unit"]
     assert DOM.tools["pressBrakePedal"].spec.required == []
-    for t in DOM.tools.values():  # every parameter is documented
-        for p, schema in t.spec.parameters["properties"].items():
-            assert schema.get("description"), f"{t.spec.name}.{p} has no description"
+    for tool in DOM.tools.values():  # every parameter is documented
+        for param, schema in tool.spec.parameters["properties"].items():
+            assert schema.get("description"), f"{tool.spec.name}.{param} has no description"
 
 
 # ------------------------------------------------------------------ doors and brakes
 def test_lock_doors_all_and_single():
-    s = state()
-    out = call(s, "lockDoors", unlock=False, door="all")
+    world = state()
+    out = call(world, "lockDoors", unlock=False, door="all")
     assert out["allDoorsLocked"] is True and out["remainingUnlockedDoors"] == 0
     assert written("lockDoors", {"unlock": False, "door": "all"}, out) == {
         "unlock": False,
         "door": "all",
         "doors_locked": True,
     }
-    out = call(s, "lockDoors", unlock=True, door="rear_left")
-    assert s.doors.rear_left == "unlocked" and out["unlockedDoors"] == ["rear_left"]
+    out = call(world, "lockDoors", unlock=True, door="rear_left")
+    assert world.doors.rear_left == "unlocked" and out["unlockedDoors"] == ["rear_left"]
     assert written("lockDoors", {"unlock": True, "door": "rear_left"}, out)["doors_locked"] is False
-    assert_error_unchanged(s, "lockDoors", "unknown door", unlock=False, door="trunk")
-    assert_error_unchanged(s, "lockDoors", "unlock must be", unlock="no", door="all")
+    assert_error_unchanged(world, "lockDoors", "unknown door", unlock=False, door="trunk")
+    assert_error_unchanged(world, "lockDoors", "unlock must be", unlock="no", door="all")
 
 
 def test_brake_pedal_full_partial_release():
-    s = state()
-    out = call(s, "pressBrakePedal")
+    world = state()
+    out = call(world, "pressBrakePedal")
     assert out == {"brakePedalStatus": "pressed", "brakePedalForce": 1000.0, "fullyPressed": True}
     assert written("pressBrakePedal", {}, out) == {"brake_pressed": True}
-    out = call(s, "pressBrakePedal", pedalPosition=0.5)
-    assert s.brake_force == 500.0 and written("pressBrakePedal", {"pedalPosition": 0.5}, out)["brake_pressed"] is False
-    assert_error_unchanged(s, "pressBrakePedal", "at most 1", pedalPosition=1.5)
-    assert_error_unchanged(s, "pressBrakePedal", "at least 0", pedalPosition=-0.1)
-    out = call(s, "releaseBrakePedal")
-    assert s.brake_pedal == "released" and s.brake_force == 0.0
+    out = call(world, "pressBrakePedal", pedalPosition=0.5)
+    assert (
+        world.brake_force == 500.0 and written("pressBrakePedal", {"pedalPosition": 0.5}, out)["brake_pressed"] is False
+    )
+    assert_error_unchanged(world, "pressBrakePedal", "at most 1", pedalPosition=1.5)
+    assert_error_unchanged(world, "pressBrakePedal", "at least 0", pedalPosition=-0.1)
+    out = call(world, "releaseBrakePedal")
+    assert world.brake_pedal == "released" and world.brake_force == 0.0
     assert written("releaseBrakePedal", {}, out) == {"brake_pressed": False}
 
 
 def test_parking_brake():
-    s = state(parking_brake="engaged")
-    out = call(s, "activateParkingBrake", mode="release")
+    world = state(parking_brake="engaged")
+    out = call(world, "activateParkingBrake", mode="release")
     assert (
-        s.parking_brake == "released"
+        world.parking_brake == "released"
         and written("activateParkingBrake", {"mode": "release"}, out)["parking_brake_engaged"] is False
     )
-    assert_error_unchanged(s, "activateParkingBrake", "already released", mode="release")
-    assert_error_unchanged(s, "activateParkingBrake", "mode must be", mode="hold")
+    assert_error_unchanged(world, "activateParkingBrake", "already released", mode="release")
+    assert_error_unchanged(world, "activateParkingBrake", "mode must be", mode="hold")
 
 
 # ------------------------------------------------------------------------- engine
@@ -160,25 +162,25 @@ def test_start_engine_checks_the_car_itself():
     )
     assert_error_unchanged(ready_to_start(fuel_level=0.0), "startEngine", "empty", ignitionMode="START")
     assert_error_unchanged(ready_to_start(), "startEngine", "use stopEngine", ignitionMode="STOP")
-    s = ready_to_start()
-    out = call(s, "startEngine", ignitionMode="START")
-    assert s.engine_state == "running" and out["engineRunning"] is True
+    world = ready_to_start()
+    out = call(world, "startEngine", ignitionMode="START")
+    assert world.engine_state == "running" and out["engineRunning"] is True
     assert written("startEngine", {"ignitionMode": "START"}, out) == {"ignitionMode": "START", "engine_running": True}
 
 
 def test_stop_engine_turns_off_cruise():
-    s = state(engine_state="running", cruise={"active": True, "speed": 60, "distance_to_next_vehicle": 50})
-    out = call(s, "stopEngine")
-    assert s.engine_state == "stopped" and s.cruise.active is False and s.cruise.speed == 0.0
+    world = state(engine_state="running", cruise={"active": True, "speed": 60, "distance_to_next_vehicle": 50})
+    out = call(world, "stopEngine")
+    assert world.engine_state == "stopped" and world.cruise.active is False and world.cruise.speed == 0.0
     assert written("stopEngine", {}, out) == {"engine_running": False}
 
 
 def test_fill_fuel_tank():
-    s = state(fuel_level=10.0)
-    out = call(s, "fillFuelTank", fuelAmount=15)
-    assert s.fuel_level == 25.0 and written("fillFuelTank", {"fuelAmount": 15}, out)["fuel_level"] == 25.0
-    assert_error_unchanged(s, "fillFuelTank", "tank holds 50", fuelAmount=30)
-    assert_error_unchanged(s, "fillFuelTank", "more than 0", fuelAmount=0)
+    world = state(fuel_level=10.0)
+    out = call(world, "fillFuelTank", fuelAmount=15)
+    assert world.fuel_level == 25.0 and written("fillFuelTank", {"fuelAmount": 15}, out)["fuel_level"] == 25.0
+    assert_error_unchanged(world, "fillFuelTank", "tank holds 50", fuelAmount=30)
+    assert_error_unchanged(world, "fillFuelTank", "more than 0", fuelAmount=0)
     assert_error_unchanged(state(engine_state="running"), "fillFuelTank", "stop the engine", fuelAmount=5)
 
 
@@ -186,47 +188,49 @@ def test_cruise_control():
     assert_error_unchanged(
         state(), "setCruiseControl", "start the engine", speed=60, activate=True, distanceToNextVehicle=50
     )
-    s = state(engine_state="running")
-    assert_error_unchanged(s, "setCruiseControl", "multiple of 5", speed=62, activate=True, distanceToNextVehicle=50)
-    assert_error_unchanged(s, "setCruiseControl", "at most 120", speed=125, activate=True, distanceToNextVehicle=50)
-    assert_error_unchanged(s, "setCruiseControl", "at least 0", speed=60, activate=True, distanceToNextVehicle=-1)
-    out = call(s, "setCruiseControl", speed=65, activate=True, distanceToNextVehicle=100)
-    assert s.cruise.active and s.cruise.speed == 65 and out["cruiseStatus"] == "active"
+    world = state(engine_state="running")
+    assert_error_unchanged(
+        world, "setCruiseControl", "multiple of 5", speed=62, activate=True, distanceToNextVehicle=50
+    )
+    assert_error_unchanged(world, "setCruiseControl", "at most 120", speed=125, activate=True, distanceToNextVehicle=50)
+    assert_error_unchanged(world, "setCruiseControl", "at least 0", speed=60, activate=True, distanceToNextVehicle=-1)
+    out = call(world, "setCruiseControl", speed=65, activate=True, distanceToNextVehicle=100)
+    assert world.cruise.active and world.cruise.speed == 65 and out["cruiseStatus"] == "active"
     assert (
         written("setCruiseControl", {"speed": 65, "activate": True, "distanceToNextVehicle": 100}, out)[
             "cruise_control_active"
         ]
         is True
     )
-    call(s, "setCruiseControl", speed=65, activate=False, distanceToNextVehicle=100)
-    assert not s.cruise.active and s.cruise.speed == 0.0
+    call(world, "setCruiseControl", speed=65, activate=False, distanceToNextVehicle=100)
+    assert not world.cruise.active and world.cruise.speed == 0.0
 
 
 # ------------------------------------------------------------------ cabin and lights
 def test_climate_preserves_unstated_settings():
-    s = state(climate={"temperature": 20, "unit": "celsius", "fan_speed": 70, "mode": "cool"})
-    out = call(s, "adjustClimateControl", temperature=72, unit="fahrenheit")
-    assert (s.climate.temperature, s.climate.unit, s.climate.fan_speed, s.climate.mode) == (
+    world = state(climate={"temperature": 20, "unit": "celsius", "fan_speed": 70, "mode": "cool"})
+    out = call(world, "adjustClimateControl", temperature=72, unit="fahrenheit")
+    assert (world.climate.temperature, world.climate.unit, world.climate.fan_speed, world.climate.mode) == (
         72,
         "fahrenheit",
         70,
         "cool",
     )
     assert out["fanSpeed"] == 70
-    call(s, "adjustClimateControl", temperature=21, unit="celsius", fanSpeed=30, mode="heat")
-    assert (s.climate.fan_speed, s.climate.mode) == (30, "heat")
-    assert_error_unchanged(s, "adjustClimateControl", "at most 32", temperature=72, unit="celsius")
-    assert_error_unchanged(s, "adjustClimateControl", "at least 60", temperature=20, unit="fahrenheit")
-    assert_error_unchanged(s, "adjustClimateControl", "unit must be", temperature=20, unit="kelvin")
-    assert_error_unchanged(s, "adjustClimateControl", "at most 100", temperature=20, unit="celsius", fanSpeed=150)
-    assert_error_unchanged(s, "adjustClimateControl", "climate mode", temperature=20, unit="celsius", mode="turbo")
+    call(world, "adjustClimateControl", temperature=21, unit="celsius", fanSpeed=30, mode="heat")
+    assert (world.climate.fan_speed, world.climate.mode) == (30, "heat")
+    assert_error_unchanged(world, "adjustClimateControl", "at most 32", temperature=72, unit="celsius")
+    assert_error_unchanged(world, "adjustClimateControl", "at least 60", temperature=20, unit="fahrenheit")
+    assert_error_unchanged(world, "adjustClimateControl", "unit must be", temperature=20, unit="kelvin")
+    assert_error_unchanged(world, "adjustClimateControl", "at most 100", temperature=20, unit="celsius", fanSpeed=150)
+    assert_error_unchanged(world, "adjustClimateControl", "climate mode", temperature=20, unit="celsius", mode="turbo")
 
 
 def test_headlights():
-    s = state()
-    out = call(s, "setHeadlights", mode="auto")
-    assert s.headlights == "auto" and written("setHeadlights", {"mode": "auto"}, out)["headlights"] == "auto"
-    assert_error_unchanged(s, "setHeadlights", "mode must be", mode="high")
+    world = state()
+    out = call(world, "setHeadlights", mode="auto")
+    assert world.headlights == "auto" and written("setHeadlights", {"mode": "auto"}, out)["headlights"] == "auto"
+    assert_error_unchanged(world, "setHeadlights", "mode must be", mode="high")
 
 
 # -------------------------------------------------------------------- status reads
@@ -242,87 +246,89 @@ def test_headlights():
     ],
 )
 def test_display_car_status_writes_only_its_fact(option, key, value):
-    s = state(fuel_level=7.5)
-    before = snap(s)
-    out = call(s, "displayCarStatus", option=option)
-    assert snap(s) == before
-    w = written("displayCarStatus", {"option": option}, out)
-    assert w == {"option": option, key: value}
+    world = state(fuel_level=7.5)
+    before = snap(world)
+    out = call(world, "displayCarStatus", option=option)
+    assert snap(world) == before
+    writes = written("displayCarStatus", {"option": option}, out)
+    assert writes == {"option": option, key: value}
 
 
 def test_display_battery_and_climate_write_no_fact():
-    s = state()
+    world = state()
     for option in ("battery", "climate"):
-        assert set(written("displayCarStatus", {"option": option}, call(s, "displayCarStatus", option=option))) == {
+        assert set(written("displayCarStatus", {"option": option}, call(world, "displayCarStatus", option=option))) == {
             "option"
         }
-    assert "error" in call(s, "displayCarStatus", option="radio")
+    assert "error" in call(world, "displayCarStatus", option="radio")
 
 
 def test_tire_pressure_and_shop():
-    s = state(tires={"front_left": 24.0, "front_right": 32.0, "rear_left": 32.0, "rear_right": 32.0})
-    out = call(s, "check_tire_pressure")
+    world = state(tires={"front_left": 24.0, "front_right": 32.0, "rear_left": 32.0, "rear_right": 32.0})
+    out = call(world, "check_tire_pressure")
     assert out["lowTires"] == ["front_left"] and out["healthyTirePressure"] is False
     assert written("check_tire_pressure", {}, out) == {"tire_pressure_ok": False}
     assert call(state(), "check_tire_pressure")["healthyTirePressure"] is True
-    out = call(s, "find_nearest_tire_shop")
+    out = call(world, "find_nearest_tire_shop")
     assert written("find_nearest_tire_shop", {}, out) == {"shop_location": "456 Oakwood Avenue, Rivermist, 83214"}
     assert_error_unchanged(state(nearest_tire_shop=None), "find_nearest_tire_shop", "no tire shop")
 
 
 def test_outside_temperature_postcondition_and_alternative():
     for name in ("get_outside_temperature_from_google", "get_outside_temperature_from_weather_com"):
-        t = DOM.tools[name]
-        ok = t(state(weather={"outside_temperature": 19.0}), {})
-        assert ok["outsideTemperature"] == 19.0 and toolgate.postcondition(t.spec, t, {}, ok, None) == []
+        tool = DOM.tools[name]
+        ok = tool(state(weather={"outside_temperature": 19.0}), {})
+        assert ok["outsideTemperature"] == 19.0 and toolgate.postcondition(tool.spec, tool, {}, ok, None) == []
         assert written(name, {}, ok) == {"outside_temperature": 19.0}
-    g = DOM.tools["get_outside_temperature_from_google"]
-    bad = g(state(weather={"google_online": False}), {})
-    errs = toolgate.postcondition(g.spec, g, {}, bad, None)
+    google_tool = DOM.tools["get_outside_temperature_from_google"]
+    bad = google_tool(state(weather={"google_online": False}), {})
+    errs = toolgate.postcondition(google_tool.spec, google_tool, {}, bad, None)
     assert bad["outsideTemperature"] is None and errs and "incomplete" in errs[0]
-    w = DOM.tools["get_outside_temperature_from_weather_com"]
-    assert toolgate.postcondition(w.spec, w, {}, w(state(weather={"weather_com_online": False}), {}), None)
+    weather_tool = DOM.tools["get_outside_temperature_from_weather_com"]
+    assert toolgate.postcondition(
+        weather_tool.spec, weather_tool, {}, weather_tool(state(weather={"weather_com_online": False}), {}), None
+    )
 
 
 # ---------------------------------------------------------------- navigation, trips
 def test_navigation_and_guidance():
-    s = state()
-    assert_error_unchanged(s, "start_route_guidance", "no navigation destination")
-    assert_error_unchanged(s, "set_navigation", "non-empty", destination="  ")
-    out = call(s, "set_navigation", destination="New York")
-    assert s.navigation.destination == "New York" and out["status"] == "Navigating to New York"
+    world = state()
+    assert_error_unchanged(world, "start_route_guidance", "no navigation destination")
+    assert_error_unchanged(world, "set_navigation", "non-empty", destination="  ")
+    out = call(world, "set_navigation", destination="New York")
+    assert world.navigation.destination == "New York" and out["status"] == "Navigating to New York"
     assert written("set_navigation", {"destination": "New York"}, out) == {
         "destination": "New York",
         "destination_set": True,
     }
-    out = call(s, "start_route_guidance")
-    assert s.navigation.guidance_active and written("start_route_guidance", {}, out) == {"guidance_active": True}
-    call(s, "set_navigation", destination="Rivermist")
-    assert s.navigation.guidance_active is False  # a new destination resets guidance
+    out = call(world, "start_route_guidance")
+    assert world.navigation.guidance_active and written("start_route_guidance", {}, out) == {"guidance_active": True}
+    call(world, "set_navigation", destination="Rivermist")
+    assert world.navigation.guidance_active is False  # a new destination resets guidance
 
 
 def test_distance_and_feasibility():
-    s = state(fuel_level=10.0, routes=[{"city_a": "Rivermist", "city_b": "Stonebrook", "miles": 150.0}])
-    out = call(s, "estimate_distance", cityA="stonebrook", cityB="Rivermist")
+    world = state(fuel_level=10.0, routes=[{"city_a": "Rivermist", "city_b": "Stonebrook", "miles": 150.0}])
+    out = call(world, "estimate_distance", cityA="stonebrook", cityB="Rivermist")
     assert out == {"distance": 150.0, "unit": "miles"}
     assert written("estimate_distance", {"cityA": "Stonebrook", "cityB": "Rivermist"}, out)["distance"] == 150.0
-    assert_error_unchanged(s, "estimate_distance", "no route", cityA="Rivermist", cityB="Silverpine")
-    assert_error_unchanged(s, "estimate_distance", "different", cityA="Rivermist", cityB="rivermist")
-    out = call(s, "estimate_drive_feasibility_by_mileage", distance=150.0)
+    assert_error_unchanged(world, "estimate_distance", "no route", cityA="Rivermist", cityB="Silverpine")
+    assert_error_unchanged(world, "estimate_distance", "different", cityA="Rivermist", cityB="rivermist")
+    out = call(world, "estimate_drive_feasibility_by_mileage", distance=150.0)
     assert out == {"canDrive": True, "rangeMiles": 200.0}
     assert written("estimate_drive_feasibility_by_mileage", {"distance": 150.0}, out)["can_drive"] is True
-    assert call(s, "estimate_drive_feasibility_by_mileage", distance=201)["canDrive"] is False
-    assert_error_unchanged(s, "estimate_drive_feasibility_by_mileage", "more than 0", distance=0)
+    assert call(world, "estimate_drive_feasibility_by_mileage", distance=201)["canDrive"] is False
+    assert_error_unchanged(world, "estimate_drive_feasibility_by_mileage", "more than 0", distance=0)
 
 
 def test_conversions():
-    s = state()
-    out = call(s, "liter_to_gallon", liter=30)
+    world = state()
+    out = call(world, "liter_to_gallon", liter=30)
     assert out == {"gallon": 7.93} and written("liter_to_gallon", {"liter": 30}, out) == {"liter": 30, "gallon": 7.93}
-    out = call(s, "gallon_to_liter", gallon=10)
+    out = call(world, "gallon_to_liter", gallon=10)
     assert out == {"liter": 37.85} and written("gallon_to_liter", {"gallon": 10}, out) == {"gallon": 10, "liter": 37.85}
-    assert_error_unchanged(s, "liter_to_gallon", "at least 0", liter=-1)
-    assert_error_unchanged(s, "gallon_to_liter", "must be a number", gallon="ten")
+    assert_error_unchanged(world, "liter_to_gallon", "at least 0", liter=-1)
+    assert_error_unchanged(world, "gallon_to_liter", "must be a number", gallon="ten")
 
 
 # ------------------------------------------------------------------ gate and snapshot
@@ -342,7 +348,7 @@ def test_prerequisites_gate_start_engine():
 
 def test_snapshot_is_deterministic_and_round_trips():
     def run() -> str:
-        s = state(fuel_level=12.0, routes=[{"city_a": "A", "city_b": "B", "miles": 10}])
+        world = state(fuel_level=12.0, routes=[{"city_a": "A", "city_b": "B", "miles": 10}])
         for tool, args in [
             ("lockDoors", {"unlock": False, "door": "all"}),
             ("pressBrakePedal", {}),
@@ -352,13 +358,13 @@ def test_snapshot_is_deterministic_and_round_trips():
             ("start_route_guidance", {}),
             ("adjustClimateControl", {"temperature": 22, "unit": "celsius"}),
         ]:
-            assert "error" not in call(s, tool, **args), tool
-        return snap(s)
+            assert "error" not in call(world, tool, **args), tool
+        return snap(world)
 
-    a, b = run(), run()
-    assert a == b
-    again = DOM.load_state(json.loads(a))
-    assert snap(again) == a
+    first, second = run(), run()
+    assert first == second
+    again = DOM.load_state(json.loads(first))
+    assert snap(again) == first
     with pytest.raises(ValueError):
         DOM.load_state({"doors": {"driver": "ajar"}})
     with pytest.raises(ValueError):
@@ -376,13 +382,13 @@ def test_slot_values_and_paraphrases_cover_the_vehicle_solutions():
     from forethought.kernel.solution_file import load_solution
 
     values = json.loads(SLOT_VALUES.read_text())
-    for f in SOLUTIONS:
-        sol = load_solution(f)
+    for path in SOLUTIONS:
+        sol = load_solution(path)
         for name, slot in sol.slots.items():
-            assert len(values.get(slot.type, [])) >= 8, f"{f.name}: slot type {slot.type} needs >= 8 values"
-            assert slot.value in values[slot.type], f"{f.name}: ${{{name}}}={slot.value!r} is not listed"
+            assert len(values.get(slot.type, [])) >= 8, f"{path.name}: slot type {slot.type} needs >= 8 values"
+            assert slot.value in values[slot.type], f"{path.name}: ${{{name}}}={slot.value!r} is not listed"
         for i, turn in enumerate(sol.turns):
-            assert len(turn.paraphrases) >= 2, f"{f.name} turn {i}: needs >= 2 paraphrases"
+            assert len(turn.paraphrases) >= 2, f"{path.name} turn {i}: needs >= 2 paraphrases"
 
 
 # ------------------------------------------------------------------ worked solutions

@@ -77,7 +77,7 @@ def test_the_corpus_replays_with_file_system_network_and_clock_cut_off(monkeypat
     assert len(solutions) >= 300
 
     def cut(name):
-        def refuse(*a, **k):
+        def refuse(*args, **kwargs):
             raise AssertionError(f"a domain reached outside the simulation: {name}")
 
         return refuse
