@@ -52,10 +52,10 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     """Installed module name -> (its file, whether it is a package's __init__)."""
     out = {}
     for folder, pkg in FOLDERS.items():
-        for f in sorted((ROOT / folder).rglob("*.py")):
-            rel = f.relative_to(ROOT / folder).with_suffix("")
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
-            out[".".join([pkg, *parts])] = (f, f.name == "__init__.py")
+            out[".".join([pkg, *parts])] = (path, path.name == "__init__.py")
     return out
 
 
@@ -85,39 +85,39 @@ def imported_modules(module: str, tree: ast.AST, is_package: bool) -> list[tuple
             base = node.module or ""
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-            for a in node.names:
+            for alias in node.names:
                 # ``from forethought import training`` imports the subpackage, not a name of forethought/__init__
-                out.append((f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base, node.lineno))
+                out.append((f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base, node.lineno))
     return [(m, line) for m, line in out if m == "forethought" or m.startswith("forethought.")]
 
 
 def layer_edges() -> dict[tuple[str, str], list[str]]:
     """(importing unit, imported unit) -> where (file:line), for every import between two different units."""
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for module, (f, is_package) in MODULES.items():
-        for target, line in imported_modules(module, ast.parse(f.read_text(encoding="utf-8")), is_package):
-            a, b = unit(module), unit(target)
-            where = f"{f.relative_to(ROOT)}:{line}"
-            if a != b and where not in edges[(a, b)]:
-                edges[(a, b)].append(where)
+    for module, (path, is_package) in MODULES.items():
+        for target, line in imported_modules(module, ast.parse(path.read_text(encoding="utf-8")), is_package):
+            importer, imported = unit(module), unit(target)
+            where = f"{path.relative_to(ROOT)}:{line}"
+            if importer != imported and where not in edges[(importer, imported)]:
+                edges[(importer, imported)].append(where)
     return edges
 
 
 def find_cycle(edges: dict[tuple[str, str], list[str]]) -> list[str] | None:
     """One cycle of the unit graph as [a, b, ..., a], or None."""
     graph: dict[str, set[str]] = defaultdict(set)
-    for a, b in edges:
-        graph[a].add(b)
+    for importer, imported in edges:
+        graph[importer].add(imported)
     state: dict[str, str] = {}  # "open" while on the DFS stack, "done" after
     stack: list[str] = []
 
     def visit(n: str) -> list[str] | None:
         state[n] = "open"
         stack.append(n)
-        for m in sorted(graph[n]):
-            if state.get(m) == "open":
-                return stack[stack.index(m) :] + [m]
-            if m not in state and (found := visit(m)):
+        for neighbour in sorted(graph[n]):
+            if state.get(neighbour) == "open":
+                return stack[stack.index(neighbour) :] + [neighbour]
+            if neighbour not in state and (found := visit(neighbour)):
                 return found
         stack.pop()
         state[n] = "done"
@@ -287,11 +287,13 @@ def _module_of(name: str) -> str | None:
 def module_edges() -> dict[tuple[str, str], list[str]]:
     """(importing module, imported module) -> where, for every import of one forethought module by another."""
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for module, (f, is_package) in MODULES.items():
-        for target, line in imported_modules(module, ast.parse(f.read_text(encoding="utf-8")), is_package):
-            b = _module_of(target)
-            if b is not None and b != module:  # a package counts as its __init__, which imports what it re-exports
-                edges[(module, b)].append(f"{f.relative_to(ROOT)}:{line}")
+    for module, (path, is_package) in MODULES.items():
+        for target, line in imported_modules(module, ast.parse(path.read_text(encoding="utf-8")), is_package):
+            imported = _module_of(target)
+            if (
+                imported is not None and imported != module
+            ):  # a package counts as its __init__, which imports what it re-exports
+                edges[(module, imported)].append(f"{path.relative_to(ROOT)}:{line}")
     return edges
 
 

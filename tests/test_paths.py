@@ -88,10 +88,10 @@ def test_the_pipelines_paths_are_the_standalone_defaults():
         if name not in READS_AND_WRITES:
             continue
         model = compose_and_validate(name, [], _schemas()[name])[1]
-        for o in overrides:
-            key, _, value = o.partition("=")
+        for override in overrides:
+            key, _, value = override.partition("=")
             if value.startswith(RUN_DIR):
-                assert str(_get(model, key)) == value, (stage, o)
+                assert str(_get(model, key)) == value, (stage, override)
 
 
 def test_the_chain_by_hand_with_default_paths(tmp_path, monkeypatch, capsys, one_torch_thread):

@@ -86,11 +86,13 @@ def _fake_train(train: Path, runs: list[int]):
         runs.append(1)
         train.mkdir(parents=True, exist_ok=True)
         (train / "base.json").write_text("{}")
-        for p in ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill"):
-            (train / p / "adapter").mkdir(parents=True, exist_ok=True)
-            (train / p / "adapter" / "adapter_model.safetensors").write_bytes(b"weights of " + p.encode())
-            (train / p / "metrics.json").write_text(json.dumps({"completed": True}))
-            (train / p / "run_state.json").write_text("{}")
+        for primitive in ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill"):
+            (train / primitive / "adapter").mkdir(parents=True, exist_ok=True)
+            (train / primitive / "adapter" / "adapter_model.safetensors").write_bytes(
+                b"weights of " + primitive.encode()
+            )
+            (train / primitive / "metrics.json").write_text(json.dumps({"completed": True}))
+            (train / primitive / "run_state.json").write_text("{}")
         return {}
 
     return run
@@ -174,11 +176,11 @@ def test_pipeline_evaluate_and_backend_configs_are_typed():
     def by_key(errs):
         return {e.split(": ", 1)[0]: e.split(": ", 1)[1] for e in errs}
 
-    e = by_key(errors("pipeline", PipelineConfig, "stages=[train,tran]", "+overrides.tarin=[]"))
-    assert e["stages.1"].startswith("Input should be 'verify'") and "(got 'tran')" in e["stages.1"]
-    assert e["overrides.tarin.[key]"].startswith("Input should be 'verify'") and len(e) == 2
+    messages = by_key(errors("pipeline", PipelineConfig, "stages=[train,tran]", "+overrides.tarin=[]"))
+    assert messages["stages.1"].startswith("Input should be 'verify'") and "(got 'tran')" in messages["stages.1"]
+    assert messages["overrides.tarin.[key]"].startswith("Input should be 'verify'") and len(messages) == 2
     # +noise.rates.decompos=0.5 used to be accepted and meant 0 % for decompose
-    e = by_key(
+    messages = by_key(
         errors(
             "evaluate",
             EvaluateConfig,
@@ -189,13 +191,13 @@ def test_pipeline_evaluate_and_backend_configs_are_typed():
             "backend.device=gpu",
         )
     )
-    assert e["noise.rates.decompos.[key]"].startswith("Input should be 'decompose'")
-    assert e["noise.rates.match_fill"].startswith("Input should be less than or equal to 1")
-    assert e["noise.sweep.1"].startswith("Input should be greater than or equal to 0")
-    assert e["settings.1"].startswith("Input should be 'oracle'") and "(got 'bundle')" in e["settings.1"]
-    assert "cuda:N" in e["backend.device"] and len(e) == 5
+    assert messages["noise.rates.decompos.[key]"].startswith("Input should be 'decompose'")
+    assert messages["noise.rates.match_fill"].startswith("Input should be less than or equal to 1")
+    assert messages["noise.sweep.1"].startswith("Input should be greater than or equal to 0")
+    assert messages["settings.1"].startswith("Input should be 'oracle'") and "(got 'bundle')" in messages["settings.1"]
+    assert "cuda:N" in messages["backend.device"] and len(messages) == 5
     assert "listed more than once" in errors("evaluate", EvaluateConfig, "settings=[oracle,oracle]")[0]
-    e = by_key(
+    messages = by_key(
         errors(
             "evaluate",
             EvaluateConfig,
@@ -204,7 +206,7 @@ def test_pipeline_evaluate_and_backend_configs_are_typed():
             "backend.base_url=localhost:8000",
         )
     )
-    assert set(e) == {"backend.base_url", "backend.models.matchfunc.[key]"}  # as written, no union tag
+    assert set(messages) == {"backend.base_url", "backend.models.matchfunc.[key]"}  # as written, no union tag
     ok = compose_and_validate("evaluate", ["backend.device=cuda:0", "noise.rates.decompose=0.5"], EvaluateConfig)[1]
     assert ok.backend.device == "cuda:0" and ok.noise.rates["decompose"] == 0.5
     assert re.fullmatch(r"cuda:\d", ok.backend.device)
@@ -282,9 +284,9 @@ def test_report_leads_with_the_verdict(tiny_pipeline):
     gates = json.loads((tiny_pipeline / "validate" / "gates.json").read_text())["primitives"]
     passed = [p for p, r in gates.items() if r["passed"]]
     assert f"- **Gates**: {len(passed)} of {len(gates)} passed" in head
-    for p, r in gates.items():  # every primitive, with its own verdict and figures
+    for primitive, gate in gates.items():  # every primitive, with its own verdict and figures
         assert (
-            f"{p} {'pass' if r['passed'] else 'FAIL'} ({100 * r['exact_match']:.1f} % vs {100 * r['threshold']:.1f} %)"
+            f"{primitive} {'pass' if gate['passed'] else 'FAIL'} ({100 * gate['exact_match']:.1f} % vs {100 * gate['threshold']:.1f} %)"
             in head
         )
     smoke = json.loads((tiny_pipeline / "bundle" / "manifest.json").read_text())["smoke"]
@@ -329,9 +331,9 @@ def test_every_plot_in_the_report_has_data_in_every_panel_and_the_axes_it_claims
     assert panels["gates.png"][0]["xticklabels"] == list(gates)
 
 
-def _metrics(folder: Path, **m) -> None:
+def _metrics(folder: Path, **metrics) -> None:
     folder.mkdir(parents=True)
-    (folder / "metrics.json").write_text(json.dumps(m))
+    (folder / "metrics.json").write_text(json.dumps(metrics))
 
 
 @pytest.mark.parametrize("base_em", [False, True])
