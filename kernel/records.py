@@ -352,11 +352,11 @@ class TurnState:
         out: set[str] = set()
         todo = list(self.tasks[task_id].depends_on) if task_id in self.tasks else []
         while todo:
-            d = todo.pop()
-            if d in out or d == task_id or d not in self.tasks:
+            dependency = todo.pop()
+            if dependency in out or dependency == task_id or dependency not in self.tasks:
                 continue
-            out.add(d)
-            todo.extend(self.tasks[d].depends_on)
+            out.add(dependency)
+            todo.extend(self.tasks[dependency].depends_on)
         return out
 
     def fresh(self, task_id: str) -> list[tuple[str, dict[str, Any]]]:
@@ -371,9 +371,9 @@ class TurnState:
         even where a later call of the same tool has since written the key again."""
         overlay: dict[str, Any] = {}
         for _, entries in reversed(self.fresh(task_id)) if task_id is not None else []:
-            for k, v in entries.items():
-                overlay.pop(k, None)
-                overlay[k] = v
+            for key, value in entries.items():
+                overlay.pop(key, None)
+                overlay[key] = value
         return self.scratchpad.view(self.config.state_view, self.config.result_view, overlay)
 
     def task_ref(self, task_id: str, with_tool: bool = False) -> TaskRef:

@@ -125,15 +125,16 @@ def begin_task(task: TaskCursor, turn: TurnState) -> PrereqList:
     return PrereqList(prereqs=[PrereqCursor(task_id=task.task_id, index=i, key=k) for i, k in enumerate(keys)])
 
 
-def _entry_checked(turn: TurnState, task_id: str, p: Prerequisite) -> str:
-    """The key of S that Check consults for ``p`` (docs/kernel.md, "Per-entity prerequisites"): the plain key, or
-    for a per-entity prerequisite the entry of the entity the task names, its value looked up like a parameter's:
-    τ (the task's parameters as decompose stated them, then the turn context) before S (INV-L). No value known:
-    ``key[]``, which is never written, so Check gives Absent and the retrieval runs."""
-    if p.entity is None:
-        return p.key
-    found = lookup(p.entity, turn.task_context(task_id), turn.scratchpad)
-    return toolgate.prerequisite_key(p, found.value)
+def _entry_checked(turn: TurnState, task_id: str, declared: Prerequisite) -> str:
+    """The key of S that Check consults for the prerequisite ``declared`` (docs/kernel.md, "Per-entity
+    prerequisites"): the plain key, or for a per-entity prerequisite the entry of the entity the task names, its
+    value looked up like a parameter's: τ (the task's parameters as decompose stated them, then the turn context)
+    before S (INV-L). No value known: ``key[]``, which is never written, so Check gives Absent and the retrieval
+    runs."""
+    if declared.entity is None:
+        return declared.key
+    found = lookup(declared.entity, turn.task_context(task_id), turn.scratchpad)
+    return toolgate.prerequisite_key(declared, found.value)
 
 
 def _prerequisite_spec(turn: TurnState, prerequisite: PrereqCursor) -> Prerequisite:
@@ -187,8 +188,8 @@ def _recheck(turn: TurnState, prerequisite: PrereqCursor, record: PrereqRecord) 
 
 
 def _names_no_entity(turn: TurnState, prerequisite: PrereqCursor) -> bool:
-    p = _prerequisite_spec(turn, prerequisite)
-    return p.entity is not None and prerequisite.key == toolgate.prerequisite_key(p, None)
+    declared = _prerequisite_spec(turn, prerequisite)
+    return declared.entity is not None and prerequisite.key == toolgate.prerequisite_key(declared, None)
 
 
 def execute_retrieval(answer: CheckPrereqOutput, turn: TurnState) -> PrereqCursor:

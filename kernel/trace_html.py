@@ -33,8 +33,8 @@ table{border-collapse:collapse;font-size:.9em;margin:.5em 0} td,th{border:1px so
 """
 
 
-def _e(x: Any) -> str:
-    return html.escape(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False, default=str))
+def _e(value: Any) -> str:
+    return html.escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _call(tool: str, args: dict[str, Any]) -> str:
@@ -52,8 +52,8 @@ def scratchpad_table(pad: dict[str, Any]) -> str:
     return f"<table class='scratchpad'><tr><th>key</th><th>value</th></tr>{rows}</table>"
 
 
-def _violation_text(r: Any) -> str:
-    return "; ".join(f"[{v['level']}] {v['constraint']}: {v['message']}" for v in r.contract.get("violations", []))
+def _violation_text(record: Any) -> str:
+    return "; ".join(f"[{v['level']}] {v['constraint']}: {v['message']}" for v in record.contract.get("violations", []))
 
 
 def rejected_steps(trace: Trace | None) -> list[dict[str, Any]]:
@@ -63,11 +63,11 @@ def rejected_steps(trace: Trace | None) -> list[dict[str, Any]]:
         return []
     recs = list(trace)
     out = []
-    for i, r in enumerate(recs):
-        if r.ok and r.action == "accept":
+    for i, record in enumerate(recs):
+        if record.ok and record.action == "accept":
             continue
-        later = [x for x in recs[i + 1 :] if x.path == r.path and x.attempt > r.attempt]
-        if r.action == "retry":
+        later = [x for x in recs[i + 1 :] if x.path == record.path and x.attempt > record.attempt]
+        if record.action == "retry":
             final = later[-1] if later else None
             then = (
                 f"retried: accepted on attempt {final.attempt + 1}"
@@ -80,16 +80,16 @@ def rejected_steps(trace: Trace | None) -> list[dict[str, Any]]:
                 "fallback": "fell back",
                 "skip": "skipped",
                 "backend_error": "no answer",
-            }.get(r.action, r.action)
+            }.get(record.action, record.action)
         out.append(
             {
-                "seq": r.seq,
-                "path": r.path,
-                "primitive": r.primitive,
-                "attempt": r.attempt + 1,
-                "action": r.action,
-                "violation": _violation_text(r)
-                or ("the backend did not answer" if r.action == "backend_error" else ""),
+                "seq": record.seq,
+                "path": record.path,
+                "primitive": record.primitive,
+                "attempt": record.attempt + 1,
+                "action": record.action,
+                "violation": _violation_text(record)
+                or ("the backend did not answer" if record.action == "backend_error" else ""),
                 "then": then,
             }
         )
@@ -120,13 +120,15 @@ def _decision(decision: ShownDecision, about: str | None = None) -> str:
     return value if decision.key == about else f"<span class='muted'>{_e(decision.key)}:</span> {value}"
 
 
-def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | None = None) -> str:
+def render_turn(turn: TurnResult, trace: Trace | None, carried: dict[str, Any] | None = None) -> str:
     rejected = rejected_steps(trace)
-    out = [f"<h2>Turn {t.index + 1}</h2>", f"<div class='box'><b>Input (ι):</b> {_e(t.user)}</div>"]
+    out = [f"<h2>Turn {turn.index + 1}</h2>", f"<div class='box'><b>Input (ι):</b> {_e(turn.user)}</div>"]
     if carried is not None:
         out.append(f"<div class='box'><b>Scratchpad carried in (S):</b> {scratchpad_table(carried)}</div>")
-    if t.halted:
-        out.append(f"<div class='box bad'>Halted at {_e(t.halted.get('step'))}: {_e(t.halted.get('reason'))}</div>")
+    if turn.halted:
+        out.append(
+            f"<div class='box bad'>Halted at {_e(turn.halted.get('step'))}: {_e(turn.halted.get('reason'))}</div>"
+        )
     if rejected:
         out.append(
             f"<div class='box rejected'><b class='bad'>{len(rejected)} step(s) rejected by their contract</b><ul>"
@@ -138,7 +140,7 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
             + "</ul></div>"
         )
     out.append(f"<div class='box'><span class='sp'>{_heading('decompose')}</span>{_mark(rejected, 'decompose')}<ul>")
-    for task in t.tasks:
+    for task in turn.tasks:
         deps = f" <span class='muted'>after {', '.join(task.depends_on)}</span>" if task.depends_on else ""
         if task.when is not None:
             deps += f" <span class='muted'>when {_e(task.when.key)} {_e(task.when.op)} {_e(json.dumps(task.when.value, default=str))}</span>"
@@ -148,17 +150,19 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
             f"<li><b>{_e(task.id)}</b>: {_e(task.text)} <span class='muted'>[{_e(task.tool_name or '—')}]</span>{deps}</li>"
         )
     out.append("</ul></div>")
-    if t.order:
+    if turn.order:
         out.append(
-            f"<div class='box'><span class='sp'>{_heading('get_order')}:</span> {' ≺ '.join(_e(x) for x in t.order)}"
+            f"<div class='box'><span class='sp'>{_heading('get_order')}:</span> {' ≺ '.join(_e(x) for x in turn.order)}"
             f"{_mark(rejected, 'get_order')}</div>"
         )
     # a fan-out task's instances follow it, each with its own checks, bindings and outcome
     shown = [
-        x for tid in dict.fromkeys(t.order) for x in [tid, *(t.outcomes[tid].instances if tid in t.outcomes else [])]
+        x
+        for tid in dict.fromkeys(turn.order)
+        for x in [tid, *(turn.outcomes[tid].instances if tid in turn.outcomes else [])]
     ]
     # every other primitive's decisions, from the generic map: those about a task shown below in its box, the rest here
-    decided = [d for d in shown_decisions(t.decisions) if d.primitive not in DETAILED_VIEWS]
+    decided = [d for d in shown_decisions(turn.decisions) if d.primitive not in DETAILED_VIEWS]
     for decision in decided:
         if not any(decision.about(tid) for tid in shown):
             out.append(
@@ -166,52 +170,56 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
                 f"{_mark(rejected, decision.primitive)}</div>"
             )
     for tid in shown:
-        o = t.outcomes.get(tid)
+        outcome = turn.outcomes.get(tid)
         out.append(f"<div class='box'><span class='sp'>Task {_e(tid)}</span>")
-        pre = t.prerequisites.get(tid, [])
+        pre = turn.prerequisites.get(tid, [])
         if pre:
             out.append("<div><b>3. Check-Prerequisites</b><ul>")
-            for p in pre:
+            for prerequisite in pre:
                 extra = ""
-                if p.retrieval is not None:
-                    extra += f" → retrieve via <code>{_e(_call(p.retrieval.tool_name, p.retrieval.parameters))}</code>"
-                if p.recheck:
-                    extra += f" → re-check: {_e(p.recheck)}"
-                if p.remediation is not None:
-                    extra += (
-                        f" → remediation <code>{_e(_call(p.remediation.tool_name, p.remediation.parameters))}</code>"
-                    )
-                out.append(f"<li>Check({_e(p.key)}, S) = <b>{_e(p.outcome)}</b>{extra}</li>")
+                if prerequisite.retrieval is not None:
+                    extra += f" → retrieve via <code>{_e(_call(prerequisite.retrieval.tool_name, prerequisite.retrieval.parameters))}</code>"
+                if prerequisite.recheck:
+                    extra += f" → re-check: {_e(prerequisite.recheck)}"
+                if prerequisite.remediation is not None:
+                    extra += f" → remediation <code>{_e(_call(prerequisite.remediation.tool_name, prerequisite.remediation.parameters))}</code>"
+                out.append(f"<li>Check({_e(prerequisite.key)}, S) = <b>{_e(prerequisite.outcome)}</b>{extra}</li>")
             out.append("</ul></div>")
         for decision in decided:
             if decision.about(tid):
                 out.append(f"<div><b>{_heading(decision.primitive)}:</b> {_decision(decision, tid)}</div>")
-        b = t.bindings.get(tid, {})
-        if b:
+        bindings = turn.bindings.get(tid, {})
+        if bindings:
             out.append("<table><tr><th>parameter</th><th>source</th><th>value</th><th>consulted</th></tr>")
-            for m, r in b.items():
+            for param, binding in bindings.items():
                 out.append(
-                    f"<tr class='src-{_e(r.source)}'><td>{_e(m)}</td><td>{_e(r.source)}</td>"
-                    f"<td><code>{_e(r.value)}</code></td><td>{_e(' → '.join(r.consulted))}</td></tr>"
+                    f"<tr class='src-{_e(binding.source)}'><td>{_e(param)}</td><td>{_e(binding.source)}</td>"
+                    f"<td><code>{_e(binding.value)}</code></td><td>{_e(' → '.join(binding.consulted))}</td></tr>"
                 )
             out.append("</table>")
-        if o is not None:
-            cls = "ok" if o.status in ("executed", "skipped_condition") else "bad"  # a false condition is no failure
-            why = f" — {_e(o.reason)}" if o.reason else ""
-            out.append(f"<div>Outcome: <span class='{cls}'>{_e(o.status)}</span>{why}</div>")
+        if outcome is not None:
+            cls = (
+                "ok" if outcome.status in ("executed", "skipped_condition") else "bad"
+            )  # a false condition is no failure
+            why = f" — {_e(outcome.reason)}" if outcome.reason else ""
+            out.append(f"<div>Outcome: <span class='{cls}'>{_e(outcome.status)}</span>{why}</div>")
         out.append("</div>")
-    calls = [c for c in t.calls]
+    calls = [c for c in turn.calls]
     if calls:
         out.append(
             "<div class='box'><b>Calls</b><table><tr><th>task</th><th>call</th><th>committed</th><th>result / rejection</th></tr>"
         )
-        for c in calls:
-            res = "; ".join(c.rejected) if c.rejected else json.dumps(c.result, ensure_ascii=False, default=str)[:300]
-            if c.warnings:  # findings that did not block the commit (an imported registry's output schema)
-                res += " — warning: " + "; ".join(c.warnings)
+        for call in calls:
+            res = (
+                "; ".join(call.rejected)
+                if call.rejected
+                else json.dumps(call.result, ensure_ascii=False, default=str)[:300]
+            )
+            if call.warnings:  # findings that did not block the commit (an imported registry's output schema)
+                res += " — warning: " + "; ".join(call.warnings)
             out.append(
-                f"<tr><td>{_e(c.task_id)} ({_e(c.purpose)})</td><td><code>{_e(_call(c.tool, c.arguments))}</code></td>"
-                f"<td class='{'ok' if c.committed else 'bad'}'>{'✓' if c.committed else '✗'}</td><td>{_e(res)}</td></tr>"
+                f"<tr><td>{_e(call.task_id)} ({_e(call.purpose)})</td><td><code>{_e(_call(call.tool, call.arguments))}</code></td>"
+                f"<td class='{'ok' if call.committed else 'bad'}'>{'✓' if call.committed else '✗'}</td><td>{_e(res)}</td></tr>"
             )
         out.append("</table></div>")
     if trace is not None and len(trace):
@@ -220,12 +228,18 @@ def render_turn(t: TurnResult, trace: Trace | None, carried: dict[str, Any] | No
         out.append(
             f"<details{' open' if rejected else ''}><summary>Contract results of every step</summary><table><tr>{heads}</tr>"
         )
-        for r in trace:
-            ok = "<span class='ok'>ok</span>" if r.ok else f"<span class='bad'>{_e(_violation_text(r))}</span>"
-            model = _e(f"{r.model.get('backend')}:{r.model.get('adapter') or r.model.get('model')}") if r.model else ""
-            row_cls = "" if r.ok and r.action == "accept" else " class='rejected'"
+        for record in trace:
+            ok = (
+                "<span class='ok'>ok</span>" if record.ok else f"<span class='bad'>{_e(_violation_text(record))}</span>"
+            )
+            model = (
+                _e(f"{record.model.get('backend')}:{record.model.get('adapter') or record.model.get('model')}")
+                if record.model
+                else ""
+            )
+            row_cls = "" if record.ok and record.action == "accept" else " class='rejected'"
             out.append(
-                f"<tr{row_cls}><td>{r.seq}</td><td>{_e(r.path)}</td><td>{_e(r.kind)}</td><td>{r.attempt}</td><td>{_e(r.action)}</td><td>{ok}</td><td>{model}</td><td>{r.elapsed_ms:.2f}</td></tr>"
+                f"<tr{row_cls}><td>{record.seq}</td><td>{_e(record.path)}</td><td>{_e(record.kind)}</td><td>{record.attempt}</td><td>{_e(record.action)}</td><td>{ok}</td><td>{model}</td><td>{record.elapsed_ms:.2f}</td></tr>"
             )
         out.append("</table></details>")
     return "\n".join(out)
@@ -238,9 +252,9 @@ def render_html(
     if meta:
         body.append("<div class='box'>" + " · ".join(f"<b>{_e(k)}</b>: {_e(v)}" for k, v in meta.items()) + "</div>")
     carried: dict[str, Any] | None = None
-    for i, t in enumerate(turns):
-        body.append(render_turn(t, traces[i] if traces and i < len(traces) else None, carried))
-        carried = t.scratchpad
+    for i, turn in enumerate(turns):
+        body.append(render_turn(turn, traces[i] if traces and i < len(traces) else None, carried))
+        carried = turn.scratchpad
     if turns:
         body.append(
             f"<h2>Scratchpad after turn {turns[-1].index + 1}</h2><div class='box'>{scratchpad_table(carried or {})}</div>"

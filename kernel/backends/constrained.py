@@ -43,11 +43,11 @@ class SchemaLogitsProcessor:
 
         lltok = _lltokenizer(self.tokenizer, n_vocab, self.eos)
         self.matchers = []
-        for s in self.schemas:
-            if s is None:
+        for schema in self.schemas:
+            if schema is None:
                 self.matchers.append(None)
                 continue
-            self.matchers.append(llguidance.LLMatcher(lltok, compile_grammar(s)))
+            self.matchers.append(llguidance.LLMatcher(lltok, compile_grammar(schema)))
         self.done = [m is None for m in self.matchers]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
@@ -60,16 +60,16 @@ class SchemaLogitsProcessor:
         assert self.matchers is not None
         if self.started:
             last = input_ids[:, -1].tolist()
-            for i, m in enumerate(self.matchers):
-                if self.done[i] or m is None:
+            for i, matcher in enumerate(self.matchers):
+                if self.done[i] or matcher is None:
                     continue
-                if last[i] in self.eos or not m.consume_token(last[i]):
+                if last[i] in self.eos or not matcher.consume_token(last[i]):
                     self.done[i] = True
         self.started = True
         mask = allocate_token_bitmask(batch, n_vocab)
-        for i, m in enumerate(self.matchers):
-            if not self.done[i] and m is not None:
-                fill_next_token_bitmask(m, mask, i)  # once the value is complete: only the end-of-turn token
+        for i, matcher in enumerate(self.matchers):
+            if not self.done[i] and matcher is not None:
+                fill_next_token_bitmask(matcher, mask, i)  # once the value is complete: only the end-of-turn token
         # Unpack the 32-bit words into a boolean [batch, vocab] mask (no torch.compile needed).
         bits = (mask.unsqueeze(-1) >> torch.arange(32, dtype=torch.int32)) & 1
         allowed = bits.reshape(batch, -1)[:, :n_vocab].bool().to(scores.device)

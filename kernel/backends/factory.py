@@ -21,22 +21,22 @@ __all__ = ["BackendConfig", "Device", "PrimitiveName", "ServerURL", "backend_fac
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
-def _device(v: str) -> str:
-    if not _DEVICE.fullmatch(v):
+def _device(device: str) -> str:
+    if not _DEVICE.fullmatch(device):
         raise ValueError("expected auto, cpu, cuda or cuda:N (N a GPU index)")
-    return v
+    return device
 
 
-def _server_url(v: str) -> str:
-    if not re.fullmatch(r"https?://\S+", v):
+def _server_url(url: str) -> str:
+    if not re.fullmatch(r"https?://\S+", url):
         raise ValueError("expected an http:// or https:// URL")
-    if "@" in v.split("://", 1)[1].split("/", 1)[0]:
+    if "@" in url.split("://", 1)[1].split("/", 1)[0]:
         # Reports and traces record the URL: a key in it would be written with it (docs/serving.md, Credentials).
         raise ValueError(
             "a URL with a user name or key (user:key@host) is refused: reports and traces record the URL; put the key "
             "in $OPENAI_API_KEY (api_key_env names another variable) or a file (api_key_file)"
         )
-    return v
+    return url
 
 
 # An OpenAI-compatible server's URL, without credentials in it.

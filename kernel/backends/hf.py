@@ -38,8 +38,8 @@ _PROBE = "ForethoughtStopProbe"
 
 def _special_ids(tokenizer: Any) -> set[int]:
     ids = {i for i in (getattr(tokenizer, "all_special_ids", None) or []) if isinstance(i, int)}
-    for i, t in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
-        if getattr(t, "special", False):
+    for i, token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+        if getattr(token, "special", False):
             ids.add(i)
     return ids
 
@@ -86,8 +86,8 @@ def stop_ids(tokenizer: Any, model: Any = None) -> list[int]:
     for i in derived:
         add(i)
     if not derived:
-        for t in FALLBACK_STOP_TOKENS:
-            add(tokenizer.convert_tokens_to_ids(t))  # an unknown token maps to unk (or None): skipped
+        for token in FALLBACK_STOP_TOKENS:
+            add(tokenizer.convert_tokens_to_ids(token))  # an unknown token maps to unk (or None): skipped
     add(tokenizer.eos_token_id)
     gen = getattr(model, "generation_config", None) if model is not None else None
     eos = getattr(gen, "eos_token_id", None)
@@ -226,8 +226,8 @@ class HFBackend:
 
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         groups: dict[str, list[int]] = defaultdict(list)
-        for i, r in enumerate(requests):
-            groups[r.adapter or r.primitive].append(i)
+        for i, request in enumerate(requests):
+            groups[request.adapter or request.primitive].append(i)
         out: list[SLMReply | None] = [None] * len(requests)
         for adapter, idx in groups.items():
             if self.adapters and adapter not in self.adapters:
@@ -246,6 +246,6 @@ class HFBackend:
             if self.bundle is not None:
                 meta["bundle"] = str(self.bundle.path)
                 meta["adapter_sha256"] = self.bundle.adapter_digest(adapter)
-            for i, t in zip(idx, texts, strict=False):
-                out[i] = SLMReply(t, dict(meta))
+            for i, text in zip(idx, texts, strict=False):
+                out[i] = SLMReply(text, dict(meta))
         return out  # type: ignore[return-value]

@@ -34,9 +34,9 @@ class NoisyOracle:
     name = "oracle+noise"
 
     def __init__(self, inner: Any, rates: dict[str, float], rng: random.Random):
-        for p, rate in rates.items():
+        for primitive, rate in rates.items():
             if rate > 0:
-                _noisy_spec(p)  # refused now, not at the first injected error
+                _noisy_spec(primitive)  # refused now, not at the first injected error
         self.inner = inner
         self.rates = rates
         self.rng = rng
@@ -45,13 +45,13 @@ class NoisyOracle:
     def complete(self, requests: list[SLMRequest]) -> list[SLMReply]:
         replies = self.inner.complete(requests)
         out = []
-        for r, rep in zip(requests, replies, strict=False):
-            if self.rng.random() < self.rates.get(r.primitive, 0.0):
-                text, kind = self._corrupt(r, rep.text)
-                self.injected[f"{r.primitive}:{kind}"] = self.injected.get(f"{r.primitive}:{kind}", 0) + 1
-                out.append(SLMReply(text, {**rep.model, "backend": "oracle+noise", "injected": kind}))
+        for request, reply in zip(requests, replies, strict=False):
+            if self.rng.random() < self.rates.get(request.primitive, 0.0):
+                text, kind = self._corrupt(request, reply.text)
+                self.injected[f"{request.primitive}:{kind}"] = self.injected.get(f"{request.primitive}:{kind}", 0) + 1
+                out.append(SLMReply(text, {**reply.model, "backend": "oracle+noise", "injected": kind}))
             else:
-                out.append(rep)
+                out.append(reply)
         return out
 
     def _tools(self, req: SLMRequest) -> list[str]:

@@ -162,16 +162,16 @@ class OpenAIBackend:
 
     def _send(self, data: bytes, headers: dict[str, str], where: str, url: str | None = None) -> bytes:
         """POST ``data``; the reply body, or a located :class:`BackendError`. ``timeout_s`` bounds it all."""
-        u = urllib.parse.urlsplit(url or self.url)
-        cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-        conn = cls(u.hostname or "", u.port, timeout=self.timeout_s)
-        path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        parts = urllib.parse.urlsplit(url or self.url)
+        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn = cls(parts.hostname or "", parts.port, timeout=self.timeout_s)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         t0 = time.monotonic()
         with _Deadline(conn, self.timeout_s) as deadline:
             try:
                 conn.request("POST", path, body=data, headers=headers)
-                r = conn.getresponse()
-                body = r.read(MAX_REPLY_BYTES + 1)
+                response = conn.getresponse()
+                body = response.read(MAX_REPLY_BYTES + 1)
                 if deadline.expired:  # the read returned what it had when the socket was shut down
                     raise TimeoutError
                 if len(body) > MAX_REPLY_BYTES:  # stopped reading at the cap: the rest was never asked for
@@ -179,8 +179,8 @@ class OpenAIBackend:
                         f"{where}: reply is larger than {MAX_REPLY_BYTES} bytes (the size cap of a reply); "
                         "a chat completion is kilobytes: a broken server, or max_tokens far too high"
                     )
-                if r.length:  # bytes the server announced but never sent
-                    raise http.client.IncompleteRead(body, r.length)
+                if response.length:  # bytes the server announced but never sent
+                    raise http.client.IncompleteRead(body, response.length)
             except (OSError, http.client.HTTPException) as exc:
                 if deadline.expired or isinstance(exc, TimeoutError):
                     raise BackendError(
@@ -192,12 +192,12 @@ class OpenAIBackend:
                 raise BackendError(f"{where}: cannot reach the server: {exc}") from None
             finally:
                 conn.close()
-        if r.status >= 400:
+        if response.status >= 400:
             detail = self._mask(body.decode(errors="replace"))[
                 :300
             ]  # masked whole, then cut: no piece of the key shows
-            cls_err = BackendError if r.status >= 500 or r.status in (408, 429) else PermanentBackendError
-            raise cls_err(f"{where}: HTTP {r.status}: {detail}")
+            cls_err = BackendError if response.status >= 500 or response.status in (408, 429) else PermanentBackendError
+            raise cls_err(f"{where}: HTTP {response.status}: {detail}")
         return body
 
     def _mask(self, text: str) -> str:
