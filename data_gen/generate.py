@@ -79,7 +79,7 @@ class DataConfig(BaseModel):
     solutions: list[str]
     output_dir: str
     seed: int = 0
-    # examples per primitive; a registered primitive not named gets its spec's default_size (kernel/specs.py)
+    # examples per primitive; a registered primitive not named gets its spec's default_size (kernel/specs/)
     sizes: dict[PrimitiveName, NonNegativeInt] = Field(default_factory=default_sizes)
     validation_fraction: float = Field(0.1, gt=0, lt=1)
     variations: VariationConfig = Field(default_factory=VariationConfig)
@@ -92,7 +92,7 @@ class DataConfig(BaseModel):
     max_dropped_fraction: float = Field(0.02, ge=0, le=1)
     max_rounds: int = Field(400, ge=1)
     workers: int = Field(2, ge=1)
-    # How prompts show tool lists (kernel/specs.py TOOL_RENDERINGS): full, or compact for small models. Recorded in
+    # How prompts show tool lists (kernel/specs/ TOOL_RENDERINGS): full, or compact for small models. Recorded in
     # stats.json; training, validation, the bundle and the kernel then render the same way.
     tool_rendering: Literal["full", "compact", "focused"] = "full"
 
@@ -203,7 +203,7 @@ def examples_from(
     slot_values: Any = (),
 ) -> tuple[list[Example], Counter]:
     """Render the recorded decision points as examples, by each primitive's spec and its generation rules
-    (kernel/specs.py). ``rng`` presents inputs in a shuffled order where the spec asks for it (get_order's
+    (kernel/specs/). ``rng`` presents inputs in a shuffled order where the spec asks for it (get_order's
     batches; always, when given); ``slot_values`` are this replay's entity values, masked for the near-duplicate check."""
     out, dropped = [], Counter()
     mask = masker(slot_values)

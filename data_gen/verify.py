@@ -86,7 +86,7 @@ def static_checks(sol: Solution, *, tags: bool = True) -> None:
         if not turn.annotated or turn.order is None or turn.calls is None:
             raise Divergence(i, "annotations", "a worked solution needs tasks, order and calls on every turn")
         # Unique ids and known dependencies are checked when the Turn is loaded (kernel/scenario.py); the
-        # order of a turn that runs is held to get_order's permutation check (one implementation, kernel/specs.py).
+        # order of a turn that runs is held to get_order's permutation check (one implementation, kernel/specs/).
         problem = permutation_problem([t.id for t in turn.tasks or []], turn.order) if turn.halt is None else None
         if problem:
             raise Divergence(i, "get_order", f"order {problem}")

@@ -209,7 +209,7 @@ def _compose(command: str, overrides: list[str], conf_dir: Path, return_hydra_co
 
 
 # Per-primitive tables in conf/, per command: (files, key in them). Their keys must be registered
-# primitives (kernel/specs.py); a registered primitive a table does not name takes its spec's default.
+# primitives (kernel/specs/); a registered primitive a table does not name takes its spec's default.
 PRIMITIVE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "generate": (("data/*.yaml", "sizes"),),
     "validate": (("validate.yaml", "thresholds"),),

@@ -1,6 +1,6 @@
 """Contract-compiled decoding: what a primitive's contract can check, compiled into the grammar of its answer.
 
-Each primitive's output contract judges an answer after it is written (kernel/specs.py). Much of what it
+Each primitive's output contract judges an answer after it is written (kernel/specs/). Much of what it
 checks is known before a token is decoded: the registry's tool names, the chosen tool's parameter names,
 the batch's task ids, and the values a grounded parameter may take — spans of the request at word
 boundaries, the context's and the scratchpad's values, the documented options of an enum, the numbers the
@@ -212,7 +212,7 @@ class SchemaBuilder:
         )
 
     def value(self, short_type: str) -> dict[str, Any]:
-        """A grounded value of a parameter of this short type (kernel/specs.py ``_short_type``), or null."""
+        """A grounded value of a parameter of this short type (kernel/specs/shared.py ``_short_type``), or null."""
         alts: list[dict[str, Any]]
         if short_type.startswith("enum[") and short_type.endswith("]"):
             options = short_type[5:-1].split("|")

@@ -334,7 +334,7 @@ class Turn(_Strict):
         from .specs import task_ids_problem
 
         if self.tasks is not None:
-            # The same rule decompose's contract holds a model's tasks to (one implementation, kernel/specs.py).
+            # The same rule decompose's contract holds a model's tasks to (one implementation, kernel/specs/).
             problem = task_ids_problem(self.tasks)
             if problem:
                 raise ValueError(problem)

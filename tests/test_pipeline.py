@@ -164,7 +164,7 @@ def test_pipeline_evaluate_and_backend_configs_are_typed():
     from forethought.kernel.backends.factory import PrimitiveName
     from forethought.kernel.specs import PRIMITIVE_NAMES
 
-    # Primitive names are checked against the registry (kernel/specs.py), not a hand-written Literal.
+    # Primitive names are checked against the registry (kernel/specs/), not a hand-written Literal.
     assert TypeAdapter(list[PrimitiveName]).validate_python(list(PRIMITIVE_NAMES)) == list(PRIMITIVE_NAMES)
     assert SettingName.__args__ == SETTINGS
 

@@ -230,7 +230,7 @@ def test_unbacked_tag(tmp_path):
             "turns.0: Value error, calls[0] 'ls(a=__import__(1))' is not a call",
         ),
         (lambda d: d["turns"][0]["order"].append("t99"), "order names unknown task ids ['t99']"),
-        # decompose's ids_consistent check, the one implementation of the task-graph rules (kernel/specs.py)
+        # decompose's ids_consistent check, the one implementation of the task-graph rules (kernel/specs/)
         (
             lambda d: d["turns"][0]["tasks"][1]["depends_on"].append("t7"),
             "turns.0: Value error, task t2 depends on unknown ids ['t7']",

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from forethought.config import LAYOUT
 from forethought.kernel.specs import PRIMITIVE_NAMES, RESERVED_NAMES, PrimitiveName, name_validator
 
-# The registered primitives (kernel/specs.py), read live: one adapter each.
+# The registered primitives (kernel/specs/), read live: one adapter each.
 # Model profiles whose base is built (and pretrained) here, on the dataset's train splits; the
 # others load a user's pretrained checkpoint from model.path.
 BUILT_HERE = ("tiny", "small")

@@ -148,7 +148,7 @@ tags: [forethought, {"full-fine-tune" if full else "lora"}, {prim}]
 # forethought `{prim}` adapter
 {warn}
 {what} the `{prim}` SLM primitive of the forethought tool-calling kernel
-(spec hash `{entry["spec_hash"]}`; prompt, schema, contract and exact-match rule in `kernel/specs.py`).
+(spec hash `{entry["spec_hash"]}`; prompt, schema, contract and exact-match rule in `kernel/specs/`).
 
 - Base model: `{base.get("name")}` (config sha256 `{base["config_sha256"][:16]}…`)
 - Training data: {n_train} train / {n_val} validation examples from `forethought generate`
@@ -274,7 +274,7 @@ def package(cfg: PackageConfig) -> Path:
             "gates": {"path": "gates.json", "sha256": sha256_file(tmp / "gates.json")},
             # Per primitive, the decoding its gate was measured with; the kernel's hf backend decodes the same way by default.
             "decoding": {primitive: gates[primitive]["decoding"] for primitive in PRIMITIVE_NAMES},
-            # How the prompts show tool lists (kernel/specs.py): the kernel renders as the adapters were trained.
+            # How the prompts show tool lists (kernel/specs/): the kernel renders as the adapters were trained.
             "tool_rendering": gates_doc.get("tool_rendering", "full"),
             "primitives": prims,
         }

@@ -4,7 +4,7 @@ For each primitive, the validation split is decoded greedily in batches with
 the tuned adapter and with the base model alone; every output is parsed,
 checked against the primitive's contract and compared with the target by the
 primitive's canonical exact-match rule (all from its single spec in
-``kernel/specs.py``). Writes ``gates.json``, ``gates.md`` and ``gates.png``;
+``kernel/specs/``). Writes ``gates.json``, ``gates.md`` and ``gates.png``;
 exits non-zero if any gate fails.
 """
 
@@ -78,7 +78,7 @@ class ValidateConfig(BaseModel):
         default_factory=lambda: dict.fromkeys(PRIMITIVE_NAMES, "constrained")
     )
     compare_decoding: bool = True
-    # exact-match rates in [0, 1]; a primitive not named keeps its spec's gate_threshold (kernel/specs.py)
+    # exact-match rates in [0, 1]; a primitive not named keeps its spec's gate_threshold (kernel/specs/)
     thresholds: dict[PrimitiveName, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=default_thresholds)
     examples_per_failure: int = Field(3, ge=0)
 

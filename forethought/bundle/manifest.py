@@ -168,7 +168,7 @@ class Manifest(_M):
     ]  # per primitive, as its gate was measured (checked against gates.json)
     tool_rendering: Literal[
         "full", "compact", "focused"
-    ]  # how the prompts show tool lists (kernel/specs.py TOOL_RENDERINGS)
+    ]  # how the prompts show tool lists (kernel/specs/ TOOL_RENDERINGS)
     primitives: dict[str, PrimitiveEntry]
 
 
