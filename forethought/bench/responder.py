@@ -116,10 +116,10 @@ def render_turn(
     lines += ["## Tasks (decompose)"]
     if not result.tasks:
         lines.append("- none")
-    for t in result.tasks:
-        deps = f"; after {', '.join(t.depends_on)}" if t.depends_on else ""
-        params = f"; values {_json(t.parameters)}" if t.parameters else ""
-        lines.append(f"- {t.id}: {t.text}{deps}{params}")
+    for task in result.tasks:
+        deps = f"; after {', '.join(task.depends_on)}" if task.depends_on else ""
+        params = f"; values {_json(task.parameters)}" if task.parameters else ""
+        lines.append(f"- {task.id}: {task.text}{deps}{params}")
     lines += ["", "## Order (get_order)", ", ".join(result.order) if result.order else "none", ""]
     # every other primitive's decisions, from the generic map: those about a listed task under it, the rest here
     decided = [d for d in shown_decisions(result.decisions) if d.primitive not in DETAILED_VIEWS]
@@ -128,51 +128,53 @@ def render_turn(
         lines += ["## Decisions (other primitives)", *(f"- {_decision_line(d, 'turn')}" for d in unplaced), ""]
     asked = _asked_per_task()
     lines += ["## Per task"]
-    for t in result.tasks:
-        o = result.outcomes.get(t.id)
-        lines.append(f"### {t.id}: {t.text}")
-        mine = [d for d in decided if d.about(t.id)]
+    for task in result.tasks:
+        outcome = result.outcomes.get(task.id)
+        lines.append(f"### {task.id}: {task.text}")
+        mine = [d for d in decided if d.about(task.id)]
         for name in dict.fromkeys([*asked, *(d.primitive for d in mine)]):
             theirs = [d for d in mine if d.primitive == name]
-            lines += [_decision_line(d, t.id) for d in theirs] or [f"{asked[name]} ({name}): no decision"]
-        for p in result.prerequisites.get(t.id, []):
+            lines += [_decision_line(d, task.id) for d in theirs] or [f"{asked[name]} ({name}): no decision"]
+        for prerequisite in result.prerequisites.get(task.id, []):
             extra = ""
-            if p.remediation is not None:
-                extra = f"; remediation {_call(p.remediation.tool_name, p.remediation.parameters)}"
-            if p.retrieval is not None:
-                extra += f"; retrieval {_call(p.retrieval.tool_name, p.retrieval.parameters)}"
-            if p.recheck is not None:
-                extra += f"; rechecked: {p.recheck}"
-            lines.append(f"prerequisite {p.key}: {p.outcome}{extra}")
-        for name, b in result.bindings.get(t.id, {}).items():
-            value = "MISSING" if b.source == "missing" else _json(b.value, 300)
-            lines.append(f"parameter {name} = {value} (from {b.source})")
-        if o is None:
+            if prerequisite.remediation is not None:
+                extra = (
+                    f"; remediation {_call(prerequisite.remediation.tool_name, prerequisite.remediation.parameters)}"
+                )
+            if prerequisite.retrieval is not None:
+                extra += f"; retrieval {_call(prerequisite.retrieval.tool_name, prerequisite.retrieval.parameters)}"
+            if prerequisite.recheck is not None:
+                extra += f"; rechecked: {prerequisite.recheck}"
+            lines.append(f"prerequisite {prerequisite.key}: {prerequisite.outcome}{extra}")
+        for name, binding in result.bindings.get(task.id, {}).items():
+            value = "MISSING" if binding.source == "missing" else _json(binding.value, 300)
+            lines.append(f"parameter {name} = {value} (from {binding.source})")
+        if outcome is None:
             lines.append("outcome: not reached")
             continue
-        line = f"outcome: {o.status}" + (f" ({o.tool})" if o.tool else "")
-        if o.reason:
-            line += f": {o.reason}"
+        line = f"outcome: {outcome.status}" + (f" ({outcome.tool})" if outcome.tool else "")
+        if outcome.reason:
+            line += f": {outcome.reason}"
         lines.append(line)
-        if o.missing:
-            lines.append(f"missing parameters: {', '.join(o.missing)}")
-        if o.blocked_key:
-            lines.append(f"blocked on: {o.blocked_key}")
-        if o.remediation is not None:
-            lines.append(f"remediation: {_call(o.remediation.tool_name, o.remediation.parameters)}")
+        if outcome.missing:
+            lines.append(f"missing parameters: {', '.join(outcome.missing)}")
+        if outcome.blocked_key:
+            lines.append(f"blocked on: {outcome.blocked_key}")
+        if outcome.remediation is not None:
+            lines.append(f"remediation: {_call(outcome.remediation.tool_name, outcome.remediation.parameters)}")
     lines += ["", "## Calls (tried on a copy of the world; none applied)"]
     if not result.calls:
         lines.append("- none")
-    for n, c in enumerate(result.calls, 1):
-        head = f"{n}. [{c.task_id}, {c.purpose}] {_call(c.tool, c.arguments)}"
-        if c.rejected:
-            lines.append(f"{head} -> rejected: {'; '.join(c.rejected)}")
+    for n, call in enumerate(result.calls, 1):
+        head = f"{n}. [{call.task_id}, {call.purpose}] {_call(call.tool, call.arguments)}"
+        if call.rejected:
+            lines.append(f"{head} -> rejected: {'; '.join(call.rejected)}")
         else:
             lines.append(
-                f"{head} -> {'committed' if c.committed else 'ran, nothing to commit'}; result {_json(c.result)}"
+                f"{head} -> {'committed' if call.committed else 'ran, nothing to commit'}; result {_json(call.result)}"
             )
-        for w in c.warnings:
-            lines.append(f"   warning: {w}")
+        for warning in call.warnings:
+            lines.append(f"   warning: {warning}")
     lines += ["", "## Contract checks (per step)"]
     steps: dict[str, Counter] = {}
     for rec in trace or []:
@@ -180,8 +182,8 @@ def render_turn(
             continue
         row = steps.setdefault(rec.primitive, Counter())
         row["attempts"] += 1
-        for v in rec.contract.get("violations", []):
-            row[v.get("constraint", "?")] += 1
+        for violation in rec.contract.get("violations", []):
+            row[violation.get("constraint", "?")] += 1
     if not steps:
         lines.append("- no model steps")
     for primitive, row in steps.items():
@@ -236,9 +238,9 @@ def _text_calls(text: str, registry: Registry, out: Answer) -> None:
         [c.strip() for c in fenced] + [body] + [ln.strip() for ln in body.splitlines() if ln.strip().startswith("[")]
     )
     first_error = None
-    for c in candidates:
+    for candidate in candidates:
         try:
-            parsed = parse_calls(c, registry.signatures)
+            parsed = parse_calls(candidate, registry.signatures)
         except CallParseError as exc:
             first_error = first_error or exc
             continue
@@ -309,25 +311,25 @@ def departures(kernel_calls: list[str], answer_calls: list[str]) -> dict[str, An
     and a dropped call of the same function are paired as *changed* (its arguments differ), in order."""
     remaining = Counter(kernel_calls)
     kept, added = [], []
-    for c in answer_calls:
-        if remaining[c] > 0:
-            remaining[c] -= 1
-            kept.append(c)
+    for call in answer_calls:
+        if remaining[call] > 0:
+            remaining[call] -= 1
+            kept.append(call)
         else:
-            added.append(c)
+            added.append(call)
     dropped = []
-    for c in kernel_calls:
-        if remaining[c] > 0:  # in the trace more often than in the answer
-            remaining[c] -= 1
-            dropped.append(c)
+    for call in kernel_calls:
+        if remaining[call] > 0:  # in the trace more often than in the answer
+            remaining[call] -= 1
+            dropped.append(call)
     changed = []
-    for a in list(added):
-        name = a.split("(", 1)[0]
+    for call in list(added):
+        name = call.split("(", 1)[0]
         match = next((d for d in dropped if d.split("(", 1)[0] == name), None)
         if match is not None:
-            added.remove(a)
+            added.remove(call)
             dropped.remove(match)
-            changed.append({"trace": match, "answer": a})
+            changed.append({"trace": match, "answer": call})
     return {
         "kept": len(kept),
         "added": added,
