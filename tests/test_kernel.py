@@ -116,21 +116,21 @@ def run(
     cvc: bool = True,
     config: dict[str, Any] | None = None,
     state: dict[str, Any] | None = None,
-    S: Scratchpad | None = None,
+    scratchpad: Scratchpad | None = None,
 ):
     env = Environment([DOM], {"weather_test": state or {}})
-    S = S if S is not None else Scratchpad(config or {})
-    t = Turn.model_validate(turn)
-    k = Kernel(KernelConfig(cvc=cvc, strict_invariants=True))
-    res, trace = k.run_turn(
-        user=t.user,
+    scratchpad = scratchpad if scratchpad is not None else Scratchpad(config or {})
+    annotated = Turn.model_validate(turn)
+    kernel = Kernel(KernelConfig(cvc=cvc, strict_invariants=True))
+    res, trace = kernel.run_turn(
+        user=annotated.user,
         env=env,
-        scratchpad=S,
+        scratchpad=scratchpad,
         registry=env.registry(),
-        backend=OracleBackend(t, "test"),
-        turn_context=t.context,
+        backend=OracleBackend(annotated, "test"),
+        turn_context=annotated.context,
     )
-    return res, trace, env, S
+    return res, trace, env, scratchpad
 
 
 def task(tid: str, tool: str | None, text: str = "do it", **kw: Any) -> dict[str, Any]:
@@ -146,14 +146,14 @@ def committed(res) -> list[str]:
 
 
 def test_postcondition_failure_leaves_state_unchanged_and_tries_the_alternative():
-    res, trace, env, S = run(
+    res, trace, env, scratchpad = run(
         turn("weather in Paris", [task("t1", "weather_primary", parameters={"city": "Paris"})], ["t1"])
     )
     assert [(c.tool, c.committed) for c in res.calls] == [("weather_primary", False), ("weather_backup", True)]
     assert res.calls[0].rejected == ["post: result lacks humidity"]
     # the rejected call's staged state was discarded: only the backup's log entry is in the world
     assert env.states["weather_test"].log == ["backup:Paris"]
-    assert S.get("forecast")["humidity"] == 45
+    assert scratchpad.get("forecast")["humidity"] == 45
     assert res.outcomes["t1"].status == "executed" and res.outcomes["t1"].tool == "weather_backup"
     # the trace shows the rejection: the guard step that tried weather_primary names the failed postcondition
     guards = [r for r in trace if r.primitive == "guard_execute"]
@@ -162,15 +162,19 @@ def test_postcondition_failure_leaves_state_unchanged_and_tries_the_alternative(
 
 
 def test_postcondition_failure_without_alternative_is_tool_failed_and_nothing_committed():
-    res, _, env, S = run(turn("weather in Rome", [task("t1", "weather_solo", parameters={"city": "Rome"})], ["t1"]))
+    res, _, env, scratchpad = run(
+        turn("weather in Rome", [task("t1", "weather_solo", parameters={"city": "Rome"})], ["t1"])
+    )
     assert res.outcomes["t1"].status == "tool_failed"
     assert "humidity" in res.outcomes["t1"].reason
     assert res.committed_calls == [] and env.states["weather_test"].log == []
-    assert "forecast" not in S and "city" not in S  # nothing from a rejected result reaches the scratchpad
+    assert (
+        "forecast" not in scratchpad and "city" not in scratchpad
+    )  # nothing from a rejected result reaches the scratchpad
 
 
 def test_absent_prerequisite_triggers_one_retrieval_then_executes():
-    t = turn(
+    annotated = turn(
         "save a note for Oslo: cold, as ann",
         [
             task(
@@ -194,15 +198,15 @@ def test_absent_prerequisite_triggers_one_retrieval_then_executes():
         ],
         ["t1"],
     )
-    res, _, env, S = run(t)
+    res, _, env, scratchpad = run(annotated)
     assert committed(res) == ["wx_login(user='ann')", "save_report(city='Oslo', note='cold')"]
     assert [c.purpose for c in res.calls] == ["retrieval", "task"]
     assert res.prerequisites["t1"][0].outcome == "absent" and res.prerequisites["t1"][0].recheck == "met"
-    assert S.get("session") == "tok-ann"
+    assert scratchpad.get("session") == "tok-ann"
 
 
 def test_failed_retrieval_writes_the_key_once_and_blocks():
-    t = turn(
+    annotated = turn(
         "save a note for Oslo: cold",
         [
             task(
@@ -214,14 +218,14 @@ def test_failed_retrieval_writes_the_key_once_and_blocks():
         ],
         ["t1"],
     )
-    res, _, env, S = run(t)
-    assert "session" in S and S.get("session") is None  # Absent fires once: the key is now present
+    res, _, env, scratchpad = run(annotated)
+    assert "session" in scratchpad and scratchpad.get("session") is None  # Absent fires once: the key is now present
     assert res.outcomes["t1"].status == "blocked"
     assert res.calls == []
 
 
 def test_not_met_prerequisite_blocks_with_remediation_and_only_that_task():
-    t = turn(
+    annotated = turn(
         "set an alert for Lima and save a note for Lima: warm",
         [
             task(
@@ -250,7 +254,7 @@ def test_not_met_prerequisite_blocks_with_remediation_and_only_that_task():
         ],
         ["t1", "t2"],
     )
-    res, _, env, S = run(t, config={"premium": False, "session": "tok"})
+    res, _, env, scratchpad = run(annotated, config={"premium": False, "session": "tok"})
     assert res.outcomes["t1"].status == "blocked"
     assert res.outcomes["t1"].remediation.tool_name == "upgrade_plan"
     assert res.outcomes["t2"].status == "executed"  # INV-R: only t1 was abandoned
@@ -259,7 +263,7 @@ def test_not_met_prerequisite_blocks_with_remediation_and_only_that_task():
 
 
 def test_cycle_halts_the_turn_and_executes_nothing():
-    t = turn(
+    annotated = turn(
         "a then b then a",
         [
             task("t1", "weather_backup", depends_on=["t2"], parameters={"city": "A"}),
@@ -267,7 +271,7 @@ def test_cycle_halts_the_turn_and_executes_nothing():
         ],
         ["t1", "t2"],
     )
-    res, trace, env, S = run(t)
+    res, trace, env, scratchpad = run(annotated)
     assert res.halted is not None and "cycle" in res.halted["reason"]
     assert res.halted["step"].endswith("build_dep_graph")
     assert res.calls == [] and env.states["weather_test"].log == []
@@ -284,7 +288,7 @@ def test_more_tasks_than_the_declared_fan_out_halt_the_turn_instead_of_dropping_
 
 
 def test_missing_function_and_missing_param_abandon_only_their_task():
-    t = turn(
+    annotated = turn(
         "translate the forecast, save a note, and get weather for Kyiv",
         [
             task("t1", None, "translate the forecast"),
@@ -300,27 +304,27 @@ def test_missing_function_and_missing_param_abandon_only_their_task():
         ],
         ["t1", "t2", "t3"],
     )
-    res, _, env, S = run(t, config={"session": "tok"})
+    res, _, env, scratchpad = run(annotated, config={"session": "tok"})
     assert [res.outcomes[t].status for t in ("t1", "t2", "t3")] == ["missing_function", "missing_param", "executed"]
     assert res.outcomes["t2"].missing == ["note"]
     assert committed(res) == ["weather_backup(city='Kyiv')"]
-    assert "note" in S and S.get("note") is None  # written even if unbound (INV-S)
+    assert "note" in scratchpad and scratchpad.get("note") is None  # written even if unbound (INV-S)
 
 
 def test_tau_is_consulted_before_the_scratchpad():
-    S = Scratchpad({"city": "Old Town"})
-    t = turn("weather for New Town", [task("t1", "weather_backup", parameters={"city": "New Town"})], ["t1"])
-    res, *_ = run(t, S=S)
-    b = res.bindings["t1"]["city"]
-    assert (b.source, b.value, b.consulted) == ("request", "New Town", ["request"])
-    t = turn("weather there again", [task("t1", "weather_backup")], ["t1"])
-    res, *_ = run(t, S=S)
-    b = res.bindings["t1"]["city"]
-    assert (b.source, b.value, b.consulted) == ("scratchpad", "New Town", ["request", "scratchpad"])
+    scratchpad = Scratchpad({"city": "Old Town"})
+    annotated = turn("weather for New Town", [task("t1", "weather_backup", parameters={"city": "New Town"})], ["t1"])
+    res, *_ = run(annotated, scratchpad=scratchpad)
+    binding = res.bindings["t1"]["city"]
+    assert (binding.source, binding.value, binding.consulted) == ("request", "New Town", ["request"])
+    annotated = turn("weather there again", [task("t1", "weather_backup")], ["t1"])
+    res, *_ = run(annotated, scratchpad=scratchpad)
+    binding = res.bindings["t1"]["city"]
+    assert (binding.source, binding.value, binding.consulted) == ("scratchpad", "New Town", ["request", "scratchpad"])
 
 
 def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values():
-    S = Scratchpad({"home_city": "Quito", "session": "tok"})
+    scratchpad = Scratchpad({"home_city": "Quito", "session": "tok"})
     good = turn(
         "save note 'rain' for my home city",
         [
@@ -338,7 +342,7 @@ def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values(
         ],
         ["t1"],
     )
-    res, *_ = run(good, S=S)
+    res, *_ = run(good, scratchpad=scratchpad)
     assert committed(res) == ["save_report(city='Quito', note='rain')"]
     bad = turn(
         "save note 'rain' for my home city",
@@ -357,7 +361,7 @@ def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values(
         ],
         ["t1"],
     )
-    res, trace, env, _ = run(bad, S=Scratchpad({"home_city": "Quito", "session": "tok"}))
+    res, trace, env, _ = run(bad, scratchpad=Scratchpad({"home_city": "Quito", "session": "tok"}))
     fills = trace.by_primitive("match_fill")
     assert len(fills) == 3 and all(not r.ok for r in fills)  # original + 2 retries, all rejected
     assert "not grounded" in fills[0].contract["violations"][0]["message"]
@@ -366,8 +370,8 @@ def test_fill_reads_the_scratchpad_and_its_contract_rejects_hallucinated_values(
 
 
 def test_precondition_fails_closed_on_schema_violation():
-    t = turn("weather for 42", [task("t1", "weather_backup", parameters={"city": 42})], ["t1"])
-    res, _, env, _ = run(t)
+    annotated = turn("weather for 42", [task("t1", "weather_backup", parameters={"city": 42})], ["t1"])
+    res, _, env, _ = run(annotated)
     # decompose's parameters are grounded (42 is in the text) but 42 is not a string: the gate refuses it
     assert res.calls[0].committed is False and res.calls[0].rejected[0].startswith("pre:")
     assert env.states["weather_test"].log == []
@@ -375,11 +379,11 @@ def test_precondition_fails_closed_on_schema_violation():
 
 
 def test_without_cvc_the_same_primitives_chain_unchecked():
-    t = turn("weather for 42", [task("t1", "weather_primary", parameters={"city": 42})], ["t1"])
-    res, _, env, _ = run(t, cvc=False)
+    annotated = turn("weather for 42", [task("t1", "weather_primary", parameters={"city": 42})], ["t1"])
+    res, _, env, _ = run(annotated, cvc=False)
     assert res.calls[0].rejected == []  # no gate: the malformed call reaches the tool
     assert env.states["weather_test"].log == ["primary:42"]  # and the incomplete result is committed
-    t = turn(
+    annotated = turn(
         "alert Lima",
         [
             task(
@@ -391,13 +395,13 @@ def test_without_cvc_the_same_primitives_chain_unchecked():
         ],
         ["t1"],
     )
-    res, *_ = run(t, cvc=False, config={"premium": False})
+    res, *_ = run(annotated, cvc=False, config={"premium": False})
     assert res.prerequisites["t1"] == [] and res.outcomes["t1"].status == "executed"  # no prerequisite checking
 
 
 def test_static_bound_and_program_structure():
-    k = Kernel(KernelConfig(retries=1, max_tasks=4, max_prereqs=2, max_candidates=2, max_fanout=3))
-    names = {p.name for p in k.program.primitives()}
+    kernel = Kernel(KernelConfig(retries=1, max_tasks=4, max_prereqs=2, max_candidates=2, max_fanout=3))
+    names = {p.name for p in kernel.program.primitives()}
     assert {
         "decompose",
         "get_order",
@@ -409,7 +413,7 @@ def test_static_bound_and_program_structure():
         "lookup_params",
     } <= names
     # decompose 2 + get_order 4*2 + match_func 4*2 + per task (a fan-out task runs up to 3 instances) 3 * (2 prereqs * (2 + 2) + 2 candidates * 2)
-    assert k.program.max_slm_calls == 2 + 8 + 8 + 4 * 3 * (2 * 4 + 2 * 2)
+    assert kernel.program.max_slm_calls == 2 + 8 + 8 + 4 * 3 * (2 * 4 + 2 * 2)
 
 
 @pytest.mark.parametrize("path", ["data_gen/solutions/file_system/paper_figure1.json"])
@@ -420,8 +424,8 @@ def test_paper_figure1_calls(path):
     turns = verify_solution(load_solution(path))
     assert committed(turns[0]) == ["mkdir(dir_name='archive')", "mv(source='report.txt', destination='archive')"]
     assert committed(turns[1]) == ["cd(folder='archive')", "grep(file_name='report.txt', pattern='revenue')"]
-    b = turns[1].bindings
-    assert (b["t1"]["folder"].source, b["t2"]["file_name"].source, b["t2"]["pattern"].source) == (
+    bindings = turns[1].bindings
+    assert (bindings["t1"]["folder"].source, bindings["t2"]["file_name"].source, bindings["t2"]["pattern"].source) == (
         "scratchpad",
         "scratchpad",
         "request",
@@ -429,7 +433,7 @@ def test_paper_figure1_calls(path):
 
 
 def test_a_task_whose_dependency_did_not_execute_is_skipped_and_independent_ones_run():
-    t = turn(
+    annotated = turn(
         "translate the forecast, then save it for Oslo; also the weather for Rome",
         [
             task("t1", None, "translate the forecast"),
@@ -438,13 +442,13 @@ def test_a_task_whose_dependency_did_not_execute_is_skipped_and_independent_ones
         ],
         ["t1", "t3", "t2"],
     )
-    res, _, env, S = run(t, config={"session": "tok"})
+    res, _, env, scratchpad = run(annotated, config={"session": "tok"})
     assert [res.outcomes[x].status for x in ("t1", "t2", "t3")] == ["missing_function", "skipped", "executed"]
     assert "t1 (missing_function)" in res.outcomes["t2"].reason
     assert res.bindings["t2"] == {} and res.prerequisites["t2"] == []
     assert committed(res) == ["weather_backup(city='Rome')"]
     # Without CVC there is no such protection: the dependent runs (and here fails on its missing note).
-    res, *_ = run(t, cvc=False, config={"session": "tok"})
+    res, *_ = run(annotated, cvc=False, config={"session": "tok"})
     assert res.outcomes["t2"].status != "skipped"
 
 
@@ -485,11 +489,11 @@ def test_paper_c3_prerequisite_met_from_persistent_state():
     from forethought.data_gen.verify import verify_solution
     from forethought.kernel.solution_file import load_solution
 
-    t = verify_solution(load_solution("data_gen/solutions/travel/paper_c3_nearest_airport.json"))[0]
-    (tid,) = t.order
-    assert [(p.key, p.outcome) for p in t.prerequisites[tid]] == [("authenticated", "met")]
-    assert (t.bindings[tid]["city"].source, t.bindings[tid]["city"].value) == ("request", "Miami")
-    assert t.calls[0].result["nearest_airport"] == "MIA" or "MIA" in str(t.calls[0].result)
+    result = verify_solution(load_solution("data_gen/solutions/travel/paper_c3_nearest_airport.json"))[0]
+    (tid,) = result.order
+    assert [(p.key, p.outcome) for p in result.prerequisites[tid]] == [("authenticated", "met")]
+    assert (result.bindings[tid]["city"].source, result.bindings[tid]["city"].value) == ("request", "Miami")
+    assert result.calls[0].result["nearest_airport"] == "MIA" or "MIA" in str(result.calls[0].result)
 
 
 def test_secret_parameters_are_passed_to_the_tool_but_never_kept_in_the_scratchpad():
@@ -506,5 +510,5 @@ def test_secret_parameters_are_passed_to_the_tool_but_never_kept_in_the_scratchp
         turns = verify_solution(load_solution(path))
         logins = [c for t in turns for c in t.calls if c.tool in ("posting_login", "authenticate_travel")]
         assert logins and any(k in logins[0].arguments for k in ("password", "client_secret"))  # the tool got it
-        for t in turns:
-            assert not {"password", "client_secret", "refresh_token"} & set(t.scratchpad)
+        for result in turns:
+            assert not {"password", "client_secret", "refresh_token"} & set(result.scratchpad)

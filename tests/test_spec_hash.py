@@ -24,11 +24,11 @@ SNAP = Path(__file__).parent / "snapshots" / "prompts"
 def test_golden_prompts_match_their_snapshots(name, rendering):
     with specs.tool_rendering(rendering):
         got = SPECS[name].golden_rendering()
-    f = SNAP / (f"{name}.txt" if rendering == "full" else f"{name}.{rendering}.txt")
+    snapshot = SNAP / (f"{name}.txt" if rendering == "full" else f"{name}.{rendering}.txt")
     if os.environ.get("FORETHOUGHT_UPDATE_SNAPSHOTS"):
-        f.write_text(got, encoding="utf-8")
-    assert f.is_file(), f"no snapshot {f}; run with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
-    assert got == f.read_text(encoding="utf-8"), (
+        snapshot.write_text(got, encoding="utf-8")
+    assert snapshot.is_file(), f"no snapshot {snapshot}; run with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
+    assert got == snapshot.read_text(encoding="utf-8"), (
         f"the {name} prompt changed (see the diff); its spec hash changed with it, so datasets and adapters made "
         "before are refused. If intended, regenerate the snapshot with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
     )
@@ -66,7 +66,7 @@ def test_messages_and_target_text_are_covered(monkeypatch, part):
     assert spec.compute_spec_hash() != before
 
 
-def _changed(v):
-    if isinstance(v, str):
-        return v + " "
-    return [*v[:-1], {**v[-1], "content": v[-1]["content"] + "\n"}]
+def _changed(rendered):
+    if isinstance(rendered, str):
+        return rendered + " "
+    return [*rendered[:-1], {**rendered[-1], "content": rendered[-1]["content"] + "\n"}]

@@ -148,8 +148,8 @@ def test_a_conf_table_naming_an_unknown_primitive_is_a_located_error(tmp_path):
 
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR, conf)
-    f = conf / "data" / "default.yaml"
-    f.write_text(f.read_text().replace("  match_fill: 1125", "  match_fil: 1125"))
+    defaults = conf / "data" / "default.yaml"
+    defaults.write_text(defaults.read_text().replace("  match_fill: 1125", "  match_fil: 1125"))
     with pytest.raises(ConfigError) as ei:
         compose_and_validate("generate", [], GenerateConfig, conf_dir=conf)
     msg = str(ei.value)
@@ -161,10 +161,10 @@ def test_a_size_or_threshold_not_named_is_the_specs_default_never_zero():
     from forethought.data_gen.generate import DataConfig
     from forethought.training.validate import ValidateConfig
 
-    d = DataConfig(solutions=["x"], output_dir="y", sizes={"decompose": 5})
-    assert d.sizes == {**default_sizes(), "decompose": 5} and list(d.sizes) == list(PRIMITIVE_NAMES)
-    v = ValidateConfig(thresholds={"get_order": 0.5})
-    assert v.thresholds == {**default_thresholds(), "get_order": 0.5}
+    data_config = DataConfig(solutions=["x"], output_dir="y", sizes={"decompose": 5})
+    assert data_config.sizes == {**default_sizes(), "decompose": 5} and list(data_config.sizes) == list(PRIMITIVE_NAMES)
+    validate_config = ValidateConfig(thresholds={"get_order": 0.5})
+    assert validate_config.thresholds == {**default_thresholds(), "get_order": 0.5}
     toy = _like_match_func("toy_probe", default_size=7, gate_threshold=0.25)
     with registered(toy):
         assert DataConfig(solutions=["x"], output_dir="y").sizes["toy_probe"] == 7

@@ -125,9 +125,12 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
         for s in ("train", "validation")
         for x in (data / "count_tasks" / f"{s}.jsonl").read_text().splitlines()
     ]
-    for r in rows:  # rendered by the spec, answered by its oracle from the annotation
-        assert r["prompt"] == toy.messages(CountTasksInput.model_validate_json(r["input"]))
-        assert r["completion"][0]["content"] == toy.target_text(r["target"]) and 1 <= r["target"]["count"] <= MAX_TASKS
+    for row in rows:  # rendered by the spec, answered by its oracle from the annotation
+        assert row["prompt"] == toy.messages(CountTasksInput.model_validate_json(row["input"]))
+        assert (
+            row["completion"][0]["content"] == toy.target_text(row["target"])
+            and 1 <= row["target"]["count"] <= MAX_TASKS
+        )
 
     # train: one adapter per registered primitive, the toy's among them
     cfg = config_from_overrides(
@@ -163,10 +166,10 @@ def test_a_registered_sixth_primitive_runs_generate_train_validate_package_kerne
         device="cpu",
     )
     gates = run_validation(vcfg)
-    g = gates["primitives"]["count_tasks"]
-    assert g["threshold"] == 0.5 and g["spec_hash"] == toy.spec_hash and g["n"] == 2
+    gate = gates["primitives"]["count_tasks"]
+    assert gate["threshold"] == 0.5 and gate["spec_hash"] == toy.spec_hash and gate["n"] == 2
     assert (
-        g["parse_rate"] == 1.0 and g["contract_valid_rate"] == 1.0
+        gate["parse_rate"] == 1.0 and gate["contract_valid_rate"] == 1.0
     )  # constrained decoding by the spec's decoding schema
     assert "| count_tasks |" in (gates_dir / "gates.md").read_text()
 
@@ -269,11 +272,11 @@ def count_tasks_step(spec, config):
     from forethought.kernel.program import _symbolic_step
     from forethought.kernel.specs import DecomposeInput
 
-    def ask(x: DecomposeInput, turn) -> CountTasksInput:
-        turn.pending_decompose = x  # carried across the SLM step, whose input and output its spec fixes
-        return CountTasksInput(user=x.user)
+    def ask(decompose_input: DecomposeInput, turn) -> CountTasksInput:
+        turn.pending_decompose = decompose_input  # carried across the SLM step, whose input and output its spec fixes
+        return CountTasksInput(user=decompose_input.user)
 
-    def resume(x: CountTasksOutput, turn) -> DecomposeInput:
+    def resume(answer: CountTasksOutput, turn) -> DecomposeInput:
         return turn.pending_decompose
 
     return Sequence(
