@@ -60,12 +60,14 @@ def _fuzz_settings(n: int):
 
 def _observe(out) -> None:
     STATS.update(out.stats)
-    for t in out.turns:
-        SEEN["status"].update(o.status for o in t.outcomes.values())
-        STATS["fan_out_instances"] += sum("[" in tid for tid in t.outcomes)  # instances of decompose's for_each tasks
-        STATS["conditions_held"] += sum(o.condition is True for o in t.outcomes.values())
-        if t.halted:
-            SEEN["halted"].add(t.halted["step"].split("/")[-1])
+    for turn in out.turns:
+        SEEN["status"].update(o.status for o in turn.outcomes.values())
+        STATS["fan_out_instances"] += sum(
+            "[" in tid for tid in turn.outcomes
+        )  # instances of decompose's for_each tasks
+        STATS["conditions_held"] += sum(o.condition is True for o in turn.outcomes.values())
+        if turn.halted:
+            SEEN["halted"].add(turn.halted["step"].split("/")[-1])
 
 
 @_fuzz_settings(CASES // SEEDS_PER_EXAMPLE)
@@ -81,8 +83,8 @@ def test_invariants_hold_under_adversarial_primitives(rng, seed):
 def test_fuzzing_reached_every_outcome():
     """The fuzz run above is only meaningful if the adversarial outputs reach every branch and every check bites."""
     if not SEEN["status"]:  # run alone: do a short pass here
-        for s in range(400):
-            _observe(run_case(KERNEL, random_case(random.Random(s)), s, counterfactual=True))
+        for seed in range(400):
+            _observe(run_case(KERNEL, random_case(random.Random(seed)), seed, counterfactual=True))
     assert {
         "executed",
         "blocked",

@@ -126,30 +126,30 @@ KERNEL = Kernel(KernelConfig(strict_invariants=True))
 
 def run_turns(turns: list[dict[str, Any]], kernel: Kernel = KERNEL):
     env = Environment([DESK], {"desk_test": {}})
-    S = Scratchpad()
+    scratchpad = Scratchpad()
     results = []
     for i, raw in enumerate(turns):
-        t = Turn.model_validate({"calls": [], **raw})
+        annotated = Turn.model_validate({"calls": [], **raw})
         res, _ = kernel.run_turn(
-            user=t.user,
+            user=annotated.user,
             env=env,
-            scratchpad=S,
+            scratchpad=scratchpad,
             registry=env.registry(),
-            backend=OracleBackend(t, "test"),
-            turn_context=t.context,
+            backend=OracleBackend(annotated, "test"),
+            turn_context=annotated.context,
             index=i,
         )
         assert not res.invariant_violations and res.halted is None, (res.invariant_violations, res.halted)
         results.append(res)
-    return results, env.states["desk_test"], S
+    return results, env.states["desk_test"], scratchpad
 
 
 def task(tid: str, tool: str, text: str = "do it", **kw: Any) -> dict[str, Any]:
     return {"id": tid, "text": text, "tool": tool, **kw}
 
 
-def tau(v: Any) -> dict[str, Any]:
-    return {"source": "request", "value": v}
+def tau(value: Any) -> dict[str, Any]:
+    return {"source": "request", "value": value}
 
 
 MESSAGE_ALICE = {
@@ -172,11 +172,12 @@ MESSAGE_ALICE = {
 
 
 def test_a_result_enters_S_under_its_tools_namespace_without_declared_writes():
-    (res,), _, S = run_turns([MESSAGE_ALICE])
-    assert S.get("lookup_user.user_id") == "U1" and S.get("lookup_user.user") == "Alice"
-    assert S.get("message.sent") is True
+    (res,), _, scratchpad = run_turns([MESSAGE_ALICE])
+    assert scratchpad.get("lookup_user.user_id") == "U1" and scratchpad.get("lookup_user.user") == "Alice"
+    assert scratchpad.get("message.sent") is True
     assert (
-        S.last_source("lookup_user.user_id") == "result:lookup_user" and S.last_source("receiver_id") == "call:message"
+        scratchpad.last_source("lookup_user.user_id") == "result:lookup_user"
+        and scratchpad.last_source("receiver_id") == "call:message"
     )
     # the receiver id had no name to be looked up by: match_fill read it from the result entry in its view
     assert res.bindings["t2"]["receiver_id"].source == "fill"
@@ -202,10 +203,10 @@ def test_messaging_a_second_person_binds_the_id_just_looked_up_not_the_first_per
         ],
         "order": ["t1", "t2"],
     }
-    (_, res), world, S = run_turns([MESSAGE_ALICE, second])
-    b = res.bindings["t2"]["receiver_id"]
-    assert (b.source, b.value, b.shadowed_by) == ("fill", "U2", "receiver_id")
-    assert b.consulted == ["request", "dependencies", "scratchpad", "fill"]
+    (_, res), world, scratchpad = run_turns([MESSAGE_ALICE, second])
+    binding = res.bindings["t2"]["receiver_id"]
+    assert (binding.source, binding.value, binding.shadowed_by) == ("fill", "U2", "receiver_id")
+    assert binding.consulted == ["request", "dependencies", "scratchpad", "fill"]
     assert world.sent == [{"to": "U1", "text": "hi"}, {"to": "U2", "text": "hello"}]
 
 
@@ -266,10 +267,10 @@ BUY_APPLE = {
 def test_two_lookups_then_a_sale_bind_the_symbol_of_the_lookup_the_sale_depends_on():
     """S's symbol is the buy's (an argument of trade, so not reused) and symbol_of's result entry was last written by
     the Tesla lookup, which ran after the Microsoft one: the sale's view shows its dependency's entry as it wrote it."""
-    (_, res), world, S = run_turns([BUY_APPLE, _two_symbols_then_sell(["t2", "t1", "t3"], "t2")])
-    assert S.get("symbol_of.symbol") == "TSLA"  # what S holds now: the later, unrelated lookup
-    b = res.bindings["t3"]["symbol"]
-    assert (b.source, b.value, b.shadowed_by) == ("fill", "MSFT", "symbol_of.symbol")
+    (_, res), world, scratchpad = run_turns([BUY_APPLE, _two_symbols_then_sell(["t2", "t1", "t3"], "t2")])
+    assert scratchpad.get("symbol_of.symbol") == "TSLA"  # what S holds now: the later, unrelated lookup
+    binding = res.bindings["t3"]["symbol"]
+    assert (binding.source, binding.value, binding.shadowed_by) == ("fill", "MSFT", "symbol_of.symbol")
     assert world.orders[-1] == {"side": "Sell", "symbol": "MSFT", "amount": 5}
 
 
@@ -313,8 +314,8 @@ def test_a_value_decompose_copied_from_S_does_not_shadow_a_fresh_result():
     turn = _two_symbols_then_sell(["t1", "t2", "t3"], "t2")
     turn["tasks"][2]["parameters"]["symbol"] = "AAPL"
     (_, res), world, _ = run_turns([BUY_APPLE, turn])
-    b = res.bindings["t3"]["symbol"]
-    assert (b.source, b.value, b.shadowed_by) == ("fill", "MSFT", "symbol_of.symbol")
+    binding = res.bindings["t3"]["symbol"]
+    assert (binding.source, binding.value, binding.shadowed_by) == ("fill", "MSFT", "symbol_of.symbol")
     assert world.orders[-1]["symbol"] == "MSFT"
 
 
@@ -349,9 +350,9 @@ def test_a_sort_result_is_posted_by_a_later_call():
         ],
         "order": ["t1", "t2"],
     }
-    (res,), world, S = run_turns([turn])
+    (res,), world, scratchpad = run_turns([turn])
     assert world.posts == ["apples\nfigs\npears"]
-    assert S.get("sort_file.sorted_content") == "apples\nfigs\npears"
+    assert scratchpad.get("sort_file.sorted_content") == "apples\nfigs\npears"
 
 
 def test_a_long_result_field_is_a_marker_shown_but_never_bound():
@@ -360,8 +361,8 @@ def test_a_long_result_field_is_a_marker_shown_but_never_bound():
         "tasks": [task("t1", "read_file", parameters={"file_name": "big.txt"}, bindings={"file_name": tau("big.txt")})],
         "order": ["t1"],
     }
-    (_,), _, S = run_turns([turn])
-    marker = S.get("read_file.file_content")
+    (_,), _, scratchpad = run_turns([turn])
+    marker = scratchpad.get("read_file.file_content")
     assert is_truncated(marker) and marker["$truncated"] == 5002 and len(marker["preview"]) == 121
     # match_fill may not propose a value that only a preview shows: the grounding contract refuses it
     brief = ToolBrief(name="post", params={"content": "string"}, required=["content"])
@@ -371,34 +372,34 @@ def test_a_long_result_field_is_a_marker_shown_but_never_bound():
     grounded = next(c for c in MATCH_FILL.checks if c.name == "values_grounded")
     assert "content='xxxxxxxxxx'" in grounded.fn(inp, MatchFillOutput(values={"content": "xxxxxxxxxx"}))
     # ... and the cap is the kernel's setting
-    (_,), _, S = run_turns([turn], Kernel(KernelConfig(strict_invariants=True, result_entry_max_chars=10_000)))
-    assert S.get("read_file.file_content") == "x" * 5000
+    (_,), _, scratchpad = run_turns([turn], Kernel(KernelConfig(strict_invariants=True, result_entry_max_chars=10_000)))
+    assert scratchpad.get("read_file.file_content") == "x" * 5000
 
 
 def test_the_state_view_budgets_result_entries_apart_and_shows_a_tasks_dependencies():
-    S = Scratchpad({"authenticated": True})
+    scratchpad = Scratchpad({"authenticated": True})
     for i in range(30):
-        S.set(f"tool{i}.field", i, f"result:tool{i}")
-    S.set("symbol", "AAPL", "call:trade")
-    view = S.view(2, 3)
+        scratchpad.set(f"tool{i}.field", i, f"result:tool{i}")
+    scratchpad.set("symbol", "AAPL", "call:trade")
+    view = scratchpad.view(2, 3)
     assert view == {"tool27.field": 27, "tool28.field": 28, "tool29.field": 29, "authenticated": True, "symbol": "AAPL"}
     # a dependency's entry overlays S's value and counts as the most recent
-    assert list(S.view(2, 3, {"tool3.field": 99})) == [
+    assert list(scratchpad.view(2, 3, {"tool3.field": 99})) == [
         "authenticated",
         "tool28.field",
         "tool29.field",
         "symbol",
         "tool3.field",
     ]
-    assert S.view(2, 3, {"tool3.field": 99})["tool3.field"] == 99
+    assert scratchpad.view(2, 3, {"tool3.field": 99})["tool3.field"] == 99
 
 
 def test_INV_S_holds_when_a_later_call_rewrites_a_result_entry():
     """Result entries are overwritten by the next call of the same tool; no key is ever removed."""
-    results, _, S = run_turns([BUY_APPLE, _two_symbols_then_sell(["t1", "t2", "t3"], "t2")])
+    results, _, scratchpad = run_turns([BUY_APPLE, _two_symbols_then_sell(["t1", "t2", "t3"], "t2")])
     assert all(not r.invariant_violations for r in results)
-    assert {"symbol_of.symbol", "trade.order_id", "symbol", "side", "amount"} <= S.keys()
-    assert S.get("trade.order_id") == 2
+    assert {"symbol_of.symbol", "trade.order_id", "symbol", "side", "amount"} <= scratchpad.keys()
+    assert scratchpad.get("trade.order_id") == 2
 
 
 def test_a_value_decompose_proposed_afresh_is_not_shadowed_by_a_dependencys_argument():
@@ -424,6 +425,9 @@ def test_a_value_decompose_proposed_afresh_is_not_shadowed_by_a_dependencys_argu
         ],
         "order": ["t1", "t2"],
     }
-    (res,), _, S = run_turns([turn])
+    (res,), _, scratchpad = run_turns([turn])
     assert [c.arguments["permission"] for c in res.committed_calls] == ["sms", "storage"]
-    assert res.bindings["t2"]["permission"].consulted == ["request"] and S.get("grant.granted") == "messaging:storage"
+    assert (
+        res.bindings["t2"]["permission"].consulted == ["request"]
+        and scratchpad.get("grant.granted") == "messaging:storage"
+    )
