@@ -46,12 +46,12 @@ class ScriptedModel:
         self.signatures = {t.name: t.param_names for tools in bfcl_data.class_tools().values() for t in tools}
         self.by_request: dict[str, list[list[str]]] = {}  # the kernel's request of a turn -> its ground truths
         self.by_turn: dict[tuple[str, int], list[str]] = {}  # (first user text, turn) -> its ground truth
-        for e in entries:
+        for entry in entries:
             pending = None
-            for i, (text, calls) in enumerate(zip(e.turns, e.ground_truth, strict=True)):
+            for i, (text, calls) in enumerate(zip(entry.turns, entry.ground_truth, strict=True)):
                 request = bfcl_data.request_text(pending, text)
                 self.by_request.setdefault(request, []).append(calls)
-                self.by_turn[(e.turns[0], i)] = calls
+                self.by_turn[(entry.turns[0], i)] = calls
                 pending = request if not calls else None
 
     def answer(self, body: dict) -> dict:
@@ -186,12 +186,20 @@ def test_departures_from_the_trace_are_recorded_per_turn(side_by_side):
     assert all(r["answer_calls"] == r["trace_calls"] == r["committed"] for r in base_1)
     departing = [r for r in rows if r["departure"]["departs"]]
     assert departing and {r["entry"] for r in departing} == {"multi_turn_base_2"}
-    for r in departing:  # the kernel halted: nothing in the trace, so every answered call is added
-        assert r["trace_calls"] == [] and r["departure"]["added"] == r["answer_calls"] == r["committed"]
-        assert "## Halted" in r["rendered"]
-    m = _summary(out)["categories"]["multi_turn_base"]["responder_cvc_on"]["model"]
-    assert m["departing_turns"] == len(departing) and m["added"] == sum(len(r["answer_calls"]) for r in departing)
-    assert m["dropped"] == m["changed"] == m["parse_errors"] == m["blocked_calls"] == 0
+    for row in departing:  # the kernel halted: nothing in the trace, so every answered call is added
+        assert row["trace_calls"] == [] and row["departure"]["added"] == row["answer_calls"] == row["committed"]
+        assert "## Halted" in row["rendered"]
+    model_summary = _summary(out)["categories"]["multi_turn_base"]["responder_cvc_on"]["model"]
+    assert model_summary["departing_turns"] == len(departing) and model_summary["added"] == sum(
+        len(r["answer_calls"]) for r in departing
+    )
+    assert (
+        model_summary["dropped"]
+        == model_summary["changed"]
+        == model_summary["parse_errors"]
+        == model_summary["blocked_calls"]
+        == 0
+    )
     report = (out / "report.md").read_text()
     assert f"| multi_turn_base | responder, on | {len(rows)} | {len(departing)} |" in report
     assert "- multi_turn_base multi_turn_base_2 turn " in report
@@ -205,11 +213,11 @@ def test_the_protocol_the_endpoint_sees(side_by_side, entries):
     responder_bodies = [b for _, b, _ in requests if b["messages"][0].get("content") == responder.SYSTEM_PROMPT]
     vanilla_bodies = [b for _, b, _ in requests if b not in responder_bodies]
     assert responder_bodies and vanilla_bodies
-    for b in responder_bodies:
-        assert len(b["messages"]) == 2 and b["messages"][1]["content"].startswith(
+    for body in responder_bodies:
+        assert len(body["messages"]) == 2 and body["messages"][1]["content"].startswith(
             f"FORETHOUGHT TRACE v{responder.RENDER_VERSION}\n"
         )
-        assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object" for t in b["tools"])
+        assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object" for t in body["tools"])
     # vanilla: bfcl's conversation, growing turn by turn, with each tool result answering its call by id
     last = max(vanilla_bodies, key=lambda b: len(b["messages"]))
     ids = [tc["id"] for m in last["messages"] if m["role"] == "assistant" for tc in m.get("tool_calls") or []]
@@ -260,8 +268,8 @@ def test_a_responder_that_does_not_answer_is_never_scored(entries, recording, tm
         "1 entry got no answer from the backend and were not scored (first: multi_turn_base_1 turn 0:" in err
         and "HTTP 503" in err
     )
-    s = _summary(tmp_path / "o")["categories"]["multi_turn_base"]["responder_cvc_on"]
-    assert s["scored"] == 0 and s["verdicts"] == {"multi_turn_base_1": None}
+    stats = _summary(tmp_path / "o")["categories"]["multi_turn_base"]["responder_cvc_on"]
+    assert stats["scored"] == 0 and stats["verdicts"] == {"multi_turn_base_1": None}
 
 
 # -- the answer's parsing, and departures -------------------------------------------------
@@ -277,7 +285,7 @@ def _reply(message):
 
 def test_tool_calls_and_call_strings_are_read_and_failures_located():
     reg = _registry()
-    a = responder.parse_answer(
+    answer = responder.parse_answer(
         _reply(
             {
                 "tool_calls": [
@@ -291,10 +299,10 @@ def test_tool_calls_and_call_strings_are_read_and_failures_located():
         ),
         reg,
     )
-    assert a.calls == [("cd", {"folder": "document"}, "a"), ("ls", {}, "c")]
-    assert a.errors[0].startswith("tool_calls[1].function.arguments: not JSON (Expecting value at column 14) in ")
-    assert a.errors[1] == "tool_calls[3].function.name: 'rm -rf' is not a function name"
-    assert a.errors[2] == "tool_calls[4].function.arguments: expected an object, got list"
+    assert answer.calls == [("cd", {"folder": "document"}, "a"), ("ls", {}, "c")]
+    assert answer.errors[0].startswith("tool_calls[1].function.arguments: not JSON (Expecting value at column 14) in ")
+    assert answer.errors[1] == "tool_calls[3].function.name: 'rm -rf' is not a function name"
+    assert answer.errors[2] == "tool_calls[4].function.arguments: expected an object, got list"
     text = responder.parse_answer(
         _reply({"content": "Sure.\n```python\n[cd(folder='document'), mkdir(dir_name='temp')]\n```"}), reg
     )
@@ -353,8 +361,10 @@ def test_answered_calls_run_through_the_guards(entries):
 
 
 def test_departures_pair_a_changed_call_by_function():
-    d = responder.departures(["cd(folder='a')", "mkdir(dir_name='x')", "ls()"], ["cd(folder='b')", "ls()", "pwd()"])
-    assert d == {
+    departures = responder.departures(
+        ["cd(folder='a')", "mkdir(dir_name='x')", "ls()"], ["cd(folder='b')", "ls()", "pwd()"]
+    )
+    assert departures == {
         "kept": 1,
         "added": ["pwd()"],
         "dropped": ["mkdir(dir_name='x')"],
@@ -431,8 +441,8 @@ def test_the_format_document_names_every_section_the_rendering_writes():
     texts.append(responder.render_turn("x", TurnResult(index=0, user="x", halted={"reason": "a cycle"})))
     sections = {ln for t in texts for ln in t.splitlines() if ln.startswith("## ")}
     assert len(sections) == 8, sections
-    for s in sections:
-        assert f"`{s}`" in doc, s
+    for section in sections:
+        assert f"`{section}`" in doc, section
 
 
 # -- forethought bench serving: does each served adapter apply? ---------------------------------

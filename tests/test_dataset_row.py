@@ -18,9 +18,11 @@ from forethought.training.validate import _read_rows
 
 
 def test_generate_writes_exactly_the_row_model(generated_data):
-    for p in PRIMITIVE_NAMES:
+    for primitive in PRIMITIVE_NAMES:
         for split in ("train", "validation"):
-            lines = [x for x in (generated_data / p / f"{split}.jsonl").read_text(encoding="utf-8").split("\n") if x]
+            lines = [
+                x for x in (generated_data / primitive / f"{split}.jsonl").read_text(encoding="utf-8").split("\n") if x
+            ]
             assert lines
             for line in lines:
                 assert DatasetRow.model_validate_json(line).line() == line  # every field, in the model's order
@@ -36,8 +38,8 @@ def test_the_card_and_the_features_describe_the_model_s_fields():
     assert all(DatasetRow.model_fields[n].description for n in names)
 
 
-def _first(generated_data, p, split):
-    return json.loads((generated_data / p / f"{split}.jsonl").read_text(encoding="utf-8").split("\n")[0])
+def _first(generated_data, primitive, split):
+    return json.loads((generated_data / primitive / f"{split}.jsonl").read_text(encoding="utf-8").split("\n")[0])
 
 
 BROKEN = {

@@ -63,18 +63,20 @@ def test_the_grammar_admits_every_target_of_the_fixture_datasets(generated_data,
         )
     stats = json.loads((data / "stats.json").read_text())
     with tool_rendering(rendering):
-        for p in PRIMITIVE_NAMES:
-            spec = SPECS[p]
-            rows = read_rows(data, p, split)
+        for primitive in PRIMITIVE_NAMES:
+            spec = SPECS[primitive]
+            rows = read_rows(data, primitive, split)
             assert rows
             for row in rows:
                 inp = spec.input_type.model_validate(row.input_value)
                 assert admits(spec.decoding_schema(inp), row.completion[0].content) is None, (
-                    p,
+                    primitive,
                     row.id,
                     row.completion[0].content,
                 )
-            assert stats["primitives"][p][split]["decoding_coverage"] == 1.0  # what generate measured and records
+            assert (
+                stats["primitives"][primitive][split]["decoding_coverage"] == 1.0
+            )  # what generate measured and records
 
 
 def _decompose(user: str, **kw) -> DecomposeInput:
