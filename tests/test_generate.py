@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import forethought.data_gen.generate as G
+import forethought.data_gen.generate as generate_module
 from forethought.cli import main
 from forethought.data_gen.generate import (
     DataConfig,
@@ -54,12 +54,12 @@ def rows(out: Path, prim: str, split: str) -> list[dict]:
 
 def test_sizes_and_format(gen):
     out, stats = gen
-    for p in PRIMITIVE_NAMES:
-        tr, va = rows(out, p, "train"), rows(out, p, "validation")
-        assert len(tr) + len(va) == SIZES[p], p
-        assert stats["primitives"][p]["reached_requested_size"]
-        for r in tr[:5] + va[:5]:
-            assert set(r) == {
+    for primitive in PRIMITIVE_NAMES:
+        train, validation = rows(out, primitive, "train"), rows(out, primitive, "validation")
+        assert len(train) + len(validation) == SIZES[primitive], primitive
+        assert stats["primitives"][primitive]["reached_requested_size"]
+        for row in train[:5] + validation[:5]:
+            assert set(row) == {
                 "id",
                 "solution_id",
                 "primitive",
@@ -69,37 +69,37 @@ def test_sizes_and_format(gen):
                 "input",
                 "near_duplicate_across_split",
             }
-            assert r["primitive"] == p
-            assert [m["role"] for m in r["prompt"]] == ["system", "user"]
-            assert r["completion"][0]["role"] == "assistant"
-            assert json.loads(r["completion"][0]["content"]) == r["target"]
+            assert row["primitive"] == primitive
+            assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+            assert row["completion"][0]["role"] == "assistant"
+            assert json.loads(row["completion"][0]["content"]) == row["target"]
     assert (out / "README.md").read_text().startswith("# forethought per-primitive SFT datasets")
 
 
 def test_every_target_passes_its_contract_and_is_rendered_by_the_spec(gen):
     out, _ = gen
-    for p in PRIMITIVE_NAMES:
-        spec = SPECS[p]
-        for r in rows(out, p, "train") + rows(out, p, "validation"):
-            inp_data = json.loads(r["input"])
-            assert spec.check_output(inp_data, r["target"]).ok, r["id"]
+    for primitive in PRIMITIVE_NAMES:
+        spec = SPECS[primitive]
+        for row in rows(out, primitive, "train") + rows(out, primitive, "validation"):
+            inp_data = json.loads(row["input"])
+            assert spec.check_output(inp_data, row["target"]).ok, row["id"]
             inp = spec.input_type.model_validate(inp_data)
-            assert spec.messages(inp) == r["prompt"]  # the generator renders only through the spec
-            assert spec.exact_match(r["target"], json.loads(r["completion"][0]["content"]))
+            assert spec.messages(inp) == row["prompt"]  # the generator renders only through the spec
+            assert spec.exact_match(row["target"], json.loads(row["completion"][0]["content"]))
 
 
 def test_split_is_by_solution_with_no_shared_prompts(gen):
     out, stats = gen
     val_ids = set(stats["validation_solutions"])
     assert val_ids and len(val_ids) < stats["solutions"]
-    for p in PRIMITIVE_NAMES:
-        tr, va = rows(out, p, "train"), rows(out, p, "validation")
-        assert {r["solution_id"] for r in va} <= val_ids
-        assert not {r["solution_id"] for r in tr} & val_ids
+    for primitive in PRIMITIVE_NAMES:
+        train, validation = rows(out, primitive, "train"), rows(out, primitive, "validation")
+        assert {r["solution_id"] for r in validation} <= val_ids
+        assert not {r["solution_id"] for r in train} & val_ids
         key = lambda r: json.dumps(r["prompt"])  # noqa: E731
-        assert not {key(r) for r in tr} & {key(r) for r in va}
-        assert len({key(r) for r in tr}) == len(tr)  # exact duplicates removed
-        info = stats["primitives"][p]
+        assert not {key(r) for r in train} & {key(r) for r in validation}
+        assert len({key(r) for r in train}) == len(train)  # exact duplicates removed
+        info = stats["primitives"][primitive]
         assert info["solution_overlap"] == 0 and info["shared_prompts"] == 0
         for field in (
             "examples",
@@ -118,9 +118,9 @@ def test_same_seed_byte_identical_other_seed_differs(gen, tmp_path):
     out, _ = gen
     again = tmp_path / "again"
     generate(cfg(again, workers=2))  # and independent of the number of worker processes
-    for f in sorted(out.rglob("*")):
-        if f.is_file():
-            assert f.read_bytes() == (again / f.relative_to(out)).read_bytes(), f
+    for path in sorted(out.rglob("*")):
+        if path.is_file():
+            assert path.read_bytes() == (again / path.relative_to(out)).read_bytes(), path
     other = tmp_path / "other"
     generate(cfg(other, seed=1))
     assert (other / "decompose" / "train.jsonl").read_bytes() != (out / "decompose" / "train.jsonl").read_bytes()
@@ -132,21 +132,21 @@ def test_loadable_with_datasets(gen):
     from forethought.data_gen.formats import features
 
     out, _ = gen
-    for p in PRIMITIVE_NAMES:
-        files = {s: str(out / p / f"{s}.jsonl") for s in ("train", "validation")}
-        d = datasets.load_dataset("json", data_files=files, features=features())
-        assert d["train"].num_rows + d["validation"].num_rows == SIZES[p]
-        assert d["train"][0]["target"] == json.loads(d["train"][0]["completion"][0]["content"])
-        d2 = datasets.load_dataset(str(out / p))  # the folder's README declares the features
-        assert d2["validation"].num_rows == d["validation"].num_rows
+    for primitive in PRIMITIVE_NAMES:
+        files = {s: str(out / primitive / f"{s}.jsonl") for s in ("train", "validation")}
+        dataset = datasets.load_dataset("json", data_files=files, features=features())
+        assert dataset["train"].num_rows + dataset["validation"].num_rows == SIZES[primitive]
+        assert dataset["train"][0]["target"] == json.loads(dataset["train"][0]["completion"][0]["content"])
+        from_folder = datasets.load_dataset(str(out / primitive))  # the folder's README declares the features
+        assert from_folder["validation"].num_rows == dataset["validation"].num_rows
 
 
-def _break_order(d):
-    d["turns"][0]["order"] = ["t2", "t1"]
+def _break_order(solution):
+    solution["turns"][0]["order"] = ["t2", "t1"]
 
 
-def _break_paraphrase(d):
-    d["turns"][0]["paraphrases"][1] = "Tell me a joke."
+def _break_paraphrase(solution):
+    solution["turns"][0]["paraphrases"][1] = "Tell me a joke."
 
 
 @pytest.mark.parametrize(
@@ -173,17 +173,20 @@ def test_unverifiable_solution_stops_generation_unless_skipping_is_allowed(tmp_p
 
 
 def test_dropped_variants_name_their_solution_file_and_full_reason(tmp_path, monkeypatch):
-    real = G.make_variant
+    real = generate_module.make_variant
 
     def breaking(sol, rng, vcfg):  # every varied copy of Figure 1 gets a wrong order
-        v = real(sol, rng, vcfg)
+        variant = real(sol, rng, vcfg)
         if sol.id == "fs-paper-figure1":
-            t0 = v.solution.turns[0]
-            turns = [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]
-            v.solution = v.solution.model_copy(update={"turns": turns})
-        return v
+            first_turn = variant.solution.turns[0]
+            turns = [
+                first_turn.model_copy(update={"order": list(reversed(first_turn.order))}),
+                *variant.solution.turns[1:],
+            ]
+            variant.solution = variant.solution.model_copy(update={"turns": turns})
+        return variant
 
-    monkeypatch.setattr(G, "make_variant", breaking)
+    monkeypatch.setattr(generate_module, "make_variant", breaking)
     stats = generate(
         cfg(tmp_path / "out", allow_undersized=True, max_dropped_fraction=1.0)
     )  # this test reads the record
@@ -200,14 +203,14 @@ def test_dropped_variants_name_their_solution_file_and_full_reason(tmp_path, mon
 
 
 def test_a_bug_while_replaying_a_variant_raises_instead_of_dropping_it(tmp_path, monkeypatch):
-    real = G.verify_solution
+    real = generate_module.verify_solution
 
     def buggy(sol, kernel=None, **kw):
         if kw.get("slot_values") is not None:  # a varied copy
             raise ZeroDivisionError("kernel bug")
         return real(sol, kernel, **kw)
 
-    monkeypatch.setattr(G, "verify_solution", buggy)
+    monkeypatch.setattr(generate_module, "verify_solution", buggy)
     with pytest.raises(VariantBug) as ei:
         generate(cfg(tmp_path / "out"))
     assert "ZeroDivisionError: kernel bug" in str(ei.value) and ".json: variant 1" in str(ei.value)
@@ -242,17 +245,29 @@ def test_contract_valid_rate_is_computed_from_the_written_targets(gen, tmp_path)
     r0, r1 = rows(out, "get_order", "train")[:2]
 
     # A row's completion is its target's JSON (the row model refuses anything else), so the bad target is the completion too.
-    def ex(r, target):
+    def ex(row, target):
         content = json.dumps(target)
-        return Example("get_order", r["solution_id"], r["prompt"], [{"role": "assistant", "content": content}], target,
-                       json.dumps(r["prompt"]), (), json.loads(r["input"]))  # fmt: skip
+        return Example("get_order", row["solution_id"], row["prompt"], [{"role": "assistant", "content": content}],
+                       target, json.dumps(row["prompt"]), (), json.loads(row["input"]))  # fmt: skip
 
     bad_target = {"ordered_task_ids": ["nope"] + r1["target"]["ordered_task_ids"]}  # not a permutation of the batch
     pools = Pools({(p, s): 10 for p in PRIMITIVE_NAMES for s in ("train", "validation")})
     pools.add(ex(r0, r0["target"]), "train")
     pools.add(ex(r1, bad_target), "train")
-    c = cfg(tmp_path / "w", allow_undersized=True)
-    st = write_outputs(c, sols, {s: "train" for s in sols}, pools, [], {}, 0, 0, G.Counter(), 0.0, out=tmp_path / "w")
+    config = cfg(tmp_path / "w", allow_undersized=True)
+    st = write_outputs(
+        config,
+        sols,
+        {s: "train" for s in sols},
+        pools,
+        [],
+        {},
+        0,
+        0,
+        generate_module.Counter(),
+        0.0,
+        out=tmp_path / "w",
+    )
     assert st["contract_valid_rate"] == 0.5 and st["primitives"]["get_order"]["train"]["contract_valid_rate"] == 0.5
 
 
@@ -265,11 +280,11 @@ def test_near_duplicates_mask_the_substituted_slot_values(gen):
     )
     assert masker(["budget.csv", "finance"])("Move budget.csv into finance") == mask("Move report.txt into archive")
     _, stats = gen
-    for p in PRIMITIVE_NAMES:
-        info = stats["primitives"][p]
+    for primitive in PRIMITIVE_NAMES:
+        info = stats["primitives"][primitive]
         assert 0 <= info["cross_split_near_duplicate_rate"] <= 1 and 0 <= info["train"]["near_duplicate_rate"] <= 1
         # the per-row flag agrees with the split's rate (validation rows whose masked prompt occurs in train)
-        rows = [json.loads(x) for x in (gen[0] / p / "validation.jsonl").read_text().splitlines() if x.strip()]
+        rows = [json.loads(x) for x in (gen[0] / primitive / "validation.jsonl").read_text().splitlines() if x.strip()]
         flagged = sum(r["near_duplicate_across_split"] for r in rows)
         assert flagged == round(info["cross_split_near_duplicate_rate"] * len(rows))
     card = (gen[0] / "README.md").read_text()
@@ -305,10 +320,10 @@ def test_a_user_id_built_from_a_name_follows_the_substituted_name():
     sol = load_solution("data_gen/solutions/airline/paper_c4_passenger_name.json")  # uid ethan_nguyen_7360
     changed = 0
     for seed in range(40):
-        v = substitute_entities(sol, random.Random(seed))
-        first, last = str(v["old_first"]).lower(), str(v["last"]).lower()
-        assert v["uid"].startswith(f"{first}_{last}_"), v
-        changed += v["uid"] != "ethan_nguyen_7360"
+        values = substitute_entities(sol, random.Random(seed))
+        first, last = str(values["old_first"]).lower(), str(values["last"]).lower()
+        assert values["uid"].startswith(f"{first}_{last}_"), values
+        changed += values["uid"] != "ethan_nguyen_7360"
     assert changed > 20  # the names really are substituted, and the id with them
 
 
@@ -347,28 +362,30 @@ def test_train_and_validation_sharing_a_solution_is_refused(gen, tmp_path):
     from forethought.training.data import read_split
 
     out, _ = gen
-    d = tmp_path / "d"
-    shutil.copytree(out, d)
-    val = (d / "match_func" / "validation.jsonl").read_text().splitlines()
-    with open(d / "match_func" / "train.jsonl", "a") as f:
-        f.write(val[0] + "\n")  # a held-out solution's example, now also trained on
+    folder = tmp_path / "d"
+    shutil.copytree(out, folder)
+    val = (folder / "match_func" / "validation.jsonl").read_text().splitlines()
+    with open(folder / "match_func" / "train.jsonl", "a") as train_file:
+        train_file.write(val[0] + "\n")  # a held-out solution's example, now also trained on
     with pytest.raises(UserError, match="shares 1 solution"):
-        seal(d, validation_solutions=json.loads((d / MANIFEST).read_text())["validation_solutions"])
+        seal(folder, validation_solutions=json.loads((folder / MANIFEST).read_text())["validation_solutions"])
     # A manifest written by hand over the mixed splits: the reader still refuses the row.
-    m = json.loads((d / MANIFEST).read_text())
-    m["files"]["match_func/train.jsonl"] = G.hashlib.sha256((d / "match_func" / "train.jsonl").read_bytes()).hexdigest()
-    (d / MANIFEST).write_text(json.dumps(m))
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"]["match_func/train.jsonl"] = generate_module.hashlib.sha256(
+        (folder / "match_func" / "train.jsonl").read_bytes()
+    ).hexdigest()
+    (folder / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(UserError, match="is held out for validation .* but appears in train"):
-        read_split(d, "match_func", "train")
+        read_split(folder, "match_func", "train")
 
 
 def test_generate_replaces_the_dataset_as_a_whole_and_refuses_a_non_dataset_folder(gen, tmp_path):
     out, _ = gen
-    d = tmp_path / "d"
-    shutil.copytree(out, d)
-    (d / "decompose" / "stray.jsonl").write_text("{}\n")  # a file of no run
-    generate(cfg(d, seed=1))
-    assert not (d / "decompose" / "stray.jsonl").exists()
+    folder = tmp_path / "d"
+    shutil.copytree(out, folder)
+    (folder / "decompose" / "stray.jsonl").write_text("{}\n")  # a file of no run
+    generate(cfg(folder, seed=1))
+    assert not (folder / "decompose" / "stray.jsonl").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".d.")]  # no staging folder left behind
     precious = tmp_path / "precious"
     precious.mkdir()
@@ -379,18 +396,23 @@ def test_generate_replaces_the_dataset_as_a_whole_and_refuses_a_non_dataset_fold
 
 
 def _break_figure1_variants(monkeypatch):
-    real = G.make_variant
+    real = generate_module.make_variant
 
     def breaking(sol, rng, vcfg):  # every varied copy of Figure 1 gets a wrong order
-        v = real(sol, rng, vcfg)
+        variant = real(sol, rng, vcfg)
         if sol.id == "fs-paper-figure1":
-            t0 = v.solution.turns[0]
-            v.solution = v.solution.model_copy(
-                update={"turns": [t0.model_copy(update={"order": list(reversed(t0.order))}), *v.solution.turns[1:]]}
+            first_turn = variant.solution.turns[0]
+            variant.solution = variant.solution.model_copy(
+                update={
+                    "turns": [
+                        first_turn.model_copy(update={"order": list(reversed(first_turn.order))}),
+                        *variant.solution.turns[1:],
+                    ]
+                }
             )
-        return v
+        return variant
 
-    monkeypatch.setattr(G, "make_variant", breaking)
+    monkeypatch.setattr(generate_module, "make_variant", breaking)
 
 
 def test_too_many_dropped_variants_fail_naming_the_file_and_reason(tmp_path, monkeypatch, capsys):
@@ -398,10 +420,12 @@ def test_too_many_dropped_variants_fail_naming_the_file_and_reason(tmp_path, mon
     fig1 = str(FIX / "paper_figure1.json")
     with pytest.raises(UserError) as ei:
         generate(cfg(tmp_path / "out", allow_undersized=True))
-    e = ei.value
-    assert e.where == fig1 and "above data.max_dropped_fraction=0.02" in e.message, str(e)
-    assert f"{fig1}: turn 0, get_order: expected order [" in e.message and " × " in e.message
-    assert "nothing is written" in e.message and not (tmp_path / "out").exists()  # refused before it is put in place
+    error = ei.value
+    assert error.where == fig1 and "above data.max_dropped_fraction=0.02" in error.message, str(error)
+    assert f"{fig1}: turn 0, get_order: expected order [" in error.message and " × " in error.message
+    assert (
+        "nothing is written" in error.message and not (tmp_path / "out").exists()
+    )  # refused before it is put in place
     # the CLI exits non-zero with the located message; below the threshold it prints the drops and exits 0
     args = [
         "generate",
@@ -465,10 +489,10 @@ def test_without_target_adds_null_match_func_rows_to_train_only(gen, tmp_path):
     out = tmp_path / "data"
     generate(cfg(out, variations={"without_target": 1.0}))
 
-    def decisions(d):  # (task text, listed tools, wanted tool) of each train row
+    def decisions(folder):  # (task text, listed tools, wanted tool) of each train row
         got = []
-        for r in rows(d, "match_func", "train"):
-            inp, target = json.loads(r["input"]), r["target"]
+        for row in rows(folder, "match_func", "train"):
+            inp, target = json.loads(row["input"]), row["target"]
             got.append((inp["task"]["text"], {t["name"] for t in inp["tools"]}, target["tool_name"], inp))
         return got
 
@@ -479,5 +503,5 @@ def test_without_target_adds_null_match_func_rows_to_train_only(gen, tmp_path):
     assert made and nulls(train) > nulls(before), (nulls(train), nulls(before))
     for _, names, _, inp in made:
         assert names and SPECS["match_func"].check_output(inp, {"tool_name": None}).ok
-    for p in PRIMITIVE_NAMES:
-        assert rows(out, p, "validation") == rows(gen[0], p, "validation"), p
+    for primitive in PRIMITIVE_NAMES:
+        assert rows(out, primitive, "validation") == rows(gen[0], primitive, "validation"), primitive
