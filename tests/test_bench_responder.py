@@ -427,8 +427,8 @@ def test_the_rendering_of_figure_1_holds_what_the_responder_needs():
 ])  # fmt: skip
 def test_the_rendering_holds_blocked_tasks_and_missing_functions_and_parameters(path, needed):
     first = _rendered(path)[0]
-    for n in needed:
-        assert n in first, n
+    for line in needed:
+        assert line in first, line
 
 
 def test_the_format_document_names_every_section_the_rendering_writes():

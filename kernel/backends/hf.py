@@ -38,9 +38,9 @@ _PROBE = "ForethoughtStopProbe"
 
 def _special_ids(tokenizer: Any) -> set[int]:
     ids = {i for i in (getattr(tokenizer, "all_special_ids", None) or []) if isinstance(i, int)}
-    for i, token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
+    for token_id, token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).items():
         if getattr(token, "special", False):
-            ids.add(i)
+            ids.add(token_id)
     return ids
 
 
@@ -78,21 +78,21 @@ def stop_ids(tokenizer: Any, model: Any = None) -> list[int]:
     """
     ids: list[int] = []
 
-    def add(i: Any) -> None:
-        if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id and i not in ids:
-            ids.append(i)
+    def add(token_id: Any) -> None:
+        if isinstance(token_id, int) and token_id >= 0 and token_id != tokenizer.unk_token_id and token_id not in ids:
+            ids.append(token_id)
 
     derived = template_stop_ids(tokenizer)
-    for i in derived:
-        add(i)
+    for token_id in derived:
+        add(token_id)
     if not derived:
         for token in FALLBACK_STOP_TOKENS:
             add(tokenizer.convert_tokens_to_ids(token))  # an unknown token maps to unk (or None): skipped
     add(tokenizer.eos_token_id)
     gen = getattr(model, "generation_config", None) if model is not None else None
     eos = getattr(gen, "eos_token_id", None)
-    for i in eos if isinstance(eos, (list, tuple)) else [eos]:
-        add(i)
+    for token_id in eos if isinstance(eos, (list, tuple)) else [eos]:
+        add(token_id)
     return ids
 
 
