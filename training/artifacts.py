@@ -94,7 +94,7 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
                 raise UserError(
                     f"adapter {primitive!r} was trained on prompts rendered by spec hash {spec_hash}, but the code's current spec hash of "
                     f"{primitive!r} is {current}: its prompt, schema or contract changed since training; regenerate the data "
-                    "and retrain",
+                    "and retrain (`forethought generate`, then `forethought train`)",
                     str(where),
                 )
             out[primitive] = out[primitive] or spec_hash

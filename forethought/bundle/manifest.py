@@ -477,7 +477,8 @@ def load_bundle(
         if name in spec_hashes and entry.get("spec_hash") != spec_hashes[name]:
             raise BundleError(
                 f"spec hash {entry.get('spec_hash')} differs from the code's {spec_hashes[name]}: the primitive's prompt, "
-                "schema or contract changed since this adapter was trained; retrain and repackage",
+                "schema or contract changed since this adapter was trained; regenerate the data, retrain and repackage "
+                "(`forethought generate`, `forethought train`, `forethought validate`, `forethought package`)",
                 where,
             )
         for required in (*WEIGHT_FILES[entry["kind"]], "README.md"):

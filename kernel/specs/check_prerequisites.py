@@ -18,29 +18,18 @@ from ..registry.model import entity_key, fact_of
 from ..scratchpad import bindable
 from .adapter import NOT_SHOWN, Label
 from .base import Annotation, PrimitiveSpec
-
-# The contract checks below call these under their names of before the split: the spec hash covers
-# the checks' source, so the recorded hashes stay as they were.
 from .shared import (
     MAX_TASKS,
     ProposedTask,
     TaskRef,
     ToolBrief,
     active_tool_rendering,
+    grounded_params,
     in_tool_order,
     inline_json,
-)
-from .shared import (
-    grounded_params as _grounded_params,
-)
-from .shared import (
-    tool_enums as _enums,
-)
-from .shared import (
-    tool_map as _tool_map,
-)
-from .shared import (
-    unknown_params as _unknown_params,
+    tool_enums,
+    tool_map,
+    unknown_params,
 )
 
 
@@ -75,11 +64,10 @@ def _shown_tools(inp: CheckPrereqInput) -> list[ToolBrief]:
 def _prereq_tool(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
     if out.task is None:
         return None
-    tm = _tool_map(inp.tools)
-    tool = tm.get(out.task.tool_name)
+    tool = tool_map(inp.tools).get(out.task.tool_name)
     if tool is None:
         return f"tool {out.task.tool_name!r} is not in the registry"
-    extra = _unknown_params(tool, out.task.parameters)
+    extra = unknown_params(tool, out.task.parameters)
     if extra:
         return f"{tool.name} has no parameters {extra}"
     if not establishes(tool.writes, inp.key, out.task.parameters):
@@ -171,10 +159,10 @@ def _prereq_writers(inp: CheckPrereqInput) -> list[ToolBrief]:
 def _prereq_kind(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
     if out.task is None:
         return None
-    tool = _tool_map(inp.tools).get(out.task.tool_name)
+    tool = tool_map(inp.tools).get(out.task.tool_name)
     if tool is None or tool in _prereq_writers(inp) or not establishes(tool.writes, inp.key):
         return None  # an unknown tool or one that does not establish the key: establishes_key says so
-    others = ", ".join(t.name for t in _prereq_writers(inp))
+    others = ", ".join(writer.name for writer in _prereq_writers(inp))
     if inp.outcome == "not_met":
         return f"{tool.name} only reads {inp.key!r}, which is present but not met: {others} changes it"
     return f"{inp.key!r} is absent and {others} reads it without a side effect: retrieve it before {tool.name}"
@@ -183,9 +171,9 @@ def _prereq_kind(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
 def _prereq_grounded(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
     if out.task is None:
         return None
-    hay = Haystack([inp.task.text], [inp.context, bindable(inp.state)])
-    tool = _tool_map(inp.tools).get(out.task.tool_name)
-    return _grounded_params(tool, out.task.parameters, hay, _enums(tool))
+    haystack = Haystack([inp.task.text], [inp.context, bindable(inp.state)])
+    tool = tool_map(inp.tools).get(out.task.tool_name)
+    return grounded_params(tool, out.task.parameters, haystack, tool_enums(tool))
 
 
 def _prereq_schema(inp: CheckPrereqInput, max_tasks: int = MAX_TASKS) -> dict[str, Any]:
@@ -230,7 +218,7 @@ def _prereq_oracle(inp: CheckPrereqInput, ann: Annotation) -> dict[str, Any]:
         return {
             "task": {
                 "tool_name": task.tool_name,
-                "parameters": in_tool_order(_tool_map(inp.tools).get(task.tool_name), task.parameters),
+                "parameters": in_tool_order(tool_map(inp.tools).get(task.tool_name), task.parameters),
             }
         }
     return {"task": None}

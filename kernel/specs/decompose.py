@@ -18,28 +18,17 @@ from ..grounding import Haystack, normalize
 from ..scratchpad import bindable
 from .adapter import Label
 from .base import Annotation, GenerationRules, PrimitiveSpec
-
-# The contract checks below call these under their names of before the split: the spec hash covers
-# the checks' source, so the recorded hashes stay as they were.
 from .shared import (
     MAX_TASKS,
     ConditionOp,
     ToolBrief,
     UnitTask,
+    grounded_params,
     hallucinated,
     in_tool_order,
-)
-from .shared import (
-    grounded_params as _grounded_params,
-)
-from .shared import (
-    tool_enums as _enums,
-)
-from .shared import (
-    tool_map as _tool_map,
-)
-from .shared import (
-    unknown_params as _unknown_params,
+    tool_enums,
+    tool_map,
+    unknown_params,
 )
 
 
@@ -57,69 +46,75 @@ class DecomposeOutput(BaseModel):
 
 
 def _dec_ids(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
-    ids = [t.id for t in out.tasks]
+    ids = [task.id for task in out.tasks]
     if len(set(ids)) != len(ids):
         return f"task ids are not unique: {ids}"
-    for t in out.tasks:
-        missing = [d for d in t.depends_on if d not in ids]
+    for task in out.tasks:
+        missing = [dependency for dependency in task.depends_on if dependency not in ids]
         if missing:
-            return f"task {t.id} depends on unknown ids {missing}"
-        if t.id in t.depends_on:
-            return f"task {t.id} depends on itself"
+            return f"task {task.id} depends on unknown ids {missing}"
+        if task.id in task.depends_on:
+            return f"task {task.id} depends on itself"
     return None
 
 
 def _dec_tools(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
-    tm = _tool_map(inp.tools)
-    for t in out.tasks:
-        if t.tool_name is None:
+    tools_by_name = tool_map(inp.tools)
+    for task in out.tasks:
+        if task.tool_name is None:
             continue
-        if t.tool_name not in tm:
-            return f"task {t.id}: tool {t.tool_name!r} is not in the registry"
-        extra = _unknown_params(tm[t.tool_name], t.parameters)
+        if task.tool_name not in tools_by_name:
+            return f"task {task.id}: tool {task.tool_name!r} is not in the registry"
+        extra = unknown_params(tools_by_name[task.tool_name], task.parameters)
         if extra:
-            return f"task {t.id}: {t.tool_name} has no parameters {extra}"
+            return f"task {task.id}: {task.tool_name} has no parameters {extra}"
     return None
 
 
 def _dec_grounded(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
-    hay = Haystack([inp.user], [inp.context, bindable(inp.state)])
-    tm = _tool_map(inp.tools)
-    for t in out.tasks:
-        msg = _grounded_params(tm.get(t.tool_name or ""), t.parameters, hay, _enums(tm.get(t.tool_name or "")))
-        if msg:
-            return f"task {t.id}: {msg}"
+    haystack = Haystack([inp.user], [inp.context, bindable(inp.state)])
+    tools_by_name = tool_map(inp.tools)
+    for task in out.tasks:
+        tool = tools_by_name.get(task.tool_name or "")
+        problem = grounded_params(tool, task.parameters, haystack, tool_enums(tool))
+        if problem:
+            return f"task {task.id}: {problem}"
     return None
 
 
 def _dec_conditions(inp: DecomposeInput, out: DecomposeOutput) -> str | None:
     """``when`` and ``for_each`` are well formed: a fan-out reads a task this one depends on and binds a parameter
     of its tool that decompose does not state; the predicates' values are grounded like parameter values."""
-    tm = _tool_map(inp.tools)
-    hay = Haystack([inp.user], [inp.context, bindable(inp.state)])
-    for t in out.tasks:
-        preds = []
-        if t.when is not None:
-            if not t.when.key:
-                return f"task {t.id}: when needs the scratchpad key it tests"
-            preds.append(("when", t.when.op, t.when.value))
-        f = t.for_each
-        if f is not None:
-            if f.task not in t.depends_on:
-                return f"task {t.id}: for_each reads task {f.task!r}, which is not in its depends_on {t.depends_on}"
-            tool = tm.get(t.tool_name or "")
-            if tool is not None and f.param not in tool.params:
-                return f"task {t.id}: for_each binds {f.param!r}, which is not a parameter of {tool.name}"
-            if t.parameters.get(f.param) is not None:
-                return f"task {t.id}: for_each binds {f.param!r} per element, so its parameters must not state it"
-            if f.where is not None:
-                preds.append(("for_each.where", f.where.op, f.where.value))
-        for where, op, value in preds:
+    tools_by_name = tool_map(inp.tools)
+    haystack = Haystack([inp.user], [inp.context, bindable(inp.state)])
+    for task in out.tasks:
+        predicates = []
+        if task.when is not None:
+            if not task.when.key:
+                return f"task {task.id}: when needs the scratchpad key it tests"
+            predicates.append(("when", task.when.op, task.when.value))
+        fan_out = task.for_each
+        if fan_out is not None:
+            if fan_out.task not in task.depends_on:
+                return (
+                    f"task {task.id}: for_each reads task {fan_out.task!r}, which is not in its depends_on "
+                    f"{task.depends_on}"
+                )
+            tool = tools_by_name.get(task.tool_name or "")
+            if tool is not None and fan_out.param not in tool.params:
+                return f"task {task.id}: for_each binds {fan_out.param!r}, which is not a parameter of {tool.name}"
+            if task.parameters.get(fan_out.param) is not None:
+                return (
+                    f"task {task.id}: for_each binds {fan_out.param!r} per element, so its parameters must not state it"
+                )
+            if fan_out.where is not None:
+                predicates.append(("for_each.where", fan_out.where.op, fan_out.where.value))
+        for where, op, value in predicates:
             if op in ("truthy", "not_null"):
                 if value is not None:
-                    return f"task {t.id}: {where} op {op!r} takes no value, got {value!r}"
-            elif value is None or not hay.contains(value):
-                return f"task {t.id}: {where} value {value!r} is not grounded in the request, context or scratchpad"
+                    return f"task {task.id}: {where} op {op!r} takes no value, got {value!r}"
+            elif value is None or not haystack.contains(value):
+                return f"task {task.id}: {where} value {value!r} is not grounded in the request, context or scratchpad"
     return None
 
 
@@ -133,14 +128,14 @@ def _dec_canon(out: DecomposeOutput) -> Any:
     # The task text is explanatory; exact match compares the decisions.
     return [
         {
-            "id": t.id,
-            "tool_name": t.tool_name,
-            "depends_on": sorted(t.depends_on),
-            "parameters": normalize(t.parameters),
-            **({"when": normalize(t.when.model_dump())} if t.when is not None else {}),
-            **({"for_each": normalize(t.for_each.model_dump())} if t.for_each is not None else {}),
+            "id": task.id,
+            "tool_name": task.tool_name,
+            "depends_on": sorted(task.depends_on),
+            "parameters": normalize(task.parameters),
+            **({"when": normalize(task.when.model_dump())} if task.when is not None else {}),
+            **({"for_each": normalize(task.for_each.model_dump())} if task.for_each is not None else {}),
         }
-        for t in out.tasks
+        for task in out.tasks
     ]
 
 
@@ -206,19 +201,19 @@ def _dec_schema(inp: DecomposeInput, max_tasks: int = MAX_TASKS) -> dict[str, An
 
 
 def _dec_oracle(inp: DecomposeInput, ann: Annotation) -> dict[str, Any]:
-    tm = _tool_map(inp.tools)
+    tools_by_name = tool_map(inp.tools)
     return {
         "tasks": [
             {
-                "id": t.id,
-                "text": t.text,
-                "tool_name": t.tool,
-                "depends_on": list(t.depends_on),
-                "parameters": in_tool_order(tm.get(t.tool or ""), t.parameters),
-                "when": t.when.model_dump(mode="json") if t.when is not None else None,
-                "for_each": t.for_each.model_dump(mode="json") if t.for_each is not None else None,
+                "id": annotated.id,
+                "text": annotated.text,
+                "tool_name": annotated.tool,
+                "depends_on": list(annotated.depends_on),
+                "parameters": in_tool_order(tools_by_name.get(annotated.tool or ""), annotated.parameters),
+                "when": annotated.when.model_dump(mode="json") if annotated.when is not None else None,
+                "for_each": annotated.for_each.model_dump(mode="json") if annotated.for_each is not None else None,
             }
-            for t in ann.turn.tasks or []
+            for annotated in ann.turn.tasks or []
         ]
     }
 
@@ -255,14 +250,8 @@ DECOMPOSE = PrimitiveSpec(
         'The state lists what earlier calls wrote, each result field as "<tool>.<field>"; a value that a task of '
         "this request will produce is left to that task's result, not copied from the state. "
         'An entry "unfinished.<tool>" is a task of an earlier turn that did not run (its bound arguments, what was '
-        "missing, why): a request that completes it calls that tool again with only the values the request adds. "
-        'A task the user wants only if something holds ("if the line is suspended, resume it") gets "when": '
-        '{"key", "op", "value"}, a test of a state key or of a result field "<tool>.<field>" of a task it depends on, '
-        "checked right before it runs. A task the user wants for every element of a list that another task returns "
-        '("add each of them") gets "for_each": {"task", "field", "param", "item_field", "where"}: the id of that task '
-        "(in depends_on), the list field of its result, the parameter each element binds to (not stated in parameters), "
-        'the element field that is the value (null: the element itself) and an optional filter {"field", "op", "value"}. '
-        "Ops: truthy, not_null, eq, ne, in, gt, gte, lt, lte, startswith, endswith, contains. Otherwise both are null."
+        "missing, why): a request that completes it calls that tool again with only the values the request adds."
+        # The prompt goes on with the descriptions of UnitTask's fields when and for_each (kernel/specs/shared.py).
     ),
     input_type=DecomposeInput,
     output_type=DecomposeOutput,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.primitives import Check
 
@@ -30,11 +30,11 @@ class GetOrderInput(BaseModel):
 
 class GetOrderOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    ordered_task_ids: list[str]
+    ordered_task_ids: list[str] = Field(description="Output exactly the given ids, each once; invent no ids.")
 
 
 def _order_perm(inp: GetOrderInput, out: GetOrderOutput) -> str | None:
-    want = sorted(t.id for t in inp.tasks)
+    want = sorted(task.id for task in inp.tasks)
     got = sorted(out.ordered_task_ids)
     if want != got:
         return f"must be a permutation of exactly {want}, got {out.ordered_task_ids}"
@@ -89,8 +89,8 @@ def _order_shuffle(inp: GetOrderInput, target: Any, rng: random.Random) -> GetOr
 GET_ORDER = PrimitiveSpec(
     name="get_order",
     instructions=(
-        "Given a batch of mutually independent tasks, output the order that best fits the user's workflow. "
-        "Output exactly the given ids, each once; invent no ids."
+        "Given a batch of mutually independent tasks, output the order that best fits the user's workflow."
+        # The prompt goes on with the description of ordered_task_ids.
     ),
     input_type=GetOrderInput,
     output_type=GetOrderOutput,

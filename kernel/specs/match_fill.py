@@ -15,12 +15,7 @@ from ..grounding import Haystack, normalize
 from ..scratchpad import bindable
 from .adapter import Placeholder
 from .base import Annotation, PrimitiveSpec
-
-# The contract checks below call these under their names of before the split: the spec hash covers
-# the checks' source, so the recorded hashes stay as they were.
-from .shared import MAX_TASKS, TaskRef, ToolBrief, hallucinated
-from .shared import grounded_params as _grounded_params
-from .shared import tool_enums as _enums
+from .shared import MAX_TASKS, TaskRef, ToolBrief, grounded_params, hallucinated, tool_enums
 
 
 class MatchFillInput(BaseModel):
@@ -35,7 +30,9 @@ class MatchFillInput(BaseModel):
 
 class MatchFillOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    values: dict[Annotated[str, Placeholder("<param>")], Any]
+    values: dict[Annotated[str, Placeholder("<param>")], Any] = Field(
+        description="Use null for a value you cannot ground."
+    )
 
 
 def _fill_keys(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
@@ -51,8 +48,9 @@ def _fill_keys(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
 
 
 def _fill_grounded(inp: MatchFillInput, out: MatchFillOutput) -> str | None:
-    hay = Haystack([inp.task.text], [inp.context, bindable(inp.state)])
-    return _grounded_params(inp.tool, {k: v for k, v in out.values.items() if v is not None}, hay, _enums(inp.tool))
+    haystack = Haystack([inp.task.text], [inp.context, bindable(inp.state)])
+    stated = {param: value for param, value in out.values.items() if value is not None}
+    return grounded_params(inp.tool, stated, haystack, tool_enums(inp.tool))
 
 
 def _fill_schema(inp: MatchFillInput, max_tasks: int = MAX_TASKS) -> dict[str, Any]:
@@ -107,8 +105,8 @@ MATCH_FILL = PrimitiveSpec(
         "Propose values only for the missing parameters of the tool, grounded in the task text, the turn context "
         "or the scratchpad state; a value that must come from state is read from the state, never invented. "
         'The state shows each committed call\'s result fields as "<tool>.<field>", those of the tasks this one '
-        'depends on among them; a field shown as {"$truncated": ...} was too long to keep and is no value. '
-        "Use null for a value you cannot ground."
+        'depends on among them; a field shown as {"$truncated": ...} was too long to keep and is no value.'
+        # The prompt goes on with the description of values.
     ),
     input_type=MatchFillInput,
     output_type=MatchFillOutput,

@@ -12,17 +12,12 @@ from forethought.primitives import Check
 from ..decoding import with_format
 from .adapter import Label
 from .base import Annotation, GenerationRules, PrimitiveSpec
-
-# The contract checks below call these under their names of before the split: the spec hash covers
-# the checks' source, so the recorded hashes stay as they were.
 from .shared import (
     MAX_TASKS,
     TaskRef,
     ToolBrief,
     tool_enum,
-)
-from .shared import (
-    tool_map as _tool_map,
+    tool_map,
 )
 
 
@@ -49,7 +44,7 @@ def _match_without_target(inp: MatchFuncInput, raw: Any, names: frozenset[str]) 
 
 
 def _match_registered(inp: MatchFuncInput, out: MatchFuncOutput) -> str | None:
-    if out.tool_name is not None and out.tool_name not in _tool_map(inp.tools):
+    if out.tool_name is not None and out.tool_name not in tool_map(inp.tools):
         return f"tool {out.tool_name!r} is not in the registry"
     return None
 

@@ -8,7 +8,7 @@ import json
 import random
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -84,8 +84,22 @@ class UnitTask(BaseModel):
     tool_name: str | None = None
     depends_on: list[str] = Field(default_factory=list)
     parameters: dict[str, Any] = Field(default_factory=dict)
-    when: TaskCondition | None = None
-    for_each: FanOut | None = None
+    # decompose's system prompt ends with these two descriptions (kernel/specs/adapter.py), after its instructions;
+    # the last two sentences of for_each's are about both fields.
+    when: TaskCondition | None = Field(
+        default=None,
+        description='A task the user wants only if something holds ("if the line is suspended, resume it") gets '
+        '"when": {"key", "op", "value"}, a test of a state key or of a result field "<tool>.<field>" of a task it '
+        "depends on, checked right before it runs.",
+    )
+    for_each: FanOut | None = Field(
+        default=None,
+        description="A task the user wants for every element of a list that another task returns "
+        '("add each of them") gets "for_each": {"task", "field", "param", "item_field", "where"}: the id of that task '
+        "(in depends_on), the list field of its result, the parameter each element binds to (not stated in "
+        "parameters), the element field that is the value (null: the element itself) and an optional filter "
+        '{"field", "op", "value"}. Ops: ' + ", ".join(get_args(ConditionOp)) + ". Otherwise both are null.",
+    )
 
 
 class ProposedTask(BaseModel):
