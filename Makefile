@@ -32,8 +32,8 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	# Names in words (issue 26): kernel/ and tests/ join once renamed (scripts/lint_names.py EXCLUDED says what is left).
-	$(BIN)/python scripts/lint_names.py primitives training data_gen forethought scripts
+	# Names in words (issue 26), everywhere: no single-letter names outside comprehensions and math.
+	$(BIN)/python scripts/lint_names.py .
 
 clean:
 	rm -rf runs outputs multirun wandb .pytest_cache

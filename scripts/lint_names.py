@@ -20,9 +20,8 @@ Allowed:
   are the maths' own (``a * x + b``) or a letter that is an outside API's name (LoRA's ``r``); use it
   sparingly, a word is nearly always better.
 
-Folders the Makefile does not list yet are in ``EXCLUDED`` below; they are skipped when a folder
-around them is walked (``lint_names.py .``), so adding one to ``make lint`` means deleting its line here
-and naming it in the Makefile.
+``make lint`` checks the whole repository (``lint_names.py .``). A path listed in ``EXCLUDED`` below is
+skipped when a folder around it is walked; none is listed.
 """
 
 from __future__ import annotations
@@ -35,12 +34,8 @@ from pathlib import Path
 ALLOWED = frozenset({"_", "i", "j", "k", "n"})
 OPT_OUT = "# names: math"
 
-# Not checked yet (paths relative to the repository root). Remove a line once its names are words.
-EXCLUDED = (
-    "kernel",  # issue 26: being split and edited by another change; names not renamed yet
-    "tests",  # issue 26: being edited by another change; names not renamed yet
-    "forethought/bench/responder.py",  # issue 26: renamed separately
-)
+# Not checked (paths relative to the repository root): none, every folder's names are words (issue 26).
+EXCLUDED: tuple[str, ...] = ()
 # Never walked: environments, caches and run outputs.
 SKIPPED_DIRS = frozenset({".venv", ".git", "__pycache__", "runs", "outputs", "multirun", "wandb", "build"})
 
