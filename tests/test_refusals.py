@@ -77,6 +77,20 @@ def test_train_without_overwrite_or_resume_refuses_before_writing(run_copy, caps
     assert tree(run_copy) == before
 
 
+def test_train_refuses_a_folder_whose_only_checkpoint_was_torn_by_a_kill(run_copy, capsys):
+    # A kill while the first checkpoint was written leaves no complete one; the folder still holds a started run.
+    (run_copy / "train" / "base.json").unlink()
+    run = run_copy / "train" / "match_fill"
+    for finished in ("adapter", "metrics.json", "checkpoints"):
+        shutil.rmtree(run / finished) if (run / finished).is_dir() else (run / finished).unlink(missing_ok=True)
+    (run / "checkpoints" / "checkpoint-5").mkdir(parents=True)
+    (run / "checkpoints" / "checkpoint-5" / "trainer_state.json").write_text('{"global_step": 5, "log_hi')
+    before = tree(run_copy)
+    assert main(_train(run_copy, "primitive=match_fill")) == 2
+    assert "this run folder already holds a run" in capsys.readouterr().err
+    assert tree(run_copy) == before
+
+
 @pytest.mark.parametrize("run_dir", ["{f}", "{f}/sub"])
 def test_pipeline_with_a_file_for_run_dir_is_refused_before_any_stage(run_dir, tmp_path, capsys):
     # Issue 25: the refusal came after verify ran, and named no field (a test timed it instead: tests/test_fault_injection.py).

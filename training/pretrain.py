@@ -168,13 +168,13 @@ def check_usable(cfg: TrainConfig) -> None:
 def _check_not_started(cfg: TrainConfig) -> None:
     """A base stage that started here (a checkpoint or its config) is continued (train.resume) or replaced (train.overwrite),
     never restarted silently."""
-    from forethought.training.run_support import last_checkpoint
+    from forethought.training.run_support import holds_checkpoint
 
     run = run_dir(cfg)
     if (
         _is_main_process()
         and not cfg.train.resume
-        and (last_checkpoint(run / "checkpoints") is not None or (run / "config.yaml").is_file())
+        and (holds_checkpoint(run / "checkpoints") or (run / "config.yaml").is_file())
     ):
         raise UserError(
             "the base stage already started here; pass train.resume=true to continue it, train.overwrite=true to "

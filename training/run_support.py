@@ -81,6 +81,15 @@ def last_checkpoint(ckpt_dir: Path) -> Path | None:
     return max(found)[1] if found else None
 
 
+def holds_checkpoint(ckpt_dir: Path) -> bool:
+    """Whether a trainer began writing any checkpoint here, complete or torn: a run was started in this folder. A kill
+    while the first checkpoint was being written leaves no complete one (:func:`last_checkpoint` is None), yet the
+    folder is not fresh, so a plain rerun must still be refused rather than train over it."""
+    return ckpt_dir.is_dir() and any(
+        folder.is_dir() and folder.name.startswith("checkpoint-") for folder in ckpt_dir.iterdir()
+    )
+
+
 def complete_trainer_state(path: Path) -> bool:
     # transformers writes this file with Python's json, which writes a diverged loss as NaN: read it as its writer
     # does (not with the project's strict reader), or a run whose loss went NaN once could never resume

@@ -46,6 +46,7 @@ from forethought.training.run_support import (
     checkpointing_kwargs,
     config_diff,
     finish_wandb,
+    holds_checkpoint,
     is_main_process,
     last_checkpoint,
     read_run_config,
@@ -545,7 +546,7 @@ def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
     from forethought.bundle.models import adapter_kind
 
     if (
-        last_checkpoint(run_dir / "checkpoints")
+        holds_checkpoint(run_dir / "checkpoints")
         or adapter_kind(run_dir / "adapter") is not None
         or (run_dir / "metrics.json").is_file()
     ):
