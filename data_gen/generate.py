@@ -72,6 +72,9 @@ class VariationConfig(BaseModel):
     # share of a varied solution's decision points also written with the target's tool taken off the list (train
     # only; a primitive whose spec has generation.without_target: match_func, answered null)
     without_target: float = Field(0.0, ge=0, le=1)
+    # share of a varied solution's decision points also written with the task replaced by one listed tool's own
+    # description, answered with that tool (train only; a primitive whose spec has generation.tool_description)
+    tool_description: float = Field(0.0, ge=0, le=1)
 
 
 class DataConfig(BaseModel):
@@ -235,6 +238,16 @@ def examples_from(
             made = rules.without_target(inp, raw, _target_and_alternatives(sol_id, raw))
             if made is not None and (res := spec.check_output(made[0], made[1])).ok:
                 out.append(_example(spec, sol_id, made[0], res.output, (*variant.ops, "without_target"), mask))
+        share = _CFG.variations.tool_description if _CFG is not None else 0.0
+        if (
+            rules.tool_description
+            and variant is not None
+            and share
+            and _draw(_CFG.seed, "described\x00" + ex.key) < share
+        ):
+            made = rules.tool_description(inp, _draw(_CFG.seed, "which tool\x00" + ex.key))
+            if made is not None and (res := spec.check_output(made[0], made[1])).ok:
+                out.append(_example(spec, sol_id, made[0], res.output, (*variant.ops, "tool_description"), mask))
     return out, dropped
 
 
@@ -253,6 +266,10 @@ def _example(spec: Any, sol_id: str, inp: Any, output: Any, ops: tuple[str, ...]
         inp.model_dump(mode="json"),
         mask(prompt[1]["content"]),
     )
+
+
+# Rows made for training only: validation rows stay the decisions the solutions hold.
+TRAIN_ONLY_OPS = frozenset({"without_target", "tool_description"})
 
 
 def _draw(seed: int, key: str) -> float:
@@ -559,7 +576,7 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
                     continue
                 variants_ok += 1
                 for ex in exs:
-                    if "without_target" in ex.ops and split_of[sid] != "train":
+                    if TRAIN_ONLY_OPS.intersection(ex.ops) and split_of[sid] != "train":
                         continue  # validation rows stay the decisions the solutions hold
                     ops_count.update(ex.ops)
                     pools.add(ex, split_of[sid])

@@ -505,3 +505,22 @@ def test_without_target_adds_null_match_func_rows_to_train_only(gen, tmp_path):
         assert names and SPECS["match_func"].check_output(inp, {"tool_name": None}).ok
     for primitive in PRIMITIVE_NAMES:
         assert rows(out, primitive, "validation") == rows(gen[0], primitive, "validation"), primitive
+
+
+def test_tool_description_adds_match_func_rows_whose_task_is_a_listed_tools_description(gen, tmp_path):
+    """data.variations.tool_description: a match_func decision also written with its task replaced by one listed
+    tool's own description, answered with that tool; train rows only."""
+    out = tmp_path / "data"
+    generate(cfg(out, variations={"tool_description": 1.0}))
+    made = []
+    for row in rows(out, "match_func", "train"):
+        inp, target = json.loads(row["input"]), row["target"]
+        described = {tool["description"]: tool["name"] for tool in inp["tools"] if tool["description"]}
+        if inp["task"]["text"] in described:
+            made.append((inp, target))
+            assert target["tool_name"] == described[inp["task"]["text"]]
+    assert made  # the fixture's varied decisions are few; the profile's data: see docs/data.md
+    for inp, target in made:
+        assert SPECS["match_func"].check_output(inp, target).ok
+    for primitive in PRIMITIVE_NAMES:
+        assert rows(out, primitive, "validation") == rows(gen[0], primitive, "validation"), primitive

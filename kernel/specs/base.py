@@ -66,6 +66,10 @@ class GenerationRules:
     # (input, target, names) -> the input with the tools ``names`` (the target's and its alternatives) taken out
     # and the answer it then has, or None: train rows where no listed tool does the task (data.variations.without_target)
     without_target: Callable[[Any, Any, frozenset[str]], tuple[Any, Any] | None] | None = None
+    # (input, pick in [0, 1)) -> the input with its task written as one listed tool's own description, and the
+    # answer it then has, or None: train rows tying every listed tool's words to its name, not only the tools the
+    # solutions' tasks use (data.variations.tool_description)
+    tool_description: Callable[[Any, float], tuple[Any, Any] | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,18 @@ def _match_without_target(inp: MatchFuncInput, raw: Any, names: frozenset[str]) 
     return inp.model_copy(update={"tools": tools}), {"tool_name": None}
 
 
+def _match_described(inp: MatchFuncInput, pick: float) -> tuple[Any, Any] | None:
+    """The task written as one listed tool's own description, answered with that tool. A tool whose description
+    another listed tool shares is never picked (the answer would be ambiguous)."""
+    descriptions = [tool.description for tool in inp.tools]
+    described = [tool for tool in inp.tools if tool.description and descriptions.count(tool.description) == 1]
+    if not described:
+        return None
+    tool = described[int(pick * len(described))]
+    task = inp.task.model_copy(update={"text": tool.description, "tool_name": None})
+    return inp.model_copy(update={"task": task}), {"tool_name": tool.name}
+
+
 def _match_registered(inp: MatchFuncInput, out: MatchFuncOutput) -> str | None:
     if out.tool_name is not None and out.tool_name not in tool_map(inp.tools):
         return f"tool {out.tool_name!r} is not in the registry"
@@ -92,5 +104,5 @@ MATCH_FUNC = PrimitiveSpec(
     gate_threshold=0.95,  # Table 5: 96.9
     noise_kinds=("wrong_tool", "unregistered_tool", "null"),
     corrupt=_match_corrupt,
-    generation=GenerationRules(without_target=_match_without_target),
+    generation=GenerationRules(without_target=_match_without_target, tool_description=_match_described),
 )
