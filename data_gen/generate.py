@@ -139,6 +139,7 @@ class Example:
             target=self.target,
             input=json.dumps(self.input, ensure_ascii=False),  # key order matters: it is rendering order
             near_duplicate_across_split=near_duplicate_across_split,
+            train_only=bool(TRAIN_ONLY_OPS.intersection(self.ops)),
         )
 
 

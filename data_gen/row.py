@@ -50,6 +50,12 @@ class DatasetRow(BaseModel):
     near_duplicate_across_split: bool = Field(
         description="true when the prompt, slot values and digits masked, also occurs in the other split"
     )
+    # Optional, so datasets written before it read as they were (no such rows then but without_target's, unmarked).
+    train_only: bool = Field(
+        False,
+        description="true for a row written for training only, not a decision a solution holds "
+        "(data.variations.without_target, tool_description): the dev split carved from train solutions leaves it out",
+    )
 
     @field_validator("prompt")
     @classmethod

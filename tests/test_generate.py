@@ -68,6 +68,7 @@ def test_sizes_and_format(gen):
                 "target",
                 "input",
                 "near_duplicate_across_split",
+                "train_only",
             }
             assert row["primitive"] == primitive
             assert [m["role"] for m in row["prompt"]] == ["system", "user"]
@@ -520,7 +521,38 @@ def test_tool_description_adds_match_func_rows_whose_task_is_a_listed_tools_desc
             made.append((inp, target))
             assert target["tool_name"] == described[inp["task"]["text"]]
     assert made  # the fixture's varied decisions are few; the profile's data: see docs/data.md
+    assert all(
+        row["train_only"]
+        == (
+            json.loads(row["input"])["task"]["text"]
+            in {tool["description"] for tool in json.loads(row["input"])["tools"] if tool["description"]}
+        )
+        for row in rows(out, "match_func", "train")
+    )
+    assert not any(row["train_only"] for row in rows(out, "match_func", "validation"))
     for inp, target in made:
         assert SPECS["match_func"].check_output(inp, target).ok
     for primitive in PRIMITIVE_NAMES:
         assert rows(out, primitive, "validation") == rows(gen[0], primitive, "validation"), primitive
+
+
+def test_the_dev_split_leaves_out_the_rows_written_for_training_only(gen, tmp_path):
+    """Selection measures what validation measures: dev rows (carved from train solutions) are decisions the
+    solutions hold, never a without_target row; those rows of dev solutions are not trained on either."""
+    from forethought.data_gen.row import read_rows
+    from forethought.training.data import train_and_dev_rows
+
+    out = tmp_path / "data"
+    generate(cfg(out, variations={"without_target": 1.0}))
+    made = {row.solution_id for row in read_rows(out, "match_func", "train") if row.train_only}
+    assert made
+    # a carve whose dev solutions have such rows (the fixture's are few: look through the seeds, deterministically)
+    for seed in range(64):
+        train, dev = train_and_dev_rows(out, "match_func", 0.5, seed=seed)
+        dev_solutions = {row.solution_id for row in dev}
+        if dev_solutions & made and made - dev_solutions:
+            break
+    assert dev_solutions & made, "no carve puts a solution with train-only rows in dev"
+    assert not any(row.train_only for row in dev)
+    assert not {row.solution_id for row in train} & dev_solutions
+    assert any(row.train_only for row in train)  # the train solutions' own are trained on

@@ -116,7 +116,9 @@ def train_and_dev_rows(
     dataset_dir: str | Path, primitive: str, fraction: float, seed: int, *, limit: int | None = None
 ) -> tuple[list[DatasetRow], list[DatasetRow]]:
     """The train split's rows, cut by solution into (train, dev). With a fraction > 0 and at least two train
-    solutions, dev holds at least one solution (the one of lowest hash) and train keeps at least one."""
+    solutions, dev holds at least one solution (the one of lowest hash) and train keeps at least one. Dev holds only
+    the decisions its solutions hold: their rows written for training only (``DatasetRow.train_only``) are in
+    neither part, since selection should measure what validation measures and train should not read dev solutions."""
     rows = read_rows(dataset_dir, primitive, "train", limit=limit)
     if fraction <= 0:
         return rows, []
@@ -126,7 +128,7 @@ def train_and_dev_rows(
         dev = {min(solutions, key=lambda s: hashlib.sha256(f"dev:{seed}:{s}".encode()).digest())}
     if dev == set(solutions):
         dev.discard(max(solutions))
-    return [r for r in rows if r.solution_id not in dev], [r for r in rows if r.solution_id in dev]
+    return [r for r in rows if r.solution_id not in dev], [r for r in rows if r.solution_id in dev and not r.train_only]
 
 
 def trainer_rows(rows: list[DatasetRow]) -> list[dict[str, Any]]:
