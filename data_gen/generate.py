@@ -233,23 +233,31 @@ def examples_from(
             continue
         ex = _example(spec, sol_id, inp, res.output, tuple(variant.ops) if variant else (), mask)
         out.append(ex)
-        share = _CFG.variations.without_target if _CFG is not None else 0.0
-        # drawn from the prompt alone (not from ``rng``): the other rows are those of a dataset without it
-        if rules.without_target and variant is not None and share and _draw(_CFG.seed, ex.key) < share:
-            made = rules.without_target(inp, raw, _target_and_alternatives(sol_id, raw))
-            if made is not None and (res := spec.check_output(made[0], made[1])).ok:
-                out.append(_example(spec, sol_id, made[0], res.output, (*variant.ops, "without_target"), mask))
-        share = _CFG.variations.tool_description if _CFG is not None else 0.0
-        if (
-            rules.tool_description
-            and variant is not None
-            and share
-            and _draw(_CFG.seed, "described\x00" + ex.key) < share
-        ):
-            made = rules.tool_description(inp, _draw(_CFG.seed, "which tool\x00" + ex.key))
-            if made is not None and (res := spec.check_output(made[0], made[1])).ok:
-                out.append(_example(spec, sol_id, made[0], res.output, (*variant.ops, "tool_description"), mask))
+        out += _train_only_examples(spec, sol_id, inp, raw, ex.key, variant, mask)
     return out, dropped
+
+
+# Rows made for training only: validation rows stay the decisions the solutions hold.
+TRAIN_ONLY_OPS = frozenset({"without_target", "tool_description"})
+
+
+def _train_only_examples(
+    spec: Any, sol_id: str, inp: Any, raw: Any, key: str, variant: Any, mask: Any
+) -> list[Example]:
+    """What a varied decision also gives for training only (``data.variations``: without_target, tool_description),
+    each drawn at its share from the prompt alone (not from ``rng``): the other rows are those of a dataset without it."""
+    if _CFG is None or variant is None:
+        return []
+    rules, shares, made = spec.generation, _CFG.variations, []
+    if rules.without_target and _draw(_CFG.seed, key) < shares.without_target:
+        made.append(("without_target", rules.without_target(inp, raw, _target_and_alternatives(sol_id, raw))))
+    if rules.tool_description and _draw(_CFG.seed, "described\x00" + key) < shares.tool_description:
+        made.append(("tool_description", rules.tool_description(inp, _draw(_CFG.seed, "which tool\x00" + key))))
+    examples = []
+    for op, pair in made:
+        if pair is not None and (checked := spec.check_output(*pair)).ok:
+            examples.append(_example(spec, sol_id, pair[0], checked.output, (*variant.ops, op), mask))
+    return examples
 
 
 def _example(spec: Any, sol_id: str, inp: Any, output: Any, ops: tuple[str, ...], mask: Any) -> Example:
@@ -267,10 +275,6 @@ def _example(spec: Any, sol_id: str, inp: Any, output: Any, ops: tuple[str, ...]
         inp.model_dump(mode="json"),
         mask(prompt[1]["content"]),
     )
-
-
-# Rows made for training only: validation rows stay the decisions the solutions hold.
-TRAIN_ONLY_OPS = frozenset({"without_target", "tool_description"})
 
 
 def _draw(seed: int, key: str) -> float:
