@@ -4,14 +4,20 @@ The dev rows are the ones `train.selection` selects with (training/data.py `trai
 errors tunes nothing on validation rows, which stay the held-out measurement of `forethought validate`.
 Prints each wrong answer (prompt's first line, target, prediction, contract verdict) and a count per kind.
 
+``--rows train`` decodes a seeded sample of the rows the model was trained on instead (those its solutions hold,
+not the ones written for training only): exact match there against dev's is the generalisation gap, the
+measurement that tells "has not learned it yet" (train low too: more epochs, lr) from "does not carry it to
+other solutions" (train high, dev low: data, not steps).
+
     python scripts/dev_errors.py --train-dir runs/converge1/train --dataset-dir runs/converge1/data \
-        --primitive check_prerequisites [--limit 128] [--free]
+        --primitive check_prerequisites [--limit 128] [--free] [--rows train]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import random
 import sys
 
 
@@ -26,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--free", action="store_true", help="free decoding instead of contract-compiled")
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--show", type=int, default=40, help="wrong answers printed")
+    ap.add_argument("--rows", choices=("dev", "train"), default="dev", help="dev rows, or a sample of trained rows")
     args = ap.parse_args(argv)
 
     import torch
@@ -38,14 +45,19 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(2)
     use_dataset_tool_rendering(args.dataset_dir)
     spec = SPECS[args.primitive]
-    _, dev = train_and_dev_rows(args.dataset_dir, args.primitive, args.dev_fraction, seed=args.seed)
-    dev = dev[: args.limit]
+    trained, dev = train_and_dev_rows(args.dataset_dir, args.primitive, args.dev_fraction, seed=args.seed)
+    if args.rows == "train":
+        rows = [r for r in trained if not r.train_only]
+        random.Random(args.seed).shuffle(rows)
+    else:
+        rows = dev
+    rows = rows[: args.limit]
     model, tok = load_adapters(args.train_dir, [args.primitive], device="cpu")
-    schemas = None if args.free else [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in dev]
+    schemas = None if args.free else [spec.decoding_schema(spec.input_type.model_validate(r.input_value)) for r in rows]
     texts = generate(
         model,
         tok,
-        [r.prompt_messages() for r in dev],
+        [r.prompt_messages() for r in rows],
         adapter=args.primitive,
         batch_size=16,
         max_new_tokens=args.max_new_tokens,
@@ -53,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     kinds: collections.Counter = collections.Counter()
     shown = 0
-    for row, text in zip(dev, texts, strict=True):
+    for row, text in zip(rows, texts, strict=True):
         try:
             pred = spec.parse(text)
         except Exception:
@@ -72,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
             print("   " + "\n   ".join(user.splitlines()[:3]))
             print(f"   want {spec.canonical(row.target)}")
             print(f"   got  {spec.canonical(pred)}")
-    n = len(dev)
+    n = len(rows)
     print(
-        f"\n{args.primitive}: {n} dev rows from {len({r.solution_id for r in dev})} solutions; "
+        f"\n{args.primitive}: {n} {args.rows} rows from {len({r.solution_id for r in rows})} solutions; "
         + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in kinds.most_common())
     )
     return 0

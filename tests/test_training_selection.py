@@ -219,3 +219,29 @@ def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run
     assert counted == len(dev) == metrics["selection"]["dev_rows"]
     validation = {r.solution_id for r in read_rows(generated_data, PRIM, "validation")}
     assert not validation & {r.solution_id for r in dev}
+    # --rows train: a sample of the rows trained on (the generalisation gap's other side), no dev solution's
+    common = ["--train-dir", str(out), "--dataset-dir", str(generated_data), "--primitive", PRIM]
+    assert (
+        mod.main(
+            [
+                *common,
+                "--dev-fraction",
+                "0.3",
+                "--seed",
+                "3",
+                "--max-new-tokens",
+                "16",
+                "--rows",
+                "train",
+                "--limit",
+                "3",
+                "--show",
+                "3",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert printed.strip().splitlines()[-1].startswith(f"{PRIM}: 3 train rows from ")
+    shown = {line[4:].split(" [")[0] for line in printed.splitlines() if line.startswith("--- ")}
+    assert not shown & ({r.solution_id for r in dev} | validation)
