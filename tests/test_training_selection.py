@@ -191,27 +191,10 @@ def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     out, metrics = selected_run
-    assert (
-        mod.main(
-            [
-                "--train-dir",
-                str(out),
-                "--dataset-dir",
-                str(generated_data),
-                "--primitive",
-                PRIM,
-                "--dev-fraction",
-                "0.3",
-                "--seed",
-                "3",
-                "--max-new-tokens",
-                "16",
-                "--show",
-                "2",
-            ]
-        )
-        == 0
-    )
+    # dev fraction and seed other than the defaults, so the script must pass them on to carve the same dev rows
+    common = ["--train-dir", str(out), "--dataset-dir", str(generated_data), "--primitive", PRIM]
+    common += ["--dev-fraction", "0.3", "--seed", "3", "--max-new-tokens", "16"]
+    assert mod.main([*common, "--show", "2"]) == 0
     summary = capsys.readouterr().out.strip().splitlines()[-1]
     _, dev = train_and_dev_rows(generated_data, PRIM, 0.3, seed=3)
     assert summary.startswith(f"{PRIM}: {len(dev)} dev rows from {len({r.solution_id for r in dev})} solutions; ")
@@ -220,27 +203,7 @@ def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run
     validation = {r.solution_id for r in read_rows(generated_data, PRIM, "validation")}
     assert not validation & {r.solution_id for r in dev}
     # --rows train: a sample of the rows trained on (the generalisation gap's other side), no dev solution's
-    common = ["--train-dir", str(out), "--dataset-dir", str(generated_data), "--primitive", PRIM]
-    assert (
-        mod.main(
-            [
-                *common,
-                "--dev-fraction",
-                "0.3",
-                "--seed",
-                "3",
-                "--max-new-tokens",
-                "16",
-                "--rows",
-                "train",
-                "--limit",
-                "3",
-                "--show",
-                "3",
-            ]
-        )
-        == 0
-    )
+    assert mod.main([*common, "--rows", "train", "--limit", "3", "--show", "3"]) == 0
     printed = capsys.readouterr().out
     assert printed.strip().splitlines()[-1].startswith(f"{PRIM}: 3 train rows from ")
     shown = {line[4:].split(" [")[0] for line in printed.splitlines() if line.startswith("--- ")}
