@@ -17,8 +17,20 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import random
 import sys
+from pathlib import Path
+
+
+def _selected_fraction(train_dir: str, primitive: str) -> float:
+    """The dev fraction the run carved its dev rows with, so the rows decoded here are the ones it selected on."""
+    metrics = Path(train_dir) / primitive / "metrics.json"
+    try:
+        return float(json.loads(metrics.read_text())["selection"]["dev_fraction"])
+    except (OSError, ValueError, KeyError, TypeError):
+        print(f"error: {metrics}: no selection.dev_fraction recorded; pass --dev-fraction", file=sys.stderr)
+        sys.exit(2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-dir", required=True)
     ap.add_argument("--dataset-dir", required=True)
     ap.add_argument("--primitive", required=True)
-    ap.add_argument("--dev-fraction", type=float, default=0.1)
+    ap.add_argument(
+        "--dev-fraction", type=float, default=None, help="default: the one the run selected with (its metrics.json)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=128)
     ap.add_argument("--free", action="store_true", help="free decoding instead of contract-compiled")
@@ -45,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(2)
     use_dataset_tool_rendering(args.dataset_dir)
     spec = SPECS[args.primitive]
-    trained, dev = train_and_dev_rows(args.dataset_dir, args.primitive, args.dev_fraction, seed=args.seed)
+    fraction = (
+        args.dev_fraction if args.dev_fraction is not None else _selected_fraction(args.train_dir, args.primitive)
+    )
+    trained, dev = train_and_dev_rows(args.dataset_dir, args.primitive, fraction, seed=args.seed)
     if args.rows == "train":
         rows = [r for r in trained if not r.train_only]
         random.Random(args.seed).shuffle(rows)
