@@ -85,6 +85,10 @@ class DataConfig(BaseModel):
     # examples per primitive; a registered primitive not named gets its spec's default_size (kernel/specs/)
     sizes: dict[PrimitiveName, NonNegativeInt] = Field(default_factory=default_sizes)
     validation_fraction: float = Field(0.1, gt=0, lt=1)
+    # A file naming the validation solutions (data_gen/held_out.json's form, or an earlier dataset's stats.json):
+    # exactly those are held out and every other solution trains, so solutions added later never move a held-out
+    # one into training and gates stay measured on the same solutions. null: generate chooses the split.
+    held_out: str | None = None
     variations: VariationConfig = Field(default_factory=VariationConfig)
     allow_skip_unverifiable: bool = False
     allow_undersized: bool = False  # true: a primitive short of its requested size is reported, not an error
@@ -404,6 +408,58 @@ def split_solutions(sols: dict[str, Solution], yields: dict[str, Counter], fract
     return val
 
 
+HELD_OUT_FORMAT = 1
+
+
+def read_held_out(path: str) -> set[str]:
+    """The solution ids a held-out file names: ``{"format_version": 1, "solutions": [...]}`` (data_gen/held_out.json),
+    or a dataset's stats.json (its ``validation_solutions``), to hold out again what an earlier dataset held out."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise UserError("data.held_out: no such file", path) from None
+    except (OSError, ValueError) as error:
+        raise UserError(f"data.held_out: not a readable JSON file ({error})", path) from None
+    if isinstance(data, dict) and isinstance(data.get("validation_solutions"), list):  # a stats.json
+        ids = data["validation_solutions"]
+    elif isinstance(data, dict) and "solutions" in data:
+        version = data.get("format_version")
+        if version != HELD_OUT_FORMAT:
+            raise UserError(
+                f"data.held_out: format_version {version!r} is not one this version reads ({HELD_OUT_FORMAT})", path
+            )
+        ids = data["solutions"]
+    else:
+        raise UserError(
+            'data.held_out: expected {"format_version": 1, "solutions": [ids]} or a dataset\'s stats.json', path
+        )
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+        raise UserError("data.held_out: the solutions must be a non-empty list of solution ids", path)
+    return set(ids)
+
+
+def held_out_split(sols: dict[str, Solution], yields: dict[str, Counter], held_out: set[str], path: str) -> set[str]:
+    """The validation solutions a held-out file names; refused unless the corpus holds each of them and train keeps
+    a source of every primitive."""
+    missing = sorted(held_out - set(sols))
+    if missing:
+        raise UserError(
+            f"data.held_out names {len(missing)} solution(s) the corpus does not hold (or that did not verify): "
+            + ", ".join(missing[:8])
+            + (" ..." if len(missing) > 8 else "")
+            + "; remove them from the file, or set data.held_out=null to let generate choose the split",
+            path,
+        )
+    for prim in PRIMITIVE_NAMES:
+        sources = [s for s in sols if yields[s][prim]]
+        if sources and all(s in held_out for s in sources):
+            raise UserError(
+                f"data.held_out holds out every solution that yields {prim}: train would have none of its rows", path
+            )
+    return set(held_out)
+
+
 # --------------------------------------------------------------- generation
 @dataclass
 class Pools:
@@ -466,9 +522,10 @@ def generate(cfg: DataConfig, *, progress: Any = None) -> dict[str, Any]:
     Every check that can refuse the finished dataset (too many dropped copies, a primitive short of its size) runs
     on the staged one, before the swap: a refusal removes the staging folder and leaves ``output_dir`` as it was
     (the previous dataset byte-identical, or no folder at all)."""
+    held_out = read_held_out(cfg.held_out) if cfg.held_out else None  # a bad file is refused before any write
     tmp = unit.staging_dir(cfg.output_dir)  # before the work: an unwritable or wrong output_dir fails now
     try:
-        stats = _generate(cfg, tmp, progress)
+        stats = _generate(cfg, tmp, progress, held_out)
         _refuse_unfit(cfg, stats)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -505,7 +562,7 @@ def _refuse_unfit(cfg: DataConfig, stats: dict[str, Any]) -> None:
         )
 
 
-def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
+def _generate(cfg: DataConfig, tmp: Path, progress: Any, held_out: set[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     sols, skipped = load_solutions(cfg.solutions, cfg.allow_skip_unverifiable)
     _init(sols, cfg)
@@ -534,7 +591,10 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any) -> dict[str, Any]:
             first[sid] = exs
         for sid in [s for s in sols if s not in yields]:
             del sols[sid]
-        val_ids = split_solutions(sols, yields, cfg.validation_fraction, cfg.seed)
+        if held_out is None:
+            val_ids = split_solutions(sols, yields, cfg.validation_fraction, cfg.seed)
+        else:
+            val_ids = held_out_split(sols, yields, held_out, cfg.held_out or "")
         if not val_ids:  # train would find no held-out solution to measure on, after the whole generation
             counts = Counter(s.domains[0] for s in sols.values())
             why = (
@@ -744,6 +804,8 @@ def write_outputs(
         "spec_hashes": {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES},
         "solutions": len(sols),
         "validation_solutions": sorted(s for s, sp in split_of.items() if sp == "validation"),
+        # how the split was made: the held-out file's name (data.held_out), or null when generate chose it
+        "held_out": Path(cfg.held_out).name if cfg.held_out else None,
         "skipped_solutions": skipped,
         "variants_replayed": variants_ok,
         # solution file -> full reason -> number of variants of it that did not verify (and were discarded)

@@ -264,7 +264,9 @@ def build(cfg: PipelineConfig) -> PipelineRun:
         "generate": Stage(
             "generate",
             configs["generate"],
-            [Path(p) for p in data_cfg.solutions] + [shipped_path("data_gen/slot_values")],
+            [Path(p) for p in data_cfg.solutions]
+            + [shipped_path("data_gen/slot_values")]
+            + ([Path(data_cfg.held_out)] if data_cfg.held_out else []),
             [run / "data" / "stats.json"],
             code_kernel + ["data_gen"],
             lambda: _generate(configs["generate"]),

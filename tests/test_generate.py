@@ -556,3 +556,50 @@ def test_the_dev_split_leaves_out_the_rows_written_for_training_only(gen, tmp_pa
     assert not any(row.train_only for row in dev)
     assert not {row.solution_id for row in train} & dev_solutions
     assert any(row.train_only for row in train)  # the train solutions' own are trained on
+
+
+def test_a_held_out_file_fixes_the_validation_solutions_and_every_other_one_trains(gen, tmp_path):
+    out, stats = gen
+    chosen = sorted(stats["validation_solutions"])
+    train_ids = sorted({r["solution_id"] for p in PRIMITIVE_NAMES for r in rows(out, p, "train")})
+    # hold out one train solution instead of one chosen one: the file, not the seed's choice, decides
+    held = sorted([*chosen[1:], train_ids[0]])
+    held_file = tmp_path / "held_out.json"
+    held_file.write_text(json.dumps({"format_version": 1, "solutions": held}))
+    again = generate(cfg(tmp_path / "a", held_out=str(held_file)))
+    assert sorted(again["validation_solutions"]) == held and again["held_out"] == "held_out.json"
+    assert {r["solution_id"] for p in PRIMITIVE_NAMES for r in rows(tmp_path / "a", p, "validation")} <= set(held)
+    assert chosen[0] in {r["solution_id"] for p in PRIMITIVE_NAMES for r in rows(tmp_path / "a", p, "train")}
+    # an earlier dataset's stats.json holds out what that dataset held out
+    same = generate(cfg(tmp_path / "b", held_out=str(out / "stats.json")))
+    assert sorted(same["validation_solutions"]) == chosen
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ({"format_version": 1, "solutions": ["no-such-solution"]}, "does not hold (or that did not verify): no-such"),
+        ({"format_version": 2, "solutions": ["x"]}, "format_version 2 is not one this version reads"),
+        (["x"], "expected"),
+    ],
+)
+def test_a_bad_held_out_file_is_refused_before_anything_is_written(tmp_path, capsys, content, needle):
+    from tests.conftest import FIXTURE_SOLUTIONS, TINY_SIZES
+
+    held_file, out = tmp_path / "held.json", tmp_path / "data"
+    held_file.write_text(json.dumps(content))
+    argv = ["generate", f"data.solutions=[{FIXTURE_SOLUTIONS}]", f"data.sizes={TINY_SIZES}", "data.workers=1"]
+    assert main([*argv, f"data.output_dir={out}", f"data.held_out={held_file}"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "held.json" in err and "Traceback" not in err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".data.")]
+
+
+def test_the_shipped_held_out_file_names_solutions_the_shipped_corpus_holds():
+    from forethought.config import shipped_path
+    from forethought.data_gen.generate import read_held_out
+    from forethought.kernel.solution_file import load_solution, solution_files
+
+    held = read_held_out(str(shipped_path("data_gen/held_out.json")))
+    ids = {load_solution(f).id for f in solution_files([str(shipped_path("data_gen/solutions"))])}
+    assert held and held <= ids
