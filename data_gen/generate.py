@@ -51,6 +51,7 @@ from forethought.primitives.io import atomic_write_json, atomic_write_text
 
 from . import unit
 from .augment import Variant, make_variant
+from .coverage import coverage_lines, registry_coverage
 from .formats import card_front_matter, field_list
 from .row import DatasetRow
 from .verify import Divergence, verify_solution
@@ -820,6 +821,10 @@ def write_outputs(
             "domains": dict(sorted(Counter(d for s in sols.values() for d in s.domains).items())),
             "pattern_tags": dict(sorted(Counter(t for s in sols.values() for t in s.tags).items())),
         },
+        # what the registry allows that no train row holds: the next worked solutions to write
+        "registry_coverage": registry_coverage(
+            {d for s in sols.values() for d in s.domains}, {p: pools.rows[(p, "train")] for p in PRIMITIVE_NAMES}
+        ),
     }
     atomic_write_json(out / "stats.json", stats)
     atomic_write_text(out / "README.md", dataset_card(cfg, stats))
@@ -909,6 +914,8 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         "Source solutions by pattern tag: " + ", ".join(f"{t} {n}" for t, n in mix["pattern_tags"].items()) + ".",
         "",
     ]
+    if "registry_coverage" in stats:
+        lines += coverage_lines(stats["registry_coverage"])
     if stats["skipped_solutions"]:
         lines += [f"{len(stats['skipped_solutions'])} solution(s) were skipped (`allow_skip_unverifiable`):", ""]
         lines += [f"- {s}" for s in stats["skipped_solutions"]] + [""]
@@ -972,6 +979,13 @@ def cli(args: list[str]) -> int:
                         soft_wrap=True,
                         highlight=False,
                     )
+    prerequisites = stats["registry_coverage"]["prerequisite_decisions"]
+    if prerequisites["not_held"]:
+        console.print(
+            f"train holds {prerequisites['held']} of the registry's {prerequisites['declared']} prerequisite decisions; "
+            f"no train solution holds {len(prerequisites['not_held'])} (README.md: registry coverage)",
+            highlight=False,
+        )
     short = undersized(stats)
     if short:  # only reached with data.allow_undersized=true
         console.print(

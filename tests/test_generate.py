@@ -603,3 +603,29 @@ def test_the_shipped_held_out_file_names_solutions_the_shipped_corpus_holds():
     held = read_held_out(str(shipped_path("data_gen/held_out.json")))
     ids = {load_solution(f).id for f in solution_files([str(shipped_path("data_gen/solutions"))])}
     assert held and held <= ids
+
+
+def test_registry_coverage_lists_the_decisions_no_train_row_holds(gen):
+    from forethought.data_gen.coverage import registry_coverage
+    from forethought.kernel.domains import load_domain
+
+    out, stats = gen
+    coverage = stats["registry_coverage"]
+    assert coverage == json.loads((out / "stats.json").read_text())["registry_coverage"]
+    prerequisites = coverage["prerequisite_decisions"]
+    assert 0 < prerequisites["held"] < prerequisites["declared"]  # the fixture corpus covers some, not all
+    domain_of = {name: d for d in ("vehicle", "file_system") for name in load_domain(d).tools}
+    for row in rows(out, "check_prerequisites", "train"):  # a decision some train row holds is never listed unheld
+        inp = json.loads(row["input"])
+        decision = f"{domain_of[inp['task']['tool_name']]}: {inp['key'].split('[')[0]} {inp['outcome']}"
+        assert decision not in prerequisites["not_held"], decision
+    assert "Registry coverage of the train split" in (out / "README.md").read_text()
+
+    class Row:  # one more train row holding a decision the fixture leaves uncovered
+        solution_id, target = "extra", None
+        input = {"task": {"tool_name": "startEngine"}, "key": "doors_locked", "outcome": "absent"}
+
+    assert "vehicle: doors_locked absent" in prerequisites["not_held"]
+    again = registry_coverage(["vehicle", "file_system"], {"check_prerequisites": [Row()]})
+    assert "vehicle: doors_locked absent" in again["prerequisite_decisions"]["held_by_one_solution"]
+    assert "vehicle: doors_locked absent" not in again["prerequisite_decisions"]["not_held"]
