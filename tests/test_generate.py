@@ -629,3 +629,6 @@ def test_registry_coverage_lists_the_decisions_no_train_row_holds(gen):
     again = registry_coverage(["vehicle", "file_system"], {"check_prerequisites": [Row()]})
     assert "vehicle: doors_locked absent" in again["prerequisite_decisions"]["held_by_one_solution"]
     assert "vehicle: doors_locked absent" not in again["prerequisite_decisions"]["not_held"]
+    per_tool = again["prerequisite_decisions_per_tool"]
+    assert "vehicle: startEngine doors_locked absent" in per_tool["held_by_one_solution"]
+    assert "vehicle: startEngine doors_locked not_met" in per_tool["not_held"]
