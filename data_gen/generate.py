@@ -102,7 +102,7 @@ class DataConfig(BaseModel):
     workers: int = Field(2, ge=1)
     # How prompts show tool lists (kernel/specs/ TOOL_RENDERINGS): full, or compact for small models. Recorded in
     # stats.json; training, validation, the bundle and the kernel then render the same way.
-    tool_rendering: Literal["full", "compact", "focused"] = "full"
+    tool_rendering: Literal["full", "compact", "focused", "valued"] = "full"
 
     @field_validator("sizes")
     @classmethod

@@ -70,3 +70,41 @@ def _changed(rendered):
     if isinstance(rendered, str):
         return rendered + " "
     return [*rendered[:-1], {**rendered[-1], "content": rendered[-1]["content"] + "\n"}]
+
+
+def test_the_valued_rendering_writes_the_context_value_beside_each_string_parameter_it_names():
+    """check_prerequisites under ``valued``: the focused list, each string parameter the context names written with
+    its value (typed ones and unnamed ones as focused writes them); the other primitives render as focused."""
+    spec = SPECS["check_prerequisites"]
+    inp = spec.input_type.model_validate(
+        {
+            "task": {"id": "t1", "text": "Resolve ticket 3", "tool_name": "resolve_ticket"},
+            "key": "ticket_status[3]",
+            "outcome": "absent",
+            "context": {"resolution": "Cleared the cache", "ticket_id": 3, "phone": "555"},
+            "tools": [
+                {
+                    "name": "get_ticket",
+                    "params": {"ticket_id": "integer"},
+                    "required": ["ticket_id"],
+                    "writes": ["ticket_status[{params.ticket_id}]"],
+                },
+                {"name": "resolve_ticket", "params": {"resolution": "string", "note": "string"}, "side_effect": True},
+            ],
+        }
+    )
+    with specs.tool_rendering("focused"):
+        focused = spec.messages(inp)[1]["content"]
+        hashes = {n: SPECS[n].spec_hash for n in PRIMITIVE_NAMES}
+    with specs.tool_rendering("valued"):
+        valued = spec.messages(inp)[1]["content"]
+        assert {n: SPECS[n].spec_hash for n in PRIMITIVE_NAMES if n != "check_prerequisites"} == {
+            n: h for n, h in hashes.items() if n != "check_prerequisites"
+        }
+        assert spec.spec_hash != hashes["check_prerequisites"]
+    assert focused.endswith("Tools:\n- get_ticket(ticket_id: integer): ")  # only the key's writer, as focused lists
+    assert valued == focused  # its one parameter is an integer: nothing to write beside it
+    inp.context["ticket_id"] = "3"
+    inp.tools[0].params["ticket_id"] = "string"
+    with specs.tool_rendering("valued"):
+        assert spec.messages(inp)[1]["content"].endswith('Tools:\n- get_ticket(ticket_id="3"): ')

@@ -167,7 +167,7 @@ class Manifest(_M):
         str, Literal["free", "constrained"]
     ]  # per primitive, as its gate was measured (checked against gates.json)
     tool_rendering: Literal[
-        "full", "compact", "focused"
+        "full", "compact", "focused", "valued"
     ]  # how the prompts show tool lists (kernel/specs/ TOOL_RENDERINGS)
     primitives: dict[str, PrimitiveEntry]
 

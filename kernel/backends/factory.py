@@ -73,7 +73,7 @@ class OpenAIBackendConfig(_B):
     # x-guidance JSON format): each request carries its decoding schema (kernel/decoding.py).
     json_schema: bool = False
     # How the prompts show tool lists: as the served adapters were trained (their bundle's manifest tool_rendering).
-    tool_rendering: Literal["full", "compact", "focused"] = "full"
+    tool_rendering: Literal["full", "compact", "focused", "valued"] = "full"
     extra_body: dict[str, Any] = Field(default_factory=dict)  # e.g. {"stop_token_ids": [106]}
 
 

@@ -19,14 +19,17 @@ from ..scratchpad import bindable
 from .adapter import NOT_SHOWN, Label
 from .base import Annotation, PrimitiveSpec
 from .shared import (
+    FOCUSED_RENDERINGS,
     MAX_TASKS,
     ProposedTask,
     TaskRef,
     ToolBrief,
+    ToolLines,
     active_tool_rendering,
     grounded_params,
     in_tool_order,
     inline_json,
+    render_tools,
     tool_enums,
     tool_map,
     unknown_params,
@@ -56,9 +59,13 @@ def _prerequisite_line(inp: CheckPrereqInput) -> str:
     return f"{inp.key} is {inp.outcome}{cur}; required: {inp.requirement or 'present'}"
 
 
-def _shown_tools(inp: CheckPrereqInput) -> list[ToolBrief]:
-    # the focused rendering lists only the tools the contract admits for the key (docs/primitives.md)
-    return _prereq_writers(inp) if active_tool_rendering() == "focused" else inp.tools
+def _shown_tools(inp: CheckPrereqInput) -> list[ToolBrief] | ToolLines:
+    # the focused renderings list only the tools the contract admits for the key (docs/primitives.md); valued also
+    # writes the context's value beside each string parameter it names
+    style = active_tool_rendering()
+    if style == "valued":
+        return ToolLines(render_tools(_prereq_writers(inp), values=inp.context))
+    return _prereq_writers(inp) if style in FOCUSED_RENDERINGS else inp.tools
 
 
 def _prereq_tool(inp: CheckPrereqInput, out: CheckPrereqOutput) -> str | None:
