@@ -65,31 +65,23 @@ def registry_coverage(domains: Iterable[str], train_rows: Mapping[str, list[Any]
 def coverage_lines(coverage: Mapping[str, Any]) -> list[str]:
     """The dataset card's paragraph on it."""
     prerequisites, tools = coverage["prerequisite_decisions"], coverage["tools_matched"]
-    per_tool = coverage.get("prerequisite_decisions_per_tool")
+    per_tool = coverage["prerequisite_decisions_per_tool"]
 
     def listed(items: list[str]) -> str:
         return ", ".join(f"`{i}`" for i in items) if items else "none"
 
-    return (
-        [
-            "Registry coverage of the train split (data_gen/coverage.py; the decisions a small model can only learn from "
-            "the solutions that hold them): "
-            f"check_prerequisites holds {prerequisites['held']} of the {prerequisites['declared']} (prerequisite, "
-            f"outcome) decisions the registry's tools declare; match_func selects {tools['held']} of its "
-            f"{tools['declared']} tools.",
-            "",
-            f"- decisions no train solution holds: {listed(prerequisites['not_held'])}",
-            f"- decisions one train solution holds: {listed(prerequisites['held_by_one_solution'])}",
-            f"- tools no match_func train row selects: {listed(tools['not_held'])}",
-            f"- tools one train solution's match_func rows select: {listed(tools['held_by_one_solution'])}",
-        ]
-        + (
-            [
-                f"- the same decisions asked about each tool that declares them: {per_tool['held']} of "
-                f"{per_tool['declared']} held; not held: {listed(per_tool['not_held'])}",
-            ]
-            if per_tool
-            else []
-        )
-        + [""]
-    )
+    return [
+        "Registry coverage of the train split (data_gen/coverage.py; the decisions a small model can only learn from "
+        "the solutions that hold them): "
+        f"check_prerequisites holds {prerequisites['held']} of the {prerequisites['declared']} (prerequisite, "
+        f"outcome) decisions the registry's tools declare; match_func selects {tools['held']} of its "
+        f"{tools['declared']} tools.",
+        "",
+        f"- decisions no train solution holds: {listed(prerequisites['not_held'])}",
+        f"- decisions one train solution holds: {listed(prerequisites['held_by_one_solution'])}",
+        f"- the same decisions asked about each tool that declares them: {per_tool['held']} of "
+        f"{per_tool['declared']} held; not held: {listed(per_tool['not_held'])}",
+        f"- tools no match_func train row selects: {listed(tools['not_held'])}",
+        f"- tools one train solution's match_func rows select: {listed(tools['held_by_one_solution'])}",
+        "",
+    ]

@@ -595,7 +595,7 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any, held_out: set[str] | No
         if held_out is None:
             val_ids = split_solutions(sols, yields, cfg.validation_fraction, cfg.seed)
         else:
-            val_ids = held_out_split(sols, yields, held_out, cfg.held_out or "")
+            val_ids = held_out_split(sols, yields, held_out, str(cfg.held_out))
         if not val_ids:  # train would find no held-out solution to measure on, after the whole generation
             counts = Counter(s.domains[0] for s in sols.values())
             why = (
@@ -914,8 +914,7 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         "Source solutions by pattern tag: " + ", ".join(f"{t} {n}" for t, n in mix["pattern_tags"].items()) + ".",
         "",
     ]
-    if "registry_coverage" in stats:
-        lines += coverage_lines(stats["registry_coverage"])
+    lines += coverage_lines(stats["registry_coverage"])
     if stats["skipped_solutions"]:
         lines += [f"{len(stats['skipped_solutions'])} solution(s) were skipped (`allow_skip_unverifiable`):", ""]
         lines += [f"- {s}" for s in stats["skipped_solutions"]] + [""]
