@@ -223,7 +223,7 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
         train = pr.stages["train"].config.train
         # budgets in epochs per primitive, selection on a dev split carved from train solutions, each gate's decoding
         assert train.selection == "dev_exact_match" and 0 < train.dev_fraction < 1 and train.max_steps == -1
-        assert pr.stages["generate"].config.data.tool_rendering == "focused"
+        assert pr.stages["generate"].config.data.tool_rendering == "valued"
         # the held-out solutions of every recorded run, a shipped file the generate stage's fingerprint covers
         held_out = Path(pr.stages["generate"].config.data.held_out)
         assert held_out.name == "held_out.json" and held_out.is_file() and held_out in pr.stages["generate"].inputs
