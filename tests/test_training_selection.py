@@ -209,3 +209,51 @@ def test_dev_error_analysis_reads_the_dev_rows_only(generated_data, selected_run
     assert printed.strip().splitlines()[-1].startswith(f"{PRIM}: 3 train rows from ")
     shown = {line[4:].split(" [")[0] for line in printed.splitlines() if line.startswith("--- ")}
     assert not shown & ({r.solution_id for r in dev} | validation)
+
+
+def test_match_func_baselines_read_the_dev_rows_and_count_every_one(generated_data, selected_run, capsys):
+    """scripts/match_func_baselines.py (docs/training.md, "Probes after run #7"): its baselines and the model's
+    errors by familiarity are measured on the dev rows the selection used, each counted once, no validation row."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "match_func_baselines", Path(__file__).resolve().parents[1] / "scripts" / "match_func_baselines.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out, metrics = selected_run
+    # the run's seed passed on (as to dev_errors.py); the dev fraction read from its metrics
+    assert mod.main(["--dataset-dir", str(generated_data), "--train-dir", str(out), "--seed", "3"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    _, dev = train_and_dev_rows(generated_data, PRIM, 0.3, seed=3)
+    assert lines[0].startswith(f"match_func dev rows: {len(dev)} from ") and "(dev fraction 0.3)" in lines[0]
+    assert len(dev) == metrics["selection"]["dev_rows"]
+    figures = {line.split(": ")[0]: float(line.split(": ")[1].rstrip(" %")) for line in lines[1:6]}
+    assert set(figures) == {
+        "word overlap",
+        "nearest trained task",
+        "wanted tool among the 3 nearest trained tasks' tools",
+        "wanted tool among the 5 nearest trained tasks' tools",
+        "model",
+    }
+    assert figures["nearest trained task"] <= figures["wanted tool among the 3 nearest trained tasks' tools"]
+    bands = [line.split(" | ") for line in lines[7:]]
+    assert sum(int(rows) for _, rows, _ in bands) == len(dev)  # every dev row in one band
+    wrong = sum(int(w.split(" (")[0]) for _, _, w in bands)
+    assert round(100 * (len(dev) - wrong) / len(dev), 1) == figures["model"]
+    # the words the baselines compare: names split at their case changes and underscores, function words left out
+    assert mod.words("Stop the engine") == mod.words("stopEngine") == {"stop", "engine"}
+    assert mod.words("check_tire_pressure") == {"check", "tire", "pressure"}
+    # without a dev split there is nothing to measure: a located error, exit 2
+    assert mod.main(["--dataset-dir", str(generated_data), "--dev-fraction", "0"]) == 2
+    assert "no dev rows" in capsys.readouterr().err
+    assert [mod._band(n) for n in (0, 1, 4, 5, 9, 10, 19, 20)] == [
+        "0",
+        "1-4",
+        "1-4",
+        "5-9",
+        "5-9",
+        "10-19",
+        "10-19",
+        "20 or more",
+    ]
