@@ -453,9 +453,10 @@ def test_the_base_stage_resumes_after_a_kill_and_is_then_reused(tmp_path):
         "model=tiny",
         f"dataset_dir={data}",
         f"output_dir={out}",
-        # a model and steps just big enough to checkpoint and resume: the kill, not the training, is under test
-        "model.pretrain.max_steps=12",
-        "model.pretrain.save_steps=4",
+        # a small model (~0.2 s a step here): the kill and the resume are under test, not the training. 21 steps
+        # after the first checkpoint leave the watcher seconds to kill before the stage ends, on a loaded machine too
+        "model.pretrain.max_steps=24",
+        "model.pretrain.save_steps=3",
         "model.pretrain.per_device_batch_size=2",
         "model.pretrain.em_eval_steps=null",
         "model.tiny.vocab_size=1024",
@@ -479,7 +480,7 @@ def test_the_base_stage_resumes_after_a_kill_and_is_then_reused(tmp_path):
     assert main(args) == 2  # the stage already started: resume or overwrite, never a silent restart
     assert main([*args, "train.resume=true"]) == 0
     metrics = json.loads((out / "base_run" / "metrics.json").read_text())
-    assert metrics["global_step"] == 12 and metrics["resumed_from"].startswith("checkpoint-")
+    assert metrics["global_step"] == 24 and metrics["resumed_from"].startswith("checkpoint-")
     assert (out / "base" / "forethought_base.json").is_file()
     # an adapter run reuses the current base (no second base stage) and trains on it
     assert main([*args[:1], "primitive=match_fill", *args[2:], "train=quick", "train.max_steps=2"]) == 0
