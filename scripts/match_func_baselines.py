@@ -65,13 +65,20 @@ def nearest_tools(inp: dict, store: list[tuple[frozenset[str], str]], k: int) ->
 
 
 def _band(n: int) -> str:
-    for upper, label in _BANDS:
-        if upper is None or n < upper:
-            return label
-    raise AssertionError
+    return next(label for upper, label in _BANDS if upper is None or n < upper)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from forethought.errors import UserError
+
+    try:
+        return _main(argv)
+    except UserError as exc:  # a missing or unsealed dataset, a train folder without a model: located, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset-dir", required=True)
     ap.add_argument("--train-dir", default=None, help="a train folder with a match_func model: decode it too")

@@ -247,6 +247,10 @@ def test_match_func_baselines_read_the_dev_rows_and_count_every_one(generated_da
     # without a dev split there is nothing to measure: a located error, exit 2
     assert mod.main(["--dataset-dir", str(generated_data), "--dev-fraction", "0"]) == 2
     assert "no dev rows" in capsys.readouterr().err
+    # a folder that is no dataset: its located message, exit 2, no traceback
+    assert mod.main(["--dataset-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out / 'dataset.json'}: ") and "Traceback" not in err
     assert [mod._band(n) for n in (0, 1, 4, 5, 9, 10, 19, 20)] == [
         "0",
         "1-4",
