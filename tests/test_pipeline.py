@@ -224,6 +224,9 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
         # budgets in epochs per primitive, selection on a dev split carved from train solutions, each gate's decoding
         assert train.selection == "dev_exact_match" and 0 < train.dev_fraction < 1 and train.max_steps == -1
         assert pr.stages["generate"].config.data.tool_rendering == "valued"
+        # the words tokenizer: every probe on run #7's dev rows rose with it (docs/training.md, "Probes after run #7")
+        assert pr.stages["base"].config.model.tiny.pre_tokenizer == "words"
+        assert pr.stages["train"].config.model.tiny.pre_tokenizer == "words"
         # the held-out solutions of every recorded run, a shipped file the generate stage's fingerprint covers
         held_out = Path(pr.stages["generate"].config.data.held_out)
         assert held_out.name == "held_out.json" and held_out.is_file() and held_out in pr.stages["generate"].inputs
