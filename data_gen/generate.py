@@ -39,12 +39,14 @@ from forethought.kernel.solution_file import load_solution, solution_files, warn
 from forethought.kernel.specs import (
     PRIMITIVE_NAMES,
     SPECS,
+    DemonstrationStore,
     PrimitiveName,
     active_tool_rendering,
     default_sizes,
     derived_specs,
     per_primitive,
     set_tool_rendering,
+    using_stores,
 )
 from forethought.primitives import SLMReply, SLMRequest
 from forethought.primitives.io import atomic_write_json, atomic_write_text
@@ -53,7 +55,7 @@ from . import unit
 from .augment import Variant, make_variant
 from .coverage import coverage_lines, registry_coverage
 from .formats import card_front_matter, field_list
-from .row import DatasetRow
+from .row import DatasetRow, dev_solutions
 from .verify import Divergence, verify_solution
 
 CODE_VERSION = "generate-v1"
@@ -76,6 +78,17 @@ class VariationConfig(BaseModel):
     # share of a varied solution's decision points also written with the task replaced by one listed tool's own
     # description, answered with that tool (train only; a primitive whose spec has generation.tool_description)
     tool_description: float = Field(0.0, ge=0, le=1)
+
+
+class DemonstrationsConfig(BaseModel):
+    """Retrieved demonstrations (kernel/specs/demonstrations.py) for the primitives whose spec retrieves them."""
+
+    model_config = ConfigDict(extra="forbid")
+    k: int = Field(3, ge=1, le=16)  # decisions shown per input, one per distinct tool
+    # The dev split training will carve (train.dev_fraction and train's seed): its solutions stay out of the store,
+    # so selection on dev rows measures what validation measures. train refuses data cut for another split.
+    dev_fraction: float = Field(0.2, ge=0, lt=1)
+    dev_seed: int = 0
 
 
 class DataConfig(BaseModel):
@@ -103,6 +116,8 @@ class DataConfig(BaseModel):
     # How prompts show tool lists (kernel/specs/ TOOL_RENDERINGS): full, or compact for small models. Recorded in
     # stats.json; training, validation, the bundle and the kernel then render the same way.
     tool_rendering: Literal["full", "compact", "focused", "valued"] = "full"
+    # null: no demonstrations; else a store per retrieving primitive, written with the data and shown in its prompts
+    demonstrations: DemonstrationsConfig | None = None
 
     @field_validator("sizes")
     @classmethod
@@ -658,11 +673,55 @@ def _generate(cfg: DataConfig, tmp: Path, progress: Any, held_out: set[str] | No
             pool.close()
             pool.join()
     elapsed = time.perf_counter() - t0
-    stats = write_outputs(cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, out=tmp)
+    stores = attach_demonstrations(cfg, pools)
+    with using_stores(stores):  # the spec hashes recorded are those of prompts with demonstrations
+        for store in stores:
+            atomic_write_text(tmp / store.primitive / DEMONSTRATIONS_FILE, store.to_text())
+        stats = write_outputs(
+            cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, out=tmp, stores=stores
+        )
     unit.seal(
         tmp, validation_solutions=stats["validation_solutions"]
     )  # last: the manifest vouches for every file above
     return stats
+
+
+# ------------------------------------------------------------------ demonstrations
+DEMONSTRATIONS_FILE = "demonstrations.jsonl"  # <dataset_dir>/<primitive>/, beside its splits
+
+
+def attach_demonstrations(cfg: DataConfig, pools: Pools) -> list[DemonstrationStore]:
+    """With data.demonstrations: for each primitive whose spec retrieves, the store of its train decisions (the
+    rows of train solutions outside the dev split, not the train-only variations), and every row of both splits
+    re-rendered with the decisions nearest to it, never its own solution's. Rows stay the same rows (ids, dedupe
+    and near-duplicate checks are of the prompt without them)."""
+    if cfg.demonstrations is None:
+        return []
+    stores = []
+    for prim in PRIMITIVE_NAMES:
+        spec = SPECS[prim]
+        if spec.retrieval is None:
+            continue
+        train = sorted(pools.rows[(prim, "train")], key=lambda e: e.id)  # the file's order: the store's tie-break
+        dev = dev_solutions(
+            (e.solution_id for e in train), cfg.demonstrations.dev_fraction, cfg.demonstrations.dev_seed
+        )
+        decisions = []
+        for ex in train:
+            if ex.solution_id in dev or TRAIN_ONLY_OPS.intersection(ex.ops):
+                continue
+            stored = spec.retrieval.stored(
+                spec.input_type.model_validate(ex.input), spec.output_type.model_validate(ex.target)
+            )
+            if stored is not None:
+                decisions.append((ex.solution_id, *stored))
+        store = DemonstrationStore(prim, cfg.demonstrations.k, decisions)
+        for split in ("train", "validation"):
+            for ex in pools.rows[(prim, split)]:
+                inp = spec.demonstrated(spec.input_type.model_validate(ex.input), store, exclude=ex.solution_id)
+                ex.input, ex.prompt = inp.model_dump(mode="json"), spec.messages(inp)
+        stores.append(store)
+    return stores
 
 
 # ------------------------------------------------------------------ output
@@ -745,7 +804,7 @@ def grammar_refusals(cfg: DataConfig, rows: list[Example]) -> dict[str, str]:
 
 
 def write_outputs(
-    cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path
+    cfg, sols, split_of, pools, skipped, failed, variants_ok, rounds, ops_count, elapsed, *, out: Path, stores=()
 ) -> dict[str, Any]:
     per: dict[str, Any] = {}
     checked = valid = 0
@@ -802,6 +861,20 @@ def write_outputs(
         "code_version": CODE_VERSION,
         "seed": cfg.seed,
         "tool_rendering": active_tool_rendering(),
+        # per retrieving primitive: its store file, the dev split it leaves out (train must carve the same), size
+        "demonstrations": {
+            s.primitive: {
+                "file": f"{s.primitive}/{DEMONSTRATIONS_FILE}",
+                "sha256": s.digest(),
+                "k": s.k,
+                "decisions": len(s.decisions),
+                "dev_fraction": cfg.demonstrations.dev_fraction,
+                "dev_seed": cfg.demonstrations.dev_seed,
+            }
+            for s in stores
+        }
+        if cfg.demonstrations is not None
+        else None,
         "spec_hashes": {p: SPECS[p].spec_hash for p in PRIMITIVE_NAMES},
         "solutions": len(sols),
         "validation_solutions": sorted(s for s, sp in split_of.items() if sp == "validation"),

@@ -8,7 +8,9 @@ with its file, line and field, so train and validate accept and refuse exactly t
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -232,3 +234,32 @@ def read_rows(dataset_dir: str | Path, primitive: str, split: str, *, limit: int
         more = f"\n  ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
         raise UserError(f"{len(errors)} bad row(s):\n  " + "\n  ".join(errors[:MAX_REPORTED]) + more, str(path))
     return rows
+
+
+# ------------------------------------------------------------ the dev split
+def is_dev_solution(solution_id: str, fraction: float, seed: int) -> bool:
+    """Whether a train solution is held out as *dev* (for early stopping and checkpoint selection).
+
+    Decided by a hash of the solution id and the seed alone, so every primitive, and the base stage, hold out
+    the same solutions without reading each other's rows; a solution is all dev or all train. Validation
+    solutions never come into it: they are in another file, held out by ``forethought generate``.
+    """
+    if fraction <= 0:
+        return False
+    digest = hashlib.sha256(f"dev:{seed}:{solution_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def dev_solutions(solutions: Iterable[str], fraction: float, seed: int) -> set[str]:
+    """The dev solutions among a primitive's train solutions: with a fraction > 0 and at least two of them, dev holds
+    at least one (the one of lowest hash) and train keeps at least one. Training carves its dev rows with it, and
+    generate keeps these solutions out of a demonstrations store (kernel/specs/demonstrations.py)."""
+    ordered = sorted(set(solutions))
+    if fraction <= 0:
+        return set()
+    dev = {s for s in ordered if is_dev_solution(s, fraction, seed)}
+    if len(ordered) >= 2 and not dev:
+        dev = {min(ordered, key=lambda s: hashlib.sha256(f"dev:{seed}:{s}".encode()).digest())}
+    if dev == set(ordered):
+        dev.discard(max(ordered))
+    return dev

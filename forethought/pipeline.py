@@ -233,6 +233,15 @@ def build(cfg: PipelineConfig) -> PipelineRun:
             require_local_path(configs["train"].model)
         except UserError as exc:
             errors.append(f"train: {exc} (give it as model_path=...)")
+    demos = configs["generate"].data.demonstrations if "generate" in configs else None
+    if demos is not None and "train" in configs and configs["train"].train.dev_fraction > 0:
+        # the store leaves out the dev split train will carve: the same split, or selection reads shown neighbours
+        carved = (configs["train"].train.dev_fraction, configs["train"].seed)
+        if (demos.dev_fraction, demos.dev_seed) != carved:
+            errors.append(
+                f"generate: data.demonstrations leaves out the dev split dev_fraction={demos.dev_fraction} "
+                f"dev_seed={demos.dev_seed}, but train carves dev_fraction={carved[0]} seed={carved[1]}: make them equal"
+            )
     if errors:
         raise ConfigError(f"pipeline (profile {cfg.profile})", errors)
     pr = PipelineRun(cfg, run)

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from . import unfinished
 from .records import Batches, MatchBatch, ScratchpadInit, TaskCursor, TaskList, TurnIn, TurnState, TurnSummary
-from .specs import DecomposeInput, DecomposeOutput, GetOrderInput, MatchFuncInput
+from .specs import MATCH_FUNC, DecomposeInput, DecomposeOutput, GetOrderInput, MatchFuncInput
 
 
 def init_scratchpad(turn_in: TurnIn, turn: TurnState) -> ScratchpadInit:
@@ -116,7 +116,10 @@ def topo_sort(ordered: BaseModel, turn: TurnState) -> MatchBatch:
             order.extend(layer)
     turn.order = order[: turn.config.max_tasks]
     unique = list(dict.fromkeys(turn.order))
-    return MatchBatch(items=[MatchFuncInput(task=turn.task_ref(t), tools=turn.tool_briefs) for t in unique])
+    # each input with the train decisions nearest to its task when the bundle carries a store (as generate wrote them)
+    return MatchBatch(
+        items=[MATCH_FUNC.demonstrated(MatchFuncInput(task=turn.task_ref(t), tools=turn.tool_briefs)) for t in unique]
+    )
 
 
 def record_matches(matched: BaseModel, turn: TurnState) -> TaskList:

@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     from forethought.kernel.backends.hf import generate
     from forethought.kernel.specs import SPECS
     from forethought.training.artifacts import load_adapters
-    from forethought.training.data import train_and_dev_rows, use_dataset_tool_rendering
+    from forethought.training.data import train_and_dev_rows, use_dataset_rendering
 
     torch.set_num_threads(2)
-    use_dataset_tool_rendering(args.dataset_dir)
+    use_dataset_rendering(args.dataset_dir)
     spec = SPECS[args.primitive]
     fraction = (
         args.dev_fraction if args.dev_fraction is not None else _selected_fraction(args.train_dir, args.primitive)

@@ -86,7 +86,7 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the run's seed (train's seed=), which carved its dev split")
     args = ap.parse_args(argv)
 
-    from forethought.training.data import train_and_dev_rows, use_dataset_tool_rendering
+    from forethought.training.data import train_and_dev_rows, use_dataset_rendering
 
     fraction = args.dev_fraction
     if fraction is None and args.train_dir:
@@ -97,7 +97,7 @@ def _main(argv: list[str] | None) -> int:
             print(f"error: {metrics}: no selection.dev_fraction recorded; pass --dev-fraction", file=sys.stderr)
             return 2
     fraction = 0.2 if fraction is None else fraction
-    use_dataset_tool_rendering(args.dataset_dir)
+    use_dataset_rendering(args.dataset_dir)
     trained, dev = train_and_dev_rows(args.dataset_dir, "match_func", fraction, seed=args.seed)
     if not dev:
         print(f"error: {args.dataset_dir}: no dev rows at dev fraction {fraction}", file=sys.stderr)

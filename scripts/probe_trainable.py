@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from forethought.bundle.models import load_model, load_tokenizer
     from forethought.training.callbacks import DevExactMatch
-    from forethought.training.data import load_splits, use_dataset_tool_rendering
+    from forethought.training.data import load_splits, use_dataset_rendering
     from forethought.training.lm_head import compact_on_cpu
     from forethought.training.train import _sft_config, config_from_overrides, prepare_base
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             *args.override,
         ]
     )
-    use_dataset_tool_rendering(cfg.dataset_dir)
+    use_dataset_rendering(cfg.dataset_dir)
     torch.set_num_threads(1)
     base = prepare_base(cfg)
     start = base.path if args.start == "base" else Path(cfg.output_dir) / "base_run" / "init"

@@ -86,3 +86,13 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _no_demonstrations_left_active():
+    """A test that loads a bundle or data with demonstrations sets the process's stores (as a command does): the
+    next test starts without them, so its prompts and spec hashes are the plain ones."""
+    yield
+    from forethought.kernel.specs import set_stores
+
+    set_stores([])

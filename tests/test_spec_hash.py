@@ -108,3 +108,15 @@ def test_the_valued_rendering_writes_the_context_value_beside_each_string_parame
     inp.tools[0].params["ticket_id"] = "string"
     with specs.tool_rendering("valued"):
         assert spec.messages(inp)[1]["content"].endswith('Tools:\n- get_ticket(ticket_id="3"): ')
+
+
+@pytest.mark.parametrize("name", [n for n in PRIMITIVE_NAMES if SPECS[n].retrieval is not None])
+def test_golden_prompts_with_demonstrations_match_their_snapshots(name):
+    """With a store active (kernel/specs/demonstrations.py) the golden inputs are shown their golden neighbours."""
+    with specs.tool_rendering("valued"), specs.using_stores([specs.DemonstrationStore(name, 3, [])]):
+        got = SPECS[name].golden_rendering()
+    snapshot = SNAP / f"{name}.valued.demonstrations.txt"
+    if os.environ.get("FORETHOUGHT_UPDATE_SNAPSHOTS"):
+        snapshot.write_text(got, encoding="utf-8")
+    assert snapshot.is_file(), f"no snapshot {snapshot}; run with FORETHOUGHT_UPDATE_SNAPSHOTS=1"
+    assert got == snapshot.read_text(encoding="utf-8"), f"the {name} prompt with demonstrations changed (see the diff)"

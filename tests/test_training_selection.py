@@ -19,10 +19,10 @@ from safetensors.torch import load_file  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
 from forethought.bundle.models import WEIGHT_FILES, adapter_kind  # noqa: E402
-from forethought.data_gen.row import read_rows  # noqa: E402
+from forethought.data_gen.row import is_dev_solution, read_rows  # noqa: E402
 from forethought.data_gen.unit import load_manifest  # noqa: E402
 from forethought.training.config import PRIMITIVE_NAMES  # noqa: E402
-from forethought.training.data import is_dev_solution, train_and_dev_rows  # noqa: E402
+from forethought.training.data import train_and_dev_rows  # noqa: E402
 from forethought.training.train import config_from_overrides, run  # noqa: E402
 
 PRIM = "match_func"  # the fixture data's match_func rows come from several solutions: a dev split exists

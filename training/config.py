@@ -293,7 +293,7 @@ class TrainSettings(_Strict):
         16, ge=1, description="rows for em_eval_steps (dev rows when dev_fraction > 0, else validation rows)"
     )
     # Early stopping and checkpoint selection read a dev split carved from the train *solutions* (never a
-    # validation row): training/data.py is_dev_solution.
+    # validation row): data_gen/row.py is_dev_solution.
     dev_fraction: float = Field(0.0, ge=0.0, lt=1.0, description="share of train solutions held out as dev (0: none)")
     selection: Literal["last", "dev_exact_match"] = Field(
         "last",

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forethought.data_gen.row import DatasetRow, read_rows
+from forethought.data_gen.row import DatasetRow, dev_solutions, read_rows
 from forethought.data_gen.unit import checked_bytes
 from forethought.errors import UserError
 
@@ -71,12 +71,66 @@ def dataset_tool_rendering(dataset_dir: str | Path) -> str:
     return style
 
 
-def use_dataset_tool_rendering(dataset_dir: str | Path) -> str:
-    """Render prompts in this process as the dataset's were rendered (before any spec hash is compared)."""
-    from forethought.kernel.specs import set_tool_rendering
+def dataset_stores(dataset_dir: str | Path) -> list[Any]:
+    """The dataset's demonstrations stores (``stats.json`` ``demonstrations``: kernel/specs/demonstrations.py), each
+    file's bytes vouched for by the manifest and by its digest in stats.json; none when the data has none."""
+    from forethought.kernel.specs import DemonstrationStore
+
+    path = Path(dataset_dir) / "stats.json"
+    if not path.is_file():
+        return []
+    stats = _stats(dataset_dir)
+    recorded = stats.get("demonstrations") if isinstance(stats, dict) else None
+    if not recorded:
+        return []
+    stores = []
+    for primitive, entry in sorted(recorded.items()):
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            raise UserError(f"demonstrations.{primitive}: expected an object with its file", str(path))
+        checked_bytes(dataset_dir, entry["file"])  # listed in the manifest, with the bytes it lists
+        store = DemonstrationStore.read(Path(dataset_dir) / entry["file"])
+        if store.digest() != entry.get("sha256") or store.primitive != primitive:
+            raise UserError(
+                f"demonstrations.{primitive}: {entry['file']} is not the store generate wrote (digest or primitive "
+                "differs); regenerate the data",
+                str(path),
+            )
+        stores.append(store)
+    return stores
+
+
+def dataset_dev_split(dataset_dir: str | Path) -> dict[str, tuple[float, int]]:
+    """Per primitive with a demonstrations store: the dev split (fraction, seed) its store leaves out."""
+    path = Path(dataset_dir) / "stats.json"
+    stats = _stats(dataset_dir) if path.is_file() else None
+    recorded = (stats.get("demonstrations") if isinstance(stats, dict) else None) or {}
+    return {p: (e.get("dev_fraction"), e.get("dev_seed")) for p, e in recorded.items() if isinstance(e, dict)}
+
+
+def check_dev_split(dataset_dir: str | Path, primitives: list[str], fraction: float, seed: int) -> None:
+    """A demonstrations store leaves one dev split's solutions out; training that carves another would select with
+    rows whose neighbours were shown to train rows (or show fewer than the kernel will): refused, before any write.
+    Called only when training carves a dev split (without one nothing selects, and the store is merely smaller)."""
+    for primitive, (data_fraction, data_seed) in sorted(dataset_dev_split(dataset_dir).items()):
+        if primitive in primitives and (data_fraction, data_seed) != (fraction, seed):
+            raise UserError(
+                f"the data's {primitive} demonstrations leave out the dev split of dev_fraction={data_fraction} "
+                f"seed={data_seed}, and training would carve dev_fraction={fraction} seed={seed}: set "
+                f"train.dev_fraction={data_fraction} seed={data_seed}, or regenerate with "
+                f"data.demonstrations.dev_fraction={fraction} data.demonstrations.dev_seed={seed}",
+                str(Path(dataset_dir) / "stats.json"),
+            )
+
+
+def use_dataset_rendering(dataset_dir: str | Path) -> str:
+    """Render prompts in this process as the dataset's were rendered (before any spec hash is compared): its tool
+    rendering, and its demonstrations stores (none when it has none). Returns the tool rendering."""
+    from forethought.kernel.specs import set_stores, set_tool_rendering
 
     style = dataset_tool_rendering(dataset_dir)
+    stores = dataset_stores(dataset_dir)
     set_tool_rendering(style)
+    set_stores(stores)
     return style
 
 
@@ -99,19 +153,6 @@ def read_split(
     return trainer_rows(rows)
 
 
-def is_dev_solution(solution_id: str, fraction: float, seed: int) -> bool:
-    """Whether a train solution is held out as *dev* (for early stopping and checkpoint selection).
-
-    Decided by a hash of the solution id and the seed alone, so every primitive, and the base stage, hold out
-    the same solutions without reading each other's rows; a solution is all dev or all train. Validation
-    solutions never come into it: they are in another file, held out by ``forethought generate``.
-    """
-    if fraction <= 0:
-        return False
-    digest = hashlib.sha256(f"dev:{seed}:{solution_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
-
-
 def train_and_dev_rows(
     dataset_dir: str | Path, primitive: str, fraction: float, seed: int, *, limit: int | None = None
 ) -> tuple[list[DatasetRow], list[DatasetRow]]:
@@ -122,12 +163,7 @@ def train_and_dev_rows(
     rows = read_rows(dataset_dir, primitive, "train", limit=limit)
     if fraction <= 0:
         return rows, []
-    solutions = sorted({r.solution_id for r in rows})
-    dev = {s for s in solutions if is_dev_solution(s, fraction, seed)}
-    if len(solutions) >= 2 and not dev:
-        dev = {min(solutions, key=lambda s: hashlib.sha256(f"dev:{seed}:{s}".encode()).digest())}
-    if dev == set(solutions):
-        dev.discard(max(solutions))
+    dev = dev_solutions((r.solution_id for r in rows), fraction, seed)
     return [r for r in rows if r.solution_id not in dev], [r for r in rows if r.solution_id in dev and not r.train_only]
 
 

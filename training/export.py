@@ -94,12 +94,13 @@ def _check_output(out: Path) -> None:
 
 
 def export(cfg: ExportConfig) -> Path:
-    from forethought.bundle.manifest import bundle_tool_rendering, load_bundle
-    from forethought.kernel.specs import set_tool_rendering, spec_hashes
+    from forethought.bundle.manifest import bundle_stores, bundle_tool_rendering, load_bundle
+    from forethought.kernel.specs import set_stores, set_tool_rendering, spec_hashes
 
     out = Path(cfg.output_dir)
     _check_output(out)
     set_tool_rendering(bundle_tool_rendering(cfg.bundle))  # spec hashes as the adapters were trained
+    set_stores(bundle_stores(cfg.bundle))
     bundle = load_bundle(cfg.bundle, spec_hashes(), allow_smoke=cfg.allow_smoke)
     manifest = bundle.manifest
     base = manifest["base"]

@@ -183,10 +183,20 @@ def package(cfg: PackageConfig) -> Path:
     gates_path = Path(cfg.validate_dir) / "gates.json"
     gates_doc = read_gates(gates_path)
     gates = gates_doc["primitives"]
-    from forethought.kernel.specs import set_tool_rendering
+    from forethought.kernel.specs import set_stores, set_tool_rendering
+    from forethought.training.data import dataset_stores
 
-    # The prompts the gates were measured with are the bundle's: its spec hashes are under that rendering.
+    # The prompts the gates were measured with are the bundle's: its spec hashes are under that rendering, and
+    # retrieve from the data's demonstrations stores, the ones the gates' prompts retrieved from.
     set_tool_rendering(gates_doc.get("tool_rendering", "full"))
+    stores = dataset_stores(cfg.dataset_dir)
+    if {s.primitive: s.digest() for s in stores} != (gates_doc.get("demonstrations") or {}):
+        raise UserError(
+            f"the demonstrations stores of {cfg.dataset_dir} are not the ones the gates were measured with; "
+            "re-run forethought validate on this data",
+            str(gates_path),
+        )
+    set_stores(stores)
     missing = [primitive for primitive in PRIMITIVE_NAMES if primitive not in gates]
     if missing:
         raise UserError(f"gates.json has no result for {missing}", str(gates_path))
@@ -232,6 +242,11 @@ def package(cfg: PackageConfig) -> Path:
             # An external base is pinned by the digest of every file, checked at each load.
             base_path, base_files = str(base_src.resolve()), hash_files(base_src)
         shutil.copy(gates_path, tmp / "gates.json")  # the loader derives gates and smoke from this file
+        shipped_stores = {}
+        for store in stores:  # the kernel retrieves from them as generate did (kernel/specs/demonstrations.py)
+            rel = f"demonstrations/{store.primitive}.jsonl"
+            atomic_write_text(tmp / rel, store.to_text())
+            shipped_stores[store.primitive] = {"path": rel, "sha256": sha256_file(tmp / rel)}
         tok_dir = tmp / "tokenizer"
         tok.save_pretrained(tok_dir)
         smoke = bool(failed)
@@ -278,6 +293,8 @@ def package(cfg: PackageConfig) -> Path:
             "tool_rendering": gates_doc.get("tool_rendering", "full"),
             "primitives": prims,
         }
+        if shipped_stores:  # absent otherwise: a bundle without demonstrations is what earlier versions wrote
+            manifest["demonstrations"] = shipped_stores
         atomic_write_json(tmp / MANIFEST, manifest)
         swap_in(tmp, out)
     except BaseException:

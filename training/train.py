@@ -308,9 +308,11 @@ def _preflight(cfg: TrainConfig) -> None:
 
     With ``primitive=all`` a bad row in the last dataset fails here, not after four adapters.
     """
-    from forethought.training.data import read_split, split_path, use_dataset_tool_rendering
+    from forethought.training.data import check_dev_split, read_split, split_path, use_dataset_rendering
 
-    use_dataset_tool_rendering(cfg.dataset_dir)  # prompts and spec hashes as the data was rendered
+    use_dataset_rendering(cfg.dataset_dir)  # prompts and spec hashes as the data was rendered
+    if cfg.train.dev_fraction > 0:  # selection reads dev rows: their solutions must be out of the stores
+        check_dev_split(cfg.dataset_dir, list(cfg.primitives()), cfg.train.dev_fraction, cfg.seed)
     missing = [
         str(split_path(cfg.dataset_dir, primitive, "train"))
         for primitive in cfg.primitives()

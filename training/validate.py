@@ -149,9 +149,10 @@ def run_validation(
 ) -> dict[str, Any]:
     from forethought.kernel.backends.hf import BASE, generate, pick_device
     from forethought.training.artifacts import check_spec_hashes, load_adapters
-    from forethought.training.data import use_dataset_tool_rendering
+    from forethought.training.data import dataset_stores, use_dataset_rendering
 
-    use_dataset_tool_rendering(cfg.dataset_dir)
+    use_dataset_rendering(cfg.dataset_dir)
+    stores = dataset_stores(cfg.dataset_dir)
     prims = cfg.selected()
     trained_hashes = check_spec_hashes(cfg.train_dir, prims)  # before any decoding: a stale adapter is refused
     rows_by = {primitive: _read_rows(cfg.dataset_dir, primitive, cfg.max_examples) for primitive in prims}
@@ -229,6 +230,8 @@ def run_validation(
             primitive: cfg.decoding[primitive] for primitive in prims
         },  # what each gate measured; package records it
         "tool_rendering": active_tool_rendering(),
+        # the demonstrations stores the prompts retrieved from (digests): package ships these, and only these
+        "demonstrations": {store.primitive: store.digest() for store in stores},
         "weighted_exact_match": _weighted(results, "exact_match"),
         "weighted_base_exact_match": _weighted(results, "base_exact_match") if cfg.base_comparison else None,
         "elapsed_s": round(time.perf_counter() - t0, 2),

@@ -143,6 +143,13 @@ class BaseEntry(_M):
     files: Digests
 
 
+class StoreEntry(_M):
+    """A demonstrations store (kernel/specs/demonstrations.py) the prompts retrieve from."""
+
+    path: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class TokenizerEntry(_M):
     path: str
     files: Digests
@@ -170,6 +177,8 @@ class Manifest(_M):
         "full", "compact", "focused", "valued"
     ]  # how the prompts show tool lists (kernel/specs/ TOOL_RENDERINGS)
     primitives: dict[str, PrimitiveEntry]
+    # per retrieving primitive, the store its prompts were trained and gated with (absent: no demonstrations)
+    demonstrations: dict[str, StoreEntry] = Field(default_factory=dict)
 
 
 def _parse_manifest(mpath: Path) -> dict[str, Any]:
@@ -255,6 +264,13 @@ def _check_gates(root: Path, manifest: dict[str, Any], mpath: Path) -> None:
         raise BundleError(
             f"tool_rendering does not match {gates_ref['path']} (the prompts the gates were measured with): the manifest was edited",
             f"{mpath}: tool_rendering",
+        )
+    stores = {name: entry["sha256"] for name, entry in manifest.get("demonstrations", {}).items()}
+    if stores != (doc.get("demonstrations") or {}):
+        raise BundleError(
+            f"demonstrations do not match {gates_ref['path']} (the stores the gates' prompts retrieved from): the "
+            "manifest was edited",
+            f"{mpath}: demonstrations",
         )
     if manifest["smoke"] != bool(failed):
         raise BundleError(
@@ -441,6 +457,32 @@ def bundle_tool_rendering(path: str | Path) -> str:
     return _parse_manifest(mpath)["tool_rendering"]
 
 
+def bundle_stores(path: str | Path) -> list[Any]:
+    """The demonstrations stores a bundle carries (none for a bundle without), each checked against the manifest's
+    digest: the caller retrieves from them before it compares spec hashes (:func:`load_bundle`)."""
+    from forethought.kernel.specs import DemonstrationStore
+
+    root = Path(path)
+    mpath = root / MANIFEST
+    manifest = _parse_manifest(mpath)
+    stores = []
+    for name, entry in sorted(manifest.get("demonstrations", {}).items()):
+        where = f"{mpath}: demonstrations.{name}"
+        file = _inside(root, entry["path"], where)
+        if not file.is_file():
+            raise BundleError("demonstrations store is missing", str(file))
+        if sha256_file(file) != entry["sha256"]:
+            raise BundleError("sha256 does not match the manifest: the demonstrations store was modified", str(file))
+        try:
+            store = DemonstrationStore.read(file)
+        except UserError as exc:
+            raise BundleError(exc.message, exc.where) from None
+        if store.primitive != name:
+            raise BundleError(f"the store is {store.primitive!r}'s, not {name!r}'s", where)
+        stores.append(store)
+    return stores
+
+
 def load_bundle(
     path: str | Path,
     spec_hashes: Mapping[str, str],
@@ -468,6 +510,17 @@ def load_bundle(
             "to load it anyway for smoke tests",
             str(mpath),
         )
+    from forethought.kernel.specs import active_store
+
+    for name, entry in sorted(manifest.get("demonstrations", {}).items()):
+        store = active_store(name)
+        if store is None or store.digest() != entry["sha256"]:
+            raise BundleError(
+                f"the bundle's {name} prompts retrieve demonstrations from {entry['path']}, which is not this "
+                "process's store: set it first (forethought.kernel.specs.set_stores(bundle_stores(path)); the hf "
+                "backend and forethought export do), so the spec hashes compared are of the prompts it was trained on",
+                f"{mpath}: demonstrations.{name}",
+            )
     wanted = require or tuple(spec_hashes)
     missing = [n for n in wanted if n not in manifest["primitives"]]
     if missing:

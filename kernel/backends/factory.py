@@ -12,7 +12,12 @@ from forethought.errors import UserError
 
 from ..runner import oracle_factory
 from ..scenario import Solution
-from ..specs import PrimitiveName, set_tool_rendering  # a registered primitive's name, checked against the registry
+from ..specs import (  # a registered primitive's name, checked against the registry
+    DemonstrationStore,
+    PrimitiveName,
+    set_stores,
+    set_tool_rendering,
+)
 from .hf import HFBackend
 from .openai_backend import OpenAIBackend, resolve_api_key
 
@@ -74,6 +79,9 @@ class OpenAIBackendConfig(_B):
     json_schema: bool = False
     # How the prompts show tool lists: as the served adapters were trained (their bundle's manifest tool_rendering).
     tool_rendering: Literal["full", "compact", "focused", "valued"] = "full"
+    # primitive -> the demonstrations store its served adapter was trained with (its bundle's
+    # demonstrations/<primitive>.jsonl): the kernel retrieves from it as generate did (kernel/specs/demonstrations.py)
+    demonstrations: dict[PrimitiveName, str] = Field(default_factory=dict)
     extra_body: dict[str, Any] = Field(default_factory=dict)  # e.g. {"stop_token_ids": [106]}
 
 
@@ -106,6 +114,11 @@ def backend_factory(cfg: Any, sol: Solution):
 def make_model_backend(cfg: Any):
     if cfg.name == "openai":
         set_tool_rendering(cfg.tool_rendering)
+        stores = [DemonstrationStore.read(path) for path in cfg.demonstrations.values()]
+        for (primitive, path), store in zip(cfg.demonstrations.items(), stores, strict=True):
+            if store.primitive != primitive:
+                raise UserError(f"backend.demonstrations.{primitive}: the store is {store.primitive!r}'s", path)
+        set_stores(stores)
         return OpenAIBackend(
             cfg.base_url,
             api_key=resolve_api_key(cfg, "backend"),

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from forethought.bundle.manifest import bundle_tool_rendering, load_bundle
+from forethought.bundle.manifest import bundle_stores, bundle_tool_rendering, load_bundle
 from forethought.primitives import SLMReply, SLMRequest
 
-from ..specs import set_tool_rendering, spec_hashes
+from ..specs import set_stores, set_tool_rendering, spec_hashes
 
 BASE = "__base__"  # generate with every adapter disabled
 
@@ -197,8 +197,10 @@ class HFBackend:
         allow_smoke: bool = False,
     ) -> HFBackend:
         """``constrained=None`` decodes each primitive as its gate was measured (the manifest's ``decoding``); the prompts
-        are rendered as the adapters were trained (the manifest's ``tool_rendering``, set for this process)."""
+        are rendered as the adapters were trained (the manifest's ``tool_rendering``, and the demonstrations it carries
+        retrieved from, both set for this process)."""
         set_tool_rendering(bundle_tool_rendering(path))
+        set_stores(bundle_stores(path))
         bundle = load_bundle(path, spec_hashes(), allow_smoke=allow_smoke)
         if bundle.smoke:
             print(

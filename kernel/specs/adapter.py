@@ -156,7 +156,7 @@ def _written(value: Any, annotation: Any) -> tuple[str, bool]:
     """A field's value as its line writes it, and whether it goes on the lines below the label (a block)."""
     inner, _ = _without_none(annotation)
     item = (typing.get_args(inner) or (Any,))[0] if typing.get_origin(inner) is list else None
-    if isinstance(value, shared.ToolLines):
+    if isinstance(value, shared.Lines):
         return str(value) or "(none)", True
     if item is ToolBrief:
         return shared.render_tools(value), True

@@ -19,7 +19,7 @@ from forethought.primitives import Check, Contract, Primitive, slm
 from forethought.primitives.primitive import Message, default_parse
 
 from ..grounding import canonical
-from . import adapter, shared
+from . import adapter, demonstrations, shared
 from .decisions import DecisionContract, decision_text, default_decision_key
 from .shared import MAX_TASKS, whole_numbers
 
@@ -35,8 +35,8 @@ def spec_golden() -> dict[str, list[dict[str, Any]]]:
 
 def forget_spec_hashes(name: str) -> None:
     """Drop a primitive's cached spec hashes (it was registered anew, or unregistered)."""
-    for style in shared.TOOL_RENDERINGS:
-        _SPEC_HASHES.pop(f"{name}:{style}", None)
+    for key in [k for k in _SPEC_HASHES if k.split(":")[0] == name]:
+        del _SPEC_HASHES[key]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,18 @@ class GenerationRules:
     # answer it then has, or None: train rows tying every listed tool's words to its name, not only the tools the
     # solutions' tasks use (data.variations.tool_description)
     tool_description: Callable[[Any, float], tuple[Any, Any] | None] | None = None
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """Demonstrations retrieved for this primitive's inputs (kernel/specs/demonstrations.py): the decisions of train
+    solutions nearest to the input, shown in one of its fields. Off unless a store is active for the primitive."""
+
+    field: str  # the input field that shows them (None there when no store is active: no line, the prompt as before)
+    # (input, target) -> the (text, answer) a train decision stores, or None (nothing to store)
+    stored: Callable[[Any, Any], tuple[str, str] | None]
+    # input -> (the text to match, the answers it may be shown: the tools its prompt lists)
+    query: Callable[[Any], tuple[str, list[str]]]
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,7 @@ class PrimitiveSpec:
     # (input) -> the key of a decision in TurnResult.decisions; by default the input's task id, else "turn"
     # (kernel/specs/decisions.py).
     keyed_by: Callable[[Any], str] | None = None
+    retrieval: Retrieval | None = None
 
     @property
     def system(self) -> str:
@@ -187,21 +200,57 @@ class PrimitiveSpec:
     def spec_hash(self) -> str:
         """What the model sees and how its answer is judged, under the active tool rendering, hashed (cached; see
         :meth:`compute_spec_hash`)."""
-        key = f"{self.name}:{shared.active_tool_rendering()}"
+        store = demonstrations.active_store(self.name) if self.retrieval is not None else None
+        key = f"{self.name}:{shared.active_tool_rendering()}:{store.k if store else '-'}"
         if key not in _SPEC_HASHES:
             _SPEC_HASHES[key] = self.compute_spec_hash()
         return _SPEC_HASHES[key]
 
+    def demonstrated(
+        self, inp: BaseModel, store: demonstrations.DemonstrationStore | None = None, exclude: str | None = None
+    ) -> BaseModel:
+        """``inp`` with its demonstrations retrieved from ``store`` (default: the process's store for this primitive),
+        none of solution ``exclude``; ``inp`` as it is when the spec retrieves none or no store is active. The one
+        retrieval of generate (each row, its own solution excluded) and of the kernel (each request)."""
+        if self.retrieval is None:
+            return inp
+        store = store if store is not None else demonstrations.active_store(self.name)
+        if store is None:
+            return inp
+        text, answers = self.retrieval.query(inp)
+        return inp.model_copy(update={self.retrieval.field: store.nearest(text, answers, exclude)})
+
     def golden(self) -> list[tuple[BaseModel, BaseModel]]:
-        """Fixed inputs and targets (kernel/spec_golden.json, else ``golden_cases``) whose rendering the spec hash covers."""
+        """Fixed inputs and targets (kernel/spec_golden.json, else ``golden_cases``) whose rendering the spec hash
+        covers; with a store active, each input shown the golden decisions nearest to it (a store of the golden
+        cases themselves, so the snapshot does not depend on the data)."""
         cases = spec_golden().get(self.name) or list(self.golden_cases)
         if not cases:
             raise ValueError(
                 f"primitive {self.name!r} has no golden cases (kernel/spec_golden.json or PrimitiveSpec.golden_cases)"
             )
-        return [
+        pairs = [
             (self.input_type.model_validate(g["input"]), self.output_type.model_validate(g["target"])) for g in cases
         ]
+        active = demonstrations.active_store(self.name) if self.retrieval is not None else None
+        if active is None or self.retrieval is None:
+            return pairs
+        stored = [self.retrieval.stored(inp, target) for inp, target in pairs]
+        golden_store = demonstrations.DemonstrationStore(
+            self.name, active.k, [(f"golden-{i}", *s) for i, s in enumerate(stored) if s is not None]
+        )
+        return [(self.demonstrated(inp, golden_store), target) for inp, target in pairs]
+
+    def input_schema(self) -> dict[str, Any]:
+        """The input type's JSON schema as the spec hash covers it: without the demonstrations' field while no store
+        is active (the prompt is then what it was before the field existed, and so is the hash of bundles trained so)."""
+        schema = self.input_type.model_json_schema()
+        if self.retrieval is not None and demonstrations.active_store(self.name) is None:
+            schema["properties"].pop(self.retrieval.field, None)
+            schema.get("$defs", {}).pop(demonstrations.Demonstration.__name__, None)
+            if not schema.get("$defs"):
+                schema.pop("$defs", None)
+        return schema
 
     def golden_rendering(self) -> str:
         """Everything the model sees and is trained to answer for the golden inputs, as text.
@@ -237,10 +286,24 @@ class PrimitiveSpec:
         """Changes whenever the prompt, schemas, rendering, contract or canonical form change."""
         digest = hashlib.sha256()
         digest.update(self.golden_rendering().encode())
-        digest.update(json.dumps(self.input_type.model_json_schema(), sort_keys=True).encode())
+        digest.update(json.dumps(self.input_schema(), sort_keys=True).encode())
         digest.update(json.dumps(self.output_type.model_json_schema(), sort_keys=True).encode())
-        # The contract's checks judge answers the golden targets may not exercise: their source too.
-        for fn in [self.canonical_fn, *[c.fn for c in self.checks]]:
+        # The contract's checks judge answers the golden targets may not exercise: their source too; and with a store
+        # active, how it retrieves (what a decision stores, what a query asks, the overlap).
+        retrieving = self.retrieval is not None and demonstrations.active_store(self.name) is not None
+        retrieval = (
+            [
+                self.retrieval.stored,
+                self.retrieval.query,
+                demonstrations.DemonstrationStore.nearest,
+                demonstrations.words,
+            ]
+            if retrieving and self.retrieval is not None
+            else []
+        )
+        if retrieving:  # how many it shows (the golden cases may be too few to show it)
+            digest.update(f"demonstrations k={demonstrations.active_store(self.name).k}".encode())  # type: ignore[union-attr]
+        for fn in [self.canonical_fn, *[c.fn for c in self.checks], *retrieval]:
             try:
                 digest.update(inspect.getsource(fn).encode())
             except (OSError, TypeError):

@@ -10,12 +10,15 @@ from pydantic import BaseModel, ConfigDict
 from forethought.primitives import Check
 
 from ..decoding import with_format
-from .adapter import Label
-from .base import Annotation, GenerationRules, PrimitiveSpec
+from .adapter import NOT_SHOWN, Label
+from .base import Annotation, GenerationRules, PrimitiveSpec, Retrieval
+from .demonstrations import Demonstration
 from .shared import (
     MAX_TASKS,
+    Lines,
     TaskRef,
     ToolBrief,
+    inline_json,
     tool_enum,
     tool_map,
 )
@@ -24,7 +27,25 @@ from .shared import (
 class MatchFuncInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     task: TaskRef
+    # Train solutions' tasks nearest to this one, each with its tool (kernel/specs/demonstrations.py); None: no
+    # store is active, and the prompt has no such line.
+    similar_tasks: Annotated[list[Demonstration] | None, Label("Similar tasks")] = None
     tools: list[ToolBrief]
+
+
+def _similar_lines(inp: MatchFuncInput) -> Any:
+    if inp.similar_tasks is None:
+        return NOT_SHOWN
+    return Lines("\n".join(f"- {d.task}: {inline_json(d.tool_name)}" for d in inp.similar_tasks))
+
+
+def _match_stored(inp: MatchFuncInput, target: MatchFuncOutput) -> tuple[str, str] | None:
+    """A train decision's task and its tool (a null answer is not a demonstration of any tool)."""
+    return (inp.task.text, target.tool_name) if target.tool_name is not None else None
+
+
+def _match_query(inp: MatchFuncInput) -> tuple[str, list[str]]:
+    return inp.task.text, [t.name for t in inp.tools]
 
 
 class MatchFuncOutput(BaseModel):
@@ -105,4 +126,6 @@ MATCH_FUNC = PrimitiveSpec(
     noise_kinds=("wrong_tool", "unregistered_tool", "null"),
     corrupt=_match_corrupt,
     generation=GenerationRules(without_target=_match_without_target, tool_description=_match_described),
+    shown_as={"similar_tasks": _similar_lines},
+    retrieval=Retrieval(field="similar_tasks", stored=_match_stored, query=_match_query),
 )

@@ -179,7 +179,11 @@ def _clause(text: str, n: int) -> str:
     return first if len(first) <= n else first[: n - 1].rstrip() + "…"
 
 
-class ToolLines(str):
+class Lines(str):
+    """A field's value already written as its lines: the adapter puts it below the label (``(none)`` when empty)."""
+
+
+class ToolLines(Lines):
     """A tool list already written as its lines (a primitive that renders its list itself): the adapter puts it
     below the label, as it does a list of :class:`ToolBrief`."""
 

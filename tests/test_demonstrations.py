@@ -1,0 +1,254 @@
+"""Retrieved demonstrations (kernel/specs/demonstrations.py): one retrieval for generate and the kernel, a store that
+never holds a dev or validation solution, a row never shown its own solution, and the spec hash covering it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from forethought.cli import main
+from forethought.data_gen.generate import DEMONSTRATIONS_FILE
+from forethought.data_gen.row import dev_solutions, read_rows
+from forethought.data_gen.verify import verify_solution
+from forethought.errors import UserError
+from forethought.kernel.program import Kernel
+from forethought.kernel.records import KernelConfig
+from forethought.kernel.solution_file import load_solution
+from forethought.kernel.specs import (
+    MATCH_FUNC,
+    SPECS,
+    DemonstrationStore,
+    MatchFuncInput,
+    TaskRef,
+    ToolBrief,
+    active_store,
+    set_stores,
+    using_stores,
+)
+from forethought.training.data import dataset_stores
+
+from .conftest import FIXTURE_SOLUTIONS, TINY_GENERATE, sizes_override
+
+STORE = DemonstrationStore(
+    "match_func",
+    2,
+    [
+        ("s1", "List the files here", "ls"),
+        ("s1", "Show the content of notes.txt", "cat"),
+        ("s2", "List all files, hidden ones too", "ls"),
+        ("s2", "Print the file notes.txt", "cat"),
+        ("s3", "Count the lines of notes.txt", "wc"),
+    ],
+)
+STORE_DECISIONS = [(d.solution_id, d.text, d.answer) for d in STORE.decisions]
+
+
+def test_nearest_shows_one_decision_per_listed_tool_and_never_the_excluded_solution():
+    got = STORE.nearest("Show the lines of notes.txt", ["cat", "wc", "ls"])
+    assert [d.tool_name for d in got] == ["cat", "wc"]  # k = 2, one per tool, nearest first
+    assert got[0].task == "Show the content of notes.txt"
+    # only tools this prompt lists; the excluded solution's decisions never
+    assert [d.tool_name for d in STORE.nearest("List the lines of notes.txt", ["ls", "cat"])] == ["cat", "ls"]
+    assert all(
+        d.task not in {"List the files here", "Show the content of notes.txt"}
+        for d in STORE.nearest("Show the lines of notes.txt", ["cat", "wc", "ls"], exclude="s1")
+    )
+    # no shared word, or no listed tool any stored decision names (the user's own tools): nothing to show
+    assert STORE.nearest("Book a table for two", ["cat", "ls"]) == []
+    assert STORE.nearest("Show notes.txt", ["book_table"]) == []
+
+
+def test_a_store_file_round_trips_and_a_bad_one_is_a_located_error(tmp_path):
+    path = tmp_path / "store.jsonl"
+    path.write_text(STORE.to_text())
+    again = DemonstrationStore.read(path)
+    assert again.digest() == STORE.digest() and again.k == 2 and len(again.decisions) == 5
+    path.write_text(STORE.to_text().replace('"format_version": 1', '"format_version": 9'))
+    with pytest.raises(UserError, match="format_version 9 is not the one this forethought reads") as ei:
+        DemonstrationStore.read(path)
+    assert "forethought generate" in ei.value.message and ei.value.where == str(path)
+    path.write_text(STORE.to_text() + '{"solution_id": "s9"}\n')
+    with pytest.raises(UserError) as ei:
+        DemonstrationStore.read(path)
+    assert ei.value.where == f"{path}:7"
+
+
+def test_the_spec_hash_covers_the_demonstrations_and_is_unchanged_without_them():
+    before = {name: spec.spec_hash for name, spec in SPECS.items()}
+    with using_stores([STORE]):
+        on = {name: spec.spec_hash for name, spec in SPECS.items()}
+        rendering = MATCH_FUNC.golden_rendering()
+    with using_stores([DemonstrationStore("match_func", 3, STORE_DECISIONS)]):
+        other_k = MATCH_FUNC.spec_hash
+    assert on["match_func"] != before["match_func"] and other_k not in {on["match_func"], before["match_func"]}
+    assert {n: h for n, h in on.items() if n != "match_func"} == {n: h for n, h in before.items() if n != "match_func"}
+    assert "Similar tasks:\\n- " in rendering  # the golden inputs shown their (golden) neighbours
+    assert {name: spec.spec_hash for name, spec in SPECS.items()} == before and active_store("match_func") is None
+
+
+def test_a_task_of_the_users_own_tools_is_shown_none():
+    inp = MatchFuncInput(task=TaskRef(id="t1", text="Book a table for two"), tools=[ToolBrief(name="book_table")])
+    assert "Similar tasks" not in MATCH_FUNC.user_text(MATCH_FUNC.demonstrated(inp))  # no store: as before
+    with using_stores([STORE]):
+        shown = MATCH_FUNC.demonstrated(inp)
+    assert shown.similar_tasks == []
+    assert MATCH_FUNC.user_text(shown).splitlines()[:3] == ["Task: Book a table for two", "Similar tasks:", "(none)"]
+
+
+def test_the_kernel_retrieves_from_the_active_store():
+    """The kernel's match_func inputs carry the store's nearest decisions (plan_steps.topo_sort), and none without one."""
+    sol = load_solution(FIXTURE_SOLUTIONS / "paper_figure1.json")
+    seen: list = []
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner, self.name = inner, "recording"
+
+        def complete(self, requests):
+            seen.extend(r.input for r in requests if r.primitive == "match_func")
+            return self.inner.complete(requests)
+
+    store = DemonstrationStore("match_func", 3, [("other", "Create a folder named data", "mkdir")])
+    with using_stores([store]):
+        verify_solution(sol, Kernel(KernelConfig()), wrap_backend=Recording)
+    assert seen and all(inp.similar_tasks is not None for inp in seen)
+    assert any(d.tool_name == "mkdir" for inp in seen for d in inp.similar_tasks)
+    seen.clear()
+    verify_solution(sol, Kernel(KernelConfig()), wrap_backend=Recording)
+    assert seen and all(inp.similar_tasks is None for inp in seen)
+
+
+@pytest.fixture(scope="module")
+def demonstrated_data(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("demonstrated") / "data"
+    sizes = sizes_override(decompose=24, match_func=24)
+    args = ["generate", *TINY_GENERATE, f"data.sizes={sizes}", f"data.output_dir={out}"]
+    assert main([*args, "data.demonstrations={k:3,dev_fraction:0.3,dev_seed:0}"]) == 0
+    return out
+
+
+def test_generated_rows_show_only_other_train_solutions_decisions(demonstrated_data):
+    stats = json.loads((demonstrated_data / "stats.json").read_text())
+    entry = stats["demonstrations"]["match_func"]
+    assert entry["file"] == f"match_func/{DEMONSTRATIONS_FILE}" and (entry["dev_fraction"], entry["dev_seed"]) == (
+        0.3,
+        0,
+    )
+    (store,) = dataset_stores(demonstrated_data)
+    train = read_rows(demonstrated_data, "match_func", "train")
+    validation = read_rows(demonstrated_data, "match_func", "validation")
+    dev = dev_solutions({r.solution_id for r in train}, 0.3, 0)
+    stored = {d.solution_id for d in store.decisions}
+    # the store: train solutions only, none of the dev split selection reads, none of validation's
+    assert dev and stored and not stored & dev and not stored & {r.solution_id for r in validation}
+    assert stored <= {r.solution_id for r in train}
+    with using_stores([store]):
+        assert stats["spec_hashes"]["match_func"] == MATCH_FUNC.spec_hash
+        for row in train + validation:
+            inp = MatchFuncInput.model_validate_json(row.input)
+            # the one retrieval: what the kernel would show, less the row's own solution
+            assert inp.similar_tasks == store.nearest(inp.task.text, [t.name for t in inp.tools], row.solution_id)
+            own = {(d.text, d.answer) for d in store.decisions if d.solution_id == row.solution_id}
+            others = {(d.text, d.answer) for d in store.decisions if d.solution_id != row.solution_id}
+            assert all((d.task, d.tool_name) in others for d in inp.similar_tasks)
+            assert not {(d.task, d.tool_name) for d in inp.similar_tasks} & (own - others)
+            assert row.prompt[1].content == MATCH_FUNC.user_text(inp)  # the prompt shows them
+    assert any(MatchFuncInput.model_validate_json(r.input).similar_tasks for r in train)
+
+
+def test_training_refuses_data_cut_for_another_dev_split(demonstrated_data, tmp_path, capsys):
+    out = tmp_path / "train"
+    rc = main(
+        [
+            "train",
+            "primitive=match_func",
+            "model=tiny",
+            "train=quick",
+            "train.dev_fraction=0.1",
+            f"dataset_dir={demonstrated_data}",
+            f"output_dir={out}",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and "leave out the dev split of dev_fraction=0.3 seed=0" in err and "train.dev_fraction=0.3" in err
+    assert str(demonstrated_data / "stats.json") in err and not out.exists()
+
+
+def test_a_store_edited_after_generate_is_refused(demonstrated_data, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(demonstrated_data, data)
+    path = data / "match_func" / DEMONSTRATIONS_FILE
+    path.write_text(path.read_text().replace('"k": 3', '"k": 4'))
+    with pytest.raises(UserError):
+        dataset_stores(data)
+
+
+def test_the_bundle_carries_the_store_and_the_kernel_loads_it(tmp_path):
+    """generate -> base -> train -> validate -> package with demonstrations (the smallest such run): the bundle ships
+    the store the gates' prompts retrieved from, the hf backend retrieves from it, an edited store is refused."""
+    from forethought.bundle.manifest import BundleError, bundle_stores, load_bundle
+    from forethought.kernel.backends.hf import HFBackend
+    from forethought.kernel.specs import spec_hashes
+
+    from .conftest import tiny_pipeline_args
+
+    run = tmp_path / "run"
+    args = tiny_pipeline_args(run) + ["stages=[generate,base,train,validate,package]"]
+    at = next(i for i, a in enumerate(args) if a.startswith("overrides.generate="))
+    args[at] = args[at][:-1] + ',"data.demonstrations={k:2,dev_fraction:0.0}"]'  # train=quick carves no dev split
+    at = next(i for i, a in enumerate(args) if a.startswith("overrides.validate="))
+    args[at] = (
+        'overrides.validate=["max_examples=1","max_new_tokens=4","base_comparison=false","compare_decoding=false"]'
+    )
+    assert main(args) == 0
+    bundle = run / "bundle"
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    gates = json.loads((bundle / "gates.json").read_text())
+    (store,) = dataset_stores(run / "data")
+    assert manifest["demonstrations"]["match_func"]["path"] == "demonstrations/match_func.jsonl"
+    assert gates["demonstrations"] == {"match_func": store.digest()}
+    assert (bundle / "demonstrations" / "match_func.jsonl").read_text() == store.to_text()
+    set_stores([])  # a fresh process: no store active
+    with pytest.raises(BundleError, match="retrieve demonstrations"):  # said plainly, not as a spec hash mismatch
+        load_bundle(bundle, spec_hashes(), allow_smoke=True)
+    assert [s.digest() for s in bundle_stores(bundle)] == [store.digest()]
+    HFBackend.from_bundle(bundle, allow_smoke=True)
+    assert active_store("match_func").digest() == store.digest()  # the kernel's prompts retrieve from it
+    path = bundle / "demonstrations" / "match_func.jsonl"
+    path.write_text(path.read_text().replace('"k": 2', '"k": 3'))
+    with pytest.raises(BundleError, match="the demonstrations store was modified"):
+        HFBackend.from_bundle(bundle, allow_smoke=True)
+
+
+def test_a_pipeline_whose_store_and_dev_split_differ_is_refused_before_it_runs(tmp_path):
+    from forethought.config import ConfigError, compose_and_validate
+    from forethought.pipeline import PipelineConfig, build
+
+    def pipeline(fraction: float):
+        over = f"overrides.generate=['data.demonstrations={{k:3,dev_fraction:{fraction}}}']"
+        return compose_and_validate("pipeline", ["profile=converge", f"run_dir={tmp_path}", over], PipelineConfig)[1]
+
+    assert build(pipeline(0.2)).stages["generate"].config.data.demonstrations.k == 3  # the converge split: 0.2
+    with pytest.raises(ConfigError) as ei:
+        build(pipeline(0.1))
+    assert "leaves out the dev split dev_fraction=0.1" in str(ei.value) and "carves dev_fraction=0.2" in str(ei.value)
+    assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def test_the_openai_backend_retrieves_from_the_store_it_is_given(tmp_path, monkeypatch):
+    """A served adapter's prompts retrieve as its bundle's did: backend.demonstrations names the store file."""
+    from forethought.kernel.backends.factory import OpenAIBackendConfig, make_model_backend
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    path = tmp_path / "match_func.jsonl"
+    path.write_text(STORE.to_text())
+    make_model_backend(OpenAIBackendConfig(base_url="http://127.0.0.1:9/v1", demonstrations={"match_func": str(path)}))
+    assert active_store("match_func").digest() == STORE.digest()
+    with pytest.raises(UserError, match="the store is 'match_func'") as ei:
+        make_model_backend(
+            OpenAIBackendConfig(base_url="http://127.0.0.1:9/v1", demonstrations={"match_fill": str(path)})
+        )
+    assert ei.value.where == str(path)
