@@ -987,6 +987,15 @@ def dataset_card(cfg: DataConfig, stats: dict[str, Any]) -> str:
         "Source solutions by pattern tag: " + ", ".join(f"{t} {n}" for t, n in mix["pattern_tags"].items()) + ".",
         "",
     ]
+    for primitive, store in sorted((stats.get("demonstrations") or {}).items()):
+        lines += [
+            f"{primitive}'s prompts show up to {store['k']} similar tasks of other train solutions, each with its tool, "
+            f"retrieved from `{store['file']}` ({store['decisions']} decisions of the train solutions outside the dev "
+            f"split dev_fraction={store['dev_fraction']} seed={store['dev_seed']}; kernel/specs/demonstrations.py). "
+            "A row is never shown its own solution's tasks; the bundle carries the store and the kernel retrieves "
+            "from it the same way.",
+            "",
+        ]
     lines += coverage_lines(stats["registry_coverage"])
     if stats["skipped_solutions"]:
         lines += [f"{len(stats['skipped_solutions'])} solution(s) were skipped (`allow_skip_unverifiable`):", ""]

@@ -138,6 +138,10 @@ def test_generated_rows_show_only_other_train_solutions_decisions(demonstrated_d
         0,
     )
     (store,) = dataset_stores(demonstrated_data)
+    assert (
+        f"{len(store.decisions)} decisions of the train solutions outside the dev"
+        in (demonstrated_data / "README.md").read_text()
+    )  # the dataset card says what the prompts show
     train = read_rows(demonstrated_data, "match_func", "train")
     validation = read_rows(demonstrated_data, "match_func", "validation")
     dev = dev_solutions({r.solution_id for r in train}, 0.3, 0)
