@@ -276,6 +276,7 @@ def test_the_hf_backend_decodes_as_the_bundle_gates_were_measured(monkeypatch):
 
     recorded = {"decompose": "free", "match_func": "constrained"}
     monkeypatch.setattr(hf, "bundle_tool_rendering", lambda path: "full")
+    monkeypatch.setattr(hf, "bundle_stores", lambda path: [])
     monkeypatch.setattr(hf, "load_bundle", lambda path, spec_hashes, allow_smoke=False: fake_bundle(recorded))
     backend = HFBackend.from_bundle("b", device="cpu")
     assert (backend._constrained("decompose"), backend._constrained("match_func")) == (False, True)

@@ -193,9 +193,9 @@ def test_a_store_edited_after_generate_is_refused(demonstrated_data, tmp_path):
 def test_the_bundle_carries_the_store_and_the_kernel_loads_it(tmp_path):
     """generate -> base -> train -> validate -> package with demonstrations (the smallest such run): the bundle ships
     the store the gates' prompts retrieved from, the hf backend retrieves from it, an edited store is refused."""
-    from forethought.bundle.manifest import BundleError, bundle_stores, load_bundle
+    from forethought.bundle.manifest import BundleError, load_bundle
     from forethought.kernel.backends.hf import HFBackend
-    from forethought.kernel.specs import spec_hashes
+    from forethought.kernel.specs import bundle_stores, spec_hashes
 
     from .conftest import tiny_pipeline_args
 
@@ -216,7 +216,7 @@ def test_the_bundle_carries_the_store_and_the_kernel_loads_it(tmp_path):
     assert gates["demonstrations"] == {"match_func": store.digest()}
     assert (bundle / "demonstrations" / "match_func.jsonl").read_text() == store.to_text()
     set_stores([])  # a fresh process: no store active
-    with pytest.raises(BundleError, match="retrieve demonstrations"):  # said plainly, not as a spec hash mismatch
+    with pytest.raises(BundleError, match="prompts retrieve demonstrations"):  # said plainly, with what to do
         load_bundle(bundle, spec_hashes(), allow_smoke=True)
     assert [s.digest() for s in bundle_stores(bundle)] == [store.digest()]
     HFBackend.from_bundle(bundle, allow_smoke=True)

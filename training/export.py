@@ -94,8 +94,8 @@ def _check_output(out: Path) -> None:
 
 
 def export(cfg: ExportConfig) -> Path:
-    from forethought.bundle.manifest import bundle_stores, bundle_tool_rendering, load_bundle
-    from forethought.kernel.specs import set_stores, set_tool_rendering, spec_hashes
+    from forethought.bundle.manifest import bundle_tool_rendering, load_bundle
+    from forethought.kernel.specs import bundle_stores, set_stores, set_tool_rendering, spec_hashes
 
     out = Path(cfg.output_dir)
     _check_output(out)

@@ -457,30 +457,21 @@ def bundle_tool_rendering(path: str | Path) -> str:
     return _parse_manifest(mpath)["tool_rendering"]
 
 
-def bundle_stores(path: str | Path) -> list[Any]:
-    """The demonstrations stores a bundle carries (none for a bundle without), each checked against the manifest's
-    digest: the caller retrieves from them before it compares spec hashes (:func:`load_bundle`)."""
-    from forethought.kernel.specs import DemonstrationStore
-
+def bundle_store_files(path: str | Path) -> dict[str, Path]:
+    """Per primitive, the demonstrations store file a bundle carries (none for a bundle without), each checked
+    against the manifest's digest; kernel/specs/demonstrations.py ``bundle_stores`` reads them."""
     root = Path(path)
     mpath = root / MANIFEST
     manifest = _parse_manifest(mpath)
-    stores = []
+    files = {}
     for name, entry in sorted(manifest.get("demonstrations", {}).items()):
-        where = f"{mpath}: demonstrations.{name}"
-        file = _inside(root, entry["path"], where)
+        file = _inside(root, entry["path"], f"{mpath}: demonstrations.{name}")
         if not file.is_file():
             raise BundleError("demonstrations store is missing", str(file))
         if sha256_file(file) != entry["sha256"]:
             raise BundleError("sha256 does not match the manifest: the demonstrations store was modified", str(file))
-        try:
-            store = DemonstrationStore.read(file)
-        except UserError as exc:
-            raise BundleError(exc.message, exc.where) from None
-        if store.primitive != name:
-            raise BundleError(f"the store is {store.primitive!r}'s, not {name!r}'s", where)
-        stores.append(store)
-    return stores
+        files[name] = file
+    return files
 
 
 def load_bundle(
@@ -510,17 +501,6 @@ def load_bundle(
             "to load it anyway for smoke tests",
             str(mpath),
         )
-    from forethought.kernel.specs import active_store
-
-    for name, entry in sorted(manifest.get("demonstrations", {}).items()):
-        store = active_store(name)
-        if store is None or store.digest() != entry["sha256"]:
-            raise BundleError(
-                f"the bundle's {name} prompts retrieve demonstrations from {entry['path']}, which is not this "
-                "process's store: set it first (forethought.kernel.specs.set_stores(bundle_stores(path)); the hf "
-                "backend and forethought export do), so the spec hashes compared are of the prompts it was trained on",
-                f"{mpath}: demonstrations.{name}",
-            )
     wanted = require or tuple(spec_hashes)
     missing = [n for n in wanted if n not in manifest["primitives"]]
     if missing:
@@ -528,6 +508,14 @@ def load_bundle(
     for name, entry in manifest["primitives"].items():
         where = f"{mpath}: primitives.{name}"
         if name in spec_hashes and entry.get("spec_hash") != spec_hashes[name]:
+            if name in manifest.get("demonstrations", {}):  # most likely: hashed without the store it was trained with
+                raise BundleError(
+                    f"spec hash {entry.get('spec_hash')} differs from the code's {spec_hashes[name]}: this bundle's "
+                    f"{name} prompts retrieve demonstrations ({manifest['demonstrations'][name]['path']}); set its "
+                    "stores before computing the spec hashes (forethought.kernel.specs.set_stores(bundle_stores(path)), "
+                    "as the hf backend and forethought export do)",
+                    where,
+                )
             raise BundleError(
                 f"spec hash {entry.get('spec_hash')} differs from the code's {spec_hashes[name]}: the primitive's prompt, "
                 "schema or contract changed since this adapter was trained; regenerate the data, retrain and repackage "

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from forethought.bundle.manifest import bundle_stores, bundle_tool_rendering, load_bundle
+from forethought.bundle.manifest import bundle_tool_rendering, load_bundle
 from forethought.primitives import SLMReply, SLMRequest
 
-from ..specs import set_stores, set_tool_rendering, spec_hashes
+from ..specs import bundle_stores, set_stores, set_tool_rendering, spec_hashes
 
 BASE = "__base__"  # generate with every adapter disabled
 

@@ -35,7 +35,14 @@ from .base import Annotation, Derivation, GenerationRules, PrimitiveSpec, forget
 from .check_prerequisites import CHECK_PREREQUISITES, CheckPrereqInput, CheckPrereqOutput, establishes
 from .decisions import decision_belongs_to, decision_label, recording_decisions
 from .decompose import DECOMPOSE, DecomposeInput, DecomposeOutput, task_ids_problem
-from .demonstrations import Demonstration, DemonstrationStore, active_store, set_stores, using_stores
+from .demonstrations import (
+    Demonstration,
+    DemonstrationStore,
+    active_store,
+    bundle_stores,
+    set_stores,
+    using_stores,
+)
 from .get_order import GET_ORDER, GetOrderInput, GetOrderOutput, permutation_problem
 from .match_fill import MATCH_FILL, MatchFillInput, MatchFillOutput
 from .match_func import MATCH_FUNC, MatchFuncInput, MatchFuncOutput
@@ -61,6 +68,7 @@ __all__ = [
     "Demonstration",
     "DemonstrationStore",
     "active_store",
+    "bundle_stores",
     "set_stores",
     "using_stores",
     "CHECK_PREREQUISITES",

@@ -148,6 +148,23 @@ class DemonstrationStore:
         return cls(header["primitive"], k, decisions)
 
 
+def bundle_stores(path: str | Path) -> list[DemonstrationStore]:
+    """The demonstrations stores a bundle carries, their digests checked against its manifest (none for a bundle
+    without): the caller retrieves from them (:func:`set_stores`) before it compares spec hashes."""
+    from forethought.bundle.manifest import BundleError, bundle_store_files
+
+    stores = []
+    for name, file in bundle_store_files(path).items():
+        try:
+            store = DemonstrationStore.read(file)
+        except UserError as exc:
+            raise BundleError(exc.message, exc.where) from None
+        if store.primitive != name:
+            raise BundleError(f"the store is {store.primitive!r}'s, not {name!r}'s", str(file))
+        stores.append(store)
+    return stores
+
+
 # ------------------------------------------------------------ the process's stores
 _ACTIVE: dict[str, DemonstrationStore] = {}
 
