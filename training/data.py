@@ -77,14 +77,8 @@ def dataset_stores(dataset_dir: str | Path) -> list[Any]:
     from forethought.kernel.specs import DemonstrationStore
 
     path = Path(dataset_dir) / "stats.json"
-    if not path.is_file():
-        return []
-    stats = _stats(dataset_dir)
-    recorded = stats.get("demonstrations") if isinstance(stats, dict) else None
-    if not recorded:
-        return []
     stores = []
-    for primitive, entry in sorted(recorded.items()):
+    for primitive, entry in sorted(_recorded_stores(dataset_dir).items()):
         if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
             raise UserError(f"demonstrations.{primitive}: expected an object with its file", str(path))
         checked_bytes(dataset_dir, entry["file"])  # listed in the manifest, with the bytes it lists
@@ -99,11 +93,15 @@ def dataset_stores(dataset_dir: str | Path) -> list[Any]:
     return stores
 
 
+def _recorded_stores(dataset_dir: str | Path) -> dict[str, Any]:
+    """``stats.json`` ``demonstrations``: per primitive, what generate recorded of its store (none: no stores)."""
+    stats = _stats(dataset_dir) if (Path(dataset_dir) / "stats.json").is_file() else None
+    return (stats.get("demonstrations") if isinstance(stats, dict) else None) or {}
+
+
 def dataset_dev_split(dataset_dir: str | Path) -> dict[str, tuple[float, int]]:
     """Per primitive with a demonstrations store: the dev split (fraction, seed) its store leaves out."""
-    path = Path(dataset_dir) / "stats.json"
-    stats = _stats(dataset_dir) if path.is_file() else None
-    recorded = (stats.get("demonstrations") if isinstance(stats, dict) else None) or {}
+    recorded = _recorded_stores(dataset_dir)
     return {p: (e.get("dev_fraction"), e.get("dev_seed")) for p, e in recorded.items() if isinstance(e, dict)}
 
 

@@ -290,19 +290,13 @@ class PrimitiveSpec:
         digest.update(json.dumps(self.output_type.model_json_schema(), sort_keys=True).encode())
         # The contract's checks judge answers the golden targets may not exercise: their source too; and with a store
         # active, how it retrieves (what a decision stores, what a query asks, the overlap).
-        retrieving = self.retrieval is not None and demonstrations.active_store(self.name) is not None
-        retrieval = (
-            [
-                self.retrieval.stored,
-                self.retrieval.query,
-                demonstrations.DemonstrationStore.nearest,
-                demonstrations.words,
-            ]
-            if retrieving and self.retrieval is not None
-            else []
-        )
-        if retrieving:  # how many it shows (the golden cases may be too few to show it)
-            digest.update(f"demonstrations k={demonstrations.active_store(self.name).k}".encode())  # type: ignore[union-attr]
+        store = demonstrations.active_store(self.name) if self.retrieval is not None else None
+        retrieval: list[Callable[..., Any]] = []
+        if store is not None and self.retrieval is not None:
+            digest.update(
+                f"demonstrations k={store.k}".encode()
+            )  # how many (the golden cases may be too few to show it)
+            retrieval = [self.retrieval.stored, self.retrieval.query, store.nearest, demonstrations.words]
         for fn in [self.canonical_fn, *[c.fn for c in self.checks], *retrieval]:
             try:
                 digest.update(inspect.getsource(fn).encode())
