@@ -45,6 +45,7 @@ from forethought.kernel.specs import (
     default_sizes,
     derived_specs,
     per_primitive,
+    set_stores,
     set_tool_rendering,
     using_stores,
 )
@@ -322,6 +323,9 @@ _CFG: DataConfig | None = None
 def _init(solutions: dict[str, Solution], cfg: DataConfig) -> None:
     global _KERNEL, _SOLUTIONS, _CFG
     set_tool_rendering(cfg.tool_rendering)  # the workers render the prompts too
+    # Rows are rendered without demonstrations (ids, dedupe and near-duplicate checks read the prompt without them;
+    # attach_demonstrations adds them after): a store this process was given earlier must not leak into them.
+    set_stores([])
     _KERNEL = Kernel(KernelConfig())
     _SOLUTIONS = solutions
     _CFG = cfg

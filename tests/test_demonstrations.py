@@ -89,6 +89,21 @@ def test_the_spec_hash_covers_the_demonstrations_and_is_unchanged_without_them()
     assert {name: spec.spec_hash for name, spec in SPECS.items()} == before and active_store("match_func") is None
 
 
+def test_the_spec_hash_covers_the_words_the_overlap_leaves_out(monkeypatch):
+    from forethought.kernel.specs import demonstrations
+
+    with using_stores([STORE]):
+        on = MATCH_FUNC.compute_spec_hash()
+        monkeypatch.setattr(demonstrations, "STOP_WORDS", demonstrations.STOP_WORDS - {"the"})
+        assert MATCH_FUNC.compute_spec_hash() != on  # another retrieval: an adapter trained with the first refused
+
+
+def test_only_match_func_retrieves_since_only_its_kernel_step_does():
+    """kernel/plan_steps.py retrieves for match_func; generate for every spec with a retrieval: a second retrieving
+    spec would be trained with demonstrations and served without them until its kernel step retrieves too."""
+    assert [name for name, spec in SPECS.items() if spec.retrieval is not None] == ["match_func"]
+
+
 def test_a_task_of_the_users_own_tools_is_shown_none():
     inp = MatchFuncInput(task=TaskRef(id="t1", text="Book a table for two"), tools=[ToolBrief(name="book_table")])
     assert "Similar tasks" not in MATCH_FUNC.user_text(MATCH_FUNC.demonstrated(inp))  # no store: as before
@@ -181,6 +196,24 @@ def test_training_refuses_data_cut_for_another_dev_split(demonstrated_data, tmp_
     assert str(demonstrated_data / "stats.json") in err and not out.exists()
 
 
+def test_a_dev_split_carved_from_some_rows_is_checked_as_carved(demonstrated_data):
+    """With train.max_train_examples, dev is carved from the first rows: when none of theirs is a dev solution the
+    split falls back to one the store shows, and training would select with its neighbours' rows: refused."""
+    from forethought.data_gen.row import is_dev_solution
+    from forethought.training.data import check_dev_split
+
+    rows = read_rows(demonstrated_data, "match_func", "train")
+    check_dev_split(demonstrated_data, ["match_func"], 0.3, 0)  # all the rows: the store's own split
+    first = next(
+        n
+        for n in range(2, len(rows))
+        if len({r.solution_id for r in rows[:n]}) >= 2
+        and not any(is_dev_solution(r.solution_id, 0.3, 0) for r in rows[:n])
+    )
+    with pytest.raises(UserError, match="holds solutions whose decisions the demonstrations store shows"):
+        check_dev_split(demonstrated_data, ["match_func"], 0.3, 0, limit=first)
+
+
 def test_a_store_edited_after_generate_is_refused(demonstrated_data, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(demonstrated_data, data)
@@ -213,6 +246,7 @@ def test_the_bundle_carries_the_store_and_the_kernel_loads_it(tmp_path):
     gates = json.loads((bundle / "gates.json").read_text())
     (store,) = dataset_stores(run / "data")
     assert manifest["demonstrations"]["match_func"]["path"] == "demonstrations/match_func.jsonl"
+    assert manifest["format_version"] == 5  # a reader from before demonstrations says "upgrade", not a field error
     assert gates["demonstrations"] == {"match_func": store.digest()}
     assert (bundle / "demonstrations" / "match_func.jsonl").read_text() == store.to_text()
     set_stores([])  # a fresh process: no store active
@@ -221,6 +255,16 @@ def test_the_bundle_carries_the_store_and_the_kernel_loads_it(tmp_path):
     assert [s.digest() for s in bundle_stores(bundle)] == [store.digest()]
     HFBackend.from_bundle(bundle, allow_smoke=True)
     assert active_store("match_func").digest() == store.digest()  # the kernel's prompts retrieve from it
+    # an export carries the store beside the weights, and its card says how a server's kernel must be set
+    out = tmp_path / "export"
+    assert main(["export", f"bundle={bundle}", f"output_dir={out}", "allow_smoke=true"]) == 0
+    marker = json.loads((out / "export.json").read_text())
+    assert (out / "match_func" / "demonstrations.jsonl").read_text() == store.to_text()
+    assert marker["demonstrations"]["match_func"]["path"] == "match_func/demonstrations.jsonl"
+    assert marker["tool_rendering"] == manifest["tool_rendering"] and set(marker["demonstrations"]) == {"match_func"}
+    card = (out / "match_func" / "README.md").read_text()
+    assert "backend.demonstrations={match_func: <this folder>/demonstrations.jsonl}" in card
+    assert "demonstrations" not in (out / "decompose" / "README.md").read_text().split("## Serving")[1]
     path = bundle / "demonstrations" / "match_func.jsonl"
     path.write_text(path.read_text().replace('"k": 2', '"k": 3'))
     with pytest.raises(BundleError, match="the demonstrations store was modified"):

@@ -255,7 +255,7 @@ def test_a_dataset_of_another_format_is_refused_naming_it(generated_data, tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("version", "remedy"), [(3, "repackage the adapters with this forethought"), (5, "upgrade forethought")]
+    ("version", "remedy"), [(3, "repackage the adapters with this forethought"), (6, "upgrade forethought")]
 )
 def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path, version, remedy):
     import shutil
@@ -268,7 +268,7 @@ def test_a_bundle_of_another_format_is_refused_naming_it(tiny_pipeline, tmp_path
     manifest = json.loads((bundle / "manifest.json").read_text())
     (bundle / "manifest.json").write_text(json.dumps({**manifest, "format_version": version}))
     with pytest.raises(
-        BundleError, match=f"format_version {version} is not the one this forethought reads \\(4\\): {remedy}"
+        BundleError, match=f"format_version {version} is not one this forethought reads \\(4, 5\\): {remedy}"
     ):
         load_bundle(bundle, spec_hashes(), allow_smoke=True)
 

@@ -77,6 +77,23 @@ def test_failed_gates_exit_non_zero(tiny_run, tmp_path):
     assert rc == 1  # tiny adapters cannot pass the real thresholds
 
 
+def test_validate_refuses_data_other_than_the_adapters_were_trained_on(tiny_run, tmp_path, capsys):
+    """Data regenerated after training (another split, other demonstrations) could hold, as validation rows, rows an
+    adapter trained on: validate measures only on the train split each adapter recorded, and writes nothing else."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(tiny_run / "data", data)
+    train = data / "match_func" / "train.jsonl"
+    train.write_text("".join(train.read_text().splitlines(keepends=True)[:-1]))  # one row fewer
+    out = tmp_path / "validate"
+    args = ["validate", f"train_dir={tiny_run / 'train'}", f"dataset_dir={data}", f"output_dir={out}"]
+    assert main([*args, "max_examples=2", "max_new_tokens=4", "base_comparison=false"]) == 2
+    err = capsys.readouterr().err
+    assert "adapter 'match_func' was trained on another train split than" in err and str(train) in err
+    assert str(tiny_run / "train" / "match_func" / "run_state.json") in err and not out.exists()
+
+
 def test_validate_writes_table5_report_and_gate_verdicts(tiny_run):
     gates = json.loads((tiny_run / "validate" / "gates.json").read_text())
     assert set(gates["primitives"]) == set(PRIMITIVE_NAMES) and gates["passed"] is False

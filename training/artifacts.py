@@ -108,6 +108,28 @@ def check_spec_hashes(output_dir: str | Path, primitives: list[str]) -> dict[str
     return out
 
 
+def check_trained_on(output_dir: str | Path, primitives: list[str], dataset_dir: str | Path) -> None:
+    """Refuse to measure an adapter on data other than the one it was trained on: with another train split (data
+    regenerated since, another seed or split, other demonstrations), validation rows may be rows it trained on, and
+    the prompts may not be the ones it learned. Each run's ``run_state.json`` records its train split's digest."""
+    from forethought.training.data import file_sha256, split_path
+
+    for primitive in primitives:
+        path = Path(output_dir) / primitive / "run_state.json"
+        if not path.is_file():
+            continue  # a run from before run_state.json: its provenance is unknown (check_spec_hashes warns)
+        dataset = read_json_object(path).get("dataset")
+        trained = dataset.get("train_sha256") if isinstance(dataset, dict) else None
+        current = file_sha256(split_path(dataset_dir, primitive, "train"))
+        if trained is not None and trained != current:
+            raise UserError(
+                f"adapter {primitive!r} was trained on another train split than {split_path(dataset_dir, primitive, 'train')} "
+                "(the data was regenerated since, or dataset_dir is another run's): its validation rows may be rows "
+                "it trained on; point dataset_dir at the data it was trained on, or retrain",
+                str(path),
+            )
+
+
 def trained_primitives(output_dir: str | Path) -> list[str]:
     """Primitives whose run completed and whose adapter is on disk, in the canonical order."""
     out = []

@@ -96,7 +96,12 @@ def dataset_stores(dataset_dir: str | Path) -> list[Any]:
 def _recorded_stores(dataset_dir: str | Path) -> dict[str, Any]:
     """``stats.json`` ``demonstrations``: per primitive, what generate recorded of its store (none: no stores)."""
     stats = _stats(dataset_dir) if (Path(dataset_dir) / "stats.json").is_file() else None
-    return (stats.get("demonstrations") if isinstance(stats, dict) else None) or {}
+    recorded = (stats.get("demonstrations") if isinstance(stats, dict) else None) or {}
+    if not isinstance(recorded, dict):
+        raise UserError(
+            "demonstrations: expected an object (primitive -> its store)", str(Path(dataset_dir) / "stats.json")
+        )
+    return recorded
 
 
 def dataset_dev_split(dataset_dir: str | Path) -> dict[str, tuple[float, int]]:
@@ -105,10 +110,13 @@ def dataset_dev_split(dataset_dir: str | Path) -> dict[str, tuple[float, int]]:
     return {p: (e.get("dev_fraction"), e.get("dev_seed")) for p, e in recorded.items() if isinstance(e, dict)}
 
 
-def check_dev_split(dataset_dir: str | Path, primitives: list[str], fraction: float, seed: int) -> None:
+def check_dev_split(
+    dataset_dir: str | Path, primitives: list[str], fraction: float, seed: int, *, limit: int | None = None
+) -> None:
     """A demonstrations store leaves one dev split's solutions out; training that carves another would select with
     rows whose neighbours were shown to train rows (or show fewer than the kernel will): refused, before any write.
-    Called only when training carves a dev split (without one nothing selects, and the store is merely smaller)."""
+    Called only when training carves a dev split (without one nothing selects, and the store is merely smaller).
+    ``limit`` is train's ``max_train_examples``: dev is carved from those rows, so it is checked as carved."""
     for primitive, (data_fraction, data_seed) in sorted(dataset_dev_split(dataset_dir).items()):
         if primitive in primitives and (data_fraction, data_seed) != (fraction, seed):
             raise UserError(
@@ -116,6 +124,21 @@ def check_dev_split(dataset_dir: str | Path, primitives: list[str], fraction: fl
                 f"seed={data_seed}, and training would carve dev_fraction={fraction} seed={seed}: set "
                 f"train.dev_fraction={data_fraction} seed={data_seed}, or regenerate with "
                 f"data.demonstrations.dev_fraction={fraction} data.demonstrations.dev_seed={seed}",
+                str(Path(dataset_dir) / "stats.json"),
+            )
+    # The same parameters carve the same split from all the rows; from a subset (limit) the split's fallbacks may
+    # pick another solution: the sets themselves are compared, which is exact either way.
+    for store in dataset_stores(dataset_dir):
+        if store.primitive not in primitives:
+            continue
+        _, dev = train_and_dev_rows(dataset_dir, store.primitive, fraction, seed, limit=limit)
+        shown = sorted({r.solution_id for r in dev} & {d.solution_id for d in store.decisions})
+        if shown:
+            raise UserError(
+                f"{store.primitive}: the dev split training would carve holds solutions whose decisions the "
+                f"demonstrations store shows ({', '.join(shown[:3])}{', ...' if len(shown) > 3 else ''}): selection "
+                "would read neighbours train rows were shown; train on all the rows (train.max_train_examples=null) "
+                "or regenerate the data",
                 str(Path(dataset_dir) / "stats.json"),
             )
 

@@ -30,6 +30,7 @@ from forethought.errors import UserError
 from forethought.primitives.io import atomic_write_json
 
 MARKER = "export.json"
+STORE_FILE = "demonstrations.jsonl"  # a primitive's demonstrations store, beside its weights
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 
@@ -94,13 +95,15 @@ def _check_output(out: Path) -> None:
 
 
 def export(cfg: ExportConfig) -> Path:
-    from forethought.bundle.manifest import bundle_tool_rendering, load_bundle
+    from forethought.bundle.manifest import bundle_store_files, bundle_tool_rendering, load_bundle, sha256_file
     from forethought.kernel.specs import bundle_stores, set_stores, set_tool_rendering, spec_hashes
 
     out = Path(cfg.output_dir)
     _check_output(out)
-    set_tool_rendering(bundle_tool_rendering(cfg.bundle))  # spec hashes as the adapters were trained
+    rendering = bundle_tool_rendering(cfg.bundle)
+    set_tool_rendering(rendering)  # spec hashes as the adapters were trained
     set_stores(bundle_stores(cfg.bundle))
+    store_files = bundle_store_files(cfg.bundle)
     bundle = load_bundle(cfg.bundle, spec_hashes(), allow_smoke=cfg.allow_smoke)
     manifest = bundle.manifest
     base = manifest["base"]
@@ -134,9 +137,13 @@ def export(cfg: ExportConfig) -> Path:
             for tokenizer_file in sorted(tok_dir.iterdir()):
                 if tokenizer_file.is_file():
                     shutil.copy2(tokenizer_file, dest / tokenizer_file.name)
+            if name in store_files:  # the prompts it was trained on show these; a server must be given them too
+                shutil.copy2(store_files[name], dest / STORE_FILE)
             bundle_card = (src / "README.md").read_text(encoding="utf-8")
             (dest / "README.md").write_text(
-                card(name, bundle_card, merged=cfg.merge, base_name=base_name, repo_id=repo_id), encoding="utf-8"
+                card(name, bundle_card, merged=cfg.merge, base_name=base_name, repo_id=repo_id)
+                + _serving_note(name, rendering, name in store_files),
+                encoding="utf-8",
             )
         (tmp / "README.md").write_text(_collection_card(bundle, cfg, base_name, repo_id), encoding="utf-8")
         atomic_write_json(
@@ -147,6 +154,10 @@ def export(cfg: ExportConfig) -> Path:
                 "smoke": bool(manifest.get("smoke")),
                 "base": {k: base.get(k) for k in ("name", "model_type", "config_sha256")},
                 "primitives": {n: {"spec_hash": p.get("spec_hash")} for n, p in bundle.primitives.items()},
+                "tool_rendering": rendering,
+                "demonstrations": {
+                    n: {"path": f"{n}/{STORE_FILE}", "sha256": sha256_file(f)} for n, f in store_files.items()
+                },
             },
         )
         if out.exists():
@@ -156,6 +167,17 @@ def export(cfg: ExportConfig) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _serving_note(name: str, rendering: str, demonstrations: bool) -> str:
+    """How the kernel must render this primitive's prompts for it (the openai backend's settings)."""
+    note = f"\n## Serving it to the forethought kernel\n\nIts prompts were rendered with `backend.tool_rendering={rendering}`"
+    if demonstrations:
+        note += (
+            f" and retrieved demonstrations from `{STORE_FILE}` (in this folder): "
+            f"`backend.demonstrations={{{name}: <this folder>/{STORE_FILE}}}`"
+        )
+    return note + ".\n"
 
 
 def _merge_one(bundle: Any, name: str, dest: Path) -> None:

@@ -280,7 +280,7 @@ def package(cfg: PackageConfig) -> Path:
             entry["files"] = hash_files(dst)  # every file, the model card included
             prims[primitive] = entry
         manifest = {
-            "format_version": FORMAT_VERSION,
+            "format_version": FORMAT_VERSION if shipped_stores else 4,  # 5 only says "this one retrieves"
             "smoke": smoke,
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "code_version": _version(),

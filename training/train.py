@@ -312,7 +312,13 @@ def _preflight(cfg: TrainConfig) -> None:
 
     use_dataset_rendering(cfg.dataset_dir)  # prompts and spec hashes as the data was rendered
     if cfg.train.dev_fraction > 0:  # selection reads dev rows: their solutions must be out of the stores
-        check_dev_split(cfg.dataset_dir, list(cfg.primitives()), cfg.train.dev_fraction, cfg.seed)
+        check_dev_split(
+            cfg.dataset_dir,
+            list(cfg.primitives()),
+            cfg.train.dev_fraction,
+            cfg.seed,
+            limit=cfg.train.max_train_examples,
+        )
     missing = [
         str(split_path(cfg.dataset_dir, primitive, "train"))
         for primitive in cfg.primitives()

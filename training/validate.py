@@ -148,13 +148,14 @@ def run_validation(
     cfg: ValidateConfig, *, model: Any = None, tokenizer: Any = None, progress: Any = None
 ) -> dict[str, Any]:
     from forethought.kernel.backends.hf import BASE, generate, pick_device
-    from forethought.training.artifacts import check_spec_hashes, load_adapters
+    from forethought.training.artifacts import check_spec_hashes, check_trained_on, load_adapters
     from forethought.training.data import dataset_stores, use_dataset_rendering
 
     use_dataset_rendering(cfg.dataset_dir)
     stores = dataset_stores(cfg.dataset_dir)
     prims = cfg.selected()
     trained_hashes = check_spec_hashes(cfg.train_dir, prims)  # before any decoding: a stale adapter is refused
+    check_trained_on(cfg.train_dir, prims, cfg.dataset_dir)  # and one trained on other rows than these
     rows_by = {primitive: _read_rows(cfg.dataset_dir, primitive, cfg.max_examples) for primitive in prims}
     if model is None:
         model, tokenizer = load_adapters(cfg.train_dir, prims, device=pick_device(cfg.device))

@@ -42,8 +42,10 @@ from . import models
 from .models import WEIGHT_FILES, load_full_adapters, load_model, load_tokenizer
 
 # 2: model cards hashed, unlisted files refused, no pickles; 3: gates.json bundled, base always hashed;
-# 4: decoding per primitive (contract-compiled or free), tool_rendering
-FORMAT_VERSION = 4
+# 4: decoding per primitive (contract-compiled or free), tool_rendering; 5: demonstrations stores (written only by a
+# bundle that carries one, so a reader that cannot retrieve says "upgrade" instead of misreading it; one without is 4)
+FORMAT_VERSION = 5
+READ_VERSIONS = (4, 5)
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 GATE_KEYS = (
@@ -191,10 +193,10 @@ def _parse_manifest(mpath: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise BundleError("manifest is not a JSON object", str(mpath))
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS or isinstance(version, bool):
         newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
         raise BundleError(
-            f"format_version {version!r} is not the one this forethought reads ({FORMAT_VERSION}): "
+            f"format_version {version!r} is not one this forethought reads ({', '.join(map(str, READ_VERSIONS))}): "
             + (
                 "upgrade forethought" if newer else "repackage the adapters with this forethought (forethought package)"
             ),

@@ -293,9 +293,9 @@ class PrimitiveSpec:
         store = demonstrations.active_store(self.name) if self.retrieval is not None else None
         retrieval: list[Callable[..., Any]] = []
         if store is not None and self.retrieval is not None:
-            digest.update(
-                f"demonstrations k={store.k}".encode()
-            )  # how many (the golden cases may be too few to show it)
+            # how many (the golden cases may be too few to show it), and the words the overlap leaves out (a constant
+            # the functions' source below only names)
+            digest.update(f"demonstrations k={store.k} stop={sorted(demonstrations.STOP_WORDS)}".encode())
             retrieval = [self.retrieval.stored, self.retrieval.query, store.nearest, demonstrations.words]
         for fn in [self.canonical_fn, *[c.fn for c in self.checks], *retrieval]:
             try:

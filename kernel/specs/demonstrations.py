@@ -32,7 +32,7 @@ from forethought.errors import UserError
 
 DEMONSTRATIONS_FORMAT = 1  # the store file's format_version (its first line)
 # Words that say nothing about which tool a task wants: left out of the overlap.
-_STOP = frozenset("the a an of to for in on with and or by from that this it its is be all one my me i".split())
+STOP_WORDS = frozenset("the a an of to for in on with and or by from that this it its is be all one my me i".split())
 
 
 class Demonstration(BaseModel):
@@ -46,7 +46,7 @@ class Demonstration(BaseModel):
 def words(text: str) -> frozenset[str]:
     """A text's content words, lower-cased, camelCase split, a trailing s dropped (the overlap's unit)."""
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return frozenset(w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]+", text)) - _STOP
+    return frozenset(w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]+", text)) - STOP_WORDS
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,8 @@ class DemonstrationStore:
             raise UserError(f"demonstrations store: line 1 is not JSON ({exc})", str(path)) from None
         if not isinstance(header, dict) or "format_version" not in header:
             raise UserError('demonstrations store: line 1 must be the header {"format_version": ...}', str(path))
-        if header["format_version"] != DEMONSTRATIONS_FORMAT:
+        version = header["format_version"]
+        if not isinstance(version, int) or isinstance(version, bool) or version != DEMONSTRATIONS_FORMAT:
             raise UserError(
                 f"demonstrations store: format_version {header['format_version']!r} is not the one this forethought "
                 f"reads ({DEMONSTRATIONS_FORMAT}): regenerate the data (forethought generate) and repackage",
@@ -176,8 +177,8 @@ def active_store(primitive: str) -> DemonstrationStore | None:
 def set_stores(stores: Iterable[DemonstrationStore]) -> None:
     """Retrieve from these stores in this process (none: no demonstrations); a command sets them from the data or
     the bundle it works on, before it renders or hashes anything."""
-    _ACTIVE.clear()
-    _ACTIVE.update({s.primitive: s for s in stores})
+    global _ACTIVE
+    _ACTIVE = {s.primitive: s for s in stores}  # one rebinding: a worker thread sees the old stores or the new
 
 
 @contextlib.contextmanager
