@@ -300,3 +300,40 @@ def test_the_openai_backend_retrieves_from_the_store_it_is_given(tmp_path, monke
             OpenAIBackendConfig(base_url="http://127.0.0.1:9/v1", demonstrations={"match_fill": str(path)})
         )
     assert ei.value.where == str(path)
+
+
+def test_the_openai_backend_renders_as_the_bundle_it_names(tmp_path, monkeypatch):
+    """backend.bundle: the tool rendering and the stores from the served bundle's manifest (digests checked), and
+    a configuration that says otherwise refused, so a served adapter is never prompted as it was not trained."""
+    from forethought.bundle.manifest import MANIFEST, sha256_file
+    from forethought.kernel.backends.factory import OpenAIBackendConfig, make_model_backend
+    from forethought.kernel.specs import active_tool_rendering, set_tool_rendering
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    bundle = tmp_path / "bundle"
+    (bundle / "demonstrations").mkdir(parents=True)
+    store = bundle / "demonstrations" / "match_func.jsonl"
+    store.write_text(STORE.to_text())
+    # what the backend reads of a manifest (the manifest's own schema is tests/test_validate_package.py's)
+    manifest = {
+        "tool_rendering": "valued",
+        "demonstrations": {"match_func": {"path": "demonstrations/match_func.jsonl", "sha256": sha256_file(store)}},
+    }
+    monkeypatch.setattr("forethought.bundle.manifest._parse_manifest", lambda path: manifest)
+    (bundle / MANIFEST).write_text("{}")
+    url = "http://127.0.0.1:9/v1"
+    try:
+        make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle)))
+        assert active_tool_rendering() == "valued" and active_store("match_func").digest() == STORE.digest()
+        with pytest.raises(UserError, match="trained with tool_rendering=valued, not full") as ei:
+            make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle), tool_rendering="full"))
+        assert ei.value.where == "backend.tool_rendering"
+        with pytest.raises(UserError, match="leave backend.demonstrations out"):
+            make_model_backend(
+                OpenAIBackendConfig(base_url=url, bundle=str(bundle), demonstrations={"match_func": str(store)})
+            )
+        store.write_text(STORE.to_text().replace('"k": 2', '"k": 3'))
+        with pytest.raises(UserError, match="the demonstrations store was modified"):
+            make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle)))
+    finally:
+        set_tool_rendering("full")

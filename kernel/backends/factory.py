@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 
+from forethought.bundle.manifest import bundle_tool_rendering
 from forethought.config import LAYOUT
 from forethought.errors import UserError
 
@@ -15,6 +16,7 @@ from ..scenario import Solution
 from ..specs import (  # a registered primitive's name, checked against the registry
     DemonstrationStore,
     PrimitiveName,
+    bundle_stores,
     set_stores,
     set_tool_rendering,
 )
@@ -77,8 +79,12 @@ class OpenAIBackendConfig(_B):
     # Contract-compiled decoding on the server (vLLM structured outputs; its guidance backend reads the schema's
     # x-guidance JSON format): each request carries its decoding schema (kernel/decoding.py).
     json_schema: bool = False
-    # How the prompts show tool lists: as the served adapters were trained (their bundle's manifest tool_rendering).
-    tool_rendering: Literal["full", "compact", "focused", "valued"] = "full"
+    # The bundle whose adapters the server serves: the prompts are rendered as its manifest says they were trained
+    # (tool_rendering, and the demonstrations stores it carries, digests checked). Without it, the two below.
+    bundle: str | None = None
+    # How the prompts show tool lists: as the served adapters were trained (their bundle's manifest tool_rendering);
+    # null: the bundle's, or full without one.
+    tool_rendering: Literal["full", "compact", "focused", "valued"] | None = None
     # primitive -> the demonstrations store its served adapter was trained with (its bundle's
     # demonstrations/<primitive>.jsonl): the kernel retrieves from it as generate did (kernel/specs/demonstrations.py)
     demonstrations: dict[PrimitiveName, str] = Field(default_factory=dict)
@@ -111,13 +117,33 @@ def backend_factory(cfg: Any, sol: Solution):
     return lambda i, turn: backend
 
 
+def _served_rendering(cfg: OpenAIBackendConfig) -> tuple[str, list[DemonstrationStore]]:
+    """How the served adapters' prompts were rendered: from their bundle (backend.bundle), or as configured."""
+    if cfg.bundle is not None:
+        rendering = bundle_tool_rendering(cfg.bundle)
+        if cfg.tool_rendering not in (None, rendering):
+            raise UserError(
+                f"the bundle's adapters were trained with tool_rendering={rendering}, not {cfg.tool_rendering}: "
+                "leave backend.tool_rendering out (the bundle's is used)",
+                "backend.tool_rendering",
+            )
+        if cfg.demonstrations:
+            raise UserError(
+                "the bundle names its demonstrations stores: leave backend.demonstrations out, or backend.bundle",
+                "backend.demonstrations",
+            )
+        return rendering, bundle_stores(cfg.bundle)
+    stores = [DemonstrationStore.read(path) for path in cfg.demonstrations.values()]
+    for (primitive, path), store in zip(cfg.demonstrations.items(), stores, strict=True):
+        if store.primitive != primitive:
+            raise UserError(f"backend.demonstrations.{primitive}: the store is {store.primitive!r}'s", path)
+    return cfg.tool_rendering or "full", stores
+
+
 def make_model_backend(cfg: Any):
     if cfg.name == "openai":
-        set_tool_rendering(cfg.tool_rendering)
-        stores = [DemonstrationStore.read(path) for path in cfg.demonstrations.values()]
-        for (primitive, path), store in zip(cfg.demonstrations.items(), stores, strict=True):
-            if store.primitive != primitive:
-                raise UserError(f"backend.demonstrations.{primitive}: the store is {store.primitive!r}'s", path)
+        rendering, stores = _served_rendering(cfg)
+        set_tool_rendering(rendering)
         set_stores(stores)
         return OpenAIBackend(
             cfg.base_url,
