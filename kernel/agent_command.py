@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
 
-from .backends.factory import BackendConfig, HFBackendConfig, make_model_backend
+from .backends.factory import BackendConfig, HFBackendConfig, make_model_backend, use_backend_rendering
 from .run_command import KernelSettings, ReplayOnly
 from .secret_arguments import secret_values, shown_arguments, write_run_files
 from .session import Session
@@ -182,9 +182,11 @@ def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
     turns = conversation_turns(cfg.conversation)  # the inputs first: a refusal writes nothing
     recorder = make_recorder(cfg)  # type: ignore[arg-type]
     check_output_dir(cfg.output_dir, "output_dir")
-    backend = (
-        ReplayOnly() if cfg.replay is not None and cfg.replay_mode == "strict" else make_model_backend(cfg.backend)
-    )
+    if cfg.replay is not None and cfg.replay_mode == "strict":
+        use_backend_rendering(cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
+        backend: Any = ReplayOnly()
+    else:
+        backend = make_model_backend(cfg.backend)
     tools = load_tools(cfg.tools, cfg.annotations, cfg.tool_timeout_s)
     session = Session(tools, backend, config=cfg.kernel.build(), trace=cfg.trace, recorder=recorder)
     try:

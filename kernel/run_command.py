@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from forethought.errors import UserError
 from forethought.primitives import Cache, Recorder, ReplayMissError
 
-from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory
+from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory, use_backend_rendering
 from .program import Kernel
 from .records import KernelConfig
 from .runner import build_environment, build_registry, run_solution
@@ -105,6 +105,7 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
     recorder = make_recorder(cfg)
     check_output_dir(cfg.output_dir, "output_dir")  # before any model is loaded; created when the artefacts are written
     if cfg.replay is not None and cfg.replay_mode == "strict":
+        use_backend_rendering(cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
         factory = lambda i, turn: ReplayOnly()  # noqa: E731 - every answer comes from the recording
     else:
         factory = backend_factory(cfg.backend, sol)

@@ -18,7 +18,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forethought.errors import UserError
-from forethought.kernel.backends.factory import BackendConfig, HFBackendConfig, make_model_backend
+from forethought.kernel.backends.factory import (
+    BackendConfig,
+    HFBackendConfig,
+    make_model_backend,
+    use_backend_rendering,
+)
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import KernelConfig, TurnResult
@@ -137,7 +142,11 @@ def kernel_side(cfg: RunSettings, backend: Any, kernel_modes: list[str]) -> tupl
     """(recorder, kernel backend, cache): a strict replay loads no model, every answer comes from the recording."""
     recorder = make_recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
     if kernel_modes and backend is None:
-        backend = ReplayOnly() if strict_replay(cfg) else make_model_backend(cfg.backend)
+        if strict_replay(cfg):
+            use_backend_rendering(cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
+            backend = ReplayOnly()
+        else:
+            backend = make_model_backend(cfg.backend)
     return recorder, backend, Cache() if cfg.cache else None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
@@ -23,7 +24,15 @@ from ..specs import (  # a registered primitive's name, checked against the regi
 from .hf import HFBackend
 from .openai_backend import OpenAIBackend, resolve_api_key
 
-__all__ = ["BackendConfig", "Device", "PrimitiveName", "ServerURL", "backend_factory", "make_model_backend"]
+__all__ = [
+    "BackendConfig",
+    "Device",
+    "PrimitiveName",
+    "ServerURL",
+    "backend_factory",
+    "make_model_backend",
+    "use_backend_rendering",
+]
 
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
@@ -138,6 +147,19 @@ def _served_rendering(cfg: OpenAIBackendConfig) -> tuple[str, list[Demonstration
         if store.primitive != primitive:
             raise UserError(f"backend.demonstrations.{primitive}: the store is {store.primitive!r}'s", path)
     return cfg.tool_rendering or "full", stores
+
+
+def use_backend_rendering(cfg: Any) -> None:
+    """Render prompts as ``cfg``'s model backend would, without loading a model: a strict replay looks answers up by
+    the rendered prompt, so it must render as the run it replays did (the bundle's tool rendering and stores)."""
+    if cfg.name == "openai":
+        rendering, stores = _served_rendering(cfg)
+    elif cfg.name == "hf" and (Path(cfg.bundle) / "manifest.json").is_file():
+        rendering, stores = bundle_tool_rendering(cfg.bundle), bundle_stores(cfg.bundle)
+    else:  # the oracle, or a replay without the bundle at hand: the defaults
+        return
+    set_tool_rendering(rendering)
+    set_stores(stores)
 
 
 def make_model_backend(cfg: Any):
