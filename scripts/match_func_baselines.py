@@ -8,7 +8,9 @@
 
 With ``--train-dir`` the trained model decodes the same rows (contract-compiled, as its gate) and its wrong answers
 are counted by how many trained rows have the wanted tool as their target: whether the model fails on tools it has
-seen rarely, or on wordings. docs/training.md, "Probes after run #7", quotes its figures.
+seen rarely, or on wordings; with data that retrieves demonstrations, also by whether the wanted tool was among
+the row's demonstrations (first, later, not at all): whether the model fails to use them, or they fail it.
+docs/training.md, "Probes after run #7", quotes its figures.
 
     python scripts/match_func_baselines.py --dataset-dir runs/converge7/data [--train-dir runs/converge7/train]
 """
@@ -137,8 +139,10 @@ def _main(argv: list[str] | None) -> int:
     )
     frequency = collections.Counter(r.target["tool_name"] for r in trained)  # every row the model read
     bands: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    # With retrieved demonstrations (the data's store): whether the wanted tool was among those the row showed
+    shown_bands: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     right = 0
-    for row, text, want in zip(dev, texts, wanted, strict=True):
+    for row, inp, text, want in zip(dev, inputs, texts, wanted, strict=True):
         try:
             ok = spec.exact_match(spec.parse(text), row.target)
         except Exception:
@@ -147,12 +151,30 @@ def _main(argv: list[str] | None) -> int:
         band = "null wanted" if want is None else _band(frequency[want])
         bands[band][0] += 1
         bands[band][1] += not ok
+        shown = [d.tool_name for d in getattr(inp, "similar_tasks", None) or []]
+        label = (
+            "null wanted"
+            if want is None
+            else "shown first"
+            if shown[:1] == [want]
+            else "shown, not first"
+            if want in shown
+            else "not shown"
+        )
+        shown_bands[label][0] += 1
+        shown_bands[label][1] += not ok
     print(f"model: {100 * right / n:.1f} %")
     print("wanted tool's trained rows | dev rows | wrong")
     for label in ["null wanted", *(b for _, b in _BANDS)]:
         if label in bands:
             rows, wrong = bands[label]
             print(f"{label} | {rows} | {wrong} ({100 * wrong / rows:.0f} %)")
+    if any(getattr(x, "similar_tasks", None) is not None for x in inputs):
+        print("wanted tool among the row's demonstrations | dev rows | wrong")
+        for label in ("shown first", "shown, not first", "not shown", "null wanted"):
+            if label in shown_bands:
+                rows, wrong = shown_bands[label]
+                print(f"{label} | {rows} | {wrong} ({100 * wrong / rows:.0f} %)")
     return 0
 
 
