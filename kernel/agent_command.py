@@ -30,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forethought.errors import UserError
 
-from .backends.factory import BackendConfig, HFBackendConfig, make_model_backend, use_backend_rendering
+from .backends.factory import (
+    BackendConfig,
+    HFBackendConfig,
+    make_model_backend,
+    recording_rendering,
+    use_recording_rendering,
+)
 from .run_command import KernelSettings, ReplayOnly
 from .secret_arguments import secret_values, shown_arguments, write_run_files
 from .session import Session
@@ -183,7 +189,7 @@ def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
     recorder = make_recorder(cfg)  # type: ignore[arg-type]
     check_output_dir(cfg.output_dir, "output_dir")
     if cfg.replay is not None and cfg.replay_mode == "strict":
-        use_backend_rendering(cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
+        use_recording_rendering(recorder, cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
         backend: Any = ReplayOnly()
     else:
         backend = make_model_backend(cfg.backend)
@@ -211,6 +217,7 @@ def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
 
 def _write(out: Path, cfg: AgentConfig, session: Session) -> None:
     if cfg.record and session.recorder is not None:
+        session.recorder.rendering = recording_rendering()
         session.recorder.save(out / "recording.jsonl")
     meta = {"tools": cfg.tools, "backend": "replay" if cfg.replay else cfg.backend.name, "cvc": cfg.kernel.cvc}
     write_run_files(

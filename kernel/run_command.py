@@ -17,7 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from forethought.errors import UserError
 from forethought.primitives import Cache, Recorder, ReplayMissError
 
-from .backends.factory import BackendConfig, OracleBackendConfig, backend_factory, use_backend_rendering
+from .backends.factory import (
+    BackendConfig,
+    OracleBackendConfig,
+    backend_factory,
+    recording_rendering,
+    use_recording_rendering,
+)
 from .program import Kernel
 from .records import KernelConfig
 from .runner import build_environment, build_registry, run_solution
@@ -105,7 +111,7 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
     recorder = make_recorder(cfg)
     check_output_dir(cfg.output_dir, "output_dir")  # before any model is loaded; created when the artefacts are written
     if cfg.replay is not None and cfg.replay_mode == "strict":
-        use_backend_rendering(cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
+        use_recording_rendering(recorder, cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
         factory = lambda i, turn: ReplayOnly()  # noqa: E731 - every answer comes from the recording
     else:
         factory = backend_factory(cfg.backend, sol)
@@ -118,6 +124,7 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
         raise UserError(f"{exc} (scenario {path})", str(cfg.replay)) from None
     out = Path(cfg.output_dir) / sol.id
     if cfg.record and recorder is not None:
+        recorder.rendering = recording_rendering()
         recorder.save(out / "recording.jsonl")
     meta = {
         "scenario": path,

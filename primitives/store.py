@@ -29,11 +29,19 @@ class Recorder:
     recorded as the deterministic run that a replay reproduces exactly.
     """
 
-    def __init__(self, mode: ReplayMode = "record", entries: dict[str, dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        mode: ReplayMode = "record",
+        entries: dict[str, dict[str, Any]] | None = None,
+        rendering: dict[str, Any] | None = None,
+    ):
         if mode not in ("off", "record", "replay", "strict"):
             raise ValueError(f"unknown replay mode {mode!r}")
         self.mode = mode
         self.entries: dict[str, dict[str, Any]] = dict(entries or {})
+        # How the recorded prompts were rendered (the kernel's: kernel/run_command.py), in the header: the keys are
+        # hashes of the prompts, so a replay must render them the same way. None: not recorded (an older recording).
+        self.rendering = rendering
         self._lock = threading.Lock()
 
     def lookup(self, primitive: str, key: str) -> dict[str, Any] | None:
@@ -53,15 +61,21 @@ class Recorder:
 
     def save(self, path: str | os.PathLike) -> None:
         """JSON Lines: a header naming the format version, then one entry per line, in key order."""
-        atomic_write_jsonl(path, [{HEADER: RECORDING_VERSION}, *sorted(self.entries.values(), key=lambda e: e["key"])])
+        header: dict[str, Any] = {HEADER: RECORDING_VERSION}
+        if self.rendering is not None:
+            header["rendering"] = self.rendering
+        atomic_write_jsonl(path, [header, *sorted(self.entries.values(), key=lambda e: e["key"])])
 
     @classmethod
     def load(cls, path: str | os.PathLike, mode: ReplayMode = "strict") -> Recorder:
-        return cls(mode, read_recording(path))
+        rendering, entries = read_recording_file(path)
+        return cls(mode, entries, rendering)
 
 
 # A recording's first line: {"forethought_recording": <version>}. 1: the entries below, one per line. A file without
-# it was written before recordings carried a version; its entries are the same, so it is read as version 1.
+# it was written before recordings carried a version; its entries are the same, so it is read as version 1. The
+# header may also say how the prompts were rendered ("rendering": an object the kernel writes and reads); one without
+# it was rendered with the defaults.
 HEADER = "forethought_recording"
 RECORDING_VERSION = 1
 ENTRY_FIELDS = {"primitive": str, "key": str, "text": str, "model": dict}
@@ -73,6 +87,11 @@ MAX_RECORDING_BYTES = 512 * 1024 * 1024
 def read_recording(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """A recording's entries by key; every problem is a located error naming the line and field, so a replay never
     starts from an entry it cannot use (a missing ``text`` used to load, and the run then blamed a missing entry)."""
+    return read_recording_file(path)[1]
+
+
+def read_recording_file(path: str | os.PathLike) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
+    """(the header's ``rendering``, or None; the entries by key), as :func:`read_recording` checks them."""
     from forethought.bounded import JSONProblem, json_path, loads_json, read_bounded
     from forethought.errors import UserError
 
@@ -84,6 +103,7 @@ def read_recording(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         raise UserError(f"not UTF-8 text (byte {exc.start}); a recording is UTF-8 JSON Lines", where) from None
     entries: dict[str, dict[str, Any]] = {}
     lines: dict[str, int] = {}
+    rendering: dict[str, Any] | None = None
     first = True
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -108,6 +128,9 @@ def read_recording(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
                     f"(up to {RECORDING_VERSION}); upgrade forethought, or record the run again",
                     where,
                 )
+            rendering = row.get("rendering")
+            if rendering is not None and not isinstance(rendering, dict):
+                raise UserError(f"line {n}: rendering must be a JSON object, got {type(rendering).__name__}", where)
             first = False
             continue
         first = False
@@ -134,7 +157,7 @@ def read_recording(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
             )
         lines[row["key"]] = n
         entries[row["key"]] = row
-    return entries
+    return rendering, entries
 
 
 class Cache:

@@ -89,10 +89,11 @@ def one_torch_thread():
 
 
 @pytest.fixture(autouse=True)
-def _no_demonstrations_left_active():
-    """A test that loads a bundle or data with demonstrations sets the process's stores (as a command does): the
-    next test starts without them, so its prompts and spec hashes are the plain ones."""
+def _plain_rendering_after_each_test():
+    """A test that loads a bundle or data sets the process's tool rendering and demonstrations stores (as a command
+    does): the next test starts with the defaults, so its prompts and spec hashes are the plain ones."""
     yield
-    from forethought.kernel.specs import set_stores
+    from forethought.kernel.specs import set_stores, set_tool_rendering
 
     set_stores([])
+    set_tool_rendering("full")

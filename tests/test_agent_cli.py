@@ -241,39 +241,41 @@ def test_the_interactive_mode_reads_turns_from_a_terminal(tmp_path):
     assert json.loads((out / "final_state.json").read_text())["events"]["e1"]["status"] == "cancelled"
 
 
-def test_a_strict_replay_renders_as_the_bundle_the_recording_was_made_with(tmp_path, monkeypatch, capsys):
-    """A recording is looked up by the rendered prompt: replayed strictly (no model loaded), the prompts are rendered
-    as the recorded run's backend did (backend.bundle: its tool rendering and demonstrations store), so every answer
-    is found."""
+def test_a_strict_replay_renders_as_the_recording_says(tmp_path, monkeypatch, capsys):
+    """A recording is looked up by the rendered prompt: its header says how the prompts were rendered (the tool
+    rendering, the demonstrations stores' digests), and a strict replay (no model loaded) renders them so, taking the
+    stores from the bundle it names, refused when that bundle does not hold them."""
     from forethought.bundle.manifest import MANIFEST, sha256_file
     from forethought.kernel.specs import DemonstrationStore, set_stores, set_tool_rendering
 
     bundle = tmp_path / "bundle"
     (bundle / "demonstrations").mkdir(parents=True)
-    store = bundle / "demonstrations" / "match_func.jsonl"
-    store.write_text(DemonstrationStore("match_func", 2, [("s1", "log in as bob", "login")]).to_text())
-    entry = {"path": "demonstrations/match_func.jsonl", "sha256": sha256_file(store)}
+    store = DemonstrationStore("match_func", 2, [("s1", "log in as bob", "login")])
+    path = bundle / "demonstrations" / "match_func.jsonl"
+    path.write_text(store.to_text())
+    entry = {"path": "demonstrations/match_func.jsonl", "sha256": sha256_file(path)}
     # what the backend reads of a manifest (its own schema is tests/test_validate_package.py's)
     monkeypatch.setattr(
         "forethought.bundle.manifest._parse_manifest",
         lambda path: {"tool_rendering": "valued", "demonstrations": {"match_func": entry}},
     )
     (bundle / MANIFEST).write_text("{}")
-    try:
-        with ChatServer(Scripted()) as srv:
-            args = _agent("tests.test_own_tools:Calendar", srv, tmp_path, f"backend.bundle={bundle}")
-            assert main(args) == 0, capsys.readouterr().err
-        recording = tmp_path / "out" / "recording.jsonl"
-        capsys.readouterr()
-        replay = [a for a in args if a != "record=true" and not a.startswith("output_dir=")]
-        replay += [f"replay={recording}", "replay_mode=strict"]
-        set_tool_rendering("full")  # a fresh process
-        set_stores([])
-        # rendered otherwise (no bundle named), the prompts are not the recorded ones: nothing is found
-        other = [a for a in replay if not a.startswith("backend.bundle=")]
-        assert main([*other, f"output_dir={tmp_path / 'unrendered'}"]) != 0
-        assert "turn 1: t1=executed" not in capsys.readouterr().out
-        assert main([*replay, f"output_dir={tmp_path / 'replayed'}"]) == 0, capsys.readouterr().err
-        assert "turn 2: t1=executed" in capsys.readouterr().out
-    finally:
-        set_tool_rendering("full")
+    with ChatServer(Scripted()) as srv:
+        args = _agent("tests.test_own_tools:Calendar", srv, tmp_path, f"backend.bundle={bundle}")
+        assert main(args) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    recording = tmp_path / "out" / "recording.jsonl"
+    header = json.loads(recording.read_text().splitlines()[0])
+    assert header["rendering"] == {"tool_rendering": "valued", "demonstrations": {"match_func": store.digest()}}
+    replay = [a for a in args if a != "record=true" and not a.startswith("output_dir=")]
+    replay += [f"replay={recording}", "replay_mode=strict"]
+    set_tool_rendering("full")  # a fresh process
+    set_stores([])
+    # the stores are the bundle's: without it named (the default backend, no bundle there), refused before any turn
+    other = [a for a in replay if not a.startswith(("backend.bundle=", "backend=", "backend.base_url="))]
+    assert main([*other, f"output_dir={tmp_path / 'unrendered'}"]) == 2
+    err = capsys.readouterr().err
+    assert "showed demonstrations from a store the backend does not name" in err and "backend.bundle=" in err
+    assert not (tmp_path / "unrendered").exists()
+    assert main([*replay, f"output_dir={tmp_path / 'replayed'}"]) == 0, capsys.readouterr().err
+    assert "turn 2: t1=executed" in capsys.readouterr().out

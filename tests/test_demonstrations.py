@@ -325,6 +325,13 @@ def test_the_openai_backend_renders_as_the_bundle_it_names(tmp_path, monkeypatch
     try:
         make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle)))
         assert active_tool_rendering() == "valued" and active_store("match_func").digest() == STORE.digest()
+        # adapters trained under this code's specs are served; one trained under another spec is refused
+        manifest["primitives"] = {"decompose": {"spec_hash": SPECS["decompose"].spec_hash}}
+        make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle)))
+        manifest["primitives"] = {"decompose": {"spec_hash": "0" * 16}}
+        with pytest.raises(UserError, match="adapters of decompose were trained on prompts of another spec"):
+            make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle)))
+        del manifest["primitives"]
         with pytest.raises(UserError, match="trained with tool_rendering=valued, not full") as ei:
             make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle), tool_rendering="full"))
         assert ei.value.where == "backend.tool_rendering"

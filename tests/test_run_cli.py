@@ -76,7 +76,8 @@ def test_record_then_strict_replay_reproduces_the_run_without_the_backend(tmp_pa
     assert main(["run", FIG1, f"output_dir={tmp_path / 'a'}", "record=true"]) == 0
     rec = tmp_path / "a" / "fs-paper-figure1" / "recording.jsonl"
     header, *entries = [json.loads(x) for x in rec.read_text().splitlines()]
-    assert header == {"forethought_recording": 1}  # the format version, checked on load
+    # the format version, checked on load, and how the prompts were rendered (a replay renders them so)
+    assert header == {"forethought_recording": 1, "rendering": {"tool_rendering": "full", "demonstrations": {}}}
     assert {e["primitive"] for e in entries} >= {"decompose", "match_func"}
     # strict replay needs no backend at all: a bundle that does not exist is never opened
     assert (

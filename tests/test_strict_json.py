@@ -110,6 +110,7 @@ def _recording(tmp_path: Path) -> Path:
     (lambda lines: [lines[0], lines[1][:-1] + ', "key": "k"}', *lines[2:]], "line 2: duplicate key 'key'"),
     (lambda lines: [lines[0], lines[1], lines[1], *lines[2:]], "line 3: key "),
     (lambda lines: ['{"forethought_recording": 99}', *lines[1:]], "line 1: recording format 99 is newer than this forethought reads"),
+    (lambda lines: ['{"forethought_recording": 1, "rendering": 5}', *lines[1:]], "line 1: rendering must be a JSON object"),
 ])  # fmt: skip
 def test_a_recording(edit, needle, tmp_path, capsys):
     # Issue 25: a reply without usable text loaded, and the run then blamed a missing entry under another hash; a

@@ -121,6 +121,12 @@ def check_trained_on(output_dir: str | Path, primitives: list[str], dataset_dir:
         dataset = read_json_object(path).get("dataset")
         trained = dataset.get("train_sha256") if isinstance(dataset, dict) else None
         current = file_sha256(split_path(dataset_dir, primitive, "train"))
+        if trained is not None and current is None:
+            raise UserError(
+                f"adapter {primitive!r} was trained on a train split that {dataset_dir} does not have: point "
+                "dataset_dir at the data it was trained on",
+                str(split_path(dataset_dir, primitive, "train")),
+            )
         if trained is not None and trained != current:
             raise UserError(
                 f"adapter {primitive!r} was trained on another train split than {split_path(dataset_dir, primitive, 'train')} "

@@ -22,6 +22,7 @@ from forethought.bundle.manifest import (
     FORMAT_VERSION,
     GATE_KEYS,
     MANIFEST,
+    PLAIN_FORMAT_VERSION,
     BundleError,
     check_swap_room,
     config_sha256,
@@ -280,7 +281,7 @@ def package(cfg: PackageConfig) -> Path:
             entry["files"] = hash_files(dst)  # every file, the model card included
             prims[primitive] = entry
         manifest = {
-            "format_version": FORMAT_VERSION if shipped_stores else 4,  # 5 only says "this one retrieves"
+            "format_version": FORMAT_VERSION if shipped_stores else PLAIN_FORMAT_VERSION,  # 5 says "it retrieves"
             "smoke": smoke,
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "code_version": _version(),

@@ -311,14 +311,6 @@ def _preflight(cfg: TrainConfig) -> None:
     from forethought.training.data import check_dev_split, read_split, split_path, use_dataset_rendering
 
     use_dataset_rendering(cfg.dataset_dir)  # prompts and spec hashes as the data was rendered
-    if cfg.train.dev_fraction > 0:  # selection reads dev rows: their solutions must be out of the stores
-        check_dev_split(
-            cfg.dataset_dir,
-            list(cfg.primitives()),
-            cfg.train.dev_fraction,
-            cfg.seed,
-            limit=cfg.train.max_train_examples,
-        )
     missing = [
         str(split_path(cfg.dataset_dir, primitive, "train"))
         for primitive in cfg.primitives()
@@ -328,6 +320,14 @@ def _preflight(cfg: TrainConfig) -> None:
         raise UserError(
             f"missing train split(s): {', '.join(missing)} (run `forethought generate` first, or set dataset_dir=...)",
             "dataset_dir",
+        )
+    if cfg.train.dev_fraction > 0:  # selection reads dev rows: their solutions must be out of the stores
+        check_dev_split(
+            cfg.dataset_dir,
+            list(cfg.primitives()),
+            cfg.train.dev_fraction,
+            cfg.seed,
+            limit=cfg.train.max_train_examples,
         )
     for primitive in cfg.primitives():
         read_split(cfg.dataset_dir, primitive, "train", limit=cfg.train.max_train_examples)

@@ -154,8 +154,10 @@ def run_validation(
     use_dataset_rendering(cfg.dataset_dir)
     stores = dataset_stores(cfg.dataset_dir)
     prims = cfg.selected()
-    trained_hashes = check_spec_hashes(cfg.train_dir, prims)  # before any decoding: a stale adapter is refused
-    check_trained_on(cfg.train_dir, prims, cfg.dataset_dir)  # and one trained on other rows than these
+    # Before any decoding: an adapter trained on other rows than these (first: data regenerated since also changes
+    # the spec hash, and the remedy is the data, not the code), then one trained under another spec.
+    check_trained_on(cfg.train_dir, prims, cfg.dataset_dir)
+    trained_hashes = check_spec_hashes(cfg.train_dir, prims)
     rows_by = {primitive: _read_rows(cfg.dataset_dir, primitive, cfg.max_examples) for primitive in prims}
     if model is None:
         model, tokenizer = load_adapters(cfg.train_dir, prims, device=pick_device(cfg.device))

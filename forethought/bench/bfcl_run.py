@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from forethought.errors import UserError, ensure_output_dir
+from forethought.errors import UserError, check_output_dir, ensure_output_dir
 from forethought.kernel.program import Kernel
 from forethought.kernel.registry import format_call
 from forethought.primitives import Cache
@@ -183,10 +183,12 @@ def run_bench(
     if not any(selected.values()):
         raise UserError(f"no entries selected from {cfg.categories}", "ids")
     out = Path(cfg.out_dir)
-    ensure_output_dir(out, "output_dir")  # before any model call
+    check_output_dir(out, "output_dir")  # creating nothing: the backend's own refusals come first
     if cfg.mode == ["ceiling"]:
+        ensure_output_dir(out, "output_dir")
         return out, _run_ceiling(cfg, out, selected, command)
     recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
+    ensure_output_dir(out, "output_dir")  # before any model call
     summary: dict[str, Any] = {
         "mode": "run",
         "modes": list(cfg.mode),

@@ -22,7 +22,8 @@ from forethought.kernel.backends.factory import (
     BackendConfig,
     HFBackendConfig,
     make_model_backend,
-    use_backend_rendering,
+    recording_rendering,
+    use_recording_rendering,
 )
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
@@ -143,7 +144,7 @@ def kernel_side(cfg: RunSettings, backend: Any, kernel_modes: list[str]) -> tupl
     recorder = make_recorder(cfg) if kernel_modes else None  # type: ignore[arg-type]
     if kernel_modes and backend is None:
         if strict_replay(cfg):
-            use_backend_rendering(cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
+            use_recording_rendering(recorder, cfg.backend)  # prompts as the recorded run rendered them: the lookup keys
             backend = ReplayOnly()
         else:
             backend = make_model_backend(cfg.backend)
@@ -159,6 +160,7 @@ def settings(cfg: RunSettings) -> Iterator[tuple[str, str, Kernel]]:
 
 def save_recording(cfg: RunSettings, recorder: Any, out: Path) -> None:
     if cfg.record and recorder is not None:
+        recorder.rendering = recording_rendering()
         recorder.save(out / "recording.jsonl")
 
 

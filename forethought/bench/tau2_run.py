@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from forethought.errors import UserError, ensure_output_dir
+from forethought.errors import UserError, check_output_dir, ensure_output_dir
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
 from forethought.kernel.records import TurnResult, TurnState
@@ -341,8 +341,9 @@ def run_bench(
     if not tasks:
         raise UserError(f"no tasks selected from {cfg.domain}/{cfg.split}", "ids")
     out = Path(cfg.out_dir)
-    ensure_output_dir(out, "output_dir")
+    check_output_dir(out, "output_dir")  # creating nothing: the backend's own refusals come first
     recorder, backend, cache = common.kernel_side(cfg, backend, kernel_modes)
+    ensure_output_dir(out, "output_dir")  # before any model call
     summary: dict[str, Any] = {
         "benchmark": "tau2",
         "domain": cfg.domain,

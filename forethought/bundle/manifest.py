@@ -45,7 +45,8 @@ from .models import WEIGHT_FILES, load_full_adapters, load_model, load_tokenizer
 # 4: decoding per primitive (contract-compiled or free), tool_rendering; 5: demonstrations stores (written only by a
 # bundle that carries one, so a reader that cannot retrieve says "upgrade" instead of misreading it; one without is 4)
 FORMAT_VERSION = 5
-READ_VERSIONS = (4, 5)
+PLAIN_FORMAT_VERSION = 4  # what a bundle without demonstrations stores is written as, so every reader since 4 reads it
+READ_VERSIONS = (PLAIN_FORMAT_VERSION, FORMAT_VERSION)
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 GATE_KEYS = (
@@ -457,6 +458,17 @@ def bundle_tool_rendering(path: str | Path) -> str:
     if not mpath.is_file():
         raise BundleError("not a bundle: manifest.json is missing", str(path))
     return _parse_manifest(mpath)["tool_rendering"]
+
+
+def bundle_spec_hashes(path: str | Path) -> dict[str, str]:
+    """Per primitive, the spec hash its adapter was trained under (the manifest's), for a caller that serves the
+    adapters elsewhere (the openai backend) and so never loads them through :func:`load_bundle`."""
+    manifest = _parse_manifest(Path(path) / MANIFEST)
+    return {
+        name: entry["spec_hash"]
+        for name, entry in manifest.get("primitives", {}).items()
+        if isinstance(entry, dict) and isinstance(entry.get("spec_hash"), str)
+    }
 
 
 def bundle_store_files(path: str | Path) -> dict[str, Path]:

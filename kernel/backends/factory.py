@@ -8,15 +8,19 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 
-from forethought.bundle.manifest import bundle_tool_rendering
+from forethought.bundle.manifest import bundle_spec_hashes, bundle_tool_rendering
 from forethought.config import LAYOUT
 from forethought.errors import UserError
 
 from ..runner import oracle_factory
 from ..scenario import Solution
 from ..specs import (  # a registered primitive's name, checked against the registry
+    SPECS,
+    TOOL_RENDERINGS,
     DemonstrationStore,
     PrimitiveName,
+    active_store,
+    active_tool_rendering,
     bundle_stores,
     set_stores,
     set_tool_rendering,
@@ -31,7 +35,8 @@ __all__ = [
     "ServerURL",
     "backend_factory",
     "make_model_backend",
-    "use_backend_rendering",
+    "recording_rendering",
+    "use_recording_rendering",
 ]
 
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
@@ -149,17 +154,46 @@ def _served_rendering(cfg: OpenAIBackendConfig) -> tuple[str, list[Demonstration
     return cfg.tool_rendering or "full", stores
 
 
-def use_backend_rendering(cfg: Any) -> None:
-    """Render prompts as ``cfg``'s model backend would, without loading a model: a strict replay looks answers up by
-    the rendered prompt, so it must render as the run it replays did (the bundle's tool rendering and stores)."""
+def _backend_stores(cfg: Any) -> list[DemonstrationStore]:
+    """The demonstrations stores ``cfg`` names (its bundle's, or the openai backend's files), none for the oracle
+    or a bundle that is not there."""
     if cfg.name == "openai":
-        rendering, stores = _served_rendering(cfg)
-    elif cfg.name == "hf" and (Path(cfg.bundle) / "manifest.json").is_file():
-        rendering, stores = bundle_tool_rendering(cfg.bundle), bundle_stores(cfg.bundle)
-    else:  # the oracle, or a replay without the bundle at hand: the defaults
-        return
-    set_tool_rendering(rendering)
-    set_stores(stores)
+        return _served_rendering(cfg)[1]
+    if cfg.name == "hf" and (Path(cfg.bundle) / "manifest.json").is_file():
+        return bundle_stores(cfg.bundle)
+    return []
+
+
+def recording_rendering() -> dict[str, Any]:
+    """How this process renders prompts now, for a recording's header: a replay renders them the same way (the
+    recording's keys are hashes of the prompts)."""
+    stores = {name: active_store(name) for name in SPECS}
+    return {
+        "tool_rendering": active_tool_rendering(),
+        "demonstrations": {name: store.digest() for name, store in stores.items() if store is not None},
+    }
+
+
+def use_recording_rendering(recorder: Any, cfg: Any) -> None:
+    """Render prompts as the recorded run did (its header), without loading a model: a strict replay looks answers
+    up by the rendered prompt. A store the recording's prompts retrieved from must be one ``cfg`` names (its bundle),
+    digest for digest; a recording from before headers said so was rendered with the defaults."""
+    rendering = recorder.rendering or {}
+    style = rendering.get("tool_rendering", "full")
+    if style not in TOOL_RENDERINGS:
+        raise UserError(f"the recording's tool_rendering {style!r} is not one this forethought renders", "replay")
+    wanted = rendering.get("demonstrations") or {}
+    offered = {store.primitive: store for store in _backend_stores(cfg)} if wanted else {}
+    missing = sorted(p for p, digest in wanted.items() if p not in offered or offered[p].digest() != digest)
+    if missing:
+        raise UserError(
+            f"the recorded {', '.join(missing)} prompts showed demonstrations from a store the backend does not name "
+            f"(sha256 {str(wanted[missing[0]])[:12]}...): name the bundle the recording was made with "
+            "(backend.bundle=...)",
+            "replay",
+        )
+    set_tool_rendering(style)
+    set_stores([offered[p] for p in sorted(wanted)])
 
 
 def make_model_backend(cfg: Any):
@@ -167,6 +201,15 @@ def make_model_backend(cfg: Any):
         rendering, stores = _served_rendering(cfg)
         set_tool_rendering(rendering)
         set_stores(stores)
+        if cfg.bundle is not None:  # prompts as this code renders them must be the ones the served adapters learned
+            stale = {p: h for p, h in bundle_spec_hashes(cfg.bundle).items() if p in SPECS and SPECS[p].spec_hash != h}
+            if stale:
+                raise UserError(
+                    f"the bundle's adapters of {', '.join(sorted(stale))} were trained on prompts of another spec "
+                    "(their spec hash is not this forethought's): the served prompts would not be the ones they "
+                    "learned; serve adapters trained with this version",
+                    f"{cfg.bundle}/manifest.json",
+                )
         return OpenAIBackend(
             cfg.base_url,
             api_key=resolve_api_key(cfg, "backend"),
