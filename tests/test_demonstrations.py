@@ -344,3 +344,16 @@ def test_the_openai_backend_renders_as_the_bundle_it_names(tmp_path, monkeypatch
             make_model_backend(OpenAIBackendConfig(base_url=url, bundle=str(bundle)))
     finally:
         set_tool_rendering("full")
+
+
+def test_the_without_demonstrations_report_refuses_data_that_retrieves_none(generated_data, tmp_path, capsys):
+    """scripts/match_func_without_demonstrations.py (docs/training.md, "Recorded run #9") compares prompts shown their
+    demonstrations with prompts shown none: on data without a store there is nothing to compare, said, exit 2."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "match_func_without_demonstrations.py"
+    spec = importlib.util.spec_from_file_location("match_func_without_demonstrations", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--dataset-dir", str(generated_data), "--train-dir", str(tmp_path / "none")]) == 2
+    assert "its match_func prompts retrieve no demonstrations" in capsys.readouterr().err

@@ -227,13 +227,9 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
         # the words tokenizer: every probe on run #7's dev rows rose with it (docs/training.md, "Probes after run #7")
         assert pr.stages["base"].config.model.tiny.pre_tokenizer == "words"
         assert pr.stages["train"].config.model.tiny.pre_tokenizer == "words"
-        # match_func's retrieved demonstrations, drawn from the train solutions outside train's own dev split
-        demonstrations = pr.stages["generate"].config.data.demonstrations
-        assert demonstrations is not None and demonstrations.k == 3
-        assert (demonstrations.dev_fraction, demonstrations.dev_seed) == (
-            train.dev_fraction,
-            pr.stages["train"].config.seed,
-        )
+        # no retrieved demonstrations: trained with them, match_func falls from 73.8 to 41.2 % on prompts that show
+        # none, as every prompt over a user's own tools does (docs/training.md, "Recorded run #9")
+        assert pr.stages["generate"].config.data.demonstrations is None
         # the held-out solutions of every recorded run, a shipped file the generate stage's fingerprint covers
         held_out = Path(pr.stages["generate"].config.data.held_out)
         assert held_out.name == "held_out.json" and held_out.is_file() and held_out in pr.stages["generate"].inputs
