@@ -357,3 +357,32 @@ def test_the_without_demonstrations_report_refuses_data_that_retrieves_none(gene
     spec.loader.exec_module(script)
     assert script.main(["--dataset-dir", str(generated_data), "--train-dir", str(tmp_path / "none")]) == 2
     assert "its match_func prompts retrieve no demonstrations" in capsys.readouterr().err
+
+
+def test_withheld_demonstrations_add_train_rows_shown_none(demonstrated_data, tmp_path):
+    """data.demonstrations.withheld: a share of train rows also written showing "(none)" (what every prompt over a
+    user's own tools shows), answered the same, train-only (never a validation row, never a dev row, never stored)."""
+    from forethought.training.data import train_and_dev_rows
+
+    out = tmp_path / "data"
+    sizes = sizes_override(decompose=24, match_func=24)
+    args = ["generate", *TINY_GENERATE, f"data.sizes={sizes}", f"data.output_dir={out}"]
+    assert main([*args, "data.demonstrations={k:3,dev_fraction:0.3,dev_seed:0,withheld:0.5}"]) == 0
+    plain = {r.id: r for r in read_rows(demonstrated_data, "match_func", "train")}
+    rows = read_rows(out, "match_func", "train")
+    withheld = [r for r in rows if r.train_only and MatchFuncInput.model_validate_json(r.input).similar_tasks == []]
+    assert withheld and {r.id for r in rows} - {r.id for r in withheld} == set(plain)  # the other rows unchanged
+    assert all("Similar tasks:\n(none)" in r.prompt[1].content for r in withheld)
+    for row in withheld:  # the same decision as its source row, its demonstrations withheld
+        source = [p for p in plain.values() if p.completion == row.completion and p.solution_id == row.solution_id]
+        assert any(
+            MatchFuncInput.model_validate_json(p.input).model_copy(update={"similar_tasks": []})
+            == MatchFuncInput.model_validate_json(row.input)
+            for p in source
+        )
+    assert not any(r.train_only for r in read_rows(out, "match_func", "validation"))
+    (store,) = dataset_stores(out)
+    assert [d.text for d in store.decisions] == [d.text for d in dataset_stores(demonstrated_data)[0].decisions]
+    _, dev = train_and_dev_rows(out, "match_func", 0.3, 0)
+    assert not any(r.train_only for r in dev)
+    assert json.loads((out / "stats.json").read_text())["variation_ops"]["without_demonstrations"] == len(withheld)
