@@ -730,8 +730,7 @@ def attach_demonstrations(cfg: DataConfig, pools: Pools) -> list[DemonstrationSt
         withheld = []
         for split in ("train", "validation"):
             for ex in pools.rows[(prim, split)]:
-                plain = spec.input_type.model_validate(ex.input)
-                inp = spec.demonstrated(plain, store, exclude=ex.solution_id)
+                inp = spec.demonstrated(spec.input_type.model_validate(ex.input), store, exclude=ex.solution_id)
                 ex.input, ex.prompt = inp.model_dump(mode="json"), spec.messages(inp)
                 if split == "train" and _draw(cfg.seed, "withheld\x00" + ex.key) < cfg.demonstrations.withheld:
                     none = inp.model_copy(update={spec.retrieval.field: []})  # what a prompt no decision fits shows

@@ -34,8 +34,8 @@ from .backends.factory import (
     BackendConfig,
     HFBackendConfig,
     make_model_backend,
-    recording_rendering,
     use_recording_rendering,
+    write_recording,
 )
 from .run_command import KernelSettings, ReplayOnly
 from .secret_arguments import secret_values, shown_arguments, write_run_files
@@ -217,8 +217,7 @@ def run_agent(cfg: AgentConfig) -> tuple[Path, Session]:
 
 def _write(out: Path, cfg: AgentConfig, session: Session) -> None:
     if cfg.record and session.recorder is not None:
-        session.recorder.rendering = recording_rendering()
-        session.recorder.save(out / "recording.jsonl")
+        write_recording(session.recorder, out / "recording.jsonl")
     meta = {"tools": cfg.tools, "backend": "replay" if cfg.replay else cfg.backend.name, "cvc": cfg.kernel.cvc}
     write_run_files(
         out,

@@ -21,8 +21,8 @@ from .backends.factory import (
     BackendConfig,
     OracleBackendConfig,
     backend_factory,
-    recording_rendering,
     use_recording_rendering,
+    write_recording,
 )
 from .program import Kernel
 from .records import KernelConfig
@@ -124,8 +124,7 @@ def run_scenario_file(cfg: RunConfig, path: str, sol: Any = None) -> tuple[Path,
         raise UserError(f"{exc} (scenario {path})", str(cfg.replay)) from None
     out = Path(cfg.output_dir) / sol.id
     if cfg.record and recorder is not None:
-        recorder.rendering = recording_rendering()
-        recorder.save(out / "recording.jsonl")
+        write_recording(recorder, out / "recording.jsonl")
     meta = {
         "scenario": path,
         "backend": "replay" if isinstance(factory(0, sol.turns[0]), ReplayOnly) else cfg.backend.name,

@@ -126,6 +126,20 @@ def test_a_recording(edit, needle, tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_recording_header_that_says_no_rendering_it_can_is_a_located_error(tmp_path, capsys):
+    path = _recording(tmp_path)
+    lines = path.read_text().splitlines()
+    for header, needle in [
+        ({"demonstrations": [1]}, "rendering.demonstrations must map primitives to store digests"),
+        ({"tool_rendering": "sideways"}, "tool_rendering 'sideways' is not one this forethought renders"),
+    ]:
+        path.write_text("\n".join([json.dumps({"forethought_recording": 1, "rendering": header}), *lines[1:]]) + "\n")
+        out = tmp_path / "out"
+        assert main(["run", str(FIG1), f"replay={path}", "replay_mode=strict", f"output_dir={out}"]) == 2
+        assert f"error: replay: the recording's {needle}" in capsys.readouterr().err
+        assert not out.exists()
+
+
 def test_a_recording_written_before_versions_is_read_as_version_1(tmp_path):
     path = _recording(tmp_path)
     entries = read_recording(path)

@@ -22,8 +22,8 @@ from forethought.kernel.backends.factory import (
     BackendConfig,
     HFBackendConfig,
     make_model_backend,
-    recording_rendering,
     use_recording_rendering,
+    write_recording,
 )
 from forethought.kernel.backends.openai_backend import BackendError
 from forethought.kernel.program import Kernel
@@ -160,8 +160,7 @@ def settings(cfg: RunSettings) -> Iterator[tuple[str, str, Kernel]]:
 
 def save_recording(cfg: RunSettings, recorder: Any, out: Path) -> None:
     if cfg.record and recorder is not None:
-        recorder.rendering = recording_rendering()
-        recorder.save(out / "recording.jsonl")
+        write_recording(recorder, out / "recording.jsonl")
 
 
 def backend_label(cfg: RunSettings, backend: Any, *, bundle: bool = False) -> dict[str, Any]:

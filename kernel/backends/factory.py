@@ -35,8 +35,8 @@ __all__ = [
     "ServerURL",
     "backend_factory",
     "make_model_backend",
-    "recording_rendering",
     "use_recording_rendering",
+    "write_recording",
 ]
 
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
@@ -164,14 +164,15 @@ def _backend_stores(cfg: Any) -> list[DemonstrationStore]:
     return []
 
 
-def recording_rendering() -> dict[str, Any]:
-    """How this process renders prompts now, for a recording's header: a replay renders them the same way (the
-    recording's keys are hashes of the prompts)."""
+def write_recording(recorder: Any, path: Path) -> None:
+    """Write a recording with a header saying how this process rendered its prompts (the tool rendering, the
+    demonstrations stores' digests): its keys are hashes of the prompts, so a replay must render them the same way."""
     stores = {name: active_store(name) for name in SPECS}
-    return {
+    recorder.rendering = {
         "tool_rendering": active_tool_rendering(),
         "demonstrations": {name: store.digest() for name, store in stores.items() if store is not None},
     }
+    recorder.save(path)
 
 
 def use_recording_rendering(recorder: Any, cfg: Any) -> None:
@@ -183,6 +184,8 @@ def use_recording_rendering(recorder: Any, cfg: Any) -> None:
     if style not in TOOL_RENDERINGS:
         raise UserError(f"the recording's tool_rendering {style!r} is not one this forethought renders", "replay")
     wanted = rendering.get("demonstrations") or {}
+    if not isinstance(wanted, dict) or not all(isinstance(d, str) for d in wanted.values()):
+        raise UserError("the recording's rendering.demonstrations must map primitives to store digests", "replay")
     offered = {store.primitive: store for store in _backend_stores(cfg)} if wanted else {}
     missing = sorted(p for p, digest in wanted.items() if p not in offered or offered[p].digest() != digest)
     if missing:
