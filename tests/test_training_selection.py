@@ -90,6 +90,28 @@ def test_the_base_stage_reads_exactly_the_train_rows_left_after_the_dev_carve(ge
     assert got == want and len(got) < sum(len(read_rows(generated_data, p, "train")) for p in PRIMITIVE_NAMES)
 
 
+def test_a_base_seed_changes_the_base_and_its_row_order_never_the_dev_split(generated_data, tmp_path):
+    from forethought.training.pretrain import fingerprint, mixed_train_rows
+
+    def cfg(*extra):
+        return config_from_overrides(
+            [o for o in overrides(generated_data, tmp_path, "primitive=all", *extra) if o != "model.pretrain=null"]
+        )
+
+    run_seed, same, other = cfg(), cfg("model.pretrain.seed=3"), cfg("model.pretrain.seed=4")
+    # null is the run's seed: a base built before the key existed (no "seed" under "pretrain") stays current
+    assert "seed" not in fingerprint(run_seed)["pretrain"] and fingerprint(run_seed)["seed"] == 3
+    assert fingerprint(other)["seed"] == 4 and fingerprint(other) != fingerprint(run_seed)
+    assert fingerprint(same) != fingerprint(other)
+
+    def texts(c):
+        return [json.dumps(r["messages"], sort_keys=True) for r in mixed_train_rows(c)]
+
+    # another order of the same rows: the rows left after the one dev carve, whatever the base's seed
+    assert texts(other) != texts(run_seed) and sorted(texts(other)) == sorted(texts(run_seed))
+    assert texts(same) == texts(run_seed)
+
+
 def weights(folder: Path) -> dict:
     """The saved weights of an adapter or checkpoint folder, whichever kind (LoRA or full) the profile trains."""
     kind = adapter_kind(folder)

@@ -127,6 +127,11 @@ class PretrainSettings(_Strict):
         None, ge=1, description="exact match on a fixed validation subset every N steps (monitoring only)"
     )
     em_eval_examples: int = Field(16, ge=1, description="validation rows per primitive for em_eval_steps")
+    seed: int | None = Field(
+        None,
+        description="the base's own seed (its random initialisation and the order it reads rows in); null: the run's "
+        "seed. The dev split stays carved with the run's seed, so bases of several seeds share one dev split",
+    )
 
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:

@@ -52,11 +52,22 @@ def run_dir(cfg: TrainConfig) -> Path:
     return Path(cfg.output_dir) / "base_run"
 
 
+def base_seed(cfg: TrainConfig) -> int:
+    """The seed of the base's initialisation and row order: ``model.pretrain.seed``, else the run's. Never the dev
+    split's: that stays carved with the run's seed, so the adapters of bases of several seeds select on one dev split."""
+    if cfg.model.pretrain is not None and cfg.model.pretrain.seed is not None:
+        return cfg.model.pretrain.seed
+    return cfg.seed
+
+
 def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     assert cfg.model.tiny is not None
-    fp = base_fingerprint(cfg.dataset_dir, cfg.model.tiny, cfg.seed)
+    fp = base_fingerprint(cfg.dataset_dir, cfg.model.tiny, base_seed(cfg))
     if cfg.model.pretrain is not None:
-        fp["pretrain"] = {"version": PRETRAIN_VERSION, **cfg.model.pretrain.model_dump()}
+        settings = cfg.model.pretrain.model_dump()
+        if settings["seed"] is None:  # the run's seed, already in the fingerprint: bases built before the key match
+            del settings["seed"]
+        fp["pretrain"] = {"version": PRETRAIN_VERSION, **settings}
         if cfg.train.dev_fraction:  # the dev solutions' rows are left out of the base
             fp["pretrain"]["dev_fraction"] = cfg.train.dev_fraction
     return fp
@@ -85,7 +96,7 @@ def mixed_train_rows(cfg: TrainConfig) -> list[dict[str, Any]]:
 
     assert cfg.model.pretrain is not None
     cap = cfg.model.pretrain.max_examples_per_primitive
-    rng = random.Random(cfg.seed)
+    rng = random.Random(base_seed(cfg))
     rows: list[dict[str, Any]] = []
     for primitive in PRIMITIVE_NAMES:
         if not split_path(cfg.dataset_dir, primitive, "train").is_file():
@@ -201,7 +212,7 @@ def clear_targets(cfg: TrainConfig) -> list[Path]:
 def _init(cfg: TrainConfig, run: Path) -> Path:
     """The tokenizer and random initialisation the pretraining starts from (deterministic from data and seed)."""
     assert cfg.model.tiny is not None
-    return build_tiny_base(cfg.dataset_dir, cfg.model.tiny, cfg.seed, run / "init")
+    return build_tiny_base(cfg.dataset_dir, cfg.model.tiny, base_seed(cfg), run / "init")
 
 
 def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
@@ -214,8 +225,8 @@ def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
     return SFTConfig(
         output_dir=str(ckpt_dir),
         run_name="base",
-        seed=cfg.seed,
-        data_seed=cfg.seed,
+        seed=base_seed(cfg),
+        data_seed=base_seed(cfg),
         num_train_epochs=settings.epochs,
         max_steps=settings.max_steps,
         learning_rate=settings.learning_rate,
@@ -295,7 +306,7 @@ def pretrain(cfg: TrainConfig) -> Path:
     if not sys.stderr.isatty():
         datasets.disable_progress_bars()
     device = resolve_device(cfg.train.device)
-    transformers.set_seed(cfg.seed)
+    transformers.set_seed(base_seed(cfg))
     run.mkdir(parents=True, exist_ok=True)
     if main:
         atomic_write_text(run / "config.yaml", OmegaConf.to_yaml(OmegaConf.create(config)))
