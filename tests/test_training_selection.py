@@ -104,8 +104,8 @@ def test_a_base_seed_changes_the_base_and_its_row_order_never_the_dev_split(gene
     assert fingerprint(other)["seed"] == 4 and fingerprint(other) != fingerprint(run_seed)
     assert fingerprint(same) != fingerprint(other)
 
-    def texts(c):
-        return [json.dumps(r["messages"], sort_keys=True) for r in mixed_train_rows(c)]
+    def texts(config):
+        return [json.dumps(r["messages"], sort_keys=True) for r in mixed_train_rows(config)]
 
     # another order of the same rows: the rows left after the one dev carve, whatever the base's seed
     assert texts(other) != texts(run_seed) and sorted(texts(other)) == sorted(texts(run_seed))
