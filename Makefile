@@ -27,7 +27,9 @@ demo: $(STAMP)
 	$(BIN)/forethought pipeline
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	# One worker per core (at most 4: each holds its own copy of the session fixtures), a test file per worker so a
+	# module's fixtures are built once; `pytest` alone still runs serially.
+	$(BIN)/python -m pytest -q -n auto --maxprocesses=4 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
