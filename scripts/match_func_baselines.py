@@ -20,34 +20,26 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import re
 import sys
 from pathlib import Path
 
-# Words that say nothing about which tool a task needs.
-_FUNCTION_WORDS = frozenset(
-    "the a an of to for in on with and or by from that this it its is be all one my me i".split()
-)
+from forethought.kernel.specs.demonstrations import words  # the overlap's unit, as retrieval uses it
+
 _BANDS = ((1, "0"), (5, "1-4"), (10, "5-9"), (20, "10-19"), (None, "20 or more"))
 
 
-def words(text: str) -> frozenset[str]:
-    """Lower-cased words, camelCase and snake_case split, a final "s" dropped, function words left out."""
-    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return frozenset(w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]+", text)) - _FUNCTION_WORDS
+def tool_relevance(task_words: frozenset[str], tool: dict) -> float:
+    """How many of the task's words a listed tool's name and description share, a word of the name counting one and
+    a half (a name says what the tool does, a description more besides)."""
+    named = task_words & words(tool["name"])
+    return len(task_words & (named | words(tool["description"]))) + 0.5 * len(named)
 
 
 def word_overlap(inp: dict) -> str | None:
+    """The listed tool that shares the most words with the task (the first listed among equals); null if none does."""
     task = words(inp["task"]["text"])
-    # a word of the tool's name counts one and a half (a name says what the tool does, a description more besides)
-    best = max(
-        (
-            (len(task & (words(t["name"]) | words(t["description"]))) + 0.5 * len(task & words(t["name"])), t["name"])
-            for t in inp["tools"]
-        ),
-        default=(0, None),
-    )
-    return best[1] if best[0] > 0 else None
+    best = max(inp["tools"], key=lambda tool: tool_relevance(task, tool), default=None)  # max keeps the first of ties
+    return best["name"] if best is not None and tool_relevance(task, best) > 0 else None
 
 
 def nearest_tools(inp: dict, store: list[tuple[frozenset[str], str]], k: int) -> list[str]:

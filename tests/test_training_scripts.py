@@ -226,3 +226,39 @@ def test_probe_trainable_freezes_what_it_is_told(generated_data, tmp_path):
     total = int(text.split(" of ")[1].split(" parameters")[0].replace(",", ""))
     # tiny shape (hidden 128, MLP 512, 4 heads / 2 KV of 32): per layer q 128x128, k and v 128x64, o 128x128, and three 128x512
     assert trained == 2 * (128 * 128 * 2 + 128 * 64 * 2 + 3 * 128 * 512) < total
+
+
+def test_probe_ranked_tools_reorders_match_funcs_lists_and_nothing_else(generated_data, tmp_path, capsys):
+    """scripts/probe_ranked_tools.py (docs/training.md, "Probe of 2026-12-06"): the same rows and targets, each list
+    most relevant to its task first, the prompt rendered again from the reordered input, every other file as it was,
+    a dataset the trainer reads (its seal re-written); an existing destination is refused and left as it was."""
+    from forethought.kernel.specs import SPECS
+    from forethought.training.data import read_rows, train_and_dev_rows, use_dataset_rendering
+
+    probe, baselines = _script("probe_ranked_tools"), _script("match_func_baselines")
+    out = tmp_path / "ranked"
+    assert probe.main([str(generated_data), str(out)]) == 0
+    assert "match_func rows" in capsys.readouterr().out
+    use_dataset_rendering(out)
+    spec, reordered = SPECS["match_func"], 0
+    for split in ("train", "validation"):
+        before, after = read_rows(generated_data, "match_func", split), read_rows(out, "match_func", split)
+        assert [(r.id, r.target) for r in after] == [(r.id, r.target) for r in before]
+        for old, new in zip(before, after, strict=True):
+            tools, task = new.input_value["tools"], baselines.words(new.input_value["task"]["text"])
+            scores = [baselines.tool_relevance(task, tool) for tool in tools]
+            assert scores == sorted(scores, reverse=True)
+            assert sorted(t["name"] for t in tools) == sorted(t["name"] for t in old.input_value["tools"])
+            rendered = spec.messages(spec.input_type.model_validate(new.input_value))
+            assert [(m.role, m.content) for m in new.prompt] == [(m["role"], m["content"]) for m in rendered]
+            reordered += tools != old.input_value["tools"]
+    assert reordered  # the fixture's lists are not all in relevance order already
+    for path in generated_data.rglob("*"):
+        relative = path.relative_to(generated_data)
+        if path.is_file() and relative.parts[0] != "match_func" and path.name != "dataset.json":
+            assert (out / relative).read_bytes() == path.read_bytes(), relative
+    assert train_and_dev_rows(out, "match_func", 0.25, seed=0)[1]  # sealed: the trainer reads it
+    kept = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
+    assert probe.main([str(generated_data), str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == kept
