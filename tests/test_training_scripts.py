@@ -262,3 +262,45 @@ def test_probe_ranked_tools_reorders_match_funcs_lists_and_nothing_else(generate
     assert probe.main([str(generated_data), str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == kept
+
+
+def test_probe_anonymous_tools_adds_renamed_copies_of_train_solution_rows_only(generated_data, tmp_path, capsys):
+    """scripts/probe_anonymous_tools.py (docs/training.md, "Probe of 2026-12-06: anonymous tool names"): every original
+    row as it was, then copies of some train-solution rows with each listed tool renamed to a code, the target naming
+    the wanted tool's code (a contract-valid answer), never a copy of a dev solution's row or a validation row; the
+    dev split is unchanged; an existing destination is refused and left as it was."""
+    from forethought.data_gen.row import is_dev_solution
+    from forethought.kernel.specs import SPECS
+    from forethought.training.data import read_rows, train_and_dev_rows, use_dataset_rendering
+
+    probe = _script("probe_anonymous_tools")
+    out = tmp_path / "anonymous"
+    assert probe.main([str(generated_data), str(out), "--fraction", "1", "--dev-fraction", "0.25"]) == 0
+    assert "anonymous copies added" in capsys.readouterr().out
+    use_dataset_rendering(out)
+    spec = SPECS["match_func"]
+    before, after = read_rows(generated_data, "match_func", "train"), read_rows(out, "match_func", "train")
+    assert [r.model_dump() for r in after[: len(before)]] == [r.model_dump() for r in before]
+    copies, originals = after[len(before) :], {r.id: r for r in before}
+    wanted = [r for r in before if not is_dev_solution(r.solution_id, 0.25, 0)]
+    assert len(copies) == len(wanted) > 0  # --fraction 1: every train-solution row, no dev solution's
+    for copy in copies:
+        old = originals[copy.id.removesuffix("-anonymous")]
+        tools, old_tools = copy.input_value["tools"], old.input_value["tools"]
+        assert [t["description"] for t in tools] == [t["description"] for t in old_tools]
+        assert not {t["name"] for t in tools} & {t["name"] for t in old_tools}
+        names = dict(zip((t["name"] for t in old_tools), (t["name"] for t in tools), strict=True))
+        old_name = (old.target or {}).get("tool_name")
+        assert (copy.target or {}).get("tool_name") == (names[old_name] if old_name else None)
+        assert copy.train_only and spec.check_output(copy.input_value, copy.target or {"tool_name": None}).ok
+        rendered = spec.messages(spec.input_type.model_validate(copy.input_value))
+        assert [(m.role, m.content) for m in copy.prompt] == [(m["role"], m["content"]) for m in rendered]
+    assert read_rows(out, "match_func", "validation") == read_rows(generated_data, "match_func", "validation")
+    assert (
+        train_and_dev_rows(out, "match_func", 0.25, seed=0)[1]
+        == train_and_dev_rows(generated_data, "match_func", 0.25, seed=0)[1]
+    )
+    kept = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
+    assert probe.main([str(generated_data), str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == kept
