@@ -15,13 +15,14 @@ manifest's digest of the rewritten file is updated. A measurement, not a variati
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
-import shutil
 import string
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dataset_copy import refusal, write_copy  # noqa: E402  (a sibling script: one copy)
 
 
 def code_names(count: int, rng: random.Random) -> list[str]:
@@ -50,11 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the run's seed (the dev split) and the copies' seed")
     args = parser.parse_args(argv)
     # every refusal before the first write: a located message, exit 2, nothing on disk changed
-    if not (args.source / "dataset.json").is_file() or not (args.source / "match_func").is_dir():
-        print(f"error: {args.source}: not a dataset folder with match_func rows (no dataset.json)", file=sys.stderr)
-        return 2
-    if args.destination.exists():
-        print(f"error: {args.destination}: already exists; give a new folder", file=sys.stderr)
+    refused = refusal(args.source, args.destination)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     if not 0 < args.fraction <= 1:
         print(f"error: --fraction {args.fraction}: give a share in (0, 1]", file=sys.stderr)
@@ -85,15 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             train_only=True,
         )
         copies.append(json.dumps(row, ensure_ascii=False))
-    rewritten = "\n".join(lines + copies) + "\n"
-    staging = args.destination.with_name(args.destination.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(args.source, staging)
-    manifest = json.loads((staging / "dataset.json").read_text(encoding="utf-8"))
-    (staging / relative).write_text(rewritten, encoding="utf-8")
-    manifest["files"][relative] = hashlib.sha256(rewritten.encode("utf-8")).hexdigest()
-    (staging / "dataset.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    staging.rename(args.destination)  # the copy appears whole or not at all
+    write_copy(args.source, args.destination, {relative: "\n".join(lines + copies) + "\n"})
     print(f"{len(lines)} match_func train rows, {len(copies)} anonymous copies added -> {args.destination}")
     return 0
 

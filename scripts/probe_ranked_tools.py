@@ -14,14 +14,13 @@ knows: a measurement of whether a lexical prior in the list's order is a lever (
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from match_func_baselines import tool_relevance, words  # noqa: E402  (a sibling script: one scoring)
+from dataset_copy import refusal, write_copy  # noqa: E402  (sibling scripts: one copy, one scoring)
+from match_func_baselines import tool_relevance, words  # noqa: E402
 
 
 def ranked(inp: dict) -> dict:
@@ -36,11 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("destination", type=Path)
     args = parser.parse_args(argv)
     # every refusal before the first write: a located message, exit 2, nothing on disk changed
-    if not (args.source / "dataset.json").is_file() or not (args.source / "match_func").is_dir():
-        print(f"error: {args.source}: not a dataset folder with match_func rows (no dataset.json)", file=sys.stderr)
-        return 2
-    if args.destination.exists():
-        print(f"error: {args.destination}: already exists; give a new folder", file=sys.stderr)
+    refused = refusal(args.source, args.destination)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
         return 2
 
     from forethought.kernel.specs import SPECS
@@ -64,15 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             total += 1
             rows.append(json.dumps(row, ensure_ascii=False))
         rewritten[relative] = "\n".join(rows) + "\n"
-    staging = args.destination.with_name(args.destination.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(args.source, staging)
-    manifest = json.loads((staging / "dataset.json").read_text(encoding="utf-8"))
-    for relative, text in rewritten.items():
-        (staging / relative).write_text(text, encoding="utf-8")
-        manifest["files"][relative] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    (staging / "dataset.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    staging.rename(args.destination)  # the copy appears whole or not at all
+    write_copy(args.source, args.destination, rewritten)
     print(
         f"{total} match_func rows, {moved} reordered; the first listed tool is the wanted one in {first_wanted} "
         f"({100 * first_wanted / max(total, 1):.1f} %) -> {args.destination}"
