@@ -42,6 +42,22 @@ def anonymous(inp: dict, target: dict | None, rng: random.Random) -> tuple[dict,
     return {**inp, "tools": tools}, (None if target is None else {**target, "tool_name": renamed.get(wanted)})
 
 
+def anonymous_rendering(inp: dict, target: dict | None, rng: random.Random) -> dict:
+    """The renamed input and target, with the prompt and completion match_func's spec renders for them (under the
+    rendering in use: call ``use_dataset_rendering`` first)."""
+    from forethought.kernel.specs import SPECS
+
+    spec = SPECS["match_func"]
+    inp, target = anonymous(inp, target, rng)
+    output = target if target is not None else {"tool_name": None}
+    return {
+        "input": inp,
+        "target": target,
+        "prompt": spec.messages(spec.input_type.model_validate(inp)),
+        "completion": [{"role": "assistant", "content": spec.target_text(output)}],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path)
@@ -60,11 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from forethought.data_gen.row import is_dev_solution
-    from forethought.kernel.specs import SPECS
     from forethought.training.data import use_dataset_rendering
 
     use_dataset_rendering(args.source)
-    spec = SPECS["match_func"]
     rng = random.Random(f"anonymous:{args.seed}")
     relative = "match_func/train.jsonl"
     lines = (args.source / relative).read_text(encoding="utf-8").splitlines()
@@ -73,15 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         row = json.loads(text)
         if is_dev_solution(row["solution_id"], args.dev_fraction, args.seed) or rng.random() >= args.fraction:
             continue
-        inp, target = anonymous(json.loads(row["input"]), row["target"], rng)
-        output = target if target is not None else {"tool_name": None}
+        copy = anonymous_rendering(json.loads(row["input"]), row["target"], rng)
         row.update(
-            id=row["id"] + "-anonymous",
-            input=json.dumps(inp, ensure_ascii=False),
-            prompt=spec.messages(spec.input_type.model_validate(inp)),
-            completion=[{"role": "assistant", "content": spec.target_text(output)}],
-            target=target,
-            train_only=True,
+            copy, id=row["id"] + "-anonymous", input=json.dumps(copy["input"], ensure_ascii=False), train_only=True
         )
         copies.append(json.dumps(row, ensure_ascii=False))
     write_copy(args.source, args.destination, {relative: "\n".join(lines + copies) + "\n"})

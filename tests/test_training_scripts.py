@@ -304,3 +304,48 @@ def test_probe_anonymous_tools_adds_renamed_copies_of_train_solution_rows_only(g
     assert probe.main([str(generated_data), str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == kept
+
+
+def test_probe_fresh_codes_adds_slots_read_with_a_new_renaming_each_time(generated_data, monkeypatch):
+    """scripts/probe_fresh_codes.py (docs/training.md, "Probe of 2026-12-06: tool names drawn afresh at every read"):
+    the patched ``load_splits`` returns the real train rows as they were, then ``--variants`` renamed renderings of
+    each chosen train row (never a dev row: the dev split is the unpatched one); each read of a slot returns the next
+    rendering, and a trainer that dropped a row is refused rather than read out of line."""
+    import trl
+
+    from forethought.kernel.specs import SPECS
+    from forethought.training import data
+
+    probe = _script("probe_fresh_codes")
+    monkeypatch.setattr(data, "load_splits", data.load_splits)  # restored after the test: install() patches both
+    monkeypatch.setattr(trl, "SFTTrainer", trl.SFTTrainer)
+    state = probe.install(fraction=1.0, variants=3)
+    train_ds, _, dev = data.load_splits(generated_data, "match_func", dev_fraction=0.25, seed=0)
+    train, dev_rows = data.train_and_dev_rows(generated_data, "match_func", 0.25, 0)
+    assert dev == dev_rows and dev and state == {"real": len(train), "slots": len(train), "variants": 3}
+    rows = train_ds.to_list()
+    assert len(rows) == 4 * len(train) and rows[: len(train)] == data.trainer_rows(train)
+    spec = SPECS["match_func"]
+    for slot, row in enumerate(train):
+        variants = rows[len(train) + 3 * slot : len(train) + 3 * slot + 3]
+        prompts = [v["prompt"][-1]["content"] for v in variants]
+        assert len(set(prompts)) == 3  # a new renaming each time
+        for variant, prompt in zip(variants, prompts, strict=True):
+            wanted = spec.parse(variant["completion"][0]["content"])["tool_name"]
+            if row.target is None or row.target.get("tool_name") is None:
+                assert wanted is None
+            else:
+                assert f"- {wanted}(" in prompt and f"- {row.target['tool_name']}(" not in prompt
+
+    epoch = probe.FreshReads(list(range(2 + 2 * 3)), real=2, slots=2, variants=3)
+    assert len(epoch) == 4
+    assert [epoch[index] for index in (0, 1, 2, 2, 2, 2, 3)] == [0, 1, 2, 3, 4, 2, 5]
+    slots_only = probe.FreshReads(list(range(2 + 2 * 3)), real=2, slots=2, variants=3, codes_only=True)
+    assert len(slots_only) == 2 and [slots_only[index] for index in (0, 0, 1)] == [2, 3, 5]
+    with pytest.raises(ValueError, match="dropped"):
+        probe.FreshReads(list(range(7)), real=2, slots=2, variants=3)
+    renamed = probe.renamed_dev(dev, seed=0)
+    assert [r.solution_id for r in renamed] == [r.solution_id for r in dev]
+    for row, old in zip(renamed, dev, strict=True):
+        assert spec.check_output(row.input_value, row.target or {"tool_name": None}).ok
+        assert {t["name"] for t in row.input_value["tools"]}.isdisjoint(t["name"] for t in old.input_value["tools"])

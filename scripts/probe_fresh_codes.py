@@ -1,0 +1,149 @@
+"""Probe-only: train match_func with copies of its rows whose tools get new meaningless names each time one is read.
+
+The anonymous-name probe (``probe_anonymous_tools.py``) renamed each copied row's tools once, and the model learned
+those pairings by rote. Here a share of the train-solution rows (never a dev solution's: the dev split is carved
+first; never a validation row) each fill one more slot of the epoch, and every read of a slot gets a fresh renaming
+of the same row (``fn_qzk``; ``--variants`` renderings drawn up front, read in turn, more than the epochs run), so
+no pairing recurs and the loss on those slots falls only by reading the tool lines against the task. The rest of
+``forethought train`` is untouched: the same real rows, dev rows, selection and outputs; this wraps ``load_splits``
+(the variants join the rows the trainer tokenises) and ``SFTTrainer.train`` (the epoch reads the slots).
+A measurement, not a lever the project ships (docs/training.md, "Probe of 2026-12-06: match_func trained on tool
+names drawn afresh at every read").
+
+    python scripts/probe_fresh_codes.py --fraction 0.5 --variants 12 -- train primitive=match_func model=tiny ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_anonymous_tools import anonymous_rendering  # noqa: E402  (a sibling script: one renaming)
+
+PRIMITIVE = "match_func"
+
+
+class FreshReads:
+    """The epoch the trainer samples: the real rows, then one slot per copied row; each read of a slot returns the
+    next of its renderings (all tokenised by the trainer, stored after the real rows, slot by slot)."""
+
+    def __init__(self, processed: Any, real: int, slots: int, variants: int, *, codes_only: bool = False):
+        if len(processed) != real + slots * variants:
+            raise ValueError(
+                f"the trainer kept {len(processed)} rows of {real} + {slots} x {variants}: a row was dropped, "
+                "so the slots no longer line up (raise train.max_length)"
+            )
+        self.processed, self.real, self.slots, self.variants = processed, real, slots, variants
+        self.shown = 0 if codes_only else real  # real rows the epoch reads: all, or none (the slots alone)
+        self.reads = [0] * slots
+
+    def __len__(self) -> int:
+        return self.shown + self.slots
+
+    def __getitem__(self, index: int) -> Any:
+        if index < self.shown:
+            return self.processed[index]
+        slot = index - self.shown
+        read = self.reads[slot]
+        self.reads[slot] += 1
+        return self.processed[self.real + slot * self.variants + read % self.variants]
+
+
+def variant_rows(rows: list, fraction: float, variants: int, seed: int) -> tuple[list[dict], int]:
+    """(``variants`` renamed renderings of each chosen row, slot by slot; the number of slots)."""
+    rng = random.Random(f"fresh:{seed}")
+    out: list[dict] = []
+    slots = 0
+    for row in rows:
+        if rng.random() >= fraction:
+            continue
+        slots += 1
+        for _ in range(variants):
+            copy = anonymous_rendering(row.input_value, row.target, rng)
+            out.append({"prompt": copy["prompt"], "completion": copy["completion"]})
+    return out, slots
+
+
+def renamed_dev(rows: list, seed: int) -> list:
+    """Each dev row with its tools renamed once (the in-context reading measured on held-out wordings)."""
+    import json
+
+    from forethought.data_gen.row import DatasetRow
+
+    rng = random.Random(f"fresh-dev:{seed}")
+    out = []
+    for row in rows:
+        copy = anonymous_rendering(row.input_value, row.target, rng)
+        fields = {**copy, "input": json.dumps(copy["input"], ensure_ascii=False)}
+        out.append(DatasetRow.model_validate({**row.model_dump(), **fields}))
+    return out
+
+
+def install(fraction: float, variants: int, *, codes_only: bool = False) -> dict[str, Any]:
+    """Patch ``load_splits`` and ``SFTTrainer.train`` for match_func; returns the probe's state (slots, reads).
+    ``codes_only``: the epoch reads the slots alone, and the dev rows (selection, the per-epoch curve) are shown
+    renamed, so the curve is the reading skill's."""
+    import trl
+    from datasets import Dataset
+
+    from forethought.training import data
+
+    state: dict[str, Any] = {}
+    original = data.load_splits
+
+    def load_splits(dataset_dir, primitive, *, max_train=None, max_eval=None, dev_fraction=0.0, seed=0):
+        train_ds, eval_ds, dev = original(
+            dataset_dir, primitive, max_train=max_train, max_eval=max_eval, dev_fraction=dev_fraction, seed=seed
+        )
+        if primitive != PRIMITIVE:
+            return train_ds, eval_ds, dev
+        data.use_dataset_rendering(dataset_dir)
+        train, _ = data.train_and_dev_rows(dataset_dir, primitive, dev_fraction, seed, limit=max_train)
+        extra, slots = variant_rows(train, fraction, variants, seed)
+        state.update(real=len(train_ds), slots=slots, variants=variants)
+        print(f"[probe] {len(train_ds)} rows + {slots} slots x {variants} fresh renamings", file=sys.stderr)
+        if codes_only:
+            dev = renamed_dev(dev, seed)
+            eval_ds = Dataset.from_list(data.trainer_rows(dev[:max_eval] if max_eval else dev))
+        return Dataset.from_list(data.trainer_rows(train) + extra), eval_ds, dev
+
+    class Trainer(trl.SFTTrainer):
+        def train(self, *args, **kwargs):
+            if state:
+                self.train_dataset = state["epoch"] = FreshReads(
+                    self.train_dataset, state["real"], state["slots"], state["variants"], codes_only=codes_only
+                )
+            return super().train(*args, **kwargs)
+
+    data.load_splits = load_splits
+    trl.SFTTrainer = Trainer
+    return state
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fraction", type=float, default=0.5, help="share of train rows given a slot")
+    parser.add_argument("--variants", type=int, default=12, help="renderings per slot (more than the epochs)")
+    parser.add_argument("--codes-only", action="store_true", help="train on the renamed slots alone; dev renamed")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then forethought's arguments")
+    args = parser.parse_args(argv)
+    if not 0 < args.fraction <= 1 or args.variants < 1:
+        print("error: --fraction in (0, 1] and --variants >= 1", file=sys.stderr)
+        return 2
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    state = install(args.fraction, args.variants, codes_only=args.codes_only)
+    from forethought.cli import main as forethought
+
+    code = forethought(command)
+    if "epoch" in state:
+        reads = state["epoch"].reads
+        print(f"[probe] slot reads: min {min(reads)}, max {max(reads)} (renderings per slot {args.variants})")
+    return code or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
