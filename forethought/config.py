@@ -265,6 +265,20 @@ def primitive_table_errors(command: str, conf_dir: Path = CONF_DIR) -> list[str]
     return errors
 
 
+# Tables keyed by primitive whose entries a preset lists only where it differs (``train.per_primitive.match_func:
+# {epochs: 10}``): setting another of an entry's documented fields, or an entry the preset leaves out, is a plain
+# override, as for any documented key, not an addition the user must spell ``+key``. The schema still refuses an
+# unknown primitive or field, with its location.
+OPEN_TABLES = ("train.per_primitive",)
+
+
+def _in_open_table(base: DictConfig, key: str) -> bool:
+    return any(
+        key.startswith(table + ".") and isinstance(OmegaConf.select(base, table, default=None), DictConfig)
+        for table in OPEN_TABLES
+    )
+
+
 def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tuple[list[str], list[str]]:
     """Check every ``key=value`` override against the composed config, and the conf's per-primitive tables
     against the registry.
@@ -327,7 +341,10 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
             kept.append(override.input_line)
             continue
         key = override.key_or_group
-        if OmegaConf.select(base, key, default=_MISSING) is _MISSING:
+        if OmegaConf.select(base, key, default=_MISSING) is _MISSING and _in_open_table(base, key):
+            # a primitive's setting the preset does not list (the schema checks the name and the field)
+            kept.append("+" + override.input_line)
+        elif OmegaConf.select(base, key, default=_MISSING) is _MISSING:
             hint = difflib.get_close_matches(key, known, n=1)
             errors.append(f"{key}: unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
         else:
@@ -344,11 +361,11 @@ def compose_config(
 
     overrides = list(overrides or [])
     source = config_source(command, conf_dir)
-    errors, _ = _unknown_overrides(command, overrides, conf_dir)
+    errors, kept = _unknown_overrides(command, overrides, conf_dir)
     if errors:
         raise ConfigError(source, errors)
     try:
-        return _compose(command, overrides, conf_dir, return_hydra_config=return_hydra_config)
+        return _compose(command, kept, conf_dir, return_hydra_config=return_hydra_config)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(source, [str(exc).splitlines()[0]]) from None
 

@@ -59,6 +59,18 @@ def test_unknown_key_and_wrong_type_are_reported_together():
     assert errors[1].startswith("train.epochs:") and "'abc'" in errors[1]
 
 
+def test_a_primitive_setting_the_preset_does_not_list_is_a_plain_override():
+    """``train.per_primitive.<name>`` lists only what a preset changes; any documented field of an entry, or an entry
+    the preset leaves out, is set like any other key (no ``+``), and a wrong primitive or field is still refused."""
+    train = load("train=converge", "train.per_primitive.match_func.learning_rate=3e-3").train
+    assert train.for_primitive("match_func").learning_rate == 3e-3 and train.for_primitive("match_func").epochs == 10
+    assert load("train.per_primitive.decompose.warmup_ratio=0.1").train.per_primitive["decompose"].epochs is None
+    with pytest.raises(ConfigError) as exc:
+        load("train.per_primitive.match_func.learnig_rate=3e-3", "train.per_primitive.match_fn.epochs=3")
+    located = sorted(error.split(":")[0] for error in exc.value.errors)
+    assert located == ["train.per_primitive.match_fn.[key]", "train.per_primitive.match_func.learnig_rate"]
+
+
 def test_strict_types_are_not_coerced():
     with pytest.raises(ConfigError) as exc:
         load("seed=1.5", "train.per_device_batch_size=true", "lora.r='8'", "train.resume=yes")
