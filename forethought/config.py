@@ -341,14 +341,11 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
             kept.append(override.input_line)
             continue
         key = override.key_or_group
-        if (
-            OmegaConf.select(base, key, default=_MISSING) is _MISSING
-            and not override.is_delete()
-            and _in_open_table(base, key)
-        ):
+        missing = OmegaConf.select(base, key, default=_MISSING) is _MISSING
+        if missing and not override.is_delete() and _in_open_table(base, key):
             # a primitive's setting the preset does not list (the schema checks the name and the field)
             kept.append("+" + override.input_line)
-        elif OmegaConf.select(base, key, default=_MISSING) is _MISSING:
+        elif missing:
             hint = difflib.get_close_matches(key, known, n=1)
             errors.append(f"{key}: unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
         else:
