@@ -45,10 +45,14 @@ def anonymous(inp: dict, target: dict | None, rng: random.Random) -> tuple[dict,
 def anonymous_rendering(inp: dict, target: dict | None, rng: random.Random) -> dict:
     """The renamed input and target, with the prompt and completion match_func's spec renders for them (under the
     rendering in use: call ``use_dataset_rendering`` first)."""
+    return rendered(*anonymous(inp, target, rng))
+
+
+def rendered(inp: dict, target: dict | None) -> dict:
+    """The input and target with the prompt and completion match_func's spec renders for them."""
     from forethought.kernel.specs import SPECS
 
     spec = SPECS["match_func"]
-    inp, target = anonymous(inp, target, rng)
     output = target if target is not None else {"tool_name": None}
     return {
         "input": inp,

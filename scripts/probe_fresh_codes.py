@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_anonymous_tools import anonymous_rendering  # noqa: E402  (a sibling script: one renaming)
+from probe_anonymous_tools import anonymous, anonymous_rendering, rendered  # noqa: E402  (a sibling script)
 
 PRIMITIVE = "match_func"
 
@@ -53,7 +53,69 @@ class FreshReads:
         return self.processed[self.real + slot * self.variants + read % self.variants]
 
 
-def variant_rows(rows: list, fraction: float, variants: int, seed: int) -> tuple[list[dict], int]:
+def task_last(messages: list) -> list:
+    """The messages with the user message's ``Task:`` line moved below the tool list (a causal model then reads the
+    tool lines before the task, and the answer follows the task's last word)."""
+    *head, user = messages
+    lines = user["content"].splitlines()
+    task = [line for line in lines if line.startswith("Task: ")][:1]
+    rest = [line for line in lines if line not in task]
+    return [*head, {**user, "content": "\n".join(rest + task)}]
+
+
+LAYOUT = {"task_last": False}
+
+
+def laid_out(copy: dict) -> dict:
+    return {**copy, "prompt": task_last(copy["prompt"])} if LAYOUT["task_last"] else copy
+
+
+def visible_descriptions(inp: dict) -> dict[str, str]:
+    """Each listed tool's description as the prompt shows it (the rendering in use; a cut word dropped)."""
+    from forethought.kernel.specs import SPECS
+
+    spec = SPECS[PRIMITIVE]
+    user = spec.messages(spec.input_type.model_validate(inp))[-1]
+    lines = (user["content"] if isinstance(user, dict) else user.content).splitlines()
+    shown: dict[str, str] = {}
+    for tool in inp["tools"]:
+        line = next(text for text in lines if text.startswith(f"- {tool['name']}("))
+        description = line.split("): ", 1)[1] if "): " in line else ""
+        words = description.rstrip("…").split()
+        shown[tool["name"]] = " ".join(words[:-1] if description.endswith("…") else words)
+    return shown
+
+
+def unique_spans(inp: dict, target: dict | None) -> list[str]:
+    """Spans of 2-4 consecutive words of the wanted tool's shown description that no other listed tool's shows."""
+    wanted = (target or {}).get("tool_name")
+    if not wanted:
+        return []
+    shown = visible_descriptions(inp)
+    words = shown.get(wanted, "").split()
+    others = [text.lower() for name, text in shown.items() if name != wanted]
+    spans = {" ".join(words[start : start + size]) for size in (2, 3, 4) for start in range(len(words) - size + 1)}
+    return sorted(span for span in spans if not any(span.lower() in other for other in others))
+
+
+def lexical_rendering(inp: dict, target: dict, spans: list[str], rng: random.Random) -> dict:
+    """A renamed rendering whose task is a span of the wanted tool's description (found by matching words alone)."""
+    task = {**inp["task"], "text": rng.choice(spans)}
+    renamed, renamed_target = anonymous({**inp, "task": task}, target, rng)
+    return rendered(renamed, renamed_target)
+
+
+def renderings(row: Any, rng: random.Random, lexical: bool) -> Any:
+    """A function drawing one more rendering of ``row``, or None where a lexical task has no span to draw from."""
+    if not lexical:
+        return lambda: laid_out(anonymous_rendering(row.input_value, row.target, rng))
+    spans = unique_spans(row.input_value, row.target)
+    return (lambda: laid_out(lexical_rendering(row.input_value, row.target, spans, rng))) if spans else None
+
+
+def variant_rows(
+    rows: list, fraction: float, variants: int, seed: int, lexical: bool = False
+) -> tuple[list[dict], int]:
     """(``variants`` renamed renderings of each chosen row, slot by slot; the number of slots)."""
     rng = random.Random(f"fresh:{seed}")
     out: list[dict] = []
@@ -61,15 +123,19 @@ def variant_rows(rows: list, fraction: float, variants: int, seed: int) -> tuple
     for row in rows:
         if rng.random() >= fraction:
             continue
+        draw = renderings(row, rng, lexical)
+        if draw is None:
+            continue
         slots += 1
         for _ in range(variants):
-            copy = anonymous_rendering(row.input_value, row.target, rng)
+            copy = draw()
             out.append({"prompt": copy["prompt"], "completion": copy["completion"]})
     return out, slots
 
 
-def renamed_dev(rows: list, seed: int) -> list:
-    """Each dev row with its tools renamed once (the in-context reading measured on held-out wordings)."""
+def renamed_dev(rows: list, seed: int, lexical: bool = False) -> list:
+    """Each dev row with its tools renamed once (the in-context reading measured on held-out wordings); lexical: the
+    task replaced by a span of the wanted description, rows without one left out."""
     import json
 
     from forethought.data_gen.row import DatasetRow
@@ -77,16 +143,20 @@ def renamed_dev(rows: list, seed: int) -> list:
     rng = random.Random(f"fresh-dev:{seed}")
     out = []
     for row in rows:
-        copy = anonymous_rendering(row.input_value, row.target, rng)
+        draw = renderings(row, rng, lexical)
+        if draw is None:
+            continue
+        copy = draw()
         fields = {**copy, "input": json.dumps(copy["input"], ensure_ascii=False)}
         out.append(DatasetRow.model_validate({**row.model_dump(), **fields}))
     return out
 
 
-def install(fraction: float, variants: int, *, codes_only: bool = False) -> dict[str, Any]:
+def install(fraction: float, variants: int, *, codes_only: bool = False, lexical: bool = False) -> dict[str, Any]:
     """Patch ``load_splits`` and ``SFTTrainer.train`` for match_func; returns the probe's state (slots, reads).
     ``codes_only``: the epoch reads the slots alone, and the dev rows (selection, the per-epoch curve) are shown
-    renamed, so the curve is the reading skill's."""
+    renamed, so the curve is the reading skill's. ``lexical``: each rendering's task is a span of the wanted tool's
+    description that no other listed tool's shows (the lookup by matching words, the step's simplest form)."""
     import trl
     from datasets import Dataset
 
@@ -103,11 +173,11 @@ def install(fraction: float, variants: int, *, codes_only: bool = False) -> dict
             return train_ds, eval_ds, dev
         data.use_dataset_rendering(dataset_dir)
         train, _ = data.train_and_dev_rows(dataset_dir, primitive, dev_fraction, seed, limit=max_train)
-        extra, slots = variant_rows(train, fraction, variants, seed)
+        extra, slots = variant_rows(train, fraction, variants, seed, lexical)
         state.update(real=len(train_ds), slots=slots, variants=variants)
         print(f"[probe] {len(train_ds)} rows + {slots} slots x {variants} fresh renamings", file=sys.stderr)
         if codes_only:
-            dev = renamed_dev(dev, seed)
+            dev = renamed_dev(dev, seed, lexical)
             eval_ds = Dataset.from_list(data.trainer_rows(dev[:max_eval] if max_eval else dev))
         return Dataset.from_list(data.trainer_rows(train) + extra), eval_ds, dev
 
@@ -129,13 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fraction", type=float, default=0.5, help="share of train rows given a slot")
     parser.add_argument("--variants", type=int, default=12, help="renderings per slot (more than the epochs)")
     parser.add_argument("--codes-only", action="store_true", help="train on the renamed slots alone; dev renamed")
+    parser.add_argument("--lexical", action="store_true", help="tasks are spans of the wanted tool's description")
+    parser.add_argument("--task-last", action="store_true", help="the slots' task line below the tool list")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then forethought's arguments")
     args = parser.parse_args(argv)
     if not 0 < args.fraction <= 1 or args.variants < 1:
         print("error: --fraction in (0, 1] and --variants >= 1", file=sys.stderr)
         return 2
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    state = install(args.fraction, args.variants, codes_only=args.codes_only)
+    LAYOUT["task_last"] = args.task_last
+    state = install(args.fraction, args.variants, codes_only=args.codes_only, lexical=args.lexical)
     from forethought.cli import main as forethought
 
     code = forethought(command)

@@ -349,3 +349,32 @@ def test_probe_fresh_codes_adds_slots_read_with_a_new_renaming_each_time(generat
     for row, old in zip(renamed, dev, strict=True):
         assert spec.check_output(row.input_value, row.target or {"tool_name": None}).ok
         assert {t["name"] for t in row.input_value["tools"]}.isdisjoint(t["name"] for t in old.input_value["tools"])
+
+
+def test_probe_fresh_codes_lexical_tasks_are_spans_only_the_wanted_tool_shows(generated_data):
+    """``--lexical``: each rendering's task is 2-4 consecutive words of the wanted tool's description as the prompt
+    shows it, words no other listed tool's shown description contains, so the row is answered by matching words
+    and copying the code on that line; rows with no tool to find (null) or no such span get no slot."""
+    from forethought.kernel.specs import SPECS
+    from forethought.training import data
+
+    probe = _script("probe_fresh_codes")
+    data.use_dataset_rendering(generated_data)
+    train, dev = data.train_and_dev_rows(generated_data, "match_func", 0.25, 0)
+    rows, slots = probe.variant_rows(train, 1.0, 2, 0, lexical=True)
+    findable = [row for row in train if probe.unique_spans(row.input_value, row.target)]
+    assert 0 < slots == len(findable) <= len(train) and len(rows) == 2 * slots
+    assert all(not probe.unique_spans(r.input_value, r.target) for r in train if not (r.target or {}).get("tool_name"))
+    spec = SPECS["match_func"]
+    for row in rows:
+        prompt = row["prompt"][-1]["content"]
+        task = prompt.splitlines()[0].removeprefix("Task: ")
+        wanted = spec.parse(row["completion"][0]["content"])["tool_name"]
+        lines = [line for line in prompt.splitlines() if line.startswith("- ")]
+        holding = [line.split("(", 1)[0][2:] for line in lines if task.lower() in line.split("): ", 1)[-1].lower()]
+        assert holding == [wanted] and 2 <= len(task.split()) <= 4 and wanted.startswith("fn_")
+    renamed = probe.renamed_dev(dev, seed=0, lexical=True)
+    assert 0 < len(renamed) <= len(dev) and all(row.target["tool_name"].startswith("fn_") for row in renamed)
+    moved = probe.task_last(rows[0]["prompt"])
+    before, after = rows[0]["prompt"][-1]["content"].splitlines(), moved[-1]["content"].splitlines()
+    assert after[-1] == before[0] and after[:-1] == before[1:] and moved[:-1] == rows[0]["prompt"][:-1]
