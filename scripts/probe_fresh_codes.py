@@ -11,6 +11,9 @@ A measurement, not a lever the project ships (docs/training.md, "Probe of 2026-1
 names drawn afresh at every read").
 
     python scripts/probe_fresh_codes.py --fraction 0.5 --variants 12 -- train primitive=match_func model=tiny ...
+
+``--lexical`` writes each rendering's task as words only the wanted tool's shown description holds, and
+``--task-last`` moves the task line below the tool list (docs/training.md, "Probes of 2026-12-06 (later)").
 """
 
 from __future__ import annotations
@@ -63,20 +66,12 @@ def task_last(messages: list) -> list:
     return [*head, {**user, "content": "\n".join(rest + task)}]
 
 
-LAYOUT = {"task_last": False}
-
-
-def laid_out(copy: dict) -> dict:
-    return {**copy, "prompt": task_last(copy["prompt"])} if LAYOUT["task_last"] else copy
-
-
 def visible_descriptions(inp: dict) -> dict[str, str]:
     """Each listed tool's description as the prompt shows it (the rendering in use; a cut word dropped)."""
     from forethought.kernel.specs import SPECS
 
     spec = SPECS[PRIMITIVE]
-    user = spec.messages(spec.input_type.model_validate(inp))[-1]
-    lines = (user["content"] if isinstance(user, dict) else user.content).splitlines()
+    lines = spec.messages(spec.input_type.model_validate(inp))[-1]["content"].splitlines()
     shown: dict[str, str] = {}
     for tool in inp["tools"]:
         line = next(text for text in lines if text.startswith(f"- {tool['name']}("))
@@ -105,16 +100,25 @@ def lexical_rendering(inp: dict, target: dict, spans: list[str], rng: random.Ran
     return rendered(renamed, renamed_target)
 
 
-def renderings(row: Any, rng: random.Random, lexical: bool) -> Any:
-    """A function drawing one more rendering of ``row``, or None where a lexical task has no span to draw from."""
-    if not lexical:
-        return lambda: laid_out(anonymous_rendering(row.input_value, row.target, rng))
-    spans = unique_spans(row.input_value, row.target)
-    return (lambda: laid_out(lexical_rendering(row.input_value, row.target, spans, rng))) if spans else None
+def renderings(row: Any, rng: random.Random, lexical: bool, last: bool) -> Any:
+    """A function drawing one more rendering of ``row`` (its task line below the tools if ``last``), or None where a
+    lexical task has no span to draw from."""
+    spans = unique_spans(row.input_value, row.target) if lexical else []
+    if lexical and not spans:
+        return None
+
+    def draw() -> dict:
+        if lexical:
+            copy = lexical_rendering(row.input_value, row.target, spans, rng)
+        else:
+            copy = anonymous_rendering(row.input_value, row.target, rng)
+        return {**copy, "prompt": task_last(copy["prompt"])} if last else copy
+
+    return draw
 
 
 def variant_rows(
-    rows: list, fraction: float, variants: int, seed: int, lexical: bool = False
+    rows: list, fraction: float, variants: int, seed: int, lexical: bool = False, last: bool = False
 ) -> tuple[list[dict], int]:
     """(``variants`` renamed renderings of each chosen row, slot by slot; the number of slots)."""
     rng = random.Random(f"fresh:{seed}")
@@ -123,7 +127,7 @@ def variant_rows(
     for row in rows:
         if rng.random() >= fraction:
             continue
-        draw = renderings(row, rng, lexical)
+        draw = renderings(row, rng, lexical, last)
         if draw is None:
             continue
         slots += 1
@@ -133,7 +137,7 @@ def variant_rows(
     return out, slots
 
 
-def renamed_dev(rows: list, seed: int, lexical: bool = False) -> list:
+def renamed_dev(rows: list, seed: int, lexical: bool = False, last: bool = False) -> list:
     """Each dev row with its tools renamed once (the in-context reading measured on held-out wordings); lexical: the
     task replaced by a span of the wanted description, rows without one left out."""
     import json
@@ -143,7 +147,7 @@ def renamed_dev(rows: list, seed: int, lexical: bool = False) -> list:
     rng = random.Random(f"fresh-dev:{seed}")
     out = []
     for row in rows:
-        draw = renderings(row, rng, lexical)
+        draw = renderings(row, rng, lexical, last)
         if draw is None:
             continue
         copy = draw()
@@ -152,11 +156,14 @@ def renamed_dev(rows: list, seed: int, lexical: bool = False) -> list:
     return out
 
 
-def install(fraction: float, variants: int, *, codes_only: bool = False, lexical: bool = False) -> dict[str, Any]:
+def install(
+    fraction: float, variants: int, *, codes_only: bool = False, lexical: bool = False, last: bool = False
+) -> dict[str, Any]:
     """Patch ``load_splits`` and ``SFTTrainer.train`` for match_func; returns the probe's state (slots, reads).
     ``codes_only``: the epoch reads the slots alone, and the dev rows (selection, the per-epoch curve) are shown
     renamed, so the curve is the reading skill's. ``lexical``: each rendering's task is a span of the wanted tool's
-    description that no other listed tool's shows (the lookup by matching words, the step's simplest form)."""
+    description that no other listed tool's shows (the lookup by matching words, the step's simplest form). ``last``:
+    the renderings' task line below the tool list."""
     import trl
     from datasets import Dataset
 
@@ -173,11 +180,11 @@ def install(fraction: float, variants: int, *, codes_only: bool = False, lexical
             return train_ds, eval_ds, dev
         data.use_dataset_rendering(dataset_dir)
         train, _ = data.train_and_dev_rows(dataset_dir, primitive, dev_fraction, seed, limit=max_train)
-        extra, slots = variant_rows(train, fraction, variants, seed, lexical)
+        extra, slots = variant_rows(train, fraction, variants, seed, lexical, last)
         state.update(real=len(train_ds), slots=slots, variants=variants)
         print(f"[probe] {len(train_ds)} rows + {slots} slots x {variants} fresh renamings", file=sys.stderr)
         if codes_only:
-            dev = renamed_dev(dev, seed, lexical)
+            dev = renamed_dev(dev, seed, lexical, last)
             eval_ds = Dataset.from_list(data.trainer_rows(dev[:max_eval] if max_eval else dev))
         return Dataset.from_list(data.trainer_rows(train) + extra), eval_ds, dev
 
@@ -207,8 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --fraction in (0, 1] and --variants >= 1", file=sys.stderr)
         return 2
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    LAYOUT["task_last"] = args.task_last
-    state = install(args.fraction, args.variants, codes_only=args.codes_only, lexical=args.lexical)
+    state = install(args.fraction, args.variants, codes_only=args.codes_only, lexical=args.lexical, last=args.task_last)
     from forethought.cli import main as forethought
 
     code = forethought(command)

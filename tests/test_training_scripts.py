@@ -378,3 +378,7 @@ def test_probe_fresh_codes_lexical_tasks_are_spans_only_the_wanted_tool_shows(ge
     moved = probe.task_last(rows[0]["prompt"])
     before, after = rows[0]["prompt"][-1]["content"].splitlines(), moved[-1]["content"].splitlines()
     assert after[-1] == before[0] and after[:-1] == before[1:] and moved[:-1] == rows[0]["prompt"][:-1]
+    last_rows, last_slots = probe.variant_rows(train, 1.0, 1, 0, lexical=True, last=True)
+    assert last_slots == slots and all(
+        r["prompt"][-1]["content"].splitlines()[-1].startswith("Task: ") for r in last_rows
+    )
