@@ -485,3 +485,30 @@ def test_the_base_stage_resumes_after_a_kill_and_is_then_reused(tmp_path):
     # an adapter run reuses the current base (no second base stage) and trains on it
     assert main([*args[:1], "primitive=match_fill", *args[2:], "train=quick", "train.max_steps=2"]) == 0
     assert json.loads((out / "base_run" / "metrics.json").read_text()) == metrics
+
+
+def test_a_primitive_killed_inside_its_lookups_resumes_them(tmp_path):
+    """Killed during train.per_primitive.<name>.lookup: the resume continues the lookups from their own checkpoint,
+    then trains the primitive's rows, and the run's end removes the lookups' checkpoints."""
+    data, out = tmp_path / "data", tmp_path / "train"
+    assert main(["generate", *GEN_ARGS, f"data.output_dir={data}"]) == 0
+    from tests.test_lookup_corpus import _overrides
+
+    lookup = "train.per_primitive.match_func.lookup={steps:24,save_steps:3,per_device_batch_size:2}"
+    # a smaller model than there, and as above: 21 steps after the first lookup checkpoint leave the watcher seconds
+    args = ["train", *_overrides(data, out, lookup, "model.tiny.hidden_size=64", "model.tiny.intermediate_size=128")]
+    proc = _spawn(args)
+
+    def ckpt():
+        from forethought.training.run_support import last_checkpoint
+
+        return last_checkpoint(out / "match_func" / "lookup_checkpoints") is not None
+
+    assert _kill_when(proc, ckpt), proc.stderr.read().decode()[-2000:]
+    assert not (out / "match_func" / "adapter").exists() and not (out / "match_func" / "lookup.json").exists()
+    assert main(args) == 2  # the run already started: resume or overwrite, never a silent restart
+    assert main([*args, "train.resume=true"]) == 0
+    metrics = json.loads((out / "match_func" / "metrics.json").read_text())
+    assert metrics["global_step"] == 2 and metrics["lookup"]["global_step"] == 24
+    assert metrics["lookup"]["resumed_from"].startswith("checkpoint-")
+    assert not (out / "match_func" / "lookup_checkpoints").exists()

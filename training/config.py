@@ -103,6 +103,19 @@ class TinyShape(_Strict):
         return []
 
 
+class LookupSettings(_Strict):
+    """``train.per_primitive.<name>.lookup``: before a primitive's own rows, its full weights trained on made-up
+    lookups drawn from match_func's train prompts (training/lookup_corpus.py), the in-context step held-out tasks need."""
+
+    steps: int = Field(1500, ge=1, description="optimizer steps (each reads per_device_batch_size fresh sequences)")
+    tools: int = Field(6, ge=2, description="tool lines a sequence shows")
+    queries: int = Field(6, ge=1, description="at most this many lookups a sequence asks")
+    learning_rate: float = Field(1.0e-3, gt=0)
+    warmup_steps: int = Field(30, ge=0)
+    per_device_batch_size: int = Field(16, ge=1)
+    save_steps: int = Field(250, ge=1)
+
+
 class PretrainSettings(_Strict):
     """The base stage of a built-here profile: full-parameter training of the random model on the
     train splits of all five primitives, mixed (never a validation row), before any adapter."""
@@ -247,6 +260,9 @@ class PrimitiveOverrides(_Strict):
     early_stopping_patience: int | None = Field(None, ge=1)
     dev_em_examples: int | None = Field(None, ge=1)
     decoding: Decoding | None = None
+    lookup: LookupSettings | None = Field(
+        None, description="first, made-up lookups (training/lookup_corpus.py); full weights only. null: none"
+    )
 
 
 class TrainSettings(_Strict):
@@ -313,6 +329,9 @@ class TrainSettings(_Strict):
     decoding: Decoding = Field(
         "constrained", description="how the dev rows (and em_eval_steps) are decoded: as the gates will"
     )
+    lookup: LookupSettings | None = Field(
+        None, description="made-up lookups before the primitive's own rows (set per primitive); full weights only"
+    )
     per_primitive: dict[PrimitiveName, PrimitiveOverrides] = Field(default_factory=dict)
     # lora: one LoRA adapter per primitive (lora.*). full: every weight of the base fine-tuned per primitive and shipped
     # whole: the built-here profiles' small models learn a primitive only when their embeddings train too (a frozen
@@ -325,7 +344,8 @@ class TrainSettings(_Strict):
         over = self.per_primitive.get(name)
         if over is None:
             return self
-        return self.model_copy(update={k: v for k, v in over.model_dump().items() if v is not None})
+        fields = type(over).model_fields  # the values themselves (a dump would turn ``lookup`` into a dict)
+        return self.model_copy(update={k: getattr(over, k) for k in fields if getattr(over, k) is not None})
 
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:
@@ -338,6 +358,13 @@ class TrainSettings(_Strict):
         if any(p is not None for p in patience) and data.get("selection") != "dev_exact_match":
             errors.append(
                 "train.early_stopping_patience needs train.selection=dev_exact_match (it stops on the dev exact match)"
+            )
+        lookups = [data.get("lookup")] + [
+            o.get("lookup") for o in (data.get("per_primitive") or {}).values() if isinstance(o, dict)
+        ]
+        if any(lookup is not None for lookup in lookups) and data.get("finetuning", "lora") != "full":
+            errors.append(
+                "train.per_primitive.<name>.lookup trains the primitive's full weights: it needs train.finetuning=full"
             )
         if data.get("resume") is True and data.get("overwrite") is True:
             errors.append("train.resume and train.overwrite exclude each other")

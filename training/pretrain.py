@@ -218,7 +218,7 @@ def _init(cfg: TrainConfig, run: Path) -> Path:
 def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
     from trl import SFTConfig
 
-    from forethought.training.run_support import checkpointing_kwargs
+    from forethought.training.run_support import whole_model_phase_kwargs
 
     settings = cfg.model.pretrain
     assert settings is not None
@@ -243,19 +243,8 @@ def _sft_config(cfg: TrainConfig, ckpt_dir: Path, device: str) -> Any:
         shuffle_dataset=False,  # rows are shuffled with the seed; the trainer's sampler shuffles again
         bf16=False,
         fp16=False,
-        use_cpu=device == "cpu",
-        dataloader_pin_memory=device == "cuda",
-        **checkpointing_kwargs(False),  # ~40 % slower on CPU and not needed at these sizes
         logging_steps=settings.logging_steps,
-        logging_first_step=True,
-        eval_strategy="no",
-        save_strategy="steps",
-        save_steps=settings.save_steps,
-        save_total_limit=1,
-        include_num_input_tokens_seen="non_padding",
-        report_to=["wandb"] if cfg.logging.backend == "wandb" else "none",
-        disable_tqdm=True,
-        push_to_hub=False,
+        **whole_model_phase_kwargs(cfg, device, settings.save_steps),
     )
 
 
@@ -278,6 +267,7 @@ def pretrain(cfg: TrainConfig) -> Path:
         resolved_config,
         start_wandb,
         temporary_environ,
+        train_resumable,
         wandb_environ,
     )
 
@@ -346,13 +336,7 @@ def pretrain(cfg: TrainConfig) -> Path:
                 processing_class=tokenizer,
                 callbacks=callbacks,
             )
-            if cfg.logging.progress:
-                from transformers.trainer_callback import PrinterCallback
-
-                trainer.remove_callback(PrinterCallback)
-            if resume_from is not None:
-                print(f"[base] resuming from {resume_from}", file=sys.stderr)
-            result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+            result = train_resumable(trainer, resume_from, "base", cfg.logging.progress)
         finally:
             finish_wandb()
     model.generation_config.eos_token_id = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")]

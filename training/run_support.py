@@ -174,6 +174,37 @@ def finish_wandb() -> None:
         wandb.finish()
 
 
+def train_resumable(trainer: Any, resume_from: Path | None, label: str, progress: bool) -> Any:
+    """``trainer.train()``, from ``resume_from`` when given (said on stderr); with the rich progress display, without
+    transformers' printed log dicts. Returns the trainer's result."""
+    if progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+    if resume_from is not None:
+        print(f"[{label}] resuming from {resume_from}", file=sys.stderr)
+    return trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+
+
+def whole_model_phase_kwargs(cfg: Any, device: str, save_steps: int) -> dict[str, Any]:
+    """The SFTConfig settings the whole-model phases share (the base stage, a primitive's lookups): no evaluation, a
+    checkpoint every ``save_steps`` (the last one kept, to resume from), the reporting the run's logging asks for."""
+    return {
+        "use_cpu": device == "cpu",
+        "dataloader_pin_memory": device == "cuda",
+        **checkpointing_kwargs(False),  # ~40 % slower on CPU and not needed at these sizes
+        "logging_first_step": True,
+        "eval_strategy": "no",
+        "save_strategy": "steps",
+        "save_steps": save_steps,
+        "save_total_limit": 1,
+        "include_num_input_tokens_seen": "non_padding",
+        "report_to": ["wandb"] if cfg.logging.backend == "wandb" else "none",
+        "disable_tqdm": True,
+        "push_to_hub": False,
+    }
+
+
 def checkpointing_kwargs(gc: bool) -> dict[str, Any]:
     """transformers >= 5.2x renamed gradient_checkpointing to activation_checkpointing (the old name warns)."""
     import dataclasses

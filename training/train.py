@@ -379,6 +379,12 @@ def _check_before_changes(cfg: TrainConfig) -> None:
     belong to it; a run folder that holds a run is continued or replaced, never trained over."""
     if not is_main_process():
         return
+    from forethought.training.lookup_corpus import pool_of
+
+    for primitive in cfg.primitives():  # a lookup phase with too few tools to draw from
+        lookup = cfg.train.for_primitive(primitive).lookup
+        if primitive != "base" and lookup is not None:
+            pool_of(cfg, lookup.tools)
     targets = _overwrite_targets(cfg) if cfg.train.overwrite else []
     clears_base = cfg.train.overwrite and _clears_base(cfg)
     if cfg.model.profile in BUILT_HERE and not clears_base:
@@ -555,6 +561,7 @@ def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
 
     if (
         holds_checkpoint(run_dir / "checkpoints")
+        or holds_checkpoint(run_dir / LOOKUP_CHECKPOINTS)  # its made-up lookups began
         or adapter_kind(run_dir / "adapter") is not None
         or (run_dir / "metrics.json").is_file()
     ):
@@ -777,6 +784,7 @@ def train_primitive(
     with temporary_environ(wandb_environ(cfg)):
         try:
             start_wandb(cfg, run_dir, primitive, resolved_config(cfg, primitive))
+            lookup = _lookup_phase(cfg, settings, model, tokenizer, run_dir, device, primitive, resume_from, main)
             trainer = SFTTrainer(
                 model=model,
                 args=args,
@@ -911,6 +919,7 @@ def train_primitive(
             "stopped_early": bool(settings.early_stopping_patience) and state.global_step < state.max_steps,
         },
         "resumed_from": resume_from.name if resume_from else None,
+        "lookup": lookup,
         "adapter": {"path": "adapter", **targets},
         "notes": notes,
         "versions": {
@@ -922,6 +931,9 @@ def train_primitive(
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     if main:
+        import shutil
+
+        shutil.rmtree(run_dir / LOOKUP_CHECKPOINTS, ignore_errors=True)  # the adapter is saved: no resume needs them
         plot_loss(history, run_dir / "loss.png", f"{primitive} ({cfg.model.profile}, {cfg.train.preset})")
         if curve and curve.history:
             from forethought.training.plots import plot_em
@@ -933,6 +945,51 @@ def train_primitive(
     for n in notes:
         print(f"[{primitive}] note: {n}", file=sys.stderr)
     return RunResult(primitive, run_dir, metrics, trainer=trainer if keep_trainer else None, notes=notes)
+
+
+LOOKUP_CHECKPOINTS = "lookup_checkpoints"
+LOOKUP_METRICS = "lookup.json"
+
+
+def _lookup_phase(
+    cfg: TrainConfig,
+    settings: Any,
+    model: Any,
+    tokenizer: Any,
+    run_dir: Path,
+    device: str,
+    primitive: str,
+    resume_from: Path | None,
+    main: bool,
+) -> dict[str, Any] | None:
+    """``train.per_primitive.<name>.lookup``: made-up lookups first (training/lookup_corpus.py), the model trained in
+    place. Once the primitive's own rows have a checkpoint a resume reads the phase's record (``lookup.json``) and the
+    weights come from that checkpoint; a phase that ended before it gives its last checkpoint's weights (resumed, the
+    trainer would take one step more); a phase cut short resumes from its own checkpoint. Its checkpoints go with
+    the run's end."""
+    if settings.lookup is None:
+        return None
+    from forethought.training.lookup_corpus import train_on_lookups
+    from forethought.training.run_support import last_checkpoint
+
+    done = run_dir / LOOKUP_METRICS
+    if resume_from is not None:
+        return read_json_object(done)
+    if done.is_file():
+        from safetensors.torch import load_file
+
+        ckpt = last_checkpoint(run_dir / LOOKUP_CHECKPOINTS)
+        if ckpt is None:
+            raise UserError(
+                "the lookup phase ended but its checkpoint is gone: rerun with train.overwrite=true", str(done)
+            )
+        missing, unexpected = model.load_state_dict(load_file(ckpt / "model.safetensors"), strict=False)
+        assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)  # tied to the embeddings
+        return read_json_object(done)
+    record = train_on_lookups(cfg, settings.lookup, model, tokenizer, run_dir / LOOKUP_CHECKPOINTS, device, primitive)
+    if main:
+        atomic_write_json(done, record)
+    return record
 
 
 def _em_at(eval_hist: list[dict[str, Any]], step: int | None) -> float | None:

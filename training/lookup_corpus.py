@@ -1,0 +1,182 @@
+"""Made-up lookups, many to a short sequence, trained before a primitive's own rows (per_primitive.<name>.lookup).
+
+match_func's held-out tasks need one in-context step: find the tool line whose description says what the task says
+and copy the name written on it. A model trained from scratch on the requests does not acquire it from match_func's
+rows (one answer per 500-1,500-token prompt: docs/training.md, "Probe of 2026-12-06: match_func trained on tool
+names drawn afresh at every read"); it memorises which wording goes with which name. Here the step is asked several
+times a sequence, where memorising cannot pay: a few real tool lines of match_func's train prompts with their names
+shuffled among them (a name stays beside its own description only by chance), then tasks that are 2-4 consecutive
+words only one shown description holds, each answered ``{"tool_name": "NAME"}`` with the name on that line. The
+loss reads the names only (and the closing ``"}``). Made from train rows only (never a dev or validation row) and
+drawn up front from the run's seed, so a resumed run reads the same sequences. Trained by the real trl trainer on
+the primitive's full weights, in place, before its own rows; the adapter it ships is that model (docs/training.md,
+"Probe of 2026-12-06: a made-up lookup corpus").
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from forethought.errors import UserError
+
+if TYPE_CHECKING:
+    from forethought.training.config import LookupSettings, TrainConfig
+
+PRIMITIVE = "match_func"
+
+
+def tool_lines(prompts: Iterable[list[dict[str, str]]]) -> list[tuple[str, str, str]]:
+    """(name, parameters, description) of every distinct tool line the prompts' last messages show, as the prompt
+    shows it (a cut description keeps its cut, without the ellipsis)."""
+    lines = set()
+    for prompt in prompts:
+        for text in prompt[-1]["content"].splitlines():
+            if text.startswith("- ") and "(" in text:
+                lines.add(text)
+    out = []
+    for text in sorted(lines):
+        name, rest = text[2:].split("(", 1)
+        params, _, description = rest.partition("): ")
+        if not description:
+            params, description = rest.rstrip(")"), ""
+        out.append((name, params, description.rstrip("…")))
+    return out
+
+
+def spans(words: list[str]) -> list[str]:
+    """Every run of 2-4 consecutive words."""
+    return [" ".join(words[start : start + size]) for size in (2, 3, 4) for start in range(len(words) - size + 1)]
+
+
+def sequence(pool: list[tuple[str, str, str]], rng: random.Random, tools: int, queries: int):
+    """One sequence as (text, is_answer) parts, and how many lookups it asks."""
+    chosen = rng.sample(pool, tools)
+    names = [name for name, _, _ in chosen]
+    rng.shuffle(names)
+    lines = [f"- {name}({params}): {description}" for name, (_, params, description) in zip(names, chosen, strict=True)]
+    lowered = [description.lower() for _, _, description in chosen]
+    asks = []
+    for index, (_, _, description) in enumerate(chosen):
+        own = [
+            span
+            for span in spans(description.split())
+            if not any(span.lower() in other for other_index, other in enumerate(lowered) if other_index != index)
+        ]
+        if own:
+            asks.append((rng.choice(own), names[index]))
+    rng.shuffle(asks)
+    asks = asks[:queries]
+    parts = [("Tools:\n" + "\n".join(lines) + "\n", False)]
+    for task, name in asks:
+        parts.append((f'Task: {task}\n{{"tool_name": "', False))
+        parts.append((f'{name}"}}', True))
+        parts.append(("\n", False))
+    return parts, len(asks)
+
+
+def encode(tokenizer: Any, parts: list[tuple[str, bool]]) -> dict[str, list[int]]:
+    """``input_ids`` after ``<bos>`` and ``labels`` (-100 outside the answers), as trl reads a tokenised row."""
+    ids, labels = [tokenizer.bos_token_id], [-100]
+    for text, is_answer in parts:
+        piece = tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids += piece
+        labels += piece if is_answer else [-100] * len(piece)
+    return {"input_ids": ids, "labels": labels}
+
+
+def check_pool(pool: list[tuple[str, str, str]], tools: int, where: str) -> None:
+    """Refuse (before anything is written) a dataset whose match_func train prompts show too few tools."""
+    if len(pool) < tools:
+        raise UserError(
+            f"lookup.tools={tools}, but match_func's train prompts show {len(pool)} distinct tool lines: lower "
+            "train.per_primitive.<name>.lookup.tools, or set it to null",
+            where,
+        )
+
+
+def corpus(tokenizer: Any, pool: list[tuple[str, str, str]], count: int, tools: int, queries: int, seed: int):
+    """``count`` tokenised sequences drawn from the seed (the same on every machine and every resume)."""
+    rng = random.Random(f"lookup:{seed}")
+    return [encode(tokenizer, sequence(pool, rng, tools, queries)[0]) for _ in range(count)]
+
+
+def pool_of(cfg: TrainConfig, tools: int) -> list[tuple[str, str, str]]:
+    """The tool lines of match_func's train rows (never a dev solution's) the lookups draw from; refused when there is
+    no match_func train split or too few distinct tools (checked before anything is written)."""
+    from forethought.training.data import split_path, train_and_dev_rows
+
+    where = str(split_path(cfg.dataset_dir, PRIMITIVE, "train"))
+    if not Path(where).is_file():
+        raise UserError(
+            "train.per_primitive.<name>.lookup draws from match_func's train split, and there is none", where
+        )
+    rows = train_and_dev_rows(cfg.dataset_dir, PRIMITIVE, cfg.train.dev_fraction, cfg.seed)[0]
+    pool = tool_lines(row.prompt_messages() for row in rows)
+    check_pool(pool, tools, where)
+    return pool
+
+
+def train_on_lookups(
+    cfg: TrainConfig, settings: LookupSettings, model: Any, tokenizer: Any, ckpt_dir: Path, device: str, label: str
+) -> dict[str, Any]:
+    """Train ``model`` in place, every weight, on ``settings.steps`` batches of fresh made-up lookups, with the real trl
+    trainer and its own checkpoints under ``ckpt_dir`` (a killed run resumes there). Returns its metrics."""
+    import datasets
+    from trl import SFTConfig, SFTTrainer
+
+    from forethought.training.callbacks import RichProgress, Throughput
+    from forethought.training.run_support import last_checkpoint, train_resumable, whole_model_phase_kwargs
+
+    started = time.perf_counter()
+    resume_from = last_checkpoint(ckpt_dir)
+    count = settings.steps * settings.per_device_batch_size * max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    rows = corpus(tokenizer, pool_of(cfg, settings.tools), count, settings.tools, settings.queries, cfg.seed)
+    throughput = Throughput()
+    callbacks: list[Any] = [throughput] + ([RichProgress(f"{label} lookups")] if cfg.logging.progress else [])
+    args = SFTConfig(
+        output_dir=str(ckpt_dir),
+        run_name=f"{label}-lookups",
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        max_steps=settings.steps,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type="constant_with_warmup",  # the probe's schedule: a short warm-up, then a constant rate
+        warmup_steps=settings.warmup_steps,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        optim="adamw_torch",
+        per_device_train_batch_size=settings.per_device_batch_size,
+        max_length=None,  # a sequence is a few hundred tokens: nothing to cut
+        packing=False,
+        bf16=device == "cuda",
+        fp16=False,
+        logging_steps=cfg.train.logging_steps,
+        **whole_model_phase_kwargs(cfg, device, settings.save_steps),
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=datasets.Dataset.from_list(rows),  # tokenised rows with labels: trl uses them as they are
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
+    result = train_resumable(trainer, resume_from, f"{label} lookups", cfg.logging.progress)
+    history = trainer.state.log_history
+    return {
+        **settings.model_dump(),
+        "sequences": len(rows),
+        "global_step": trainer.state.global_step,
+        "tokens_seen": int(trainer.state.num_input_tokens_seen or 0),
+        **throughput.summary(),
+        "wall_time_s": round(time.perf_counter() - started, 3),
+        "train_loss": result.training_loss,
+        "train_loss_history": [
+            {k: e[k] for k in ("step", "loss", "learning_rate") if k in e} for e in history if "loss" in e
+        ],
+        "resumed_from": resume_from.name if resume_from else None,
+    }
