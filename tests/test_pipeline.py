@@ -234,7 +234,7 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
             name: train.for_primitive(name).lookup
             for name in ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
         }
-        assert lookups.pop("match_func").steps == 1500 and set(lookups.values()) == {None}
+        assert lookups.pop("match_func").steps == 2000 and set(lookups.values()) == {None}
         assert train.finetuning == "full"
         # no retrieved demonstrations: trained with them, match_func falls from 73.8 to 41.2 % on prompts that show
         # none, as every prompt over a user's own tools does (docs/training.md, "Recorded run #9")
