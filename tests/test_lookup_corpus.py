@@ -66,6 +66,38 @@ def test_each_lookup_asks_only_what_one_shown_line_answers(generated_data):
     assert asked > 60 and kept < 60  # names moved: a name stays beside its own description only by chance
 
 
+def test_a_share_of_lookups_asks_what_no_shown_line_holds_and_is_answered_null(generated_data):
+    """none_share: that share of the lookups asks words of a tool not shown that no shown description holds, answered
+    null, and the name's opening quote moves into the answer (a name or null is decided at its first token); at 0 the
+    sequences are the very ones drawn before the option existed (no extra draw from the seed)."""
+    from forethought.data_gen.row import read_rows
+    from forethought.training import lookup_corpus
+
+    pool = lookup_corpus.tool_lines(row.prompt_messages() for row in read_rows(generated_data, "match_func", "train"))
+    plain, zero = random.Random(5), random.Random(5)
+    for _ in range(10):
+        assert lookup_corpus.sequence(pool, plain, 6, 6) == lookup_corpus.sequence(pool, zero, 6, 6, 0.0)
+    rng = random.Random(0)
+    nulls = named = 0
+    for _ in range(40):
+        parts, count = lookup_corpus.sequence(pool, rng, 6, 6, 0.3)
+        text = "".join(piece for piece, _ in parts)
+        lines = [line for line in text.splitlines() if line.startswith("- ")]
+        answers = [piece for piece, is_answer in parts if is_answer]
+        tasks = [line.removeprefix("Task: ") for line in text.splitlines() if line.startswith("Task: ")]
+        assert len(answers) == len(tasks) == count
+        assert all(piece.endswith('{"tool_name": ') for piece, is_answer in parts if piece.startswith("Task: "))
+        for task, answer in zip(tasks, answers, strict=True):
+            holding = [line[2:].split("(", 1)[0] for line in lines if task.lower() in line.split("): ", 1)[-1].lower()]
+            if answer == "null}":
+                nulls += 1
+                assert holding == [] and 2 <= len(task.split()) <= 4
+            else:
+                named += 1
+                assert answer.startswith('"') and holding == [answer.removeprefix('"').removesuffix('"}')]
+    assert 0.15 < nulls / (nulls + named) < 0.45
+
+
 def test_the_corpus_is_drawn_from_the_seed_and_labels_only_the_names(generated_data, tmp_path):
     from forethought.bundle.models import load_tokenizer
     from forethought.training import lookup_corpus

@@ -110,6 +110,12 @@ class LookupSettings(_Strict):
     steps: int = Field(1500, ge=1, description="optimizer steps (each reads per_device_batch_size fresh sequences)")
     tools: int = Field(6, ge=2, description="tool lines a sequence shows")
     queries: int = Field(6, ge=1, description="at most this many lookups a sequence asks")
+    none_share: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="the share of lookups asked instead for words no shown line holds, answered null (0: none)",
+    )
     learning_rate: float = Field(1.0e-3, gt=0)
     warmup_steps: int = Field(30, ge=0)
     per_device_batch_size: int = Field(16, ge=1)

@@ -1,17 +1,17 @@
 """Made-up lookups, many to a short sequence, trained before a primitive's own rows (per_primitive.<name>.lookup).
 
-match_func's held-out tasks need one in-context step: find the tool line whose description says what the task says
-and copy the name written on it. A model trained from scratch on the requests does not acquire it from match_func's
-rows (one answer per 500-1,500-token prompt: docs/training.md, "Probe of 2026-12-06: match_func trained on tool
-names drawn afresh at every read"); it memorises which wording goes with which name. Here the step is asked several
-times a sequence, where memorising cannot pay: a few real tool lines of match_func's train prompts with their names
-shuffled among them (a name stays beside its own description only by chance), then tasks that are 2-4 consecutive
-words only one shown description holds, each answered ``{"tool_name": "NAME"}`` with the name on that line. The
-loss reads the names only (and the closing ``"}``). Made from train rows only (never a dev or validation row) and
-drawn up front from the run's seed, so a resumed run reads the same sequences. Trained by the real trl trainer on
-the primitive's full weights, in place, before its own rows; the adapter it ships is that model (docs/training.md,
-"Probe of 2026-12-06: a made-up lookup corpus").
-"""
+match_func's held-out tasks need one in-context step: find the tool line whose description says what the task says and
+copy the name written on it. A model trained from scratch on the requests does not acquire it from match_func's rows
+(one answer per 500-1,500-token prompt: docs/training.md, "Probe of 2026-12-06: match_func trained on tool names drawn
+afresh at every read"); it memorises which wording goes with which name. Here the step is asked several times a
+sequence, where memorising cannot pay: a few real tool lines of match_func's train prompts with their names shuffled
+among them (a name stays beside its own description only by chance), then tasks that are 2-4 consecutive words only
+one shown description holds, each answered ``{"tool_name": "NAME"}`` with the name on that line (with ``none_share``,
+that share asks instead for words no shown line holds, answered ``{"tool_name": null}``). The loss reads the answers
+only (the name or null, and the closing ``"}``). Made from train rows only (never a dev or validation row) and drawn
+up front from the run's seed, so a resumed run reads the same sequences. Trained by the real trl trainer on the
+primitive's full weights, in place, before its own rows; the adapter it ships is that model (docs/training.md, "Probe
+of 2026-12-06: a made-up lookup corpus")."""
 
 from __future__ import annotations
 
@@ -53,14 +53,18 @@ def spans(words: list[str]) -> list[str]:
     return [" ".join(words[start : start + size]) for size in (2, 3, 4) for start in range(len(words) - size + 1)]
 
 
-def sequence(pool: list[tuple[str, str, str]], rng: random.Random, tools: int, queries: int):
-    """One sequence as (text, is_answer) parts, and how many lookups it asks."""
+def sequence(pool: list[tuple[str, str, str]], rng: random.Random, tools: int, queries: int, none_share: float = 0.0):
+    """One sequence as (text, is_answer) parts, and how many lookups it asks. With ``none_share`` > 0, each lookup is
+    in that share asked instead for words no shown line holds (2-4 words of a tool not shown), answered null: the
+    decision match_func must make when no listed tool fits (6.4 % of its train rows), which a corpus of answered
+    lookups alone teaches against (docs/training.md, "Probe of 2026-12-06, later: lookups that no shown line
+    answers")."""
     chosen = rng.sample(pool, tools)
     names = [name for name, _, _ in chosen]
     rng.shuffle(names)
     lines = [f"- {name}({params}): {description}" for name, (_, params, description) in zip(names, chosen, strict=True)]
     lowered = [description.lower() for _, _, description in chosen]
-    asks = []
+    asks: list[tuple[str, str | None]] = []
     for index, (_, _, description) in enumerate(chosen):
         own = [
             span
@@ -71,12 +75,33 @@ def sequence(pool: list[tuple[str, str, str]], rng: random.Random, tools: int, q
             asks.append((rng.choice(own), names[index]))
     rng.shuffle(asks)
     asks = asks[:queries]
+    if none_share:  # no draw at all otherwise: a corpus without nulls stays the one measured before them
+        for position in range(len(asks)):
+            if rng.random() < none_share:
+                unheld = _unheld(pool, names, lowered, rng)
+                if unheld:
+                    asks[position] = (unheld, None)
+    # With nulls asked, the name's opening quote is part of the answer: a name or null is decided at its first token.
+    asked = '{"tool_name": ' if none_share else '{"tool_name": "'
     parts = [("Tools:\n" + "\n".join(lines) + "\n", False)]
     for task, name in asks:
-        parts.append((f'Task: {task}\n{{"tool_name": "', False))
-        parts.append((f'{name}"}}', True))
+        parts.append((f"Task: {task}\n{asked}", False))
+        if name is None:
+            parts.append(("null}", True))
+        else:
+            parts.append((f'"{name}"}}' if none_share else f'{name}"}}', True))
         parts.append(("\n", False))
     return parts, len(asks)
+
+
+def _unheld(pool: list[tuple[str, str, str]], shown: list[str], lowered: list[str], rng: random.Random) -> str | None:
+    """2-4 consecutive words of a tool not shown that no shown description holds (None after a few tries)."""
+    others = [description for name, _, description in pool if name not in shown]
+    for _ in range(8):
+        words = [span for span in spans(rng.choice(others).split()) if not any(span.lower() in d for d in lowered)]
+        if words:
+            return rng.choice(words)
+    return None
 
 
 def encode(tokenizer: Any, parts: list[tuple[str, bool]]) -> dict[str, list[int]]:
@@ -99,10 +124,18 @@ def check_pool(pool: list[tuple[str, str, str]], tools: int, where: str) -> None
         )
 
 
-def corpus(tokenizer: Any, pool: list[tuple[str, str, str]], count: int, tools: int, queries: int, seed: int):
+def corpus(
+    tokenizer: Any,
+    pool: list[tuple[str, str, str]],
+    count: int,
+    tools: int,
+    queries: int,
+    seed: int,
+    none_share: float = 0.0,
+):
     """``count`` tokenised sequences drawn from the seed (the same on every machine and every resume)."""
     rng = random.Random(f"lookup:{seed}")
-    return [encode(tokenizer, sequence(pool, rng, tools, queries)[0]) for _ in range(count)]
+    return [encode(tokenizer, sequence(pool, rng, tools, queries, none_share)[0]) for _ in range(count)]
 
 
 def pool_of(cfg: TrainConfig, tools: int) -> list[tuple[str, str, str]]:
@@ -135,7 +168,15 @@ def train_on_lookups(
     started = time.perf_counter()
     resume_from = last_checkpoint(ckpt_dir)
     count = settings.steps * settings.per_device_batch_size * max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    rows = corpus(tokenizer, pool_of(cfg, settings.tools), count, settings.tools, settings.queries, cfg.seed)
+    rows = corpus(
+        tokenizer,
+        pool_of(cfg, settings.tools),
+        count,
+        settings.tools,
+        settings.queries,
+        cfg.seed,
+        settings.none_share,
+    )
     throughput = Throughput()
     callbacks: list[Any] = [throughput] + ([RichProgress(f"{label} lookups")] if cfg.logging.progress else [])
     args = SFTConfig(
