@@ -348,6 +348,10 @@ def _unknown_overrides(command: str, overrides: list[str], conf_dir: Path) -> tu
         elif missing:
             hint = difflib.get_close_matches(key, known, n=1)
             errors.append(f"{key}: unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        elif _in_open_table(base, key) and not override.is_delete():
+            # a table the preset lists, given fields it does not (lookup={steps: 3000, none_share: 0.2} where the
+            # preset has lookup={steps: 2000}): merged as Hydra merges a table, the schema checking every field
+            kept.append("++" + override.input_line)
         else:
             kept.append(override.input_line)
     return errors, kept

@@ -71,6 +71,24 @@ def test_a_primitive_setting_the_preset_does_not_list_is_a_plain_override():
     assert located == ["train.per_primitive.match_fn.[key]", "train.per_primitive.match_func.learnig_rate"]
 
 
+def test_a_table_the_preset_lists_takes_fields_it_does_not():
+    """The converge preset lists match_func's ``lookup={steps: 2000}``: a table given on the command line with a field
+    the preset leaves out merges as Hydra merges tables (its other fields kept), null turns it off, and a misspelt
+    field is still refused with its location."""
+    merged = load("train=converge", "train.per_primitive.match_func.lookup={steps:3000,none_share:0.2}").train
+    assert (merged.for_primitive("match_func").lookup.steps, merged.for_primitive("match_func").lookup.none_share) == (
+        3000,
+        0.2,
+    )
+    kept = load("train=converge", "train.per_primitive.match_func.lookup={none_share:0.2}").train
+    assert kept.for_primitive("match_func").lookup.steps == 2000
+    off = load("train=converge", "train.per_primitive.match_func.lookup=null").train
+    assert off.for_primitive("match_func").lookup is None and off.for_primitive("match_func").epochs == 10
+    with pytest.raises(ConfigError) as exc:
+        load("train=converge", "train.per_primitive.match_func.lookup={stepz:3}")
+    assert [error.split(":")[0] for error in exc.value.errors] == ["train.per_primitive.match_func.lookup.stepz"]
+
+
 def test_strict_types_are_not_coerced():
     with pytest.raises(ConfigError) as exc:
         load("seed=1.5", "train.per_device_batch_size=true", "lora.r='8'", "train.resume=yes")
