@@ -98,9 +98,13 @@ def _unheld(pool: list[tuple[str, str, str]], shown: list[str], lowered: list[st
     """2-4 consecutive words of a tool not shown that no shown description holds (None after a few tries)."""
     others = [description for name, _, description in pool if name not in shown]
     for _ in range(8):
-        words = [span for span in spans(rng.choice(others).split()) if not any(span.lower() in d for d in lowered)]
-        if words:
-            return rng.choice(words)
+        unheld = [
+            span
+            for span in spans(rng.choice(others).split())
+            if not any(span.lower() in shown_text for shown_text in lowered)
+        ]
+        if unheld:
+            return rng.choice(unheld)
     return None
 
 
