@@ -56,9 +56,9 @@ def spans(words: list[str]) -> list[str]:
 def sequence(pool: list[tuple[str, str, str]], rng: random.Random, tools: int, queries: int, none_share: float = 0.0):
     """One sequence as (text, is_answer) parts, and how many lookups it asks. With ``none_share`` > 0, each lookup is
     in that share asked instead for words no shown line holds (2-4 words of a tool not shown), answered null: the
-    decision match_func must make when no listed tool fits (6.4 % of its train rows), which a corpus of answered
-    lookups alone teaches against (docs/training.md, "Probe of 2026-12-06, later: lookups that no shown line
-    answers")."""
+    decision match_func must make when no listed tool fits (6.4 % of its train rows). Measured at 0.2: one row more
+    on validation, inside the base-to-base spread, so the converge profile leaves it at 0 (docs/training.md, "Probe
+    of 2026-12-06, later: lookups that no shown line answers")."""
     chosen = rng.sample(pool, tools)
     names = [name for name, _, _ in chosen]
     rng.shuffle(names)
