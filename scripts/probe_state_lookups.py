@@ -1,8 +1,8 @@
 """Probe-only: made-up lookups of the scratchpad state, trained before match_fill's rows.
 
-match_fill's validation errors (run #10, docs/training.md "Probe of 2026-12-06, last") are mostly one in-context step:
-the value a missing parameter wants is written in the prompt's ``State:`` line, under a key the task points to
-("Send Henry the message" beside ``"user_id:Henry": "USR008"``), and the model copies another entry's value or answers
+match_fill's validation errors (run #10; docs/training.md, "Probe of 2026-12-06, last: what match_fill gets wrong, and
+made-up lookups of the state") are mostly one in-context step: the value a missing parameter wants is written in the
+prompt's ``State:`` line, under a key the task points to ("Send Henry the message" beside ``"user_id:Henry": "USR008"``), and the model copies another entry's value or answers
 null. match_func's version of that step (find the tool line, copy its name) started only when asked densely
 (training/lookup_corpus.py). Here it is asked the same way for values: each sequence is a ``State:`` line of
 ``--entries`` real (key, value) pairs of match_fill's train prompts (never a dev solution's or a validation row),
@@ -48,6 +48,7 @@ def state_pairs(rows) -> list[tuple[str, str]]:
 
 
 def key_words(key: str) -> list[str]:
+    """A state key's words: ``"user_id:Henry"`` -> ``["user", "id", "Henry"]``."""
     return [word for word in re.split(r"[._:\[\]\s]+", key) if word]
 
 
