@@ -2,15 +2,16 @@
 
 match_fill's validation errors (run #10; docs/training.md, "Probe of 2026-12-06, last: what match_fill gets wrong, and
 made-up lookups of the state") are mostly one in-context step: the value a missing parameter wants is written in the
-prompt's ``State:`` line, under a key the task points to ("Send Henry the message" beside
-``"user_id:Henry": "USR008"``), and the model copies another entry's value or answers null. match_func's version of that step (find the tool line, copy its name) started only when asked densely
-(training/lookup_corpus.py). Here it is asked the same way for values: each sequence is a ``State:`` line of
-``--entries`` real (key, value) pairs of match_fill's train prompts (never a dev solution's or a validation row),
-their values shuffled among them (a value stays beside its own key only by chance), then up to ``--queries`` tasks,
-each 1-3 consecutive words of one shown key that no other shown key holds, answered ``{"values": {"value": VALUE}}``
-with that key's value. The loss reads the values only. Trained by the real trl trainer on every weight of
-``--base`` (the primitive's full weights, as match_func's lookups), saved to ``--out``; match_fill's rows then train
-from those weights by the profile's recipe (the base's weights swapped, as the match_func corpus probe did).
+prompt's ``State:`` line, under a key the task points to ("Send Henry the message" beside ``"user_id:Henry":
+"USR008"``), and the model copies another entry's value or answers null. match_func's version of that step (find the
+tool line, copy its name) started only when asked densely (training/lookup_corpus.py). Here it is asked the same way for
+values: each sequence is a ``State:`` line of ``--entries`` real (key, value) pairs of match_fill's train prompts (never
+a dev solution's or a validation row), their values shuffled among them (a value stays beside its own key only by
+chance), then up to ``--queries`` tasks, each 1-3 consecutive words of one shown key that no other shown key holds,
+answered ``{"values": {"value": VALUE}}`` with that key's value. The loss reads the values only. Trained by the real trl
+trainer on every weight of ``--base`` (the primitive's full weights, as match_func's lookups), saved to ``--out``;
+match_fill's rows then train from those weights by the profile's recipe (the base's weights swapped, as the match_func
+corpus probe did).
 
     python scripts/probe_state_lookups.py --base runs/spread/s0/base --data runs/spread/data --steps 2000 \\
         --out runs/state/s0/weights
