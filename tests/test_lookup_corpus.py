@@ -98,6 +98,69 @@ def test_a_share_of_lookups_asks_what_no_shown_line_holds_and_is_answered_null(g
     assert 0.15 < nulls / (nulls + named) < 0.45
 
 
+def test_task_sequences_ask_real_train_tasks_against_their_own_tool_list(generated_data):
+    """task_share: real train tasks of one registry (train-only rows left out), the lines of the tools they want shown
+    but for the ones left out (those tasks answered null), the rest drawn from the same list, one line per description,
+    names shuffled among the lines: each answer is the name written on the wanted tool's line, or null when it is not
+    shown."""
+    from forethought.data_gen.row import read_rows
+    from forethought.training import lookup_corpus
+
+    rows = read_rows(generated_data, "match_func", "train")
+    registries = lookup_corpus.registries(rows)
+    asked_of = {row.input_value["task"]["text"] for row in rows if not row.train_only}
+    assert registries and all(tasks for _, tasks in registries)
+    assert {task for _, tasks in registries for task, _ in tasks} == asked_of
+    rng = random.Random(0)
+    nulls = named = 0
+    for _ in range(60):
+        registry = rng.choice(registries)
+        lines, tasks = registry
+        parts, count = lookup_corpus.task_sequence(registry, rng, 6, 6, 0.3)
+        text = "".join(piece for piece, _ in parts)
+        shown = [line for line in text.splitlines() if line.startswith("- ")]
+        descriptions = [line.split("): ", 1)[-1] for line in shown]
+        assert len(shown) <= 6 and len(set(descriptions)) == len(descriptions)
+        original = {description: name for name, _, description in lines}  # the tool each shown line describes
+        written = {original[line.split("): ", 1)[-1]]: line[2:].split("(", 1)[0] for line in shown}
+        asked = [line.removeprefix("Task: ") for line in text.splitlines() if line.startswith("Task: ")]
+        answers = [piece for piece, is_answer in parts if is_answer]
+        assert len(asked) == len(answers) == count
+        wanted = dict(tasks)
+        for task, answer in zip(asked, answers, strict=True):
+            assert task in wanted
+            if wanted[task] in written:
+                named += 1
+                assert answer == f'"{written[wanted[task]]}"}}'
+            else:
+                nulls += 1
+                assert answer == "null}"
+    assert named > nulls > 0
+
+
+def test_a_corpus_without_task_sequences_is_the_one_drawn_before_them(generated_data, tmp_path):
+    """task_share 0 draws nothing more from the seed: the sequences measured before the option existed; above 0, that
+    share of sequences asks real tasks (``Task: `` lines of train rows)."""
+    from forethought.bundle.models import load_tokenizer
+    from forethought.data_gen.row import read_rows
+    from forethought.training import lookup_corpus
+    from forethought.training.tiny import build_tiny_base
+
+    cfg = _cfg(generated_data, tmp_path, LOOKUP)
+    tokenizer = load_tokenizer(build_tiny_base(generated_data, cfg.model.tiny, 0, tmp_path / "init"))
+    pool = lookup_corpus.pool_of(cfg, 6)
+    registries = lookup_corpus.train_registries(cfg)
+    plain = lookup_corpus.corpus(tokenizer, pool, 12, 6, 6, 0)
+    assert plain == lookup_corpus.corpus(tokenizer, pool, 12, 6, 6, 0, 0.0, registries, 0.0)
+    mixed = lookup_corpus.corpus(tokenizer, pool, 40, 6, 6, 0, 0.0, registries, 0.5)
+    real = {row.input_value["task"]["text"] for row in read_rows(generated_data, "match_func", "train")}
+    with_real = sum(
+        any(line.removeprefix("Task: ") in real for line in tokenizer.decode(row["input_ids"]).splitlines())
+        for row in mixed
+    )
+    assert 8 <= with_real <= 32
+
+
 def test_the_corpus_is_drawn_from_the_seed_and_labels_only_the_names(generated_data, tmp_path):
     from forethought.bundle.models import load_tokenizer
     from forethought.training import lookup_corpus

@@ -116,6 +116,18 @@ class LookupSettings(_Strict):
         lt=1.0,
         description="the share of lookups asked instead for words no shown line holds, answered null (0: none)",
     )
+    task_share: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="the share of sequences that ask real train tasks against lines of their own tool list (0: none)",
+    )
+    task_null_share: float = Field(
+        0.2,
+        ge=0.0,
+        lt=1.0,
+        description="in those sequences, the share of asked tools whose line is left out (their tasks answered null)",
+    )
     learning_rate: float = Field(1.0e-3, gt=0)
     warmup_steps: int = Field(30, ge=0)
     per_device_batch_size: int = Field(16, ge=1)

@@ -7,7 +7,8 @@ afresh at every read"); it memorises which wording goes with which name. Here th
 sequence, where memorising cannot pay: a few real tool lines of match_func's train prompts with their names shuffled
 among them (a name stays beside its own description only by chance), then tasks that are 2-4 consecutive words only
 one shown description holds, each answered ``{"tool_name": "NAME"}`` with the name on that line (with ``none_share``,
-that share asks instead for words no shown line holds, answered ``{"tool_name": null}``). The loss reads the answers
+that share asks instead for words no shown line holds, answered ``{"tool_name": null}``; with ``task_share``, that share
+of the sequences asks real train tasks against lines of their own tool list, :func:`task_sequence`). The loss reads the answers
 only (the name or null, and the closing ``"}``). Made from train rows only (never a dev or validation row) and drawn
 up front from the run's seed, so a resumed run reads the same sequences. Trained by the real trl trainer on the
 primitive's full weights, in place, before its own rows; the adapter it ships is that model (docs/training.md, "Probe
@@ -108,6 +109,61 @@ def _unheld(pool: list[tuple[str, str, str]], shown: list[str], lowered: list[st
     return None
 
 
+def registries(rows: Iterable[Any]) -> list[tuple[list[tuple[str, str, str]], list[tuple[str, str | None]]]]:
+    """The train rows grouped by the tool list their prompt shows: (tool lines, [(task, wanted tool name or null)]).
+    Rows written for training only (``without_target``'s: a list with its tool cut out) are left out, so each list is
+    a whole registry as the solutions show it."""
+    grouped: dict[tuple[tuple[str, str, str], ...], list[tuple[str, str | None]]] = {}
+    for row in rows:
+        if row.train_only:
+            continue
+        lines = tuple(tool_lines([row.prompt_messages()]))
+        grouped.setdefault(lines, []).append((row.input_value["task"]["text"], row.target.get("tool_name")))
+    return [(list(lines), tasks) for lines, tasks in sorted(grouped.items())]
+
+
+def task_sequence(
+    registry: tuple[list[tuple[str, str, str]], list[tuple[str, str | None]]],
+    rng: random.Random,
+    tools: int,
+    queries: int,
+    null_share: float,
+):
+    """One sequence of real train tasks against lines of their own registry, as (text, is_answer) parts and how many
+    lookups it asks: up to ``queries`` tasks of one tool list, the lines of the tools they want shown (each left out
+    instead in ``null_share`` of draws, its tasks then answered null), the rest of ``tools`` lines drawn from the same
+    list, names shuffled among the shown lines as in :func:`sequence`. A null here is the real one: a task of the
+    domain whose tool is not listed, beside lines that share its words."""
+    lines, tasks = registry
+    by_name = {name: (name, params, description) for name, params, description in lines}
+    asked_tasks = rng.sample(tasks, min(queries, len(tasks)))
+    wanted = list(dict.fromkeys(name for _, name in asked_tasks if name in by_name))
+    dropped = {name for name in wanted if rng.random() < null_share}
+    shown: list[str] = []
+    said: set[str] = set()  # one line per description: two tools described alike (find, find_remote) are no lookup
+    others = [name for name in by_name if name not in dropped and name not in wanted]
+    for name in [name for name in wanted if name not in dropped] + rng.sample(others, len(others)):
+        if len(shown) < tools and by_name[name][2] not in said:
+            shown.append(name)
+            said.add(by_name[name][2])
+    rng.shuffle(shown)
+    names = list(shown)
+    rng.shuffle(names)
+    written = dict(zip(shown, names, strict=True))  # a tool's line, with the name it is written with
+    parts = [
+        (
+            "Tools:\n"
+            + "\n".join(f"- {written[name]}({by_name[name][1]}): {by_name[name][2]}" for name in shown)
+            + "\n",
+            False,
+        )
+    ]
+    for task, name in asked_tasks:
+        answer = f'"{written[name]}"' if name in written else "null"
+        parts += [(f'Task: {task}\n{{"tool_name": ', False), (answer + "}", True), ("\n", False)]
+    return parts, len(asked_tasks)
+
+
 def encode(tokenizer: Any, parts: list[tuple[str, bool]]) -> dict[str, list[int]]:
     """``input_ids`` after ``<bos>`` and ``labels`` (-100 outside the answers), as trl reads a tokenised row."""
     ids, labels = [tokenizer.bos_token_id], [-100]
@@ -136,10 +192,22 @@ def corpus(
     queries: int,
     seed: int,
     none_share: float = 0.0,
+    tasks: list[tuple[list[tuple[str, str, str]], list[tuple[str, str | None]]]] | None = None,
+    task_share: float = 0.0,
+    task_null_share: float = 0.0,
 ):
-    """``count`` tokenised sequences drawn from the seed (the same on every machine and every resume)."""
+    """``count`` tokenised sequences drawn from the seed (the same on every machine and every resume); with
+    ``task_share`` > 0, that share of them asks real train tasks of one registry (:func:`task_sequence`) instead."""
     rng = random.Random(f"lookup:{seed}")
-    return [encode(tokenizer, sequence(pool, rng, tools, queries, none_share)[0]) for _ in range(count)]
+    weights = [len(registry[1]) for registry in tasks or []]
+    out = []
+    for _ in range(count):
+        if task_share and tasks and rng.random() < task_share:  # no draw at all otherwise: the corpus measured before
+            registry = rng.choices(tasks, weights)[0]
+            out.append(encode(tokenizer, task_sequence(registry, rng, tools, queries, task_null_share)[0]))
+        else:
+            out.append(encode(tokenizer, sequence(pool, rng, tools, queries, none_share)[0]))
+    return out
 
 
 def pool_of(cfg: TrainConfig, tools: int) -> list[tuple[str, str, str]]:
@@ -156,6 +224,13 @@ def pool_of(cfg: TrainConfig, tools: int) -> list[tuple[str, str, str]]:
     pool = tool_lines(row.prompt_messages() for row in rows)
     check_pool(pool, tools, where)
     return pool
+
+
+def train_registries(cfg: TrainConfig):
+    """:func:`registries` of match_func's train rows (never a dev solution's)."""
+    from forethought.training.data import train_and_dev_rows
+
+    return registries(train_and_dev_rows(cfg.dataset_dir, PRIMITIVE, cfg.train.dev_fraction, cfg.seed)[0])
 
 
 def train_on_lookups(
@@ -180,6 +255,9 @@ def train_on_lookups(
         settings.queries,
         cfg.seed,
         settings.none_share,
+        train_registries(cfg) if settings.task_share else None,
+        settings.task_share,
+        settings.task_null_share,
     )
     throughput = Throughput()
     callbacks: list[Any] = [throughput] + ([RichProgress(f"{label} lookups")] if cfg.logging.progress else [])
