@@ -243,6 +243,25 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
         held_out = Path(pr.stages["generate"].config.data.held_out)
         assert held_out.name == "held_out.json" and held_out.is_file() and held_out in pr.stages["generate"].inputs
         assert set(pr.stages["validate"].config.decoding.values()) <= {"constrained", "free"}
+    if profile == "small":
+        # the converge recipe cut to an hour: the same data, shape, tokenizer, weights, selection and decoding, each
+        # budget at most converge's (conf/profile/small.yaml; README, "The small CPU profile")
+        converge = build(
+            compose_and_validate("pipeline", ["profile=converge", f"run_dir={tmp_path}"], PipelineConfig)[1]
+        )
+        assert pr.stages["generate"].config == converge.stages["generate"].config
+        small_train, full_train = pr.stages["train"].config, converge.stages["train"].config
+        assert small_train.model.tiny == full_train.model.tiny and small_train.model.tiny.pre_tokenizer == "words"
+        assert small_train.train.finetuning == "full" and small_train.train.selection == "dev_exact_match"
+        assert small_train.train.dev_fraction == full_train.train.dev_fraction
+        assert 0 < small_train.model.pretrain.max_steps < full_train.model.pretrain.max_steps
+        for name in ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill"):
+            small_budget, full_budget = small_train.train.for_primitive(name), full_train.train.for_primitive(name)
+            assert small_budget.epochs <= full_budget.epochs
+            assert small_budget.learning_rate == full_budget.learning_rate
+        assert 0 < small_train.train.for_primitive("match_func").lookup.steps < 2000
+        assert pr.stages["validate"].config.decoding == converge.stages["validate"].config.decoding
+        assert pr.stages["package"].config.allow_failed_gates  # a smoke bundle, as converge's, not an exit 2
 
 
 def test_a_killed_train_stage_resumes_instead_of_starting_over(tmp_path):
