@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 PRIMITIVE = "match_func"
 
+# A tool list as the train prompts show it: its lines (name, parameters, description), and the tasks asked against it
+# with the tool each wants (None: no listed tool fits).
+Registry = tuple[list[tuple[str, str, str]], list[tuple[str, str | None]]]
+
 
 def tool_lines(prompts: Iterable[list[dict[str, str]]]) -> list[tuple[str, str, str]]:
     """(name, parameters, description) of every distinct tool line the prompts' last messages show, as the prompt
@@ -109,7 +113,7 @@ def _unheld(pool: list[tuple[str, str, str]], shown: list[str], lowered: list[st
     return None
 
 
-def registries(rows: Iterable[Any]) -> list[tuple[list[tuple[str, str, str]], list[tuple[str, str | None]]]]:
+def registries(rows: Iterable[Any]) -> list[Registry]:
     """The train rows grouped by the tool list their prompt shows: (tool lines, [(task, wanted tool name or null)]).
     Rows written for training only (``without_target``'s: a list with its tool cut out) are left out, so each list is
     a whole registry as the solutions show it."""
@@ -123,7 +127,7 @@ def registries(rows: Iterable[Any]) -> list[tuple[list[tuple[str, str, str]], li
 
 
 def task_sequence(
-    registry: tuple[list[tuple[str, str, str]], list[tuple[str, str | None]]],
+    registry: Registry,
     rng: random.Random,
     tools: int,
     queries: int,
@@ -192,18 +196,18 @@ def corpus(
     queries: int,
     seed: int,
     none_share: float = 0.0,
-    tasks: list[tuple[list[tuple[str, str, str]], list[tuple[str, str | None]]]] | None = None,
+    task_lists: list[Registry] | None = None,
     task_share: float = 0.0,
     task_null_share: float = 0.0,
 ):
     """``count`` tokenised sequences drawn from the seed (the same on every machine and every resume); with
     ``task_share`` > 0, that share of them asks real train tasks of one registry (:func:`task_sequence`) instead."""
     rng = random.Random(f"lookup:{seed}")
-    weights = [len(registry[1]) for registry in tasks or []]
+    weights = [len(tasks) for _, tasks in task_lists or []]
     out = []
     for _ in range(count):
-        if task_share and tasks and rng.random() < task_share:  # no draw at all otherwise: the corpus measured before
-            registry = rng.choices(tasks, weights)[0]
+        if task_share and task_lists and rng.random() < task_share:  # no draw otherwise: the corpus measured before
+            registry = rng.choices(task_lists, weights)[0]
             out.append(encode(tokenizer, task_sequence(registry, rng, tools, queries, task_null_share)[0]))
         else:
             out.append(encode(tokenizer, sequence(pool, rng, tools, queries, none_share)[0]))
@@ -226,7 +230,7 @@ def pool_of(cfg: TrainConfig, tools: int) -> list[tuple[str, str, str]]:
     return pool
 
 
-def train_registries(cfg: TrainConfig):
+def train_registries(cfg: TrainConfig) -> list[Registry]:
     """:func:`registries` of match_func's train rows (never a dev solution's)."""
     from forethought.training.data import train_and_dev_rows
 
