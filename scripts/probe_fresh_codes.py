@@ -14,6 +14,9 @@ names drawn afresh at every read").
 
 ``--lexical`` writes each rendering's task as words only the wanted tool's shown description holds, and
 ``--task-last`` moves the task line below the tool list (docs/training.md, "Probes of 2026-12-06 (later)").
+``--shuffled`` keeps the names and draws the tool list's order afresh instead, and ``--slots-only`` makes the epoch
+read the slots alone with the dev rows as listed: with ``--fraction 1`` every read shows its row's tools in a new
+order, so a tool's place in the list says nothing (docs/training.md, "Probe of 2026-12-07: the tool list's order").
 """
 
 from __future__ import annotations
@@ -100,7 +103,14 @@ def lexical_rendering(inp: dict, target: dict, spans: list[str], rng: random.Ran
     return rendered(renamed, renamed_target)
 
 
-def renderings(row: Any, rng: random.Random, lexical: bool, last: bool) -> Any:
+def shuffled_rendering(inp: dict, target: dict | None, rng: random.Random) -> dict:
+    """The same input and target with the tool list in a new order (names and lines unchanged)."""
+    tools = list(inp["tools"])
+    rng.shuffle(tools)
+    return rendered({**inp, "tools": tools}, target)
+
+
+def renderings(row: Any, rng: random.Random, lexical: bool, last: bool, shuffled: bool = False) -> Any:
     """A function drawing one more rendering of ``row`` (its task line below the tools if ``last``), or None where a
     lexical task has no span to draw from."""
     spans = unique_spans(row.input_value, row.target) if lexical else []
@@ -108,7 +118,9 @@ def renderings(row: Any, rng: random.Random, lexical: bool, last: bool) -> Any:
         return None
 
     def draw() -> dict:
-        if lexical:
+        if shuffled:
+            copy = shuffled_rendering(row.input_value, row.target, rng)
+        elif lexical:
             copy = lexical_rendering(row.input_value, row.target, spans, rng)
         else:
             copy = anonymous_rendering(row.input_value, row.target, rng)
@@ -118,7 +130,13 @@ def renderings(row: Any, rng: random.Random, lexical: bool, last: bool) -> Any:
 
 
 def variant_rows(
-    rows: list, fraction: float, variants: int, seed: int, lexical: bool = False, last: bool = False
+    rows: list,
+    fraction: float,
+    variants: int,
+    seed: int,
+    lexical: bool = False,
+    last: bool = False,
+    shuffled: bool = False,
 ) -> tuple[list[dict], int]:
     """(``variants`` renamed renderings of each chosen row, slot by slot; the number of slots)."""
     rng = random.Random(f"fresh:{seed}")
@@ -127,7 +145,7 @@ def variant_rows(
     for row in rows:
         if rng.random() >= fraction:
             continue
-        draw = renderings(row, rng, lexical, last)
+        draw = renderings(row, rng, lexical, last, shuffled)
         if draw is None:
             continue
         slots += 1
@@ -157,13 +175,21 @@ def renamed_dev(rows: list, seed: int, lexical: bool = False, last: bool = False
 
 
 def install(
-    fraction: float, variants: int, *, codes_only: bool = False, lexical: bool = False, last: bool = False
+    fraction: float,
+    variants: int,
+    *,
+    codes_only: bool = False,
+    lexical: bool = False,
+    last: bool = False,
+    shuffled: bool = False,
+    slots_only: bool = False,
 ) -> dict[str, Any]:
     """Patch ``load_splits`` and ``SFTTrainer.train`` for match_func; returns the probe's state (slots, reads).
     ``codes_only``: the epoch reads the slots alone, and the dev rows (selection, the per-epoch curve) are shown
     renamed, so the curve is the reading skill's. ``lexical``: each rendering's task is a span of the wanted tool's
     description that no other listed tool's shows (the lookup by matching words, the step's simplest form). ``last``:
-    the renderings' task line below the tool list."""
+    the renderings' task line below the tool list. ``shuffled``: the renderings keep the names and draw the list's
+    order afresh. ``slots_only``: the epoch reads the slots alone, the dev rows as listed."""
     import trl
     from datasets import Dataset
 
@@ -180,7 +206,7 @@ def install(
             return train_ds, eval_ds, dev
         data.use_dataset_rendering(dataset_dir)
         train, _ = data.train_and_dev_rows(dataset_dir, primitive, dev_fraction, seed, limit=max_train)
-        extra, slots = variant_rows(train, fraction, variants, seed, lexical, last)
+        extra, slots = variant_rows(train, fraction, variants, seed, lexical, last, shuffled)
         state.update(real=len(train_ds), slots=slots, variants=variants)
         print(f"[probe] {len(train_ds)} rows + {slots} slots x {variants} fresh renamings", file=sys.stderr)
         if codes_only:
@@ -192,7 +218,11 @@ def install(
         def train(self, *args, **kwargs):
             if state:
                 self.train_dataset = state["epoch"] = FreshReads(
-                    self.train_dataset, state["real"], state["slots"], state["variants"], codes_only=codes_only
+                    self.train_dataset,
+                    state["real"],
+                    state["slots"],
+                    state["variants"],
+                    codes_only=codes_only or slots_only,
                 )
             return super().train(*args, **kwargs)
 
@@ -208,13 +238,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codes-only", action="store_true", help="train on the renamed slots alone; dev renamed")
     parser.add_argument("--lexical", action="store_true", help="tasks are spans of the wanted tool's description")
     parser.add_argument("--task-last", action="store_true", help="the slots' task line below the tool list")
+    parser.add_argument("--shuffled", action="store_true", help="the slots keep the names, the list's order drawn anew")
+    parser.add_argument("--slots-only", action="store_true", help="train on the slots alone; dev as listed")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then forethought's arguments")
     args = parser.parse_args(argv)
     if not 0 < args.fraction <= 1 or args.variants < 1:
         print("error: --fraction in (0, 1] and --variants >= 1", file=sys.stderr)
         return 2
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    state = install(args.fraction, args.variants, codes_only=args.codes_only, lexical=args.lexical, last=args.task_last)
+    if args.shuffled and (args.codes_only or args.lexical):
+        print("error: --shuffled keeps the names: not with --codes-only or --lexical", file=sys.stderr)
+        return 2
+    state = install(
+        args.fraction,
+        args.variants,
+        codes_only=args.codes_only,
+        lexical=args.lexical,
+        last=args.task_last,
+        shuffled=args.shuffled,
+        slots_only=args.slots_only,
+    )
     from forethought.cli import main as forethought
 
     code = forethought(command)

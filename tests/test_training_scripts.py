@@ -382,3 +382,28 @@ def test_probe_fresh_codes_lexical_tasks_are_spans_only_the_wanted_tool_shows(ge
     assert last_slots == slots and all(
         r["prompt"][-1]["content"].splitlines()[-1].startswith("Task: ") for r in last_rows
     )
+
+
+def test_probe_fresh_codes_shuffled_slots_keep_names_and_draw_the_order_anew(generated_data, capsys):
+    """``--shuffled`` (docs/training.md, "Probe of 2026-12-07: the tool list's order"): each rendering shows the
+    row's own tool lines and answer, the list in a new order; it refuses the renaming flags it cannot go with."""
+    from forethought.kernel.specs import SPECS
+    from forethought.training import data
+
+    probe = _script("probe_fresh_codes")
+    data.use_dataset_rendering(generated_data)
+    train, _ = data.train_and_dev_rows(generated_data, "match_func", 0.25, 0)
+    rows, slots = probe.variant_rows(train, 1.0, 4, 0, shuffled=True)
+    assert slots == len(train) and len(rows) == 4 * slots
+    spec = SPECS["match_func"]
+    reordered = 0
+    for slot, row in enumerate(train):
+        listed = spec.messages(spec.input_type.model_validate(row.input_value))[-1]["content"].splitlines()
+        for variant in rows[4 * slot : 4 * slot + 4]:
+            shown = variant["prompt"][-1]["content"].splitlines()
+            assert shown[0] == listed[0] and sorted(shown) == sorted(listed)
+            assert variant["completion"][0]["content"] == spec.target_text(row.target or {"tool_name": None})
+            reordered += shown != listed
+    assert reordered > 2 * len(rows) // 3  # lists of two or three tools may draw their own order again
+    assert probe.main(["--shuffled", "--codes-only", "--", "train"]) == 2
+    assert "not with --codes-only" in capsys.readouterr().err
