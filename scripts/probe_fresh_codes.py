@@ -216,7 +216,8 @@ def install(
 
     class Trainer(trl.SFTTrainer):
         def train(self, *args, **kwargs):
-            if state:
+            # The lookup phase (training/lookup_corpus.py) runs its own trainer before match_func's rows: not ours.
+            if state and "lookup" not in Path(self.args.output_dir).name:
                 self.train_dataset = state["epoch"] = FreshReads(
                     self.train_dataset,
                     state["real"],

@@ -407,3 +407,35 @@ def test_probe_fresh_codes_shuffled_slots_keep_names_and_draw_the_order_anew(gen
     assert reordered > 2 * len(rows) // 3  # lists of two or three tools may draw their own order again
     assert probe.main(["--shuffled", "--codes-only", "--", "train"]) == 2
     assert "not with --codes-only" in capsys.readouterr().err
+
+
+def test_probe_tool_order_decodes_each_order_and_votes(tiny_pipeline, capsys):
+    """scripts/probe_tool_order.py (docs/training.md, "Probe of 2026-12-07: the tool list's order"): the listed
+    order first, then drawn orders of the same lines; a vote's tie goes to the earliest order; bad input exits 2."""
+    from forethought.kernel.specs import SPECS
+    from forethought.training.data import read_rows
+
+    probe = _script("probe_tool_order")
+    spec = SPECS["match_func"]
+    rows = read_rows(tiny_pipeline / "data", "match_func", "validation")
+    inputs = [spec.input_type.model_validate(row.input_value) for row in rows]
+    shown = probe.orders_of(inputs, 3, seed=0)
+    assert shown[0] == inputs and len(shown) == 3
+    for drawn in shown[1:]:
+        for inp, original in zip(drawn, inputs, strict=True):
+            assert inp.task == original.task and sorted(t.name for t in inp.tools) == sorted(
+                t.name for t in original.tools
+            )
+    assert any(
+        [t.name for t in drawn.tools] != [t.name for t in original.tools]
+        for drawn, original in zip(shown[1], inputs, strict=True)
+    )
+    assert probe.vote([{"tool_name": "a"}, {"tool_name": "b"}, {"tool_name": "b"}]) == {"tool_name": "b"}
+    assert probe.vote([{"tool_name": "a"}, {"tool_name": None}, {"tool_name": "c"}]) == {"tool_name": "a"}
+
+    args = ["--train-dir", str(tiny_pipeline / "train"), "--dataset-dir", str(tiny_pipeline / "data")]
+    assert probe.main([*args, "--orders", "3", "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "order 0 (as listed): " in out and "order 2 (drawn): " in out and "vote of 3 orders: " in out
+    assert probe.main(["--train-dir", str(tiny_pipeline), "--dataset-dir", str(tiny_pipeline / "data")]) == 2
+    assert "no trained match_func" in capsys.readouterr().err
