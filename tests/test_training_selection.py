@@ -170,6 +170,75 @@ def test_an_interrupted_converge_run_resumes_to_the_same_selection(generated_dat
     )
 
 
+class StopAtFirstRefitSave(TrainerCallback):
+    """A kill inside the refit: after its first checkpoint, never during the selection pass."""
+
+    def on_save(self, args, state, control, **kwargs):
+        if Path(args.output_dir).name == "refit_checkpoints":
+            raise KeyboardInterrupt(f"simulated kill after the refit's checkpoint of step {state.global_step}")
+
+
+REFIT = (f"+train.per_primitive.{PRIM}.refit=true", "train.save_steps=3")
+
+
+@pytest.fixture(scope="module")
+def refit_run(generated_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("refit")
+    res = run(config_from_overrides(overrides(generated_data, out, *REFIT)))[PRIM]
+    return out, res.metrics
+
+
+def test_a_refit_trains_every_train_row_for_the_epochs_selection_kept(generated_data, selected_run, refit_run):
+    import math
+
+    out, metrics = refit_run
+    _, selected = selected_run
+    # the selection pass is the plain run's, to the figure: the refit only follows it
+    assert metrics["selection"] == selected["selection"] and metrics["eval_history"] == selected["eval_history"]
+    refit = metrics["refit"]
+    rows = read_rows(generated_data, PRIM, "train")
+    train, dev = train_and_dev_rows(generated_data, PRIM, 0.3, seed=3)
+    assert dev and refit["epochs"] == selected["selection"]["best_epoch"] >= 1
+    # every train row, the dev solutions' among them; never a validation solution
+    assert (
+        refit["train_examples"]
+        == len(rows)
+        == selected["train_examples"] + len([r for r in rows if r.solution_id in {d.solution_id for d in dev}])
+    )
+    held_out = set(load_manifest(generated_data)["validation_solutions"])
+    assert not {r.solution_id for r in rows} & held_out
+    assert refit["global_step"] == refit["epochs"] * math.ceil(len(rows) / 4)
+    # the adapter is the refit's: not the kept checkpoint, and every weight moved from the base it started from
+    kept = weights(out / PRIM / "adapter")
+    best = weights(out / PRIM / "checkpoints" / f"checkpoint-{metrics['selection']['best_global_step']}")
+    base = load_file(str(out / "base" / "model.safetensors"))
+    assert any(not torch.equal(kept[k], best[k]) for k in kept)
+    assert all(not torch.equal(kept[k], base[k]) for k in kept if k in base), "a weight the refit never trained"
+    assert not (out / PRIM / "selection.json").exists()  # metrics.json holds the selection now
+
+
+def test_a_refit_killed_part_way_resumes_to_the_same_adapter(generated_data, refit_run, tmp_path):
+    out = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt, match="refit's checkpoint"):
+        run(config_from_overrides(overrides(generated_data, out, *REFIT)), callbacks=[StopAtFirstRefitSave()])
+    assert (out / PRIM / "selection.json").is_file() and not (out / PRIM / "metrics.json").exists()
+    metrics = run(config_from_overrides(overrides(generated_data, out, *REFIT, "train.resume=true")))[PRIM].metrics
+    assert metrics["refit"]["resumed_from"] == "checkpoint-3"
+    assert metrics["selection"] == refit_run[1]["selection"]
+    assert metrics["refit"]["global_step"] == refit_run[1]["refit"]["global_step"]
+    adapter_a, adapter_b = weights(refit_run[0] / PRIM / "adapter"), weights(out / PRIM / "adapter")
+    assert all(torch.equal(adapter_a[k], adapter_b[k]) for k in adapter_a), "the resumed refit ends where one run does"
+
+
+def test_a_refit_needs_selection(generated_data, tmp_path):
+    from forethought.config import ConfigError
+
+    with pytest.raises(ConfigError, match="train.refit trains again"):
+        config_from_overrides(
+            overrides(generated_data, tmp_path, "train.selection=last", "train.dev_fraction=0", "train.refit=true")
+        )
+
+
 def test_early_stopping_ends_a_flat_curve_and_per_primitive_budgets_apply(generated_data, tmp_path):
     # lr 1e-9: nothing is learned, so the dev score never improves after the first epoch
     cfg = config_from_overrides(

@@ -19,6 +19,8 @@ Output (``output_dir``, default ``runs/pipeline/train``)::
         loss.png              loss curve
         adapter/              the LoRA adapter (adapter_model.safetensors + adapter_config.json)
         checkpoints/          trainer checkpoints (resume with train.resume=true)
+        selection.json        train.refit: the selection pass's metrics, while its refit runs
+        refit_checkpoints/    train.refit: the refit's trainer checkpoints
         wandb/                offline wandb run (logging=wandb_offline)
 
 The Python API used by later commands to load the result is in
@@ -562,6 +564,7 @@ def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
     if (
         holds_checkpoint(run_dir / "checkpoints")
         or holds_checkpoint(run_dir / LOOKUP_CHECKPOINTS)  # its made-up lookups began
+        or holds_checkpoint(run_dir / REFIT_CHECKPOINTS)  # its refit began (train.refit)
         or adapter_kind(run_dir / "adapter") is not None
         or (run_dir / "metrics.json").is_file()
     ):
@@ -573,7 +576,15 @@ def _check_reuse(cfg: TrainConfig, run_dir: Path) -> None:
 
 
 def _sft_config(
-    cfg: TrainConfig, *, ckpt_dir: Path, device: str, dtype: Any, primitive: str, has_eval: bool, notes: list[str]
+    cfg: TrainConfig,
+    *,
+    ckpt_dir: Path,
+    device: str,
+    dtype: Any,
+    primitive: str,
+    has_eval: bool,
+    notes: list[str],
+    epochs: float | None = None,
 ) -> Any:
     import importlib.util
 
@@ -581,6 +592,8 @@ def _sft_config(
     from trl import SFTConfig
 
     settings = cfg.train.for_primitive(primitive)
+    if epochs is not None:  # the refit's: the epochs the selection pass kept
+        settings = settings.model_copy(update={"epochs": epochs, "max_steps": -1})
     select = settings.selection == "dev_exact_match" and has_eval
     gc = settings.gradient_checkpointing if settings.gradient_checkpointing is not None else device == "cuda"
     liger = False
@@ -668,26 +681,68 @@ def train_primitive(
     callbacks: list[Any] | None = None,
     keep_trainer: bool = False,
 ) -> RunResult:
-    """Train one adapter into ``<output_dir>/<primitive>/``."""
+    """Train one adapter into ``<output_dir>/<primitive>/``: the selection pass, then with ``train.refit`` the refit
+    (:func:`_refit`) that replaces its adapter."""
     if primitive not in PRIMITIVE_NAMES:
         raise UserError(f"unknown primitive {primitive!r}", "primitive")
     t_start = time.perf_counter()
     run_dir = Path(cfg.output_dir) / primitive
-    ckpt_dir = run_dir / "checkpoints"
-    adapter_dir = run_dir / "adapter"
     resume_from, complete = _resume_point(cfg, primitive, run_dir, base)
     if complete:
         metrics = read_json_object(run_dir / "metrics.json")
         print(f"[{primitive}] already complete ({run_dir}); nothing to do", file=sys.stderr)
         return RunResult(primitive, run_dir, metrics, notes=["already complete"])
+    refit = cfg.train.for_primitive(primitive).refit
+    selected = run_dir / SELECTION_METRICS
+    trainer: Any = None
+    if refit and resume_from is not None and selected.is_file():  # killed during the refit: the selection stands
+        metrics = read_json_object(selected)
+        print(f"[{primitive}] selection pass complete ({selected}); resuming the refit", file=sys.stderr)
+    else:
+        metrics, trainer = _selection_pass(cfg, primitive, base, run_dir, resume_from, callbacks=callbacks)
+        if refit and is_main_process():
+            atomic_write_json(selected, metrics)
+    if refit:
+        metrics, trainer = _refit(cfg, primitive, base, run_dir, metrics, callbacks=callbacks)
+    metrics["wall_time_s"] = round(time.perf_counter() - t_start, 3)  # this session's, as a resumed run counts it
+    metrics["finished_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    if is_main_process():
+        import shutil
 
+        shutil.rmtree(run_dir / LOOKUP_CHECKPOINTS, ignore_errors=True)  # the adapter is saved: no resume needs them
+        atomic_write_json(run_dir / "metrics.json", metrics)
+        (run_dir / SELECTION_METRICS).unlink(missing_ok=True)  # metrics.json holds it now
+    notes = list(metrics["notes"])
+    for n in notes:
+        print(f"[{primitive}] note: {n}", file=sys.stderr)
+    return RunResult(primitive, run_dir, metrics, trainer=trainer if keep_trainer else None, notes=notes)
+
+
+SELECTION_METRICS = "selection.json"  # the selection pass's metrics, kept while a refit runs (train.refit)
+REFIT_CHECKPOINTS = "refit_checkpoints"
+
+
+def _selection_pass(
+    cfg: TrainConfig,
+    primitive: str,
+    base: BaseRef,
+    run_dir: Path,
+    resume_from: Path | None,
+    *,
+    callbacks: list[Any] | None,
+) -> tuple[dict[str, Any], Any]:
+    """The primitive's training on its train rows (after its made-up lookups), keeping the last step's weights or the
+    epoch of best dev exact match; saves them as the adapter and returns ``(metrics, trainer)``."""
+    t_start = time.perf_counter()
+    ckpt_dir = run_dir / "checkpoints"
+    adapter_dir = run_dir / "adapter"
     import datasets
     import torch
     import transformers
     from omegaconf import OmegaConf
     from trl import SFTTrainer
 
-    from forethought.bundle.models import check_saved_adapter, load_model, load_tokenizer
+    from forethought.bundle.models import check_saved_adapter, load_tokenizer
     from forethought.training.callbacks import RichProgress, Throughput
     from forethought.training.data import load_splits
     from forethought.training.lm_head import compact_on_cpu
@@ -717,17 +772,7 @@ def train_primitive(
             else "no validation split: no eval loss"
         )
     tokenizer = load_tokenizer(base.path)
-    model = load_model(
-        base.path,
-        dtype=dtype,
-        attn_implementation=cfg.model.attn_implementation,
-        device=device,
-        quantization=cfg.model.quantization,
-    )
-    if cfg.model.quantization is not None:
-        from forethought.training.models import prepare_quantized
-
-        prepare_quantized(model, cfg.train, device)
+    model = _load_base_model(cfg, base, device, dtype)
     full = settings.finetuning == "full"
     peft_config = None if full else lora_config(model, cfg.lora)
     args = _sft_config(
@@ -916,6 +961,9 @@ def train_primitive(
             if settings.selection == "dev_exact_match"
             else None,
             "best_global_step": state.best_global_step if settings.selection == "dev_exact_match" else None,
+            "best_epoch": _epoch_at(eval_hist, state.best_global_step)
+            if settings.selection == "dev_exact_match"
+            else None,
             "stopped_early": bool(settings.early_stopping_patience) and state.global_step < state.max_steps,
         },
         "resumed_from": resume_from.name if resume_from else None,
@@ -928,12 +976,8 @@ def train_primitive(
             "trl": _version("trl"),
             "peft": _version("peft"),
         },
-        "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     if main:
-        import shutil
-
-        shutil.rmtree(run_dir / LOOKUP_CHECKPOINTS, ignore_errors=True)  # the adapter is saved: no resume needs them
         plot_loss(history, run_dir / "loss.png", f"{primitive} ({cfg.model.profile}, {cfg.train.preset})")
         if curve and curve.history:
             from forethought.training.plots import plot_em
@@ -941,10 +985,7 @@ def train_primitive(
             plot_em(
                 curve.history, run_dir / "exact_match.png", f"{primitive}: exact match on a fixed validation subset"
             )
-        atomic_write_json(run_dir / "metrics.json", metrics)
-    for n in notes:
-        print(f"[{primitive}] note: {n}", file=sys.stderr)
-    return RunResult(primitive, run_dir, metrics, trainer=trainer if keep_trainer else None, notes=notes)
+    return metrics, trainer
 
 
 LOOKUP_CHECKPOINTS = "lookup_checkpoints"
@@ -970,21 +1011,12 @@ def _lookup_phase(
     if settings.lookup is None:
         return None
     from forethought.training.lookup_corpus import train_on_lookups
-    from forethought.training.run_support import last_checkpoint
 
     done = run_dir / LOOKUP_METRICS
     if resume_from is not None:
         return read_json_object(done)
     if done.is_file():
-        from safetensors.torch import load_file
-
-        ckpt = last_checkpoint(run_dir / LOOKUP_CHECKPOINTS)
-        if ckpt is None:
-            raise UserError(
-                "the lookup phase ended but its checkpoint is gone: rerun with train.overwrite=true", str(done)
-            )
-        missing, unexpected = model.load_state_dict(load_file(ckpt / "model.safetensors"), strict=False)
-        assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)  # tied to the embeddings
+        _load_lookup_weights(model, run_dir)
         return read_json_object(done)
     record = train_on_lookups(cfg, settings.lookup, model, tokenizer, run_dir / LOOKUP_CHECKPOINTS, device, primitive)
     if main:
@@ -992,8 +1024,154 @@ def _lookup_phase(
     return record
 
 
+def _load_base_model(cfg: TrainConfig, base: BaseRef, device: str, dtype: Any) -> Any:
+    """The base the primitive's training starts from (prepared for QLoRA when quantised)."""
+    from forethought.bundle.models import load_model
+
+    model = load_model(
+        base.path,
+        dtype=dtype,
+        attn_implementation=cfg.model.attn_implementation,
+        device=device,
+        quantization=cfg.model.quantization,
+    )
+    if cfg.model.quantization is not None:
+        from forethought.training.models import prepare_quantized
+
+        prepare_quantized(model, cfg.train, device)
+    return model
+
+
+def _load_lookup_weights(model: Any, run_dir: Path) -> None:
+    """The weights the lookup phase ended with (its last checkpoint), into ``model``."""
+    from safetensors.torch import load_file
+
+    ckpt = last_checkpoint(run_dir / LOOKUP_CHECKPOINTS)
+    if ckpt is None:
+        raise UserError(
+            "the lookup phase ended but its checkpoint is gone: rerun with train.overwrite=true",
+            str(run_dir / LOOKUP_METRICS),
+        )
+    missing, unexpected = model.load_state_dict(load_file(ckpt / "model.safetensors"), strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)  # tied to the embeddings
+
+
+def _refit(
+    cfg: TrainConfig,
+    primitive: str,
+    base: BaseRef,
+    run_dir: Path,
+    selected: dict[str, Any],
+    *,
+    callbacks: list[Any] | None,
+) -> tuple[dict[str, Any], Any]:
+    """``train.refit``: once the selection pass has kept its epoch, the primitive trained again from where its own rows
+    began (the base, or the base after its made-up lookups) on every train row, the dev solutions' included, for the
+    epochs kept; its weights replace the adapter. The dev rows choose the epoch count and then train, so the run's dev
+    figures are the selection pass's; validation rows never reach either pass. A refit killed part-way resumes from
+    its own checkpoints (``refit_checkpoints/``). Measured on match_func: docs/training.md, "Probe of 2026-12-07: the
+    dev solutions trained after selection"."""
+    import datasets
+    import transformers
+    from trl import SFTTrainer
+
+    from forethought.bundle.models import check_full_adapter, check_saved_adapter, load_tokenizer
+    from forethought.data_gen.row import read_rows
+    from forethought.training.callbacks import RichProgress, Throughput
+    from forethought.training.data import trainer_rows
+    from forethought.training.models import check_adapter_targets, lora_config, resolve_device, resolve_dtype
+
+    t_start = time.perf_counter()
+    settings = cfg.train.for_primitive(primitive)
+    notes = list(selected.get("notes", []))
+    epochs = selected["selection"].get("best_epoch")
+    if not selected["selection"].get("dev_rows") or epochs is None:
+        notes.append("train.refit skipped: no dev rows, so no epoch was kept by dev exact match")
+        return {**selected, "notes": notes, "refit": None}, None
+    device = resolve_device(cfg.train.device)
+    dtype = resolve_dtype(cfg.model, device)
+    transformers.set_seed(cfg.seed)
+    tokenizer = load_tokenizer(base.path)
+    model = _load_base_model(cfg, base, device, dtype)
+    if settings.lookup is not None:
+        _load_lookup_weights(model, run_dir)
+    rows = read_rows(cfg.dataset_dir, primitive, "train", limit=cfg.train.max_train_examples)
+    full = settings.finetuning == "full"
+    ckpt_dir = run_dir / REFIT_CHECKPOINTS
+    args = _sft_config(
+        cfg,
+        ckpt_dir=ckpt_dir,
+        device=device,
+        dtype=dtype,
+        primitive=primitive,
+        has_eval=False,
+        notes=notes,
+        epochs=epochs,
+    )
+    throughput = Throughput()
+    cbs: list[Any] = [throughput, *([RichProgress(f"{primitive} refit")] if cfg.logging.progress else [])]
+    resume_from = last_checkpoint(ckpt_dir)
+    adapter_dir = run_dir / "adapter"
+    with temporary_environ(wandb_environ(cfg)):
+        try:
+            start_wandb(cfg, run_dir, primitive, resolved_config(cfg, primitive))
+            trainer = SFTTrainer(
+                model=model,
+                args=args,
+                train_dataset=datasets.Dataset.from_list(trainer_rows(rows)),
+                processing_class=tokenizer,
+                peft_config=None if full else lora_config(model, cfg.lora),
+                callbacks=[*cbs, *(callbacks or [])],
+            )
+            if cfg.logging.progress:
+                from transformers.trainer_callback import PrinterCallback
+
+                trainer.remove_callback(PrinterCallback)
+            targets = None if full else check_adapter_targets(trainer.model, cfg.lora)
+            if resume_from is not None:
+                print(f"[{primitive}] resuming the refit from {resume_from}", file=sys.stderr)
+            result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+            trainer.save_model(str(adapter_dir))
+            (adapter_dir / "training_args.bin").unlink(missing_ok=True)  # as the selection pass: no pickle ships
+            trainer.accelerator.wait_for_everyone()
+        finally:
+            finish_wandb()
+    if is_main_process() and full:
+        check_full_adapter(adapter_dir, base.path)
+    elif is_main_process():
+        assert targets is not None
+        check_saved_adapter(adapter_dir, targets["text_model_prefix"], targets["lora_modules"])
+    state = trainer.state
+    return {
+        **selected,
+        "notes": notes,
+        "refit": {
+            "epochs": epochs,
+            "train_examples": len(rows),
+            "dev_solutions_added": selected["selection"]["dev_solutions"],
+            "global_step": state.global_step,
+            "train_loss": result.training_loss,
+            "train_loss_history": [
+                {k: e[k] for k in ("step", "epoch", "loss", "learning_rate") if k in e}
+                for e in state.log_history
+                if "loss" in e
+            ],
+            "tokens_seen": int(state.num_input_tokens_seen or 0),
+            **throughput.summary(),
+            "wall_time_s": round(time.perf_counter() - t_start, 3),
+            "resumed_from": resume_from.name if resume_from else None,
+        },
+    }, trainer
+
+
 def _em_at(eval_hist: list[dict[str, Any]], step: int | None) -> float | None:
     return next((e.get("eval_exact_match") for e in eval_hist if e.get("step") == step), None)
+
+
+def _epoch_at(eval_hist: list[dict[str, Any]], step: int | None) -> float | None:
+    """The epoch (rounded: the evaluation ran at its end) of the evaluation at ``step``."""
+    epoch = next((e.get("epoch") for e in eval_hist if e.get("step") == step), None)
+    return None if epoch is None else float(round(epoch))
 
 
 def _version(pkg: str) -> str | None:
