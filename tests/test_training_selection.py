@@ -43,6 +43,8 @@ def overrides(data: Path, out: Path, *extra: str, epochs: int = 3) -> list[str]:
         # its made-up lookups too, shrunk (tests/test_lookup_corpus.py measures the phase itself)
         f"train.per_primitive.{PRIM}.lookup.steps=2",
         f"train.per_primitive.{PRIM}.lookup.per_device_batch_size=2",
+        # the selection pass alone: the profile's refit of match_func is measured by the refit tests below
+        f"train.per_primitive.{PRIM}.refit=false",
         "train.dev_fraction=0.3",
         "train.dev_em_examples=4",
         "train.cpu_threads=1",
@@ -178,7 +180,7 @@ class StopAtFirstRefitSave(TrainerCallback):
             raise KeyboardInterrupt(f"simulated kill after the refit's checkpoint of step {state.global_step}")
 
 
-REFIT = (f"+train.per_primitive.{PRIM}.refit=true", "train.save_steps=3")
+REFIT = (f"train.per_primitive.{PRIM}.refit=true", "train.save_steps=3")
 
 
 @pytest.fixture(scope="module")
@@ -228,6 +230,29 @@ def test_a_refit_killed_part_way_resumes_to_the_same_adapter(generated_data, ref
     assert metrics["refit"]["global_step"] == refit_run[1]["refit"]["global_step"]
     adapter_a, adapter_b = weights(refit_run[0] / PRIM / "adapter"), weights(out / PRIM / "adapter")
     assert all(torch.equal(adapter_a[k], adapter_b[k]) for k in adapter_a), "the resumed refit ends where one run does"
+
+
+def test_a_lora_refit_trains_a_fresh_adapter_on_every_train_row(generated_data, tmp_path):
+    """The paper profile trains LoRA adapters: the refit starts a fresh adapter on the base (no made-up lookups:
+    they are full weights only), trains it on every train row for the epochs kept, and ships it, loadable as the
+    selection pass's adapter is."""
+    from forethought.training.artifacts import load_adapters
+
+    lora = ("train.finetuning=lora", f"train.per_primitive.{PRIM}.lookup=null", "lora.r=4", "lora.alpha=8")
+    metrics = run(config_from_overrides(overrides(generated_data, tmp_path, *lora, *REFIT)))[PRIM].metrics
+    refit = metrics["refit"]
+    assert refit["epochs"] == metrics["selection"]["best_epoch"] >= 1
+    assert refit["train_examples"] == len(read_rows(generated_data, PRIM, "train")) > metrics["train_examples"]
+    adapter = tmp_path / PRIM / "adapter"
+    assert adapter_kind(adapter) == "lora"
+    kept = weights(adapter)
+    best = weights(tmp_path / PRIM / "checkpoints" / f"checkpoint-{metrics['selection']['best_global_step']}")
+    assert set(kept) == set(best) and any(not torch.equal(kept[k], best[k]) for k in kept)
+    # LoRA's B matrices start at zero: every one the refit saved has trained
+    lora_b = [k for k in kept if "lora_B" in k]
+    assert lora_b and all(kept[k].abs().sum() > 0 for k in lora_b), "a LoRA matrix the refit never trained"
+    model, _ = load_adapters(tmp_path, [PRIM], device="cpu")
+    assert PRIM in model.peft_config
 
 
 def test_a_refit_needs_selection(generated_data, tmp_path):
