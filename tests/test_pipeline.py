@@ -235,10 +235,9 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
             for name in ("decompose", "get_order", "check_prerequisites", "match_func", "match_fill")
         }
         assert lookups.pop("match_func").steps == 2000 and set(lookups.values()) == {None}
-        # match_func alone trains again on its dev solutions once they have chosen its epoch (docs/training.md, "Probe
-        # of 2026-12-07: the dev solutions trained after selection")
-        refits = {name: train.for_primitive(name).refit for name in lookups | {"match_func": None}}
-        assert refits.pop("match_func") and set(refits.values()) == {False}
+        # no refit on the dev solutions: +5.0, +1.9 and -1.9 points on match_func, inside the adapter-seed spread
+        # (docs/training.md, "Recorded run #11")
+        assert not any(train.for_primitive(name).refit for name in [*lookups, "match_func"])
         assert train.finetuning == "full"
         # no retrieved demonstrations: trained with them, match_func falls from 73.8 to 41.2 % on prompts that show
         # none, as every prompt over a user's own tools does (docs/training.md, "Recorded run #9")
@@ -264,7 +263,6 @@ def test_every_cpu_profile_composes_and_validates(profile, tmp_path):
             assert small_budget.epochs <= full_budget.epochs
             assert small_budget.learning_rate == full_budget.learning_rate
         assert 0 < small_train.train.for_primitive("match_func").lookup.steps < 2000
-        assert not small_train.train.for_primitive("match_func").refit  # its recorded hour was measured without it
         assert pr.stages["validate"].config.decoding == converge.stages["validate"].config.decoding
         assert pr.stages["package"].config.allow_failed_gates  # a smoke bundle, as converge's, not an exit 2
 

@@ -43,7 +43,7 @@ def overrides(data: Path, out: Path, *extra: str, epochs: int = 3) -> list[str]:
         # its made-up lookups too, shrunk (tests/test_lookup_corpus.py measures the phase itself)
         f"train.per_primitive.{PRIM}.lookup.steps=2",
         f"train.per_primitive.{PRIM}.lookup.per_device_batch_size=2",
-        # the selection pass alone: the profile's refit of match_func is measured by the refit tests below
+        # the selection pass alone, whatever the preset says: the refit has its own tests below
         f"train.per_primitive.{PRIM}.refit=false",
         "train.dev_fraction=0.3",
         "train.dev_em_examples=4",
