@@ -498,6 +498,32 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores, {gpu}, Python {platform.python_version()}, torch {torch.__version__}"
 
 
+# What training and decoding run through: one install and the next can train the same data and base to figures a
+# point or two apart (docs/training.md, "Recorded run #11"), so a report names the versions it was made with.
+REPORTED_LIBRARIES = (
+    "transformers",
+    "trl",
+    "peft",
+    "accelerate",
+    "tokenizers",
+    "datasets",
+    "safetensors",
+    "llguidance",
+)
+
+
+def library_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return ", ".join(f"{name} {installed(name)}" for name in REPORTED_LIBRARIES)
+
+
 def _combined_loss_png(train_dir: Path, out: Path) -> bool:
     import matplotlib
 
@@ -784,6 +810,7 @@ def write_report(pr: PipelineRun, argv: list[str]) -> Path:
         f"- Command: `{recorded_command(['forethought', 'pipeline', *argv])}`",
         f"- Date: {dt.datetime.now().isoformat(timespec='seconds')}",
         f"- Machine: {machine()}",
+        f"- Libraries: {library_versions()}",
         "",
     ]
     train_cfg = pr.stages["train"].config if "train" in pr.stages else None

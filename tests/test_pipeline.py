@@ -31,6 +31,10 @@ def test_report_has_every_section(tiny_pipeline):
         "SIMULATION",
     ):
         assert section in report, section
+    # the versions it was trained and decoded with: another install trains the same data to other figures
+    from importlib.metadata import version
+
+    assert f"transformers {version('transformers')}, trl {version('trl')}, peft {version('peft')}" in report
     for png in ("datasets.png", "base_loss.png", "loss_curves.png", "gates.png", "evaluation.png"):
         assert (tiny_pipeline / png).stat().st_size > 1000
     res = json.loads((tiny_pipeline / "evaluate" / "results.json").read_text())
