@@ -144,10 +144,16 @@ def perfect_decoder(generated_data, monkeypatch):
             )
     wrong: set[tuple[str, int]] = set()
 
+    primitive_of = {prompt: primitive for primitive, prompt in answers}
+
     def generate(model, tokenizer, msgs, *, adapter, on_batch=None, **kw):
         out = []
         for message in msgs:
-            i, text = answers[(adapter, json.dumps(message, sort_keys=True))]
+            prompt = json.dumps(message, sort_keys=True)
+            if adapter == hf.BASE:  # the base alone answers every row with its target
+                out.append(answers[(primitive_of[prompt], prompt)][1])
+                continue
+            i, text = answers[(adapter, prompt)]
             out.append("{}" if (adapter, i) in wrong else text)
         return out
 
@@ -189,6 +195,34 @@ def test_gate_passes_at_threshold_one_when_every_prediction_is_its_target(genera
     assert [p for p, r in gates["primitives"].items() if not r["passed"]] == ["match_fill"]
     gate = gates["primitives"]["match_fill"]
     assert gate["exact_match"] == (gate["n"] - 1) / gate["n"] and gate["failures"][0]["count"] == 1
+
+
+def test_an_adapter_under_its_base_is_named_in_the_gates_and_its_card(generated_data, perfect_decoder, tmp_path):
+    from forethought.training.package import model_card
+
+    thr = "thresholds={" + ",".join(f"{p}:1.0" for p in PRIMITIVE_NAMES) + "}"
+    args = ["validate", f"train_dir={tmp_path / 'no-train'}", f"dataset_dir={generated_data}", thr]
+    assert main([*args, f"output_dir={tmp_path / 'level'}"]) == 0
+    gates = json.loads((tmp_path / "level" / "gates.json").read_text())
+    assert not any(gate["under_base"] for gate in gates["primitives"].values())
+    assert "Under the base" not in (tmp_path / "level" / "gates.md").read_text()
+
+    perfect_decoder.add(("match_fill", 0))  # the adapter wrong on one row, the base right on every row
+    assert main([*args, f"output_dir={tmp_path / 'under'}"]) == 1
+    gates = json.loads((tmp_path / "under" / "gates.json").read_text())
+    assert [p for p, gate in gates["primitives"].items() if gate["under_base"]] == ["match_fill"]
+    gate = gates["primitives"]["match_fill"]
+    assert gate["base_exact_match"] == 1.0 and gate["exact_match"] == (gate["n"] - 1) / gate["n"]
+    md = (tmp_path / "under" / "gates.md").read_text()
+    assert "**Under the base**" in md
+    assert f"- **match_fill**: tuned {100 * gate['exact_match']:.1f} % against the base's 100.0 %" in md
+    entry = {"gate": gate, "spec_hash": gate["spec_hash"], "kind": "full"}
+    card = model_card("match_fill", entry, {"name": "tiny", "config_sha256": "0" * 64}, None, smoke=True)
+    assert "base 100.0%, **over this adapter's**" in card
+    level = {**entry, "gate": gates["primitives"]["match_func"]}
+    assert "over this adapter's" not in model_card(
+        "match_func", level, {"name": "tiny", "config_sha256": "0" * 64}, None, smoke=True
+    )
 
 
 def test_package_refuses_failed_gates_without_the_override(tiny_run, tmp_path, capsys):

@@ -138,6 +138,8 @@ def model_card(
     )
     n_train, n_val = ds.get("train", {}).get("examples", "?"), ds.get("validation", {}).get("examples", "?")
     base_em = "—" if gate.get("base_exact_match") is None else f"{100 * gate['base_exact_match']:.1f}%"
+    if gate.get("base_exact_match") is not None and gate.get("exact_match", 0) < gate["base_exact_match"]:
+        base_em += ", **over this adapter's**: the base alone answers these rows better"
     verdict = "passed" if gate.get("passed") else "FAILED"
     full = entry.get("kind") == "full"
     what = "Full weights of the base model fine-tuned for" if full else "LoRA adapter implementing"

@@ -219,6 +219,11 @@ def run_validation(
                 ]
         else:
             result["base_exact_match"] = None
+        # An adapter that scores under the base alone (same rows, same decoding) answers worse than no adapter:
+        # a user must see that before deploying it, whatever the gate says (match_fill did so in runs #8-#11).
+        result["under_base"] = (
+            result["base_exact_match"] is not None and result["exact_match"] < result["base_exact_match"]
+        )
         result["threshold"] = cfg.thresholds[primitive]
         result["passed"] = result["exact_match"] >= result["threshold"]
         result["spec_hash"] = spec.spec_hash
@@ -290,6 +295,17 @@ def gates_markdown(summary: dict[str, Any]) -> str:
     for primitive, result in summary["primitives"].items():
         kinds = ", ".join(f"{f['kind']} ({f['count']})" for f in result["failures"][:4]) or "none"
         lines.append(f"- **{primitive}**: {kinds}")
+    under = [(primitive, result) for primitive, result in summary["primitives"].items() if result.get("under_base")]
+    if under:
+        lines += [
+            "",
+            "**Under the base** (the same rows and decoding: the base alone answers better than the adapter):",
+            "",
+        ]
+        lines += [
+            f"- **{primitive}**: tuned {_pct(result['exact_match'])} % against the base's {_pct(result['base_exact_match'])} %"
+            for primitive, result in under
+        ]
     return "\n".join(lines) + "\n"
 
 
