@@ -275,14 +275,15 @@ def test_probe_anonymous_tools_adds_renamed_copies_of_train_solution_rows_only(g
 
     probe = _script("probe_anonymous_tools")
     out = tmp_path / "anonymous"
-    assert probe.main([str(generated_data), str(out), "--fraction", "1", "--dev-fraction", "0.25"]) == 0
+    assert probe.main([str(generated_data), str(out), "--fraction", "1", "--dev-fraction", "0.5"]) == 0
     assert "anonymous copies added" in capsys.readouterr().out
     use_dataset_rendering(out)
     spec = SPECS["match_func"]
     before, after = read_rows(generated_data, "match_func", "train"), read_rows(out, "match_func", "train")
     assert [r.model_dump() for r in after[: len(before)]] == [r.model_dump() for r in before]
     copies, originals = after[len(before) :], {r.id: r for r in before}
-    wanted = [r for r in before if not is_dev_solution(r.solution_id, 0.25, 0)]
+    wanted = [r for r in before if not is_dev_solution(r.solution_id, 0.5, 0)]
+    assert len(wanted) < len(before)  # some rows are a dev solution's: the copies must leave them out
     assert len(copies) == len(wanted) > 0  # --fraction 1: every train-solution row, no dev solution's
     for copy in copies:
         old = originals[copy.id.removesuffix("-anonymous")]
@@ -297,13 +298,61 @@ def test_probe_anonymous_tools_adds_renamed_copies_of_train_solution_rows_only(g
         assert [(m.role, m.content) for m in copy.prompt] == [(m["role"], m["content"]) for m in rendered]
     assert read_rows(out, "match_func", "validation") == read_rows(generated_data, "match_func", "validation")
     assert (
-        train_and_dev_rows(out, "match_func", 0.25, seed=0)[1]
-        == train_and_dev_rows(generated_data, "match_func", 0.25, seed=0)[1]
+        train_and_dev_rows(out, "match_func", 0.5, seed=0)[1]
+        == train_and_dev_rows(generated_data, "match_func", 0.5, seed=0)[1]
     )
     kept = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
     assert probe.main([str(generated_data), str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == kept
+
+
+def test_probe_task_paraphrases_adds_reworded_copies_of_train_solution_rows_only(generated_data, tmp_path, capsys):
+    """scripts/probe_task_paraphrases.py (docs/training.md, "Probe of 2026-12-07, thirteenth session: match_func's tasks
+    in other words"): every original row as it was, then one copy per paraphrase (at most --copies) of each
+    train-solution row whose task text has paraphrases, the task and its rendered prompt reworded, the target the
+    original's; never a dev solution's row or a validation row; a bad paraphrase file is refused before any write."""
+    from forethought.data_gen.row import is_dev_solution
+    from forethought.kernel.specs import SPECS
+    from forethought.training.data import read_rows, train_and_dev_rows, use_dataset_rendering
+
+    probe = _script("probe_task_paraphrases")
+    before = read_rows(generated_data, "match_func", "train")
+    texts = sorted({r.input_value["task"]["text"] for r in before})
+    paraphrases = tmp_path / "paraphrases.json"
+    paraphrases.write_text(json.dumps({text: [f"Please {text}", f"{text}, now", "third"] for text in texts[::2]}))
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"a task": "not a list"}))
+    out = tmp_path / "reworded"
+    assert probe.main([str(generated_data), str(out), str(broken)]) == 2
+    assert "not a JSON object of task text" in capsys.readouterr().err and not out.exists()
+    assert probe.main([str(generated_data), str(out), str(paraphrases), "--copies", "2", "--dev-fraction", "0.5"]) == 0
+    assert "paraphrased copies added" in capsys.readouterr().out
+    use_dataset_rendering(out)
+    spec = SPECS["match_func"]
+    after = read_rows(out, "match_func", "train")
+    assert [r.model_dump() for r in after[: len(before)]] == [r.model_dump() for r in before]
+    copies, originals = after[len(before) :], {r.id: r for r in before}
+    listed = set(texts[::2])
+    assert any(is_dev_solution(r.solution_id, 0.5, 0) and r.input_value["task"]["text"] in listed for r in before)
+    wanted = [
+        r for r in before if not is_dev_solution(r.solution_id, 0.5, 0) and r.input_value["task"]["text"] in listed
+    ]
+    assert len(copies) == 2 * len(wanted) > 0  # two of the three paraphrases, every listed train-solution row
+    for copy in copies:
+        old = originals[copy.id.rsplit("-paraphrase", 1)[0]]
+        assert not is_dev_solution(copy.solution_id, 0.5, 0) and copy.train_only
+        text = old.input_value["task"]["text"]
+        assert copy.input_value["task"]["text"] in {f"Please {text}", f"{text}, now"}
+        assert {**copy.input_value, "task": old.input_value["task"]} == old.input_value
+        assert copy.target == old.target
+        rendered = spec.messages(spec.input_type.model_validate(copy.input_value))
+        assert [(m.role, m.content) for m in copy.prompt] == [(m["role"], m["content"]) for m in rendered]
+    assert read_rows(out, "match_func", "validation") == read_rows(generated_data, "match_func", "validation")
+    assert (
+        train_and_dev_rows(out, "match_func", 0.5, seed=0)[1]
+        == train_and_dev_rows(generated_data, "match_func", 0.5, seed=0)[1]
+    )
 
 
 def test_probe_fresh_codes_adds_slots_read_with_a_new_renaming_each_time(generated_data, monkeypatch):
