@@ -264,6 +264,17 @@ def test_probe_ranked_tools_reorders_match_funcs_lists_and_nothing_else(generate
     assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == kept
 
 
+def _assert_validation_and_dev_rows_unchanged(source: Path, rewritten: Path, dev_fraction: float) -> None:
+    """A probe's dataset rewrite adds train rows only: validation and the dev rows selection reads stay as they were."""
+    from forethought.training.data import read_rows, train_and_dev_rows
+
+    assert read_rows(rewritten, "match_func", "validation") == read_rows(source, "match_func", "validation")
+    assert (
+        train_and_dev_rows(rewritten, "match_func", dev_fraction, seed=0)[1]
+        == train_and_dev_rows(source, "match_func", dev_fraction, seed=0)[1]
+    )
+
+
 def test_probe_anonymous_tools_adds_renamed_copies_of_train_solution_rows_only(generated_data, tmp_path, capsys):
     """scripts/probe_anonymous_tools.py (docs/training.md, "Probe of 2026-12-06: anonymous tool names"): every original
     row as it was, then copies of some train-solution rows with each listed tool renamed to a code, the target naming
@@ -271,7 +282,7 @@ def test_probe_anonymous_tools_adds_renamed_copies_of_train_solution_rows_only(g
     dev split is unchanged; an existing destination is refused and left as it was."""
     from forethought.data_gen.row import is_dev_solution
     from forethought.kernel.specs import SPECS
-    from forethought.training.data import read_rows, train_and_dev_rows, use_dataset_rendering
+    from forethought.training.data import read_rows, use_dataset_rendering
 
     probe = _script("probe_anonymous_tools")
     out = tmp_path / "anonymous"
@@ -296,11 +307,7 @@ def test_probe_anonymous_tools_adds_renamed_copies_of_train_solution_rows_only(g
         assert copy.train_only and spec.check_output(copy.input_value, copy.target or {"tool_name": None}).ok
         rendered = spec.messages(spec.input_type.model_validate(copy.input_value))
         assert [(m.role, m.content) for m in copy.prompt] == [(m["role"], m["content"]) for m in rendered]
-    assert read_rows(out, "match_func", "validation") == read_rows(generated_data, "match_func", "validation")
-    assert (
-        train_and_dev_rows(out, "match_func", 0.5, seed=0)[1]
-        == train_and_dev_rows(generated_data, "match_func", 0.5, seed=0)[1]
-    )
+    _assert_validation_and_dev_rows_unchanged(generated_data, out, dev_fraction=0.5)
     kept = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
     assert probe.main([str(generated_data), str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
@@ -314,7 +321,7 @@ def test_probe_task_paraphrases_adds_reworded_copies_of_train_solution_rows_only
     original's; never a dev solution's row or a validation row; a bad paraphrase file is refused before any write."""
     from forethought.data_gen.row import is_dev_solution
     from forethought.kernel.specs import SPECS
-    from forethought.training.data import read_rows, train_and_dev_rows, use_dataset_rendering
+    from forethought.training.data import read_rows, use_dataset_rendering
 
     probe = _script("probe_task_paraphrases")
     before = read_rows(generated_data, "match_func", "train")
@@ -348,11 +355,7 @@ def test_probe_task_paraphrases_adds_reworded_copies_of_train_solution_rows_only
         assert copy.target == old.target
         rendered = spec.messages(spec.input_type.model_validate(copy.input_value))
         assert [(m.role, m.content) for m in copy.prompt] == [(m["role"], m["content"]) for m in rendered]
-    assert read_rows(out, "match_func", "validation") == read_rows(generated_data, "match_func", "validation")
-    assert (
-        train_and_dev_rows(out, "match_func", 0.5, seed=0)[1]
-        == train_and_dev_rows(generated_data, "match_func", 0.5, seed=0)[1]
-    )
+    _assert_validation_and_dev_rows_unchanged(generated_data, out, dev_fraction=0.5)
 
 
 def test_probe_fresh_codes_adds_slots_read_with_a_new_renaming_each_time(generated_data, monkeypatch):

@@ -38,6 +38,7 @@ from forethought.kernel.specs import PRIMITIVE_NAMES, SPECS
 from forethought.primitives.io import atomic_write_json, atomic_write_text
 
 from .config import BUILT_HERE
+from .validate import under_base
 
 PROBE = [
     {"role": "system", "content": "Answer with JSON."},
@@ -138,7 +139,7 @@ def model_card(
     )
     n_train, n_val = ds.get("train", {}).get("examples", "?"), ds.get("validation", {}).get("examples", "?")
     base_em = "—" if gate.get("base_exact_match") is None else f"{100 * gate['base_exact_match']:.1f}%"
-    if gate.get("base_exact_match") is not None and gate.get("exact_match", 0) < gate["base_exact_match"]:
+    if under_base(gate):
         base_em += ", **over this adapter's**: the base alone answers these rows better"
     verdict = "passed" if gate.get("passed") else "FAILED"
     full = entry.get("kind") == "full"

@@ -219,11 +219,7 @@ def run_validation(
                 ]
         else:
             result["base_exact_match"] = None
-        # An adapter that scores under the base alone (same rows, same decoding) answers worse than no adapter:
-        # a user must see that before deploying it, whatever the gate says (match_fill did so in runs #8-#11).
-        result["under_base"] = (
-            result["base_exact_match"] is not None and result["exact_match"] < result["base_exact_match"]
-        )
+        result["under_base"] = under_base(result)
         result["threshold"] = cfg.thresholds[primitive]
         result["passed"] = result["exact_match"] >= result["threshold"]
         result["spec_hash"] = spec.spec_hash
@@ -252,6 +248,13 @@ def run_validation(
     atomic_write_text(out / "gates.md", gates_markdown(summary))
     plot_gates(summary, out / "gates.png")
     return summary
+
+
+def under_base(gate: dict[str, Any]) -> bool:
+    """Whether the adapter scores under the base alone on the same rows with the same decoding: it answers worse
+    than no adapter, which a user must see before deploying it, whatever the gate says (match_fill did so in runs
+    #8-#11). Read from a gate record (gates.json, or a bundle manifest's gate entry)."""
+    return gate.get("base_exact_match") is not None and gate.get("exact_match", 0) < gate["base_exact_match"]
 
 
 def _weighted(results: dict[str, Any], key: str) -> float | None:
