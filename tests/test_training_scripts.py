@@ -491,3 +491,46 @@ def test_probe_tool_order_decodes_each_order_and_votes(tiny_pipeline, capsys):
     assert "order 0 (as listed): " in out and "order 2 (drawn): " in out and "vote of 3 orders: " in out
     assert probe.main(["--train-dir", str(tiny_pipeline), "--dataset-dir", str(tiny_pipeline / "data")]) == 2
     assert "no trained match_func" in capsys.readouterr().err
+
+
+def test_probe_prose_base_keeps_docstring_prose_and_adds_it_to_the_base_rows_only(tmp_path, capsys):
+    """scripts/probe_prose_base.py (docs/training.md, "Probe of 2026-12-07, fourteenth session: a base that also reads
+    English prose"): only the prose paragraphs of docstrings reach the corpus (no doctest or code lines, no tests
+    folder, no repeats), in chunks; the patched base rows are every request row the stage reads plus the asked number
+    of prose chunks as user turns; an existing output or a missing root is refused before any write."""
+    probe = _script("probe_prose_base")
+    package = tmp_path / "pkg"
+    (package / "tests").mkdir(parents=True)
+    (package / "tools.py").write_text(
+        '"""Copy the lines of a file into another file, keeping their order.\n\n>>> copy("notes.txt", "backup.txt", keep_order=True)  # every line is copied\n"""\n\n'
+        "def sort_lines(path):\n"
+        '    """Return the lines of the file sorted alphabetically, one per line.\n\n    table = [[1, 2], [3, 4], [5, 6]]  # the rows it returns\n    """\n\n'
+        "def again():\n"
+        '    """Return the lines of the file sorted alphabetically, one per line."""\n'
+    )
+    (package / "tests" / "test_tools.py").write_text('"""A test module that only checks how the tools behave."""\n')
+    prose = list(probe.prose_paragraphs((package / "tools.py").read_text()))
+    assert prose == [
+        "Copy the lines of a file into another file, keeping their order.",
+        "Return the lines of the file sorted alphabetically, one per line.",
+        "Return the lines of the file sorted alphabetically, one per line.",
+    ]
+    out = tmp_path / "corpus.jsonl"
+    assert probe.main(["corpus", str(out), "--root", str(tmp_path / "absent")]) == 2
+    assert "not a folder" in capsys.readouterr().err and not out.exists()
+    chunks, paragraphs = probe.build_corpus([package], words_per_chunk=10)
+    assert paragraphs == 2 and chunks == prose[:2]  # the tests folder skipped, the repeat dropped, ~10 words a chunk
+    out.write_text("kept\n")
+    assert probe.main(["corpus", str(out), "--root", str(package)]) == 2
+    assert out.read_text() == "kept\n"
+
+    requests = [{"messages": [{"role": "user", "content": f"request {index}"}]} for index in range(20)]
+    mixed = probe.with_prose(lambda cfg: list(requests), [f"prose {index}" for index in range(10)], count=4, seed=1)
+    rows = mixed(None)
+    added = [row for row in rows if row["messages"][0]["content"].startswith("prose")]
+    assert len(rows) == 24 and sorted(map(str, rows)) == sorted(map(str, requests + added))
+    assert len(added) == 4 and all(
+        row["messages"] == [{"role": "user", "content": row["messages"][0]["content"]}] for row in added
+    )
+    assert rows != requests + added  # shuffled among the requests, not appended
+    assert mixed(None) == rows  # the seed fixes which chunks and where
