@@ -124,10 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not a folder: {', '.join(missing)}" if missing else "--words: must be >= 1", file=sys.stderr)
             return 2
         chunks, paragraphs = build_corpus([Path(sysconfig.get_paths()["stdlib"]), *args.root], args.words)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_name(f".{args.out.name}.tmp")
-        tmp.write_text("".join(json.dumps(chunk) + "\n" for chunk in chunks), encoding="utf-8")
-        tmp.replace(args.out)
+        from forethought.primitives.io import atomic_write_text
+
+        atomic_write_text(args.out, "".join(json.dumps(chunk) + "\n" for chunk in chunks))
         words = sum(len(chunk.split()) for chunk in chunks)
         print(f"{paragraphs} paragraphs, {len(chunks)} chunks, {words} words -> {args.out}")
         return 0
