@@ -94,6 +94,11 @@ class TinyShape(_Strict):
         description="BPE pre-tokenization: words (GPT-2 style), structure (merges may cross spaces) or pieces (a word "
         "is one token wherever it stands: spaces, underscores, punctuation and case changes split; see training/tiny.py)",
     )
+    word_vectors: str | None = Field(
+        None,
+        description="a .npz of pretrained word vectors (scripts/word_vectors.py) whose directions start the embedding "
+        "rows of the tokens that are words in it (training/word_vectors.py); null: every row random",
+    )
 
     @classmethod
     def _cross_errors(cls, data: dict[str, Any]) -> list[str]:

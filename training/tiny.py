@@ -186,10 +186,19 @@ def base_fingerprint(dataset_dir: str | Path, shape: TinyShape, seed: int) -> di
     import trl
 
     files = corpus_files(dataset_dir)
+    vectors = {}
+    if shape.word_vectors:
+        try:
+            vectors = {"word_vectors_sha256": _file_digest(Path(shape.word_vectors))}
+        except OSError as error:
+            raise UserError(f"model.tiny.word_vectors: cannot read it ({error.strerror})", shape.word_vectors) from None
     return {
+        **vectors,
         "build_version": TINY_BUILD_VERSION,
         "seed": seed,
-        "shape": shape.model_dump(),
+        # The vectors count by content (above), not by where the file lies; a shape without them fingerprints as
+        # before the option existed, so earlier bases stay reusable.
+        "shape": shape.model_dump(exclude={"word_vectors"}),
         "corpus": {f.parent.name: _file_digest(f) for f in files},
         "chat_template_sha256": hashlib.sha256(gemma3_chat_template().encode()).hexdigest(),
         "versions": {
@@ -239,11 +248,19 @@ def build_tiny_base(dataset_dir: str | Path, shape: TinyShape, seed: int, out_di
                 str(out),
             )
 
+    word_vectors = None
+    if shape.word_vectors:
+        from forethought.training.word_vectors import initialise_embeddings, load_word_vectors
+
+        word_vectors = load_word_vectors(shape.word_vectors)  # checked before the tokenizer's minutes
     tokenizer = build_tokenizer(corpus_texts(files), shape.vocab_size, shape.pre_tokenizer)
     config = tiny_text_config(shape, tokenizer)
-    # Deterministic initialisation: the model's weights depend only on the seed and the config.
+    # Deterministic initialisation: the model's weights depend only on the seed, the config and the vectors.
+    vectors_manifest = {}
     with _fork_rng(seed):
         model = Gemma3ForCausalLM(config)
+        if word_vectors is not None:
+            vectors_manifest = {"word_vectors": initialise_embeddings(model, tokenizer, *word_vectors, seed=seed)}
     # Like Gemma 3's generation config: stop on <eos> and on <end_of_turn>.
     model.generation_config.eos_token_id = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<end_of_turn>")]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -255,7 +272,9 @@ def build_tiny_base(dataset_dir: str | Path, shape: TinyShape, seed: int, out_di
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         n_params = sum(p.numel() for p in model.parameters())
-        atomic_write_json(tmp / BASE_MANIFEST, {"profile": "tiny", "parameters": n_params, "fingerprint": fp})
+        atomic_write_json(
+            tmp / BASE_MANIFEST, {"profile": "tiny", "parameters": n_params, "fingerprint": fp, **vectors_manifest}
+        )
         try:
             if out.exists():
                 out.rmdir()  # empty folder left by someone else: replace it
