@@ -310,3 +310,5 @@ def test_settings_that_would_be_ignored_are_refused():
     with pytest.raises(ConfigError, match="eval_steps is used only with eval_strategy 'steps'"):
         load("train.eval_steps=50")
     assert load("train.eval_strategy=steps", "train.eval_steps=50").train.eval_steps == 50
+    with pytest.raises(ConfigError, match="'steps' would be ignored: train.selection=dev_exact_match evaluates"):
+        load("train=converge", "train.eval_strategy=steps", "train.eval_steps=50")

@@ -417,6 +417,12 @@ class TrainSettings(_Strict):
         strategy, eval_steps = data.get("eval_strategy", "epoch"), data.get("eval_steps")
         if strategy == "steps" and eval_steps is None:
             errors.append("eval_strategy 'steps' needs eval_steps")
+        if strategy == "steps" and data.get("selection") == "dev_exact_match":
+            # Selection evaluates and keeps a checkpoint at every epoch's end (training/train.py): steps would be ignored.
+            errors.append(
+                "train.eval_strategy 'steps' would be ignored: train.selection=dev_exact_match evaluates and keeps a "
+                "checkpoint at each epoch's end; set train.selection=last to evaluate every train.eval_steps"
+            )
         if strategy != "steps" and eval_steps is not None:
             errors.append(
                 f"eval_steps is used only with eval_strategy 'steps' (it is {strategy!r}): set one, or leave eval_steps null"
