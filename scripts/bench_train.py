@@ -8,6 +8,7 @@ Writes a fabricated dataset in the real format, rendered through the specs (``fo
     python scripts/bench_train.py                       # 40 steps of match_func, train=quick settings
     python scripts/bench_train.py --primitive all --preset default --n-train 1500   # the real default (long)
     python scripts/bench_train.py --override model.tiny.hidden_size=64
+    python scripts/bench_train.py --model causal_lm --override model.path=runs/smollm2 --override lora.last_layers=6
 
 Nothing is downloaded; results go to a temporary folder unless --out is given.
 """
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--primitive", default="match_func", help="one primitive or 'all'")
     ap.add_argument("--preset", default="quick", help="train/ preset: quick | default | paper")
+    ap.add_argument(
+        "--model", default="tiny", help="model/ profile: tiny | small (built here) | causal_lm (model.path=)"
+    )
     ap.add_argument("--steps", type=int, default=40, help="max_steps (ignored with --epochs-run)")
     ap.add_argument("--epochs-run", action="store_true", help="run the preset's epochs instead of --steps")
     ap.add_argument("--n-train", type=int, default=1500)
@@ -62,14 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(options.out) if options.out else Path(tmp) / "out"
     ov = [
         f"primitive={options.primitive}",
-        "model=tiny",
+        f"model={options.model}",
         f"train={options.preset}",
         f"dataset_dir={data}",
         f"output_dir={out}",
         "logging=none",
         "train.device=cpu",
-        "model.pretrain=null",  # adapter throughput only: the base stage is measured by scripts/bench_cpu_settings.py
     ]
+    if options.model in ("tiny", "small"):
+        ov.append("model.pretrain=null")  # adapter throughput only: the base stage is scripts/bench_cpu_settings.py's
     if not options.epochs_run:
         ov.append(f"train.max_steps={options.steps}")
     ov += options.override

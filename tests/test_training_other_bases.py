@@ -192,6 +192,53 @@ def test_causal_lm_profile_trains_and_the_bundle_loader_loads_it(arch, trained, 
     assert stop_ids(served_tok)[0] == served_tok.convert_tokens_to_ids(end)
 
 
+def test_lora_on_the_last_layers_leaves_the_layers_below_without_adapter_or_backward(tokenizer):
+    """``lora.last_layers``: only the top layers are wrapped, and autograd never runs a backward pass through the
+    layers below (the source of its speed on CPU); with every layer wrapped it does."""
+    from peft import get_peft_model
+
+    needs_grad = {}
+    for last_layers in (1, None):
+        model = tiny_model("llama", tokenizer)
+        settings = LoraSettings(last_layers=last_layers)
+        peft_model = get_peft_model(model, lora_config(model, settings))
+        summary = check_adapter_targets(peft_model, settings)
+        lora_names = [n for n, p in peft_model.named_parameters() if p.requires_grad]
+        seen = []  # whether each layer's output is part of the autograd graph (else no backward runs through it)
+        for layer in peft_model.get_base_model().model.layers:
+            layer.register_forward_hook(lambda _, __, out, seen=seen: seen.append(out[0].requires_grad))
+        ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
+        peft_model(input_ids=ids, labels=ids).loss.backward()
+        needs_grad[last_layers] = seen
+        if last_layers == 1:
+            assert summary["lora_modules"] == 7
+            assert lora_names and all(".layers.1." in n for n in lora_names)
+            lora_b = [p for n, p in peft_model.named_parameters() if "lora_B" in n]
+            assert lora_b and all(p.grad is not None and p.grad.abs().sum() > 0 for p in lora_b)
+        else:
+            assert summary["lora_modules"] == 2 * 7
+    assert needs_grad == {1: [False, True], None: [True, True]}
+
+
+def test_more_last_layers_than_the_model_has_is_refused_before_anything_is_written(
+    checkpoints, data_dir, tmp_path, capsys
+):
+    args = _overrides(checkpoints["llama"], data_dir, tmp_path / "o", "lora.last_layers=3")
+    rc = forethought_main(["train", *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and "lora.last_layers" in err and "2 decoder layers" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_last_layers_adapter_trains_and_loads(checkpoints, data_dir, tmp_path):
+    out = tmp_path / "o"
+    res = run(config_from_overrides(_overrides(checkpoints["llama"], data_dir, out, "lora.last_layers=1")))
+    assert res["match_func"].metrics["adapter"]["lora_modules"] == 7
+    model, _ = artifacts.load_adapters(out, ["match_func"])
+    loaded = [n for n, _ in model.named_parameters() if ".lora_" in n]
+    assert loaded and all(".layers.1." in n for n in loaded)
+
+
 def test_the_gemma3_profile_still_refuses_another_architecture(checkpoints, data_dir, tmp_path):
     cfg = config_from_overrides(_overrides(checkpoints["llama"], data_dir, tmp_path, "model=gemma3_12b"))
     from forethought.errors import UserError

@@ -206,9 +206,27 @@ def discover_lora_targets(model: Any, targets: list[str]) -> list[str]:
     return found
 
 
-def lora_target_regex(prefix: str, module_paths: list[str]) -> str:
-    """A regex PEFT full-matches against module names: only these modules of the language model's decoder layers."""
-    return "^" + re.escape(prefix) + r"\.layers\.\d+\.(?:" + "|".join(re.escape(m) for m in module_paths) + ")$"
+def lora_target_regex(prefix: str, module_paths: list[str], layers: list[int] | None = None) -> str:
+    """A regex PEFT full-matches against module names: only these modules of the language model's decoder layers
+    (of the given layer indices; None: every layer)."""
+    layer = r"\d+" if layers is None else "(?:" + "|".join(str(index) for index in layers) + ")"
+    return (
+        "^" + re.escape(prefix) + r"\.layers\." + layer + r"\.(?:" + "|".join(re.escape(m) for m in module_paths) + ")$"
+    )
+
+
+def lora_layers(model: Any, lora: LoraSettings) -> list[int] | None:
+    """The decoder layer indices LoRA wraps: the last ``lora.last_layers`` of them, or None for all."""
+    if lora.last_layers is None:
+        return None
+    count = len(_decoder_layers(model))
+    if lora.last_layers > count:
+        raise UserError(
+            f"lora.last_layers is {lora.last_layers} but {type(model).__name__} has {count} decoder layers "
+            f"(at most {count}, or null for all)",
+            "lora.last_layers",
+        )
+    return list(range(count - lora.last_layers, count))
 
 
 def lora_config(model: Any, lora: LoraSettings) -> LoraConfig:
@@ -219,7 +237,9 @@ def lora_config(model: Any, lora: LoraSettings) -> LoraConfig:
         r=lora.r,
         lora_alpha=lora.alpha,
         lora_dropout=lora.dropout,
-        target_modules=lora_target_regex(prefix, discover_lora_targets(model, list(lora.target_modules))),
+        target_modules=lora_target_regex(
+            prefix, discover_lora_targets(model, list(lora.target_modules)), lora_layers(model, lora)
+        ),
         bias="none",
         task_type=TaskType.CAUSAL_LM,
     )
@@ -235,6 +255,8 @@ def check_adapter_targets(peft_model: Any, lora: LoraSettings | None = None) -> 
 
     prefix = text_model_prefix(peft_model)
     n_layers = len(_decoder_layers(peft_model))
+    if lora is not None and lora.last_layers is not None:
+        n_layers = min(n_layers, lora.last_layers)
     expected = (
         n_layers * len(discover_lora_targets(peft_model, list(lora.target_modules))) if lora is not None else None
     )

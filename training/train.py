@@ -369,6 +369,27 @@ def _preflight(cfg: TrainConfig) -> None:
         from forethought.training.models import require_local_path
 
         require_local_path(cfg.model)
+    _check_lora_layers(cfg)
+
+
+def _check_lora_layers(cfg: TrainConfig) -> None:
+    """``lora.last_layers`` within the model's decoder layers, known before any model is loaded or file written."""
+    wanted = cfg.lora.last_layers
+    if wanted is None or cfg.train.finetuning == "full":
+        return
+    if cfg.model.profile in BUILT_HERE:
+        count = cfg.model.tiny.num_layers if cfg.model.tiny is not None else None
+    else:
+        from forethought.training.models import require_local_path
+
+        model_config = read_json_object(require_local_path(cfg.model) / "config.json")
+        text_config = model_config.get("text_config") or model_config
+        count = text_config.get("num_hidden_layers")
+    if isinstance(count, int) and wanted > count:
+        raise UserError(
+            f"lora.last_layers is {wanted} but the model has {count} decoder layers (at most {count}, or null for all)",
+            "lora.last_layers",
+        )
 
 
 _RUN_MARKERS = ("config.yaml", "metrics.json", "run_state.json", "checkpoints", "adapter")
