@@ -234,9 +234,16 @@ def test_a_last_layers_adapter_trains_and_loads(checkpoints, data_dir, tmp_path)
     out = tmp_path / "o"
     res = run(config_from_overrides(_overrides(checkpoints["llama"], data_dir, out, "lora.last_layers=1")))
     assert res["match_func"].metrics["adapter"]["lora_modules"] == 7
+    assert not any("lora.last_layers" in note for note in res["match_func"].metrics["notes"])
     model, _ = artifacts.load_adapters(out, ["match_func"])
     loaded = [n for n, _ in model.named_parameters() if ".lora_" in n]
     assert loaded and all(".layers.1." in n for n in loaded)
+
+
+def test_last_layers_under_gradient_checkpointing_says_it_loses_its_speed(checkpoints, data_dir, tmp_path):
+    args = _overrides(checkpoints["llama"], data_dir, tmp_path / "o", "lora.last_layers=1")
+    res = run(config_from_overrides([*args, "train.gradient_checkpointing=true"]))
+    assert any("lora.last_layers with gradient checkpointing" in note for note in res["match_func"].metrics["notes"])
 
 
 def test_the_gemma3_profile_still_refuses_another_architecture(checkpoints, data_dir, tmp_path):

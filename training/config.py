@@ -259,8 +259,9 @@ class LoraSettings(_Strict):
     )
 
     # LoRA on the last N decoder layers only (null: every layer), peft's layers_to_transform counted from the top. The
-    # layers below carry no adapter, so autograd runs no backward pass through them: on SmolLM2-135M (30 layers,
-    # CPU) a step with the last 6 took 9.2 s against 24.9 s with all 30 (docs/benchmarks.md, "LoRA on the last layers").
+    # layers below carry no adapter, so without gradient checkpointing (the CPU default) autograd runs no backward pass
+    # through them: on SmolLM2-135M (30 layers, CPU) a step with the last 6 took 9.2 s against 24.9 s with all 30
+    # (docs/benchmarks.md). Checkpointing (the GPU default) makes the inputs need a gradient, which undoes the gain.
     last_layers: int | None = Field(None, ge=1, description="LoRA on the last N decoder layers only; null: all")
 
     @field_validator("target_modules")

@@ -384,7 +384,8 @@ def _check_lora_layers(cfg: TrainConfig) -> None:
 
         model_config = read_json_object(require_local_path(cfg.model) / "config.json")
         text_config = model_config.get("text_config") or model_config
-        count = text_config.get("num_hidden_layers")
+        # unknown here when config.json leaves it to the class default: lora_config checks it on the loaded model
+        count = text_config.get("num_hidden_layers", model_config.get("num_hidden_layers"))
     if isinstance(count, int) and wanted > count:
         raise UserError(
             f"lora.last_layers is {wanted} but the model has {count} decoder layers (at most {count}, or null for all)",
@@ -617,6 +618,13 @@ def _sft_config(
         settings = settings.model_copy(update={"epochs": epochs, "max_steps": -1})
     select = settings.selection == "dev_exact_match" and has_eval
     gc = settings.gradient_checkpointing if settings.gradient_checkpointing is not None else device == "cuda"
+    if gc and cfg.lora.last_layers is not None and settings.finetuning == "lora":
+        # transformers and trl make the input embeddings require a gradient under checkpointing, so the backward
+        # pass runs through the layers without an adapter too: the adapter is still last-layers only, the speed is not
+        notes.append(
+            "lora.last_layers with gradient checkpointing: the backward pass still runs through every layer "
+            "(checkpointing makes the inputs need a gradient), so it trains the last layers without their speed-up"
+        )
     liger = False
     if settings.liger:
         if device != "cuda":
